@@ -1,0 +1,67 @@
+"""Turn a compiler log into an error that shows the user's first error first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import CompileError
+
+_MAX_LINES = 25
+
+
+def _is_error_line(line: str) -> bool:
+    return ": error" in line or ": fatal error" in line or " error:" in line[:200]
+
+
+def first_error_index(lines: list[str]) -> int | None:
+    for i, line in enumerate(lines):
+        if _is_error_line(line) and not line.startswith("FAILED:"):
+            return i
+    return None
+
+
+def _compiler_lines(log_text: str) -> list[str]:
+    """The compiler's own output: ninja's progress, FAILED: banners and command echoes dropped."""
+    out: list[str] = []
+    skip_next = False
+    for line in log_text.splitlines():
+        if skip_next:  # the command ninja echoes after "FAILED: <output>"
+            skip_next = False
+            continue
+        if line.startswith("FAILED:"):
+            skip_next = True
+            continue
+        if not line.strip() or line.startswith(("ninja:", "[")):
+            continue
+        out.append(line)
+    return out
+
+
+def compile_error(module: str, log_text: str, log_path: Path, *, timed_out: bool = False) -> CompileError:
+    """A CompileError whose message starts with the first diagnostic and ends with the log path."""
+    if timed_out:
+        return CompileError(
+            f"building module {module!r} timed out; partial log kept at {log_path}",
+            module=module,
+            log_path=str(log_path),
+            first_error=None,
+        )
+    lines = _compiler_lines(log_text)
+    first = first_error_index(lines)
+    if first is not None:
+        # Context lines that precede the first error ("In function ...") stay with it.
+        start = first
+        while start > 0 and lines[start - 1].rstrip().endswith(":") and first - start < 3:
+            start -= 1
+        excerpt = lines[start : start + _MAX_LINES]
+        first_error = lines[first].strip()
+    else:
+        excerpt = lines[-_MAX_LINES:]
+        first_error = None
+    body = "\n".join(excerpt)
+    headline = first_error or "the compiler failed without an error line (see the log)"
+    message = (
+        f"compiling module {module!r} failed: {headline}\n\n{body}\n\n"
+        f"Full build log: {log_path}"
+    )
+    return CompileError(message, module=module, log_path=str(log_path), first_error=first_error)

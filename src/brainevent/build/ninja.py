@@ -1,0 +1,106 @@
+"""Write a build.ninja for a set of compile steps plus a link, and run it.
+
+Commands are built as argument lists and quoted with ``shlex.join`` for ninja,
+so no user-supplied text is ever interpreted by a shell.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import config
+from ..errors import CompileError, ToolchainError
+
+log = logging.getLogger("brainevent.build")
+
+
+@dataclass(frozen=True)
+class BuildStep:
+    output: str  # path relative to the build directory
+    inputs: tuple[str, ...]
+    command: tuple[str, ...]
+    description: str
+
+
+def ninja_executable() -> str:
+    try:
+        import ninja  # the PyPI wheel ships the binary
+
+        candidate = Path(ninja.BIN_DIR) / "ninja"
+        if candidate.exists():
+            return str(candidate)
+    except (ImportError, AttributeError):
+        pass
+    found = shutil.which("ninja")
+    if found is None:
+        raise ToolchainError("ninja is not installed. Install it with `pip install ninja`.")
+    return found
+
+
+def _escape(path: str) -> str:
+    return path.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
+
+
+def render_ninja(steps: Sequence[BuildStep]) -> str:
+    lines = ["ninja_required_version = 1.7", ""]
+    for i, step in enumerate(steps):
+        lines += [
+            f"rule step{i}",
+            f"  command = {shlex.join(step.command)}",
+            f"  description = {step.description}",
+            "",
+            f"build {_escape(step.output)}: step{i} " + " ".join(_escape(p) for p in step.inputs),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def run_build(
+    directory: Path, steps: Sequence[BuildStep], *, workers: int | None, verbose: bool, module: str
+) -> tuple[str, float]:
+    """Runs the steps; returns (combined log, seconds). Raises CompileError with the log on failure."""
+    (directory / "build.ninja").write_text(render_ninja(steps))
+    jobs = workers if workers and workers > 0 else (os.cpu_count() or 1)
+    command = [ninja_executable(), "-C", str(directory), f"-j{jobs}"]
+    if verbose:
+        command.append("-v")
+    timeout = config.COMPILE_TIMEOUT.get()
+    log.debug("running %s", shlex.join(command))
+    started = time.monotonic()
+    # A new session lets a timeout stop the compilers ninja started, not only ninja.
+    proc = subprocess.Popen(
+        command,
+        cwd=directory,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        text = output.decode("utf-8", "replace")
+        raise CompileError(
+            f"building module {module!r} did not finish within {timeout:.0f} s and was stopped. "
+            "A compiler may be hanging; raise BRAINEVENT_COMPILE_TIMEOUT if the build is just slow.",
+            module=module,
+            log=text,
+            timed_out=True,
+        ) from None
+    elapsed = time.monotonic() - started
+    text = output.decode("utf-8", "replace")
+    (directory / "build.log").write_text(text)
+    if proc.returncode != 0:
+        raise CompileError(f"building module {module!r} failed", module=module, log=text, timed_out=False)
+    return text, elapsed

@@ -1,0 +1,69 @@
+"""The cache key: a versioned schema of type-tagged, length-prefixed inputs.
+
+Each input is fed as ``tag, type, length, bytes`` so that no two different input
+sets can serialise to the same byte stream (``["ab", "c"]`` vs ``["a", "bc"]``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+# Bump when the meaning of any keyed input changes; old entries are then ignored.
+KEY_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    digest: str  # full sha256 hex
+
+    @property
+    def short(self) -> str:
+        return self.digest[:32]
+
+
+KeyValue = str | bytes | int | bool | None | Iterable["KeyValue"] | Mapping[str, "KeyValue"]
+
+
+class KeyBuilder:
+    def __init__(self, kind: str) -> None:
+        self._hash = hashlib.sha256()
+        self.add("schema", KEY_SCHEMA)
+        self.add("kind", kind)
+
+    def _feed(self, type_tag: bytes, payload: bytes) -> None:
+        self._hash.update(type_tag)
+        self._hash.update(len(payload).to_bytes(8, "little"))
+        self._hash.update(payload)
+
+    def _value(self, value: KeyValue) -> None:
+        if value is None:
+            self._feed(b"N", b"")
+        elif isinstance(value, bool):
+            self._feed(b"B", b"1" if value else b"0")
+        elif isinstance(value, int):
+            self._feed(b"I", str(value).encode())
+        elif isinstance(value, str):
+            self._feed(b"S", value.encode("utf-8", "surrogatepass"))
+        elif isinstance(value, bytes):
+            self._feed(b"Y", value)
+        elif isinstance(value, Mapping):
+            items = sorted(value.items())
+            self._feed(b"M", str(len(items)).encode())
+            for k, v in items:
+                self._value(k)
+                self._value(v)
+        else:
+            items_list = list(value)
+            self._feed(b"L", str(len(items_list)).encode())
+            for item in items_list:
+                self._value(item)
+
+    def add(self, tag: str, value: KeyValue) -> KeyBuilder:
+        self._feed(b"T", tag.encode())
+        self._value(value)
+        return self
+
+    def finish(self) -> CacheKey:
+        return CacheKey(self._hash.hexdigest())

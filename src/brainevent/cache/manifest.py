@@ -1,0 +1,57 @@
+"""The manifest written beside each published artifact and verified on every load."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_SCHEMA = 1
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass
+class Manifest:
+    key: str
+    name: str
+    platform: str
+    artifact: str  # file name of the shared object, relative to the entry
+    artifact_sha256: str
+    functions: dict[str, list[str]]
+    inputs: dict[str, Any] = field(default_factory=dict)  # human-readable record of what was keyed
+    created: float = 0.0
+    build_seconds: float = 0.0
+    schema: int = MANIFEST_SCHEMA
+
+    def dump(self, directory: Path) -> None:
+        (directory / MANIFEST_NAME).write_text(json.dumps(asdict(self), indent=1, sort_keys=True))
+
+    @classmethod
+    def load(cls, directory: Path) -> Manifest | None:
+        """The manifest, or None if it is missing, truncated or of another schema."""
+        try:
+            raw = json.loads((directory / MANIFEST_NAME).read_text())
+            if raw.get("schema") != MANIFEST_SCHEMA:
+                return None
+            return cls(**raw)
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def verify(self, directory: Path, key: str) -> str | None:
+        """None when the entry is intact, else why it is not."""
+        if self.key != key:
+            return f"manifest key {self.key[:12]} does not match {key[:12]}"
+        artifact = directory / self.artifact
+        try:
+            digest = sha256_file(artifact)
+        except OSError as exc:
+            return f"artifact unreadable: {exc}"
+        if digest != self.artifact_sha256:
+            return "artifact checksum mismatch (truncated or modified)"
+        return None

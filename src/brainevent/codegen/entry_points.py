@@ -1,0 +1,66 @@
+"""The kernel translation unit: the user's source followed by one C trampoline per entry point.
+
+The trampolines live in the user's own translation unit so that they call the entry
+point exactly as the user declared it (namespaces, overloads of helpers, ``static``
+functions and C++ name mangling never leak into the binding), and so that C++
+exceptions are caught where they are thrown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..spec.model import FunctionSpec, Role
+
+
+def _c_string_literal(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def entry_symbol(function: str) -> str:
+    return f"be_entry_{function}"
+
+
+def _call_arguments(spec: FunctionSpec) -> list[str]:
+    tensor_index = 0
+    attr_index = 0
+    out: list[str] = []
+    for param in spec.params:
+        if param.role in (Role.ARG, Role.RET):
+            out.append(f"t[{tensor_index}]")
+            tensor_index += 1
+        elif param.role is Role.ATTR:
+            out.append(f"::BE::detail::load_attr<{param.cxx_type}>(a[{attr_index}])")
+            attr_index += 1
+        else:  # stream: an integer handle, or a pointer type such as cudaStream_t
+            is_integer = "int" in param.cxx_type or "long" in param.cxx_type
+            out.append("stream" if is_integer else f"reinterpret_cast<{param.cxx_type}>(stream)")
+    return out
+
+
+def render_trampoline(spec: FunctionSpec) -> str:
+    args = ", ".join(_call_arguments(spec))
+    return (
+        f"BE_ENTRY int {entry_symbol(spec.name)}(const ::BE::Tensor* t, void* const* a, "
+        "int64_t stream, char* err, std::size_t cap) {\n"
+        "  (void)t; (void)a; (void)stream;\n"
+        f"  return ::BE::detail::guarded_call([&] {{ {spec.name}({args}); }}, err, cap);\n"
+        "}\n"
+    )
+
+
+def render_kernel_unit(display_name: str, source: str, specs: Sequence[FunctionSpec]) -> str:
+    """The translation unit compiled for one source file.
+
+    ``#line`` directives make diagnostics and ``__FILE__`` name the user's file and
+    lines, not the generated copy.
+    """
+    parts = [f"#line 1 {_c_string_literal(display_name)}\n", source]
+    if not source.endswith("\n"):
+        parts.append("\n")
+    if specs:
+        parts.append('#line 1 "<brainevent entry points>"\n')
+        parts.append('#include "brainevent/entry.h"\n')
+        parts.extend(render_trampoline(spec) for spec in specs)
+    return "".join(parts)

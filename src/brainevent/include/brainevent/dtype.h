@@ -1,0 +1,83 @@
+// brainevent/dtype.h - element types of BE::Tensor.
+//
+// The numeric values equal XLA's FFI data-type codes so that the generated
+// binding converts without a table; nothing here depends on XLA headers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace BE {
+
+enum class DType : int32_t {
+  Invalid = 0,
+  Bool = 1,
+  Int8 = 2,
+  Int16 = 3,
+  Int32 = 4,
+  Int64 = 5,
+  UInt8 = 6,
+  UInt16 = 7,
+  UInt32 = 8,
+  UInt64 = 9,
+  Float16 = 10,
+  Float32 = 11,
+  Float64 = 12,
+  Complex64 = 15,
+  BFloat16 = 16,
+  Complex128 = 18,
+};
+
+// Size in bytes of one element; 0 for types a BE::Tensor cannot hold.
+inline constexpr std::size_t element_size(DType t) noexcept {
+  switch (t) {
+    case DType::Bool: case DType::Int8: case DType::UInt8: return 1;
+    case DType::Int16: case DType::UInt16: case DType::Float16: case DType::BFloat16: return 2;
+    case DType::Int32: case DType::UInt32: case DType::Float32: return 4;
+    case DType::Int64: case DType::UInt64: case DType::Float64: case DType::Complex64: return 8;
+    case DType::Complex128: return 16;
+    default: return 0;
+  }
+}
+
+// The canonical name, as used in arg_specs ("float32", ...).
+inline const char* dtype_name(DType t) noexcept {
+  switch (t) {
+    case DType::Bool: return "bool";
+    case DType::Int8: return "int8";
+    case DType::Int16: return "int16";
+    case DType::Int32: return "int32";
+    case DType::Int64: return "int64";
+    case DType::UInt8: return "uint8";
+    case DType::UInt16: return "uint16";
+    case DType::UInt32: return "uint32";
+    case DType::UInt64: return "uint64";
+    case DType::Float16: return "float16";
+    case DType::BFloat16: return "bfloat16";
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::Complex64: return "complex64";
+    case DType::Complex128: return "complex128";
+    default: return "unsupported";
+  }
+}
+
+// dtype_of<T>(): the DType of a C++ element type. Half types have no portable
+// C++ spelling, so they are matched by size in data_ptr<T>() instead; complex
+// types are mapped in dtype_complex.h (kept apart: <complex> is slow to parse).
+template <typename T> struct DTypeOf { static constexpr DType value = DType::Invalid; };
+template <> struct DTypeOf<bool> { static constexpr DType value = DType::Bool; };
+template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::Int8; };
+template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::Int16; };
+template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::Int32; };
+template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::Int64; };
+template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::UInt8; };
+template <> struct DTypeOf<uint16_t> { static constexpr DType value = DType::UInt16; };
+template <> struct DTypeOf<uint32_t> { static constexpr DType value = DType::UInt32; };
+template <> struct DTypeOf<uint64_t> { static constexpr DType value = DType::UInt64; };
+template <> struct DTypeOf<float> { static constexpr DType value = DType::Float32; };
+template <> struct DTypeOf<double> { static constexpr DType value = DType::Float64; };
+
+template <typename T> inline constexpr DType dtype_of() noexcept { return DTypeOf<T>::value; }
+
+}  // namespace BE

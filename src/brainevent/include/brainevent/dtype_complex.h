@@ -1,0 +1,11 @@
+// brainevent/dtype_complex.h - DType traits of std::complex element types.
+#pragma once
+
+#include <complex>
+
+#include "brainevent/dtype.h"
+
+namespace BE {
+template <> struct DTypeOf<std::complex<float>> { static constexpr DType value = DType::Complex64; };
+template <> struct DTypeOf<std::complex<double>> { static constexpr DType value = DType::Complex128; };
+}  // namespace BE

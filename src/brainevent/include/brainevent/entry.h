@@ -1,0 +1,56 @@
+// brainevent/entry.h - support for the C trampolines brainevent appends to a
+// kernel's translation unit. Internal.
+//
+// A trampoline unpacks tensors and attribute values, calls the user's entry
+// point and turns every C++ exception into a message, so nothing thrown by
+// user code can cross into XLA (where it would terminate the process).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <type_traits>
+
+#include "brainevent/check.h"
+#include "brainevent/tensor.h"
+
+#define BE_ENTRY extern "C" __attribute__((visibility("hidden")))
+
+namespace BE {
+namespace detail {
+
+inline void copy_message(char* out, std::size_t cap, const char* prefix, const char* text) {
+  if (cap == 0) return;
+  std::size_t used = 0;
+  for (const char* part : {prefix, text}) {
+    for (const char* c = part; *c != '\0' && used + 1 < cap; ++c) out[used++] = *c;
+  }
+  out[used] = '\0';
+}
+
+template <typename Fn>
+int guarded_call(Fn&& fn, char* err, std::size_t cap) noexcept {
+  try {
+    fn();
+    return 0;
+  } catch (const ::BE::Error& e) {
+    copy_message(err, cap, "", e.what());
+  } catch (const std::exception& e) {
+    copy_message(err, cap, "uncaught C++ exception: ", e.what());
+  } catch (...) {
+    copy_message(err, cap, "uncaught C++ exception of unknown type", "");
+  }
+  return 1;
+}
+
+// Attribute values arrive as bytes already converted to the parameter's type.
+template <typename T>
+std::remove_cv_t<std::remove_reference_t<T>> load_attr(void* p) noexcept {
+  std::remove_cv_t<std::remove_reference_t<T>> value;
+  std::memcpy(static_cast<void*>(&value), p, sizeof(value));
+  return value;
+}
+
+}  // namespace detail
+}  // namespace BE

@@ -1,0 +1,323 @@
+"""From sources to a registered module: key, get-or-build, load, register.
+
+The platform-specific parts (compiler, flags, link) live in a :class:`Backend`;
+this module holds the sequence every loader shares. A cache hit computes the key
+from the raw inputs (no spec parsing, no subprocess), verifies the entry's
+manifest and loads it; specs are re-read from the manifest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import logging
+import re
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from ._version import __version__
+from .build.diagnostics import compile_error
+from .build.includes import header_closure
+from .build.ninja import BuildStep, run_build
+from .cache.key import CacheKey, KeyBuilder
+from .cache.manifest import Manifest, sha256_file
+from .cache.store import CacheEntry, EntryStore, cache_root
+from .codegen import BINDING_SCHEMA, render_binding, render_kernel_unit
+from .errors import CompileError, LoadError, SpecError
+from .runtime.module import CompiledModule
+from .runtime.registry import register_target
+from .spec import resolve_functions
+from .spec.model import FunctionSpec, Param, Role
+
+log = logging.getLogger("brainevent")
+
+INCLUDE_DIR = Path(__file__).parent / "include"
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)*")
+
+
+@dataclass(frozen=True)
+class SourceUnit:
+    """One translation unit: inline text (``directory`` None) or a file's contents."""
+
+    display_name: str  # what diagnostics and __FILE__ show: "<name>.cpp" or the file's path
+    text: str
+    directory: Path | None
+    suffix: str  # ".cpp" or ".cu": decides the compiler
+
+
+@dataclass
+class LoadOptions:
+    name: str
+    functions: Any
+    extra_cflags: Sequence[str] = ()
+    extra_ldflags: Sequence[str] = ()
+    extra_include_paths: Sequence[str] = ()
+    build_directory: str | None = None
+    verbose: bool = False
+    force_rebuild: bool = False
+    auto_register: bool = True
+    target_prefix: str | None = None
+    optimization_level: int = 3
+    use_fast_math: bool = False
+    ninja_workers: int | None = None
+    allow_cuda_graph: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)  # backend-specific options
+
+
+class Backend(Protocol):
+    platform: str  # "cpu" or "cuda": the kind of artifact
+    jax_platform: str  # the platform name given to jax.ffi.register_ffi_target
+
+    def key_inputs(self, options: LoadOptions) -> dict[str, Any]: ...
+
+    def compile_steps(
+        self, options: LoadOptions, kernel_units: Sequence[tuple[str, SourceUnit]], binding: str, library: str
+    ) -> list[BuildStep]: ...
+
+    def can_register(self) -> str | None:
+        """None if this process's JAX can run the artifact, else why not."""
+        ...
+
+
+def check_name(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not _NAME_RE.fullmatch(value) or len(value) > 100:
+        raise SpecError(
+            f"{what} {value!r} is not a valid module name: use letters, digits and '_' "
+            "(dots and dashes between them), starting with a letter, at most 100 characters, "
+            "e.g. 'my_kernels'.",
+            value=value,
+        )
+    return value
+
+
+def check_options(options: LoadOptions) -> None:
+    check_name(options.name, "name")
+    if options.target_prefix is not None:
+        check_name(options.target_prefix, "target_prefix")
+    level = options.optimization_level
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3:
+        raise SpecError(
+            f"optimization_level={level!r} is not valid: expected an int 0, 1, 2 or 3 (-O0..-O3).",
+            value=level,
+        )
+    for label in ("extra_cflags", "extra_ldflags", "extra_include_paths"):
+        value = getattr(options, label)
+        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+            raise SpecError(
+                f"{label}={value!r} must be a list of strings, e.g. [\"-DFOO=1\"].", value=value
+            )
+    if options.ninja_workers is not None and (
+        not isinstance(options.ninja_workers, int) or options.ninja_workers < 1
+    ):
+        raise SpecError(
+            f"ninja_workers={options.ninja_workers!r} must be a positive int or None (all CPUs).",
+            value=options.ninja_workers,
+        )
+
+
+@cache
+def _package_headers_digest() -> str:
+    digest = hashlib.sha256()
+    for path in sorted((INCLUDE_DIR / "brainevent").glob("*.h")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _functions_key(functions: Any) -> Any:
+    """The raw `functions` argument in a keyable form (resolution happens only on a miss)."""
+    if functions is None:
+        return None
+    if isinstance(functions, Mapping):
+        return {str(k): [str(t) for t in v] if not isinstance(v, str) else v for k, v in functions.items()}
+    if isinstance(functions, (list, tuple)):
+        return [str(f) for f in functions]
+    return repr(functions)  # resolved (and rejected) on the build path
+
+
+def _unit_key(units: Sequence[SourceUnit]) -> list[Any]:
+    return [[u.display_name, u.suffix, u.text] for u in units]
+
+
+def _spec_to_json(spec: FunctionSpec) -> dict[str, Any]:
+    return {
+        "params": [[p.role.value, p.name, p.dtype, p.cxx_type] for p in spec.params],
+        "source_file": spec.source_file,
+        "line": spec.line,
+    }
+
+
+def _spec_from_json(name: str, data: Mapping[str, Any]) -> FunctionSpec:
+    params = tuple(Param(Role(r), n, d, c) for r, n, d, c in data["params"])
+    return FunctionSpec(name, params, data.get("source_file", ""), int(data.get("line", 0)))
+
+
+@contextlib.contextmanager
+def _verbosity(verbose: bool) -> Iterator[None]:
+    if not verbose:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[brainevent] %(message)s"))
+    previous = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(previous)
+
+
+def _unit_file_names(units: Sequence[SourceUnit]) -> list[str]:
+    names = []
+    for i, unit in enumerate(units):
+        stem = re.sub(r"[^A-Za-z0-9_]", "_", Path(unit.display_name).stem)[:40]
+        names.append(f"k{i}_{stem}{unit.suffix}")
+    return names
+
+
+def _assign_functions(
+    units: Sequence[SourceUnit], specs: Sequence[FunctionSpec]
+) -> list[list[FunctionSpec]]:
+    by_unit: list[list[FunctionSpec]] = [[] for _ in units]
+    index = {u.display_name: i for i, u in enumerate(units)}
+    for spec in specs:
+        by_unit[index[spec.source_file]].append(spec)
+    return by_unit
+
+
+def _build(
+    staging: Path,
+    units: Sequence[SourceUnit],
+    options: LoadOptions,
+    backend: Backend,
+    key: CacheKey,
+    key_record: dict[str, Any],
+    store: EntryStore,
+) -> Manifest:
+    specs = resolve_functions(options.functions, [(u.display_name, u.text) for u in units])
+    per_unit = _assign_functions(units, specs)
+    file_names = _unit_file_names(units)
+    (staging / "src").mkdir()
+    kernel_units = []
+    for unit, file_name, unit_specs in zip(units, file_names, per_unit, strict=True):
+        (staging / "src" / file_name).write_text(render_kernel_unit(unit.display_name, unit.text, unit_specs))
+        kernel_units.append((f"src/{file_name}", unit))
+    (staging / "src" / "binding.cpp").write_text(render_binding(options.name, specs, platform=backend.platform))
+    library = f"lib{options.name}.so"
+    steps = backend.compile_steps(options, kernel_units, "src/binding.cpp", library)
+    log.info(
+        "compiling %s: %d translation unit(s) + binding [%s]",
+        options.name,
+        len(units),
+        ", ".join(u.display_name for u in units),
+    )
+    started = time.monotonic()
+    try:
+        run_build(staging, steps, workers=options.ninja_workers, verbose=options.verbose, module=options.name)
+    except CompileError as exc:
+        failed_log = store.failed_log_path(key)
+        failed_log.write_text(str(exc.data.get("log", "")))
+        raise compile_error(
+            options.name, str(exc.data.get("log", "")), failed_log, timed_out=bool(exc.data.get("timed_out"))
+        ) from None
+    elapsed = time.monotonic() - started
+    log.info("compiled %s in %.2f s", options.name, elapsed)
+    for step in steps:  # objects are not needed once linked
+        if step.output.endswith(".o"):
+            (staging / step.output).unlink(missing_ok=True)
+    (staging / "build.ninja").unlink(missing_ok=True)
+    for leftover in (".ninja_log", ".ninja_deps"):
+        (staging / leftover).unlink(missing_ok=True)
+    return Manifest(
+        key=key.digest,
+        name=options.name,
+        platform=backend.platform,
+        artifact=library,
+        artifact_sha256=sha256_file(staging / library),
+        functions={s.name: _spec_to_json(s) for s in specs},
+        inputs=key_record,
+        created=time.time(),
+        build_seconds=elapsed,
+    )
+
+
+def load_module(units: Sequence[SourceUnit], options: LoadOptions, backend: Backend) -> CompiledModule:
+    check_options(options)
+    with _verbosity(options.verbose):
+        search_dirs = [Path(p) for p in options.extra_include_paths] + [
+            u.directory for u in units if u.directory is not None
+        ]
+        headers = header_closure(
+            [(u.text, u.directory) for u in units], search_dirs, skip_dirs=[INCLUDE_DIR]
+        )
+        record: dict[str, Any] = {
+            "package": __version__,
+            "binding_schema": BINDING_SCHEMA,
+            "package_headers": _package_headers_digest(),
+            "name": options.name,
+            "functions": _functions_key(options.functions),
+            "headers": headers,
+            "optimization_level": options.optimization_level,
+            "use_fast_math": options.use_fast_math,
+            "extra_cflags": list(options.extra_cflags),
+            "extra_ldflags": list(options.extra_ldflags),
+            "extra_include_paths": list(options.extra_include_paths),
+            **backend.key_inputs(options),
+        }
+        key = KeyBuilder(backend.platform).add("record", record).add("units", _unit_key(units)).finish()
+        store = EntryStore(cache_root(options.build_directory), options.name)
+        entry: CacheEntry = store.get_or_build(
+            key,
+            lambda staging: _build(staging, units, options, backend, key, record, store),
+            force=options.force_rebuild,
+        )
+        if not entry.built_now:
+            log.debug("cache hit for %s at %s", options.name, entry.directory)
+        return _load_entry(entry, options, backend)
+
+
+def _load_entry(entry: CacheEntry, options: LoadOptions, backend: Backend) -> CompiledModule:
+    functions = {name: _spec_from_json(name, data) for name, data in entry.manifest.functions.items()}
+    prefix = options.target_prefix or options.name
+    targets = {name: f"{prefix}.{name}" for name in functions}
+    registered = False
+    if options.auto_register:
+        reason = backend.can_register()
+        if reason is None:
+            try:
+                library = ctypes.CDLL(str(entry.artifact), mode=ctypes.RTLD_LOCAL)
+            except OSError as exc:
+                raise LoadError(
+                    f"cannot load {entry.artifact}: {exc}. Rebuild it with force_rebuild=True; if "
+                    "that fails too, the toolchain produced a library this process cannot load.",
+                    path=str(entry.artifact),
+                ) from exc
+            for name, target in targets.items():
+                register_target(
+                    target,
+                    library,
+                    name,
+                    platform=backend.jax_platform,
+                    artifact_key=entry.manifest.key,
+                    command_buffer=options.allow_cuda_graph,
+                )
+            registered = True
+        else:
+            log.warning("module %s was built but not registered: %s", options.name, reason)
+    return CompiledModule(
+        name=options.name,
+        path=entry.artifact,
+        platform=backend.platform,
+        functions=functions,
+        targets=targets,
+        registered=registered,
+        built_now=entry.built_now,
+        cache_dir=entry.directory,
+    )

@@ -1,0 +1,215 @@
+"""CompiledModule: what a loader returns, with call sugar over ``jax.ffi.ffi_call``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import KernelCallError
+from ..spec.model import FunctionSpec
+
+_NUMPY_DTYPES: dict[str, str] = {
+    "bool": "bool",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "float16": "float16",
+    "float32": "float32",
+    "float64": "float64",
+    "complex64": "complex64",
+    "complex128": "complex128",
+}
+
+
+def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
+    """A NumPy scalar of exactly the declared type, or a KernelCallError naming the attribute."""
+    if dtype == "bfloat16":
+        import ml_dtypes  # shipped with jax
+
+        np_type: Any = ml_dtypes.bfloat16
+    else:
+        np_type = np.dtype(_NUMPY_DTYPES[dtype]).type
+    kind = np.dtype(np_type).kind
+    if isinstance(value, np.ndarray) and value.ndim != 0:
+        raise KernelCallError(
+            f"{target}: attribute {name!r} must be a scalar {dtype}, got an array of shape {value.shape}",
+            target=target,
+            attribute=name,
+        )
+    if kind in "iu":
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise KernelCallError(
+                f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__}); "
+                "pass an int",
+                target=target,
+                attribute=name,
+            )
+        info = np.iinfo(np_type)
+        if not info.min <= int(value) <= info.max:
+            raise KernelCallError(
+                f"{target}: attribute {name!r} = {value} is out of range for {dtype} "
+                f"[{info.min}, {info.max}]",
+                target=target,
+                attribute=name,
+            )
+        return np_type(int(value))
+    if kind == "b":
+        if not isinstance(value, (bool, np.bool_)):
+            raise KernelCallError(
+                f"{target}: attribute {name!r} expects bool, got {value!r}; pass True or False",
+                target=target,
+                attribute=name,
+            )
+        return np.bool_(value)
+    if kind == "f" or dtype == "bfloat16":
+        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+            raise KernelCallError(
+                f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__})",
+                target=target,
+                attribute=name,
+            )
+        limit = float(np.finfo(np_type).max)
+        if np.isfinite(float(value)) and abs(float(value)) > limit:
+            raise KernelCallError(
+                f"{target}: attribute {name!r} = {value} is out of range for {dtype} (|x| <= {limit:g})",
+                target=target,
+                attribute=name,
+            )
+        return np_type(value)
+    if not isinstance(value, (int, float, complex, np.number)) or isinstance(value, bool):
+        raise KernelCallError(
+            f"{target}: attribute {name!r} expects {dtype}, got {value!r}",
+            target=target,
+            attribute=name,
+        )
+    return np_type(value)
+
+
+@dataclass
+class KernelFunction:
+    """``mod.<func>(*arrays, outs=None, **attrs)``: calls the FFI target under or outside jit.
+
+    ``outs`` is a ``jax.ShapeDtypeStruct`` (or anything with ``shape`` and ``dtype``)
+    or a sequence of them, one per ``ret``; by default each result takes the shape
+    and dtype of the first input.
+    """
+
+    target: str
+    spec: FunctionSpec
+    vmap_method: str | None = None
+
+    def __call__(self, *arrays: Any, outs: Any = None, **attrs: Any) -> Any:
+        import jax
+
+        spec = self.spec
+        if len(arrays) != len(spec.args):
+            raise KernelCallError(
+                f"{self.target}: expected {len(spec.args)} input array(s) ({' '.join(spec.tokens())}), "
+                f"got {len(arrays)}",
+                target=self.target,
+            )
+        declared = {p.name: p.dtype for p in spec.attrs}
+        unknown = sorted(set(attrs) - set(declared))
+        if unknown:
+            raise KernelCallError(
+                f"{self.target}: unexpected attribute(s) {unknown}; it takes "
+                f"{sorted(declared) or 'no attributes'}",
+                target=self.target,
+            )
+        missing = sorted(set(declared) - set(attrs))
+        if missing:
+            raise KernelCallError(
+                f"{self.target}: missing attribute(s) {missing}; pass them as keywords",
+                target=self.target,
+            )
+        converted = {
+            name: _convert_attr(self.target, name, dtype or "float64", attrs[name])
+            for name, dtype in declared.items()
+        }
+        result_specs = self._result_specs(arrays, outs)
+        single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
+        call = jax.ffi.ffi_call(
+            self.target,
+            result_specs[0] if single else result_specs,
+            vmap_method=self.vmap_method,
+        )
+        return call(*arrays, **converted)
+
+    def _result_specs(self, arrays: Sequence[Any], outs: Any) -> list[Any]:
+        import jax
+
+        n = len(self.spec.rets)
+        if outs is None:
+            if not arrays:
+                raise KernelCallError(
+                    f"{self.target}: has no inputs to take result shapes from; pass outs=jax.ShapeDtypeStruct(...)",
+                    target=self.target,
+                )
+            first = arrays[0]
+            return [jax.ShapeDtypeStruct(np.shape(first), first.dtype) for _ in range(n)]
+        items = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        if len(items) != n:
+            raise KernelCallError(
+                f"{self.target}: expected {n} result spec(s) in outs= (one per 'ret'), got {len(items)}",
+                target=self.target,
+            )
+        specs = []
+        for item in items:
+            if not (hasattr(item, "shape") and hasattr(item, "dtype")):
+                raise KernelCallError(
+                    f"{self.target}: outs= entries need .shape and .dtype (use jax.ShapeDtypeStruct), "
+                    f"got {item!r}",
+                    target=self.target,
+                )
+            specs.append(jax.ShapeDtypeStruct(item.shape, item.dtype))
+        return specs
+
+
+@dataclass
+class CompiledModule:
+    """A compiled and (usually) registered module.
+
+    ``path`` is the shared object; ``functions`` maps each entry point to its
+    :class:`FunctionSpec`; ``targets`` maps it to its FFI target name.
+    """
+
+    name: str
+    path: Path
+    platform: str  # "cpu" or "cuda"
+    functions: Mapping[str, FunctionSpec]
+    targets: Mapping[str, str]
+    registered: bool
+    built_now: bool
+    cache_dir: Path
+    _calls: dict[str, KernelFunction] = field(default_factory=dict, repr=False)
+
+    @property
+    def specs(self) -> dict[str, list[str]]:
+        return {name: spec.tokens() for name, spec in self.functions.items()}
+
+    @property
+    def target_names(self) -> list[str]:
+        return list(self.targets.values())
+
+    def __getattr__(self, item: str) -> KernelFunction:
+        functions = self.__dict__.get("functions", {})
+        if item in functions:
+            calls = self.__dict__["_calls"]
+            if item not in calls:
+                calls[item] = KernelFunction(self.targets[item], functions[item])
+            return calls[item]
+        raise AttributeError(
+            f"module {self.__dict__.get('name')!r} has no function {item!r}; it has {sorted(functions)}"
+        )
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(self.functions))

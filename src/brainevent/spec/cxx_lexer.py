@@ -1,0 +1,223 @@
+"""A small hand-written C++ scanner.
+
+It is not a C++ parser: it splits source text into identifiers, numbers,
+punctuation and string/char literals, and sets comments and preprocessor lines
+aside, which is all that signature lookup and ``// @BE`` discovery need. It
+never raises on odd input: an unterminated literal or comment just ends where
+the line (or the text) does, and the compiler reports it later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from brainevent.errors import SpecError
+
+# Multi-character punctuators worth keeping whole. ``<<``/``>>`` are left as
+# single characters so that ``a<b<c>>`` template brackets stay balanced.
+_MULTI_PUNCT = ("...", "::", "->", "&&", "||", "##")
+_RAW_PREFIXES = frozenset({"R", "LR", "uR", "UR", "u8R"})
+_STRING_PREFIXES = frozenset({"L", "u", "U", "u8"})
+_MAX_RAW_DELIMITER = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: str  # "ident", "number", "punct" or "string" (string and char literals)
+    text: str
+    line: int  # 1-based line where the token starts
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    text: str  # the body, without the // or /* */ markers
+    line: int  # 1-based line where the comment starts
+    block: bool  # True for /* */ comments
+
+
+@dataclass(frozen=True)
+class LexResult:
+    tokens: tuple[Token, ...]
+    comments: tuple[Comment, ...]
+
+
+def lex(source: str) -> LexResult:
+    """Split ``source`` into tokens and comments (preprocessor lines are dropped)."""
+    if not isinstance(source, str):
+        raise SpecError(
+            f"C++ source must be a str, got {type(source).__name__}.", source_type=type(source)
+        )
+    scanner = _Scanner(source)
+    scanner.run()
+    return LexResult(tuple(scanner.tokens), tuple(scanner.comments))
+
+
+class _Scanner:
+    def __init__(self, src: str) -> None:
+        self.src = src
+        self.n = len(src)
+        self.i = 0
+        self.line = 1
+        self.tokens: list[Token] = []
+        self.comments: list[Comment] = []
+
+    def peek(self, offset: int = 0) -> str:
+        j = self.i + offset
+        return self.src[j] if j < self.n else ""
+
+    def advance_to(self, j: int) -> None:
+        """Move to ``j``, counting the newlines passed."""
+        self.line += self.src.count("\n", self.i, j)
+        self.i = j
+
+    def splice_length(self) -> int:
+        """Length of a backslash-newline line splice at the cursor, or 0."""
+        if self.peek() != "\\":
+            return 0
+        if self.peek(1) == "\n":
+            return 2
+        if self.peek(1) == "\r" and self.peek(2) == "\n":
+            return 3
+        return 0
+
+    def run(self) -> None:
+        at_line_start = True
+        while self.i < self.n:
+            c = self.src[self.i]
+            if c == "\n":
+                self.advance_to(self.i + 1)
+                at_line_start = True
+            elif c in " \t\r\f\v":
+                self.i += 1
+            elif self.splice_length():
+                self.advance_to(self.i + self.splice_length())
+            elif c == "/" and self.peek(1) == "/":
+                self.line_comment()
+            elif c == "/" and self.peek(1) == "*":
+                self.block_comment()
+            elif c == "#" and at_line_start:
+                self.directive()
+            else:
+                at_line_start = False
+                self.token()
+
+    # -- comments and directives -------------------------------------------
+
+    def line_comment(self) -> None:
+        start_line = self.line
+        j = self.i + 2
+        # A // comment ends at the first newline not escaped by a trailing backslash.
+        while True:
+            end = self.src.find("\n", j)
+            if end < 0:
+                end = self.n
+                break
+            if self.src[j:end].rstrip("\r").endswith("\\"):
+                j = end + 1
+                continue
+            break
+        self.comments.append(Comment(self.src[self.i + 2 : end], start_line, block=False))
+        self.advance_to(end)
+
+    def block_comment(self) -> None:
+        start_line = self.line
+        end = self.src.find("*/", self.i + 2)
+        stop = self.n if end < 0 else end + 2
+        body_end = self.n if end < 0 else end
+        self.comments.append(Comment(self.src[self.i + 2 : body_end], start_line, block=True))
+        self.advance_to(stop)
+
+    def directive(self) -> None:
+        """Skip a preprocessor line, honouring splices, comments and literals in it."""
+        self.i += 1
+        while self.i < self.n:
+            c = self.src[self.i]
+            if c == "\n":
+                return
+            if self.splice_length():
+                self.advance_to(self.i + self.splice_length())
+            elif c == "/" and self.peek(1) == "/":
+                self.line_comment()
+            elif c == "/" and self.peek(1) == "*":
+                self.block_comment()
+            elif c in "\"'":
+                self.advance_to(self.quoted_end(self.i))
+            else:
+                self.i += 1
+
+    # -- tokens --------------------------------------------------------------
+
+    def token(self) -> None:
+        c = self.src[self.i]
+        start, line = self.i, self.line
+        if c.isalpha() or c == "_":
+            j = self.i
+            while j < self.n and (self.src[j].isalnum() or self.src[j] == "_"):
+                j += 1
+            word = self.src[start:j]
+            nxt = self.src[j] if j < self.n else ""
+            if word in _RAW_PREFIXES and nxt == '"':
+                end = self.raw_string_end(j)
+            elif word in _STRING_PREFIXES and nxt in "\"'" and nxt:
+                end = self.quoted_end(j)
+            else:
+                self.tokens.append(Token("ident", word, line))
+                self.i = j
+                return
+            self.emit_literal(start, end, line)
+        elif c.isdigit() or (c == "." and self.peek(1).isdigit()):
+            self.tokens.append(Token("number", self.src[start : self.number_end()], line))
+        elif c in "\"'":
+            self.emit_literal(start, self.quoted_end(start), line)
+        else:
+            for p in _MULTI_PUNCT:
+                if self.src.startswith(p, start):
+                    self.tokens.append(Token("punct", p, line))
+                    self.i += len(p)
+                    return
+            self.tokens.append(Token("punct", c, line))
+            self.i += 1
+
+    def emit_literal(self, start: int, end: int, line: int) -> None:
+        self.tokens.append(Token("string", self.src[start:end], line))
+        self.advance_to(end)
+
+    def number_end(self) -> int:
+        """End of a pp-number: digits, letters, '.', exponent signs, digit separators."""
+        j = self.i + 1
+        while j < self.n:
+            ch = self.src[j]
+            # An exponent sign (1e-5, 0x1p+3) belongs to the number like its digits do.
+            if ch.isalnum() or ch in "_." or (ch in "+-" and self.src[j - 1] in "eEpP"):
+                j += 1
+            elif ch == "'" and j + 1 < self.n and self.src[j + 1].isalnum():
+                j += 2
+            else:
+                break
+        return j
+
+    def quoted_end(self, j: int) -> int:
+        """End of a "..." or '...' literal starting at ``j``; stops at an unescaped newline."""
+        quote = self.src[j]
+        j += 1
+        while j < self.n:
+            ch = self.src[j]
+            if ch == "\\":
+                j += 2
+            elif ch == quote:
+                return j + 1
+            elif ch == "\n":
+                return j
+            else:
+                j += 1
+        return min(j, self.n)
+
+    def raw_string_end(self, j: int) -> int:
+        """End of a raw string R"delim( ... )delim" whose opening quote is at ``j``."""
+        open_paren = self.src.find("(", j + 1, j + 2 + _MAX_RAW_DELIMITER)
+        delim = self.src[j + 1 : open_paren] if open_paren >= 0 else None
+        if delim is None or any(ch in delim for ch in ' ()\\\t\v\f\n"'):
+            # Not a valid raw string opening: read it as an ordinary literal.
+            return self.quoted_end(j)
+        close = self.src.find(")" + delim + '"', open_paren + 1)
+        return self.n if close < 0 else close + len(delim) + 2

@@ -1,0 +1,159 @@
+"""Classify a C++ parameter type as a tensor, a scalar, a stream or unmappable.
+
+Works on the lexer's tokens of the type (not on raw text), so spacing, comments
+and qualifier order (``const BE::Tensor`` vs ``BE::Tensor const``) do not matter.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import NamedTuple
+
+TENSOR_TYPES = frozenset({"BE::Tensor"})
+STREAM_TYPES = frozenset({"cudaStream_t"})
+
+# Named scalar spellings (after a leading ``::`` is dropped) and their canonical type.
+_NAMED_SCALARS: dict[str, str] = {"bool": "bool", "float": "float32", "double": "float64"}
+for _bits in (8, 16, 32, 64):
+    for _std in ("", "std::"):
+        _NAMED_SCALARS[f"{_std}int{_bits}_t"] = f"int{_bits}"
+        _NAMED_SCALARS[f"{_std}uint{_bits}_t"] = f"uint{_bits}"
+for _std in ("", "std::"):
+    for _alias in ("ptrdiff_t", "intptr_t", "ssize_t"):
+        _NAMED_SCALARS[_std + _alias] = "int64"
+    for _alias in ("size_t", "uintptr_t"):
+        _NAMED_SCALARS[_std + _alias] = "uint64"
+    _NAMED_SCALARS[f"{_std}complex<float>"] = "complex64"
+    _NAMED_SCALARS[f"{_std}complex<double>"] = "complex128"
+_NAMED_SCALARS.update(
+    {
+        "half": "float16",
+        "__half": "float16",
+        "BE::float16": "float16",
+        "__nv_bfloat16": "bfloat16",
+        "nv_bfloat16": "bfloat16",
+        "BE::bfloat16": "bfloat16",
+        "BE::complex64": "complex64",
+        "BE::complex128": "complex128",
+    }
+)
+
+_QUALIFIERS = frozenset({"const", "volatile", "typename", "struct", "class", "enum"})
+_INT_KEYWORDS = frozenset({"signed", "unsigned", "char", "short", "int", "long"})
+
+ACCEPTED = (
+    "BE::Tensor (const for an input, non-const for an output; by value or &), "
+    "a scalar by value or const& (bool, int8_t..int64_t, uint8_t..uint64_t, int, long, "
+    "unsigned, size_t, half, __nv_bfloat16, float, double, std::complex<float>, "
+    "std::complex<double>), or int64_t / cudaStream_t / void* for the stream"
+)
+
+
+class TypeClass(NamedTuple):
+    """``kind`` is "tensor", "scalar", "stream" or "unmappable". ``detail`` is
+    "const"/"mutable" for tensors, the canonical dtype for scalars, the C++ type
+    for streams and the reason for unmappable types."""
+
+    kind: str
+    detail: str
+
+
+def join_type(words: Sequence[str]) -> str:
+    """Render type tokens as text with single spaces where C++ style puts them."""
+    out = ""
+    prev = ""
+    for w in words:
+        glue = (
+            not out
+            or w in {",", ")", "]", "<", ">", "*", "&", "&&"}
+            or prev in {"::", "<", "(", "["}
+            or (w == "::" and _names_something(prev))
+        )
+        out += w if glue else " " + w
+        prev = w
+    return out
+
+
+def _names_something(word: str) -> bool:
+    """True when ``word`` can be the scope left of ``::`` (a name or a template's ``>``)."""
+    if word == ">":
+        return True
+    return (word[:1].isalpha() or word[:1] == "_") and word not in _QUALIFIERS
+
+
+def classify_words(words: Sequence[str]) -> TypeClass:
+    """Classify a type given as its token texts, e.g. ``["const", "BE", "::", "Tensor", "&"]``."""
+    words = list(words)
+    if not words:
+        return TypeClass("unmappable", "the parameter has no type")
+    is_const = False
+    depth = 0
+    kept: list[str] = []
+    for w in words:
+        depth += (w == "<") - (w == ">")
+        if w == "const" and depth == 0:
+            is_const = True  # top-level const only changes tensor direction
+            continue
+        kept.append(w)
+    if "volatile" in kept:
+        return TypeClass("unmappable", "volatile parameters are not supported")
+    reference = bool(kept) and kept[-1] == "&"
+    if reference:
+        kept.pop()
+    if "&&" in kept or "&" in kept:
+        return TypeClass("unmappable", "rvalue references and nested references are not supported")
+    # Drop a global-scope ``::`` in front of a qualified name (``::BE::Tensor``).
+    kept = [
+        w
+        for k, w in enumerate(kept)
+        if not (w == "::" and not _names_something(kept[k - 1] if k else ""))
+    ]
+    if "*" in kept:
+        if kept == ["void", "*"] and not reference:
+            return TypeClass("stream", "void*")
+        return TypeClass("unmappable", "pointers are not accepted (pass a BE::Tensor instead)")
+    key = join_type(kept)
+    if key in TENSOR_TYPES:
+        return TypeClass("tensor", "const" if is_const else "mutable")
+    if key in STREAM_TYPES:
+        if reference:
+            return TypeClass("unmappable", "take the stream by value, not by reference")
+        return TypeClass("stream", key)
+    dtype = _NAMED_SCALARS.get(key) or _integer_keywords(kept)
+    if dtype is None:
+        return TypeClass("unmappable", _unknown_reason(kept))
+    if reference and not is_const:
+        return TypeClass(
+            "unmappable", "a non-const reference to a scalar; take it by value or by const&"
+        )
+    return TypeClass("scalar", dtype)
+
+
+def _integer_keywords(words: list[str]) -> str | None:
+    """Canonical type of a builtin integer spelled with keywords in any order."""
+    if not words or not set(words) <= _INT_KEYWORDS:
+        return None
+    n = Counter(words)
+    if n["signed"] and n["unsigned"]:
+        return None
+    if any(n[w] > 1 for w in ("signed", "unsigned", "char", "short", "int")) or n["long"] > 2:
+        return None
+    prefix = "u" if n["unsigned"] else ""
+    if n["char"]:
+        if n["short"] or n["long"] or n["int"] or not (n["signed"] or n["unsigned"]):
+            return None  # plain char's signedness is implementation-defined
+        return prefix + "int8"
+    if n["short"]:
+        return None if n["long"] else prefix + "int16"
+    if n["long"]:
+        return prefix + "int64"
+    return prefix + "int32"
+
+
+def _unknown_reason(words: list[str]) -> str:
+    if words == ["char"]:
+        return "plain char has implementation-defined signedness; use int8_t or uint8_t"
+    if "long" in words and "double" in words:
+        return "long double has no XLA equivalent; use double"
+    return "this type has no matching JAX operand or attribute type"

@@ -1,0 +1,83 @@
+"""The resolved description of one kernel entry point.
+
+A :class:`FunctionSpec` lists the C++ parameters in declaration order, each tagged
+with its role (input tensor, output tensor, stream, scalar attribute). It is what
+the code generator consumes and what ``CompiledModule`` exposes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expect
+    ARG = "arg"
+    RET = "ret"
+    STREAM = "stream"
+    ATTR = "attr"
+
+
+# Canonical scalar type names, in the order docs list them.
+SCALAR_TYPES: tuple[str, ...] = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One C++ parameter of an entry point."""
+
+    role: Role
+    name: str  # the C++ parameter name (for attrs: the attribute name seen from Python)
+    dtype: str | None = None  # canonical scalar type, attrs only
+    cxx_type: str = ""  # the C++ type as written, normalised to single spaces
+
+    def token(self) -> str:
+        if self.role is Role.ATTR:
+            return f"attr.{self.name}:{self.dtype}"
+        return self.role.value
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A checked entry point: its name, parameters and where it is defined."""
+
+    name: str
+    params: tuple[Param, ...]
+    source_file: str = ""  # virtual or real file name where the function is defined
+    line: int = 0  # 1-based line of the definition
+
+    @property
+    def args(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.role is Role.ARG)
+
+    @property
+    def rets(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.role is Role.RET)
+
+    @property
+    def attrs(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.role is Role.ATTR)
+
+    @property
+    def has_stream(self) -> bool:
+        return any(p.role is Role.STREAM for p in self.params)
+
+    def tokens(self) -> list[str]:
+        """The canonical arg_spec of this function (aliases resolved, attr types explicit)."""
+        return [p.token() for p in self.params]

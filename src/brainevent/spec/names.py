@@ -1,0 +1,46 @@
+"""Small helpers shared by the spec modules: identifier checks and typo hints."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+# C and C++ keywords cannot name a function or an attribute even though they
+# look like identifiers; listing the common ones catches the likely mistakes.
+CXX_KEYWORDS: frozenset[str] = frozenset(
+    """
+    alignas alignof and asm auto bool break case catch char char8_t char16_t char32_t
+    class concept const consteval constexpr constinit const_cast continue co_await
+    co_return co_yield decltype default delete do double dynamic_cast else enum explicit
+    export extern false float for friend goto if inline int long mutable namespace new
+    noexcept not nullptr operator or private protected public register reinterpret_cast
+    requires return short signed sizeof static static_assert static_cast struct switch
+    template this thread_local throw true try typedef typeid typename union unsigned
+    using virtual void volatile wchar_t while
+    """.split()  # noqa: SIM905 - a word block reads better than an 88-item list
+)
+
+
+def is_c_identifier(name: object) -> bool:
+    """True for an ASCII C identifier: a letter or ``_`` then letters, digits, ``_``."""
+    return isinstance(name, str) and name.isascii() and name.isidentifier()
+
+
+def close_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:
+    """Likely intended spellings of ``word`` (case-insensitive first, then difflib)."""
+    pool = sorted(set(candidates))
+    lowered = [c for c in pool if c.lower() == word.lower() and c != word]
+    fuzzy = difflib.get_close_matches(word, pool, n=n, cutoff=0.6)
+    out: list[str] = []
+    for c in lowered + fuzzy:
+        if c not in out:
+            out.append(c)
+    return out[:n]
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """A ``did you mean ...?`` clause, or an empty string when nothing is close."""
+    matches = close_matches(word, candidates)
+    if not matches:
+        return ""
+    return " Did you mean " + " or ".join(repr(m) for m in matches) + "?"

@@ -1,0 +1,425 @@
+"""Find a function's declaration in C++ source and read its parameter list.
+
+Works on :mod:`cxx_lexer` tokens while tracking brace scopes: only names at
+namespace scope (file scope, ``namespace x {}``, ``extern "C" {}``) can declare
+an entry point, so calls inside other function bodies and class members are
+never mistaken for it. A candidate is ``<prefix> name ( params )`` followed by
+``{`` (a definition) or ``;`` (a declaration), where ``<prefix>`` ends in a type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from brainevent.errors import SpecError
+from brainevent.spec.cxx_lexer import LexResult, Token, lex
+from brainevent.spec.cxx_types import TypeClass, classify_words, join_type
+
+# Words that may sit before a declared name but are not part of its return type.
+_SPECIFIERS = frozenset(
+    {
+        "static",
+        "inline",
+        "extern",
+        "__inline__",
+        "__forceinline__",
+        "__noinline__",
+        "constexpr",
+        "__host__",
+        "__device__",
+        "__global__",
+        "__launch_bounds__",
+    }
+)
+# Attribute-like words followed by a parenthesised argument, dropped with it.
+_PAREN_SPECIFIERS = frozenset({"__attribute__", "__declspec", "alignas", "__launch_bounds__"})
+# Identifiers that can precede ``name (`` without making it a declaration.
+_NOT_TYPES = frozenset(
+    {"return", "new", "delete", "throw", "case", "goto", "sizeof", "else", "do", "co_return",
+     "co_yield", "co_await", "operator", "typedef", "using", "namespace", "decltype"}
+)  # fmt: skip
+# Words that end a parameter's type rather than naming it.
+_TYPE_WORDS = frozenset(
+    {"void", "bool", "char", "char8_t", "char16_t", "char32_t", "wchar_t", "short", "int",
+     "long", "signed", "unsigned", "float", "double", "auto", "const", "volatile",
+     "__restrict__", "__restrict"}
+)  # fmt: skip
+_QUALIFIERS = frozenset({"const", "volatile", "struct", "class", "enum", "typename"})
+_CLOSING = {"(": ")", "[": "]", "{": "}"}
+
+
+@dataclass(frozen=True)
+class CxxParam:
+    name: str  # "" for an unnamed parameter
+    type: str  # the type as written, normalised to single spaces
+    line: int
+    type_words: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def display(self) -> str:
+        return f"{self.type} {self.name}".strip()
+
+
+@dataclass(frozen=True)
+class CxxSignature:
+    name: str
+    return_type: str
+    params: tuple[CxxParam, ...]
+    line: int  # line of the function name
+    file_name: str = "<source>"
+    is_definition: bool = True
+    kind: str = "host"  # "host", "kernel" (__global__) or "device" (__device__ only)
+    is_template: bool = False
+
+    @property
+    def where(self) -> str:
+        return f"{self.file_name}:{self.line}"
+
+
+def classify(param: CxxParam | str) -> TypeClass:
+    """Classify a parameter (or a type given as text) as tensor/scalar/stream/unmappable."""
+    if isinstance(param, CxxParam):
+        words: Sequence[str] = param.type_words or [t.text for t in lex(param.type).tokens]
+    else:
+        words = [t.text for t in lex(param).tokens]
+    return classify_words(words)
+
+
+def scan_functions(source: str | LexResult, file_name: str = "<source>") -> list[CxxSignature]:
+    """Every function declared or defined at namespace scope, in source order."""
+    lexed = source if isinstance(source, LexResult) else lex(source)
+    return _Scanner(lexed.tokens, file_name).run()
+
+
+def find_signature(
+    source: str | LexResult, function: str, file_name: str = "<source>"
+) -> CxxSignature | None:
+    """The host function ``function`` in ``source``, or None when it is not there.
+
+    ``__global__`` and ``__device__`` functions are skipped. A declaration and a
+    definition with the same parameter types are one function (the definition
+    wins); several definitions or differing overloads raise SpecError.
+    """
+    found = [s for s in scan_functions(source, file_name) if s.name == function]
+    return pick_one(function, [s for s in found if s.kind == "host"])
+
+
+def pick_one(function: str, candidates: Sequence[CxxSignature]) -> CxxSignature | None:
+    """Reduce the declarations of one name to the single entry point they describe."""
+    if not candidates:
+        return None
+    where = ", ".join(c.where for c in candidates)
+    if len({_param_key(c) for c in candidates}) > 1:
+        raise SpecError(
+            f"{function}: found overloads with different parameters at {where}. An entry "
+            "point must have exactly one signature; rename the other overloads.",
+            function=function,
+            lines=[c.line for c in candidates],
+            files=[c.file_name for c in candidates],
+        )
+    definitions = [c for c in candidates if c.is_definition]
+    if len(definitions) > 1:
+        places = ", ".join(c.where for c in definitions)
+        raise SpecError(
+            f"{function}: defined more than once, at {places}. Keep one definition.",
+            function=function,
+            lines=[c.line for c in definitions],
+            files=[c.file_name for c in definitions],
+        )
+    chosen = definitions[0] if definitions else candidates[0]
+    if chosen.is_template:
+        raise SpecError(
+            f"{function}: at {chosen.where} it is a function template. An entry point must be "
+            "an ordinary function; wrap one instantiation in a non-template function.",
+            function=function,
+            line=chosen.line,
+            file=chosen.file_name,
+        )
+    return chosen
+
+
+def _param_key(sig: CxxSignature) -> tuple[object, ...]:
+    """Parameter types compared by meaning, so ``BE::Tensor const`` == ``const BE::Tensor``."""
+    key: list[object] = []
+    for p in sig.params:
+        cls = classify_words(p.type_words)
+        key.append(cls if cls.kind != "unmappable" else p.type)
+    return tuple(key)
+
+
+class _Scanner:
+    def __init__(self, tokens: Sequence[Token], file_name: str) -> None:
+        self.toks = tokens
+        self.texts = [t.text if t.kind != "string" else '"' for t in tokens]
+        self.file_name = file_name
+
+    def run(self) -> list[CxxSignature]:
+        out: list[CxxSignature] = []
+        stack: list[str] = []  # "(", "[", "ns" (namespace-like brace) or "{" (any other brace)
+        nested = 0  # entries of ``stack`` that are not "ns"
+        stmt = 0  # first token of the current namespace-scope statement
+        for i, tok in enumerate(self.toks):
+            t = tok.text
+            if tok.kind == "ident":
+                if nested == 0 and self.text_at(i + 1) == "(":
+                    sig = self.candidate(stmt, i)
+                    if sig is not None:
+                        out.append(sig)
+                continue
+            if tok.kind != "punct":
+                continue
+            if t in ("(", "["):
+                stack.append(t)
+                nested += 1
+            elif t in (")", "]"):
+                if stack and stack[-1] != "ns" and _CLOSING.get(stack[-1]) == t:
+                    stack.pop()
+                    nested -= 1
+            elif t == "{":
+                if nested == 0 and self.opens_namespace(stmt, i):
+                    stack.append("ns")
+                    stmt = i + 1
+                else:
+                    stack.append("{")
+                    nested += 1
+            elif t == "}":
+                # Unclosed ( or [ before a } are typos; drop them so scoping recovers.
+                while stack and stack[-1] in ("(", "["):
+                    stack.pop()
+                    nested -= 1
+                if stack:
+                    nested -= stack.pop() != "ns"
+                if nested == 0:
+                    stmt = i + 1
+            elif t == ";" and nested == 0:
+                stmt = i + 1
+        return out
+
+    def text_at(self, i: int) -> str:
+        return self.texts[i] if i < len(self.texts) else ""
+
+    def opens_namespace(self, start: int, brace: int) -> bool:
+        words = self.texts[start:brace]
+        if words[:1] == ["inline"]:
+            words = words[1:]
+        if words[:1] == ["namespace"]:
+            return True
+        return [t.text for t in self.toks[start:brace]] in (["extern", '"C"'], ["extern", '"C++"'])
+
+    def match(self, i: int) -> int | None:
+        """Index of the bracket closing the one at ``i``, or None when unbalanced."""
+        depth = 0
+        for j in range(i, len(self.texts)):
+            t = self.texts[j]
+            if t in _CLOSING:
+                depth += 1
+            elif t in (")", "]", "}"):
+                depth -= 1
+                if depth == 0:
+                    return j if _CLOSING[self.texts[i]] == t else None
+        return None
+
+    def declarator_end(self, k: int) -> str | None:
+        """"def" or "decl" when what follows ``)`` ends a function declarator."""
+        while k < len(self.texts):
+            t = self.texts[k]
+            if t == "{":
+                return "def"
+            if t == ";":
+                return "decl"
+            if t in ("(", "["):
+                close = self.match(k)
+                if close is None:
+                    return None
+                k = close + 1
+                continue
+            if t in (",", "=", ")", "]", "}", ":"):
+                return None
+            k += 1
+        return None
+
+    def candidate(self, stmt: int, i: int) -> CxxSignature | None:
+        if i - 1 < stmt:
+            return None  # a bare ``name(...)`` statement: a macro call, not a declaration
+        prev = self.toks[i - 1]
+        typed = prev.kind == "ident" and prev.text not in _NOT_TYPES
+        if not typed and prev.text not in ("*", "&", "&&", ">"):
+            return None
+        prefix = self.texts[stmt:i]
+        is_template, prefix = _strip_template_headers(prefix)
+        if prefix is None or any(w in ("=", "typedef", "using", "friend") for w in prefix):
+            return None
+        close = self.match(i + 1)
+        if close is None:
+            return None
+        end = self.declarator_end(close + 1)
+        if end is None:
+            return None
+        kind = "host"
+        if "__global__" in prefix:
+            kind = "kernel"
+        elif "__device__" in prefix and "__host__" not in prefix:
+            kind = "device"
+        return CxxSignature(
+            name=self.toks[i].text,
+            return_type=_return_type(prefix),
+            params=_parse_params(self.toks[i + 2 : close], self.toks[i].line),
+            line=self.toks[i].line,
+            file_name=self.file_name,
+            is_definition=end == "def",
+            kind=kind,
+            is_template=is_template,
+        )
+
+
+def _strip_template_headers(words: list[str]) -> tuple[bool, list[str] | None]:
+    """Drop leading ``template <...>`` headers; None when one is unterminated."""
+    is_template = False
+    while words[:1] == ["template"]:
+        is_template = True
+        if words[1:2] != ["<"]:
+            words = words[1:]
+            continue
+        depth = paren = 0
+        for j in range(1, len(words)):
+            w = words[j]
+            if w in ("(", "["):
+                paren += 1
+            elif w in (")", "]"):
+                paren -= 1
+            elif paren == 0 and w == "<":
+                depth += 1
+            elif paren == 0 and w == ">":
+                depth -= 1
+                if depth == 0:
+                    break
+        else:
+            return is_template, None
+        words = words[j + 1 :]
+    return is_template, words
+
+
+def _return_type(prefix: list[str]) -> str:
+    words: list[str] = []
+    skip_parens = False
+    depth = 0
+    for w in prefix:
+        if depth:  # inside a dropped (...) or [[...]] group
+            depth += (w in ("(", "[")) - (w in (")", "]"))
+            continue
+        if skip_parens and w in ("(", "["):
+            depth = 1
+            skip_parens = False
+            continue
+        skip_parens = False
+        if w in _PAREN_SPECIFIERS:
+            skip_parens = True
+        elif w == "[":
+            depth = 1  # [[attribute]]
+        elif w not in _SPECIFIERS and w != '"':
+            words.append(w)
+    # A macro call before the declaration (``EXPORT(x) void f``) leaves ``( x )``.
+    if ")" in words:
+        words = words[len(words) - words[::-1].index(")") :]
+    return join_type(words)
+
+
+def _split_top_level(tokens: Sequence[Token]) -> list[list[Token]]:
+    groups: list[list[Token]] = [[]]
+    depth = angle = 0
+    defaulted = False  # after '=', '<' may be less-than, so stop counting angles
+    for tok in tokens:
+        t = tok.text if tok.kind == "punct" else ""
+        if t in ("(", "[", "{"):
+            depth += 1
+        elif t in (")", "]", "}"):
+            depth = max(depth - 1, 0)
+        elif depth == 0 and not defaulted and t == "<":
+            angle += 1
+        elif depth == 0 and not defaulted and t == ">":
+            angle = max(angle - 1, 0)
+        elif depth == 0 and angle == 0 and t == "=":
+            defaulted = True
+        elif depth == 0 and angle == 0 and t == ",":
+            groups.append([])
+            defaulted = False
+            continue
+        groups[-1].append(tok)
+    return groups
+
+
+def _parse_params(tokens: Sequence[Token], fallback_line: int) -> tuple[CxxParam, ...]:
+    groups = _split_top_level(tokens)
+    if len(groups) == 1 and [t.text for t in groups[0]] in ([], ["void"]):
+        return ()
+    return tuple(_parse_param(g, fallback_line) for g in groups)
+
+
+def _parse_param(tokens: list[Token], fallback_line: int) -> CxxParam:
+    tokens = _without_default(tokens)
+    tokens = _without_attributes(tokens)
+    texts = [t.text for t in tokens]
+    name_at = _name_index(tokens)
+    line = tokens[0].line if tokens else fallback_line
+    if name_at is None:
+        return CxxParam("", join_type(texts), line, tuple(texts))
+    type_words = tuple(texts[:name_at] + texts[name_at + 1 :])
+    return CxxParam(texts[name_at], join_type(type_words), tokens[name_at].line, type_words)
+
+
+def _without_default(tokens: list[Token]) -> list[Token]:
+    depth = angle = 0
+    for k, tok in enumerate(tokens):
+        t = tok.text if tok.kind == "punct" else ""
+        depth += (t in ("(", "[", "{")) - (t in (")", "]", "}"))
+        if depth == 0:
+            angle += (t == "<") - (t == ">")
+            if angle <= 0 and t == "=":
+                return tokens[:k]
+    return tokens
+
+
+def _without_attributes(tokens: list[Token]) -> list[Token]:
+    """Drop ``[[...]]`` attributes, keeping array brackets ``[N]``."""
+    out: list[Token] = []
+    k = 0
+    while k < len(tokens):
+        if tokens[k].text == "[" and k + 1 < len(tokens) and tokens[k + 1].text == "[":
+            end = k + 2
+            while end + 1 < len(tokens) and not (
+                tokens[end].text == "]" and tokens[end + 1].text == "]"
+            ):
+                end += 1
+            k = end + 2
+            continue
+        out.append(tokens[k])
+        k += 1
+    return out
+
+
+def _name_index(tokens: list[Token]) -> int | None:
+    """Index of the token naming the parameter, or None when it is unnamed."""
+    if not tokens:
+        return None
+    texts = [t.text for t in tokens]
+    for k in range(2, len(tokens)):
+        # Function pointer ``void (*cb)(int)``: the name follows ``(*`` .
+        if tokens[k].kind == "ident" and texts[k - 1] in ("*", "&", "^") and texts[k - 2] == "(":
+            return k
+    last = len(tokens) - 1
+    while last >= 0 and texts[last] == "]":
+        # Array parameter ``float x[4]``: step back over each [..] group.
+        depth = 0
+        for k in range(last, -1, -1):
+            depth += (texts[k] == "]") - (texts[k] == "[")
+            if depth == 0:
+                last = k - 1
+                break
+        else:
+            return None
+    if last < 1 or tokens[last].kind != "ident" or texts[last] in _TYPE_WORDS:
+        return None
+    if texts[last - 1] == "::":
+        return None
+    rest = [w for k, w in enumerate(texts) if k != last and w not in _QUALIFIERS]
+    return last if rest else None

@@ -1,0 +1,333 @@
+"""GPU architectures: parsing what users write, choosing what to build for, nvcc flags.
+
+A compute capability reaches us in many spellings ("8.6", "86", "sm_86", 86, (8, 6),
+"sm_80,sm_90"); :func:`parse_compute_capability` turns all of them into sorted, distinct
+:class:`CudaArch` values. :func:`resolve_archs` decides what a build targets (argument,
+then ``BRAINEVENT_CUDA_ARCH``, then the GPUs the driver sees), and :func:`gencode_flags`
+spells the result for nvcc. Nothing here runs a subprocess.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import config
+from ..errors import ToolchainError
+
+logger = logging.getLogger(__name__)
+
+# Suffixes nvcc accepts after the number: "a" = arch-specific features (sm_90a, sm_100a),
+# "f" = family-specific (sm_100f, CUDA 12.9+). Each maps to the first major that has it.
+_SUFFIX_MIN_MAJOR: dict[str, int] = {"": 0, "a": 9, "f": 10}
+
+_ACCEPTED_FORMS = (
+    '"8.6", "86", "sm_86", "compute_86", "90a", "sm_90a", "12.0", the int 86, '
+    "the float 8.6, a (major, minor) pair like (8, 6), a list or tuple of these, "
+    'or one string of several separated by commas or spaces ("sm_80,sm_90")'
+)
+
+
+@dataclass(frozen=True, order=True)
+class CudaArch:
+    """One compute capability, e.g. ``CudaArch(9, 0, "a")`` for sm_90a."""
+
+    major: int
+    minor: int
+    suffix: str = ""
+
+    @property
+    def number(self) -> str:
+        """The digits nvcc uses: "86", "90a", "120"."""
+        return f"{self.major}{self.minor}{self.suffix}"
+
+    @property
+    def sm(self) -> str:
+        return f"sm_{self.number}"
+
+    @property
+    def compute(self) -> str:
+        return f"compute_{self.number}"
+
+    def __str__(self) -> str:
+        return self.sm
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def _bad(value: object, why: str) -> ToolchainError:
+    return ToolchainError(
+        f"compute capability {value!r} is not valid: {why}. "
+        f'Accepted forms: {_ACCEPTED_FORMS}. For example: compute_capability="sm_86".',
+        value=value,
+    )
+
+
+def _make(major: int, minor: int, suffix: str, original: object) -> CudaArch:
+    if not 1 <= major < 30 or not 0 <= minor <= 9:
+        raise _bad(original, f"major {major} / minor {minor} is out of range")
+    if suffix not in _SUFFIX_MIN_MAJOR:
+        raise _bad(original, f"unknown suffix {suffix!r} (only 'a' and 'f' exist)")
+    if major < _SUFFIX_MIN_MAJOR[suffix]:
+        raise _bad(
+            original,
+            f"suffix {suffix!r} exists only from sm_{_SUFFIX_MIN_MAJOR[suffix]}0 on",
+        )
+    return CudaArch(major, minor, suffix)
+
+
+def _from_digits(digits: str, suffix: str, original: object) -> CudaArch:
+    # "86" -> 8.6, "120" -> 12.0: the last digit is always the minor version.
+    if not digits.isdigit() or len(digits) < 2 or len(digits) > 3:
+        raise _bad(original, "expected two or three digits such as 86 or 120")
+    return _make(int(digits[:-1]), int(digits[-1]), suffix, original)
+
+
+def _parse_token(token: str, original: object) -> CudaArch:
+    text = token.strip().lower()
+    for prefix in ("sm_", "compute_"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            if "." in text:
+                raise _bad(original, f"write {prefix}86, not {prefix}8.6")
+            break
+    suffix = ""
+    if text[-1:].isalpha():
+        text, suffix = text[:-1], text[-1]
+    if "." in text:
+        major_s, _, minor_s = text.partition(".")
+        if not (major_s.isdigit() and minor_s.isdigit() and len(minor_s) == 1):
+            raise _bad(original, "expected <major>.<minor> with a one-digit minor")
+        return _make(int(major_s), int(minor_s), suffix, original)
+    return _from_digits(text, suffix, original)
+
+
+def _parse_one(value: object, original: object) -> list[CudaArch]:
+    if isinstance(value, CudaArch):
+        return [value]
+    if isinstance(value, bool):  # bool is an int: True must not mean sm_1
+        raise _bad(original, "a bool is not a compute capability")
+    if isinstance(value, int):
+        return [_from_digits(str(value), "", original)]
+    if isinstance(value, float):
+        # Only a float whose shortest repr has exactly one decimal (8.6, 12.0) is clear.
+        text = repr(value)
+        major_s, _, minor_s = text.partition(".")
+        if not (major_s.isdigit() and len(minor_s) == 1 and minor_s.isdigit()):
+            raise _bad(original, "a float must read like 8.6 or 12.0; pass a string")
+        return [_make(int(major_s), int(minor_s), "", original)]
+    if isinstance(value, str):
+        tokens = value.replace(",", " ").split()
+        if not tokens:
+            raise _bad(original, "it is empty")
+        return [_parse_token(tok, original) for tok in tokens]
+    raise _bad(original, f"a {type(value).__name__} cannot name an architecture")
+
+
+def _is_pair(value: Sequence[Any]) -> bool:
+    # (8, 6) as returned by torch.cuda.get_device_capability(): two ints, a small major
+    # and a one-digit minor. A list of two archs written as ints (80, 90) never fits.
+    return (
+        len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and 1 <= value[0] < 30
+        and 0 <= value[1] <= 9
+    )
+
+
+def parse_compute_capability(value: object) -> tuple[CudaArch, ...]:
+    """Parse one or several compute capabilities; returns them distinct and sorted.
+
+    Raises :class:`ToolchainError` naming the bad value and the accepted forms.
+    """
+    if isinstance(value, tuple | list):
+        if isinstance(value, tuple) and _is_pair(value):
+            return (_make(value[0], value[1], "", value),)
+        if not value:
+            raise _bad(value, "the list is empty")
+        found: list[CudaArch] = []
+        for item in value:
+            found.extend(_parse_one(item, item))
+    else:
+        found = _parse_one(value, value)
+    return tuple(sorted(set(found)))
+
+
+# ----------------------------------------------------------------------- nvcc flags
+
+
+def gencode_flags(archs: Iterable[CudaArch], ptx_for_highest: bool = True) -> list[str]:
+    """``-gencode`` flags: SASS for every arch, plus PTX for the highest generic one.
+
+    Explicit flags, never ``-arch=native``: without a GPU that silently picks sm_75.
+    """
+    ordered = sorted(set(archs))
+    flags = [f"-gencode=arch={a.compute},code={a.sm}" for a in ordered]
+    if ptx_for_highest:
+        # PTX is what lets a future GPU JIT-compile the module. PTX built for sm_90a or
+        # sm_100f only runs on that exact arch (or family), so it gives no forward
+        # compatibility: embed PTX for the highest arch *without* a suffix.
+        generic = [a for a in ordered if not a.suffix]
+        if generic:
+            top = generic[-1]
+            flags.append(f"-gencode=arch={top.compute},code={top.compute}")
+    return flags
+
+
+# ------------------------------------------------------------- what nvcc can target
+
+
+@dataclass(frozen=True)
+class _ArchSupportRow:
+    since: tuple[int, int]  # first nvcc version this row applies to
+    lowest: CudaArch
+    highest: CudaArch  # highest generic arch that release knows
+    suffixes: frozenset[str]
+
+
+# Facts from nvcc --list-gpu-code of each release (13.0 and 13.5 read on this project's
+# machines). An nvcc newer than the last row keeps its minimum but has no known maximum:
+# we don't guess what it added.
+_ARCH_SUPPORT: tuple[_ArchSupportRow, ...] = (
+    _ArchSupportRow((11, 0), CudaArch(3, 5), CudaArch(8, 0), frozenset({""})),
+    _ArchSupportRow((11, 1), CudaArch(3, 5), CudaArch(8, 6), frozenset({""})),
+    _ArchSupportRow((11, 4), CudaArch(3, 5), CudaArch(8, 7), frozenset({""})),
+    _ArchSupportRow((11, 8), CudaArch(3, 5), CudaArch(9, 0), frozenset({""})),
+    _ArchSupportRow((12, 0), CudaArch(5, 0), CudaArch(9, 0), frozenset({"", "a"})),
+    _ArchSupportRow((12, 8), CudaArch(5, 0), CudaArch(12, 0), frozenset({"", "a"})),
+    _ArchSupportRow((12, 9), CudaArch(5, 0), CudaArch(12, 1), frozenset({"", "a", "f"})),
+    _ArchSupportRow((13, 0), CudaArch(7, 5), CudaArch(12, 1), frozenset({"", "a", "f"})),
+    _ArchSupportRow((13, 5), CudaArch(7, 5), CudaArch(12, 1), frozenset({"", "a", "f"})),
+)
+
+
+@dataclass(frozen=True)
+class ArchSupport:
+    """The range of architectures one nvcc version can compile for."""
+
+    nvcc_version: tuple[int, int]
+    lowest: CudaArch
+    highest: CudaArch | None  # None: nvcc newer than our table, no known ceiling
+    suffixes: frozenset[str]
+
+    def problem(self, arch: CudaArch) -> str | None:
+        """Why this nvcc cannot target ``arch``, or None when it can."""
+        v = f"{self.nvcc_version[0]}.{self.nvcc_version[1]}"
+        if (arch.major, arch.minor) < (self.lowest.major, self.lowest.minor):
+            return f"nvcc {v} targets {self.lowest.sm} and newer"
+        if self.highest is not None and (arch.major, arch.minor) > (
+            self.highest.major,
+            self.highest.minor,
+        ):
+            return f"nvcc {v} targets up to {self.highest.sm}; a newer CUDA is needed"
+        if arch.suffix not in self.suffixes:
+            return f"nvcc {v} has no '{arch.suffix}' architectures"
+        return None
+
+    def __contains__(self, arch: object) -> bool:
+        return isinstance(arch, CudaArch) and self.problem(arch) is None
+
+
+def supported_archs(nvcc_version: tuple[int, int]) -> ArchSupport:
+    """The architecture range of an nvcc version (from a table; no subprocess)."""
+    version = (nvcc_version[0], nvcc_version[1])
+    rows = [r for r in _ARCH_SUPPORT if r.since <= version]
+    if not rows:
+        raise ToolchainError(
+            f"nvcc {version[0]}.{version[1]} is too old: brainevent needs CUDA 11 or newer.",
+            nvcc_version=version,
+        )
+    row = rows[-1]
+    newer_than_table = version > _ARCH_SUPPORT[-1].since
+    return ArchSupport(
+        nvcc_version=version,
+        lowest=row.lowest,
+        highest=None if newer_than_table else row.highest,
+        suffixes=row.suffixes,
+    )
+
+
+def check_archs_supported(archs: Iterable[CudaArch], nvcc_version: tuple[int, int]) -> None:
+    """Raise :class:`ToolchainError` if this nvcc cannot build for one of ``archs``."""
+    support = supported_archs(nvcc_version)
+    problems = [(a, p) for a in archs if (p := support.problem(a)) is not None]
+    if not problems:
+        return
+    listed = "; ".join(f"{a.sm}: {p}" for a, p in problems)
+    hint = ""
+    if any((a.major, a.minor) < (7, 5) for a, _ in problems) and nvcc_version[0] >= 13:
+        hint = (
+            " CUDA 13 dropped sm_70 and older: build those GPUs with a CUDA 12 nvcc"
+            " (BRAINEVENT_NVCC=/path/to/cuda-12/bin/nvcc)."
+        )
+    raise ToolchainError(
+        f"nvcc {nvcc_version[0]}.{nvcc_version[1]} cannot build for {listed}.{hint}",
+        archs=tuple(a.sm for a, _ in problems),
+        nvcc_version=tuple(nvcc_version),
+    )
+
+
+# ------------------------------------------------------------------ which archs now
+
+
+def resolve_archs(
+    requested: object = None,
+    *,
+    nvcc_version: tuple[int, int] | None = None,
+) -> tuple[CudaArch, ...]:
+    """The architectures to build for.
+
+    In order: ``requested`` (e.g. ``compute_capability="sm_90"``), then the
+    ``BRAINEVENT_CUDA_ARCH`` pin, then every distinct arch of the GPUs the driver sees.
+    With ``nvcc_version`` the result is also checked against what that nvcc can target.
+    """
+    archs: tuple[CudaArch, ...]
+    if requested is not None:
+        archs = parse_compute_capability(requested)
+        logger.debug("CUDA archs from the argument: %s", archs)
+    elif (pinned := config.CUDA_ARCH.get()) is not None:
+        try:
+            archs = parse_compute_capability(pinned)
+        except ToolchainError as exc:
+            raise ToolchainError(
+                f"{config.CUDA_ARCH.name}={pinned!r}: {exc.message}",
+                variable=config.CUDA_ARCH.name,
+                value=pinned,
+            ) from None
+        logger.debug("CUDA archs from %s: %s", config.CUDA_ARCH.name, archs)
+    else:
+        archs = _archs_from_driver()
+    if nvcc_version is not None:
+        check_archs_supported(archs, nvcc_version)
+    return archs
+
+
+def _archs_from_driver() -> tuple[CudaArch, ...]:
+    from .cuda_driver import probe_devices  # lazy: ctypes loading only when needed
+
+    probe = probe_devices()
+    if probe.available and probe.devices:
+        archs = tuple(sorted({CudaArch(d.major, d.minor) for d in probe.devices}))
+        logger.debug("CUDA archs from the driver: %s", archs)
+        return archs
+    raise ToolchainError(
+        "cannot tell which GPU architecture to build for: no GPU was found ("
+        f"{probe.reason}). To build without a GPU, name the target: pass "
+        'compute_capability="sm_90" (or a list such as ["sm_80", "sm_90"]), or set '
+        f"{config.CUDA_ARCH.name}=sm_80,sm_90 in the environment.",
+        reason=probe.reason,
+    )
+
+
+__all__ = [
+    "ArchSupport",
+    "CudaArch",
+    "check_archs_supported",
+    "gencode_flags",
+    "parse_compute_capability",
+    "resolve_archs",
+    "supported_archs",
+]

@@ -1,0 +1,195 @@
+"""Ask the NVIDIA driver which GPUs are visible and what compute capability they have.
+
+Uses the driver API through ``ctypes`` (``libcuda.so.1``), so it needs neither JAX nor a
+CUDA toolkit. :func:`probe_devices` never raises: on a machine without a GPU it returns
+``available=False`` with a reason worded for that machine.
+
+Note: ``cuInit`` ties the process to the driver; like JAX itself, a process that has
+probed should not ``fork`` and then use CUDA in the child.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+logger = logging.getLogger(__name__)
+
+# The driver library name per platform: only the versioned soname is always present.
+_DRIVER_LIBRARY: str = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
+
+# CUdevice_attribute values; unchanged from CUDA 12 to 13.
+_ATTR_CC_MAJOR = 75
+_ATTR_CC_MINOR = 76
+
+_CUDA_SUCCESS = 0
+_CUDA_ERROR_NO_DEVICE = 100
+
+# Names for the CUresult codes a probe may plausibly meet, with a hint each.
+_CURESULT_HINTS: dict[int, str] = {
+    3: "CUDA_ERROR_NOT_INITIALIZED",
+    34: "CUDA_ERROR_STUB_LIBRARY: the loaded libcuda is the toolkit's stub, not a real driver",
+    35: "CUDA_ERROR_INSUFFICIENT_DRIVER: the installed driver is older than needed",
+    304: "CUDA_ERROR_OPERATING_SYSTEM",
+    999: "CUDA_ERROR_UNKNOWN: often a driver/kernel-module mismatch; a reboot may help",
+}
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One GPU as the driver numbers it (after ``CUDA_VISIBLE_DEVICES``)."""
+
+    ordinal: int
+    name: str
+    major: int
+    minor: int
+
+    @property
+    def compute_capability(self) -> tuple[int, int]:
+        return (self.major, self.minor)
+
+
+@dataclass(frozen=True)
+class DriverProbe:
+    """What the driver said. ``reason`` explains ``available=False`` in plain words."""
+
+    available: bool
+    driver_version: int | None = None  # e.g. 13000 for a CUDA 13.0 driver
+    devices: tuple[DeviceInfo, ...] = ()
+    reason: str = ""
+    library: str = _DRIVER_LIBRARY
+    seconds: float = 0.0
+
+    @property
+    def driver_cuda_version(self) -> tuple[int, int] | None:
+        """The highest CUDA version the driver supports, e.g. (13, 0)."""
+        if self.driver_version is None:
+            return None
+        return (self.driver_version // 1000, (self.driver_version % 1000) // 10)
+
+
+def _visible_devices_note() -> str:
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return "CUDA_VISIBLE_DEVICES is unset" if value is None else f"CUDA_VISIBLE_DEVICES={value!r}"
+
+
+def _describe(code: int) -> str:
+    hint = _CURESULT_HINTS.get(code)
+    return f"CUresult {code}, {hint}" if hint else f"CUresult {code}"
+
+
+class _DriverFailure(Exception):
+    """Internal: one driver call failed; carries the reason for the probe."""
+
+
+def _call(lib: ctypes.CDLL, name: str, *args: object) -> None:
+    code = getattr(lib, name)(*args)
+    if code != _CUDA_SUCCESS:
+        raise _DriverFailure(f"{name} failed ({_describe(code)})")
+
+
+def _query(lib: ctypes.CDLL) -> tuple[int | None, tuple[DeviceInfo, ...]]:
+    version = ctypes.c_int(0)
+    driver_version: int | None = None
+    if lib.cuDriverGetVersion(ctypes.byref(version)) == _CUDA_SUCCESS:
+        driver_version = version.value
+
+    count = ctypes.c_int(0)
+    _call(lib, "cuDeviceGetCount", ctypes.byref(count))
+    devices = []
+    for ordinal in range(count.value):
+        handle = ctypes.c_int(0)  # CUdevice is an int
+        _call(lib, "cuDeviceGet", ctypes.byref(handle), ordinal)
+        major, minor = ctypes.c_int(0), ctypes.c_int(0)
+        _call(lib, "cuDeviceGetAttribute", ctypes.byref(major), _ATTR_CC_MAJOR, handle)
+        _call(lib, "cuDeviceGetAttribute", ctypes.byref(minor), _ATTR_CC_MINOR, handle)
+        name_buf = ctypes.create_string_buffer(256)
+        _call(lib, "cuDeviceGetName", name_buf, len(name_buf), handle)
+        name = name_buf.value.decode("utf-8", "replace")
+        devices.append(DeviceInfo(ordinal, name, major.value, minor.value))
+    return driver_version, tuple(devices)
+
+
+def _probe(library: str) -> DriverProbe:
+    try:
+        lib = ctypes.CDLL(library)
+    except OSError as exc:
+        logger.debug("cannot load %s: %s", library, exc)
+        if library == _DRIVER_LIBRARY:
+            reason = (
+                f"no NVIDIA driver ({library}) is installed: this looks like a machine "
+                "without a GPU"
+            )
+        else:
+            reason = f"cannot load the driver library {library!r}: {exc}"
+        return DriverProbe(False, reason=reason, library=library)
+
+    try:
+        code = lib.cuInit(0)
+        if code == _CUDA_ERROR_NO_DEVICE:
+            return DriverProbe(
+                False,
+                reason=f"no CUDA device is visible ({_visible_devices_note()})",
+                library=library,
+            )
+        if code != _CUDA_SUCCESS:
+            return DriverProbe(
+                False,
+                reason=f"the NVIDIA driver failed to initialise ({_describe(code)})",
+                library=library,
+            )
+        driver_version, devices = _query(lib)
+    except (_DriverFailure, AttributeError) as exc:
+        # AttributeError: a library without one of the entry points is not a driver.
+        return DriverProbe(False, reason=f"the NVIDIA driver query failed: {exc}", library=library)
+
+    if not devices:
+        return DriverProbe(
+            False,
+            driver_version=driver_version,
+            reason=f"no CUDA device is visible ({_visible_devices_note()})",
+            library=library,
+        )
+    return DriverProbe(True, driver_version=driver_version, devices=devices, library=library)
+
+
+@functools.cache
+def _probe_cached(library: str) -> DriverProbe:
+    start = time.perf_counter()
+    try:
+        result = _probe(library)
+    except Exception as exc:  # a probe must never take the caller down
+        logger.debug("driver probe failed unexpectedly", exc_info=True)
+        result = DriverProbe(False, reason=f"the driver probe failed: {exc!r}", library=library)
+    elapsed = time.perf_counter() - start
+    result = DriverProbe(
+        result.available,
+        result.driver_version,
+        result.devices,
+        result.reason,
+        result.library,
+        elapsed,
+    )
+    logger.debug("driver probe of %s in %.1f ms: %s", library, elapsed * 1e3, result)
+    return result
+
+
+def probe_devices(library: str | None = None) -> DriverProbe:
+    """Probe the driver once per process (per ``library``); never raises.
+
+    ``library`` is for tests: the path of another shared library to use as the driver.
+    """
+    return _probe_cached(library or _DRIVER_LIBRARY)
+
+
+def clear_probe_cache() -> None:
+    """Forget earlier probes (the driver itself still remembers its ``cuInit``)."""
+    _probe_cached.cache_clear()
+
+
+__all__ = ["DeviceInfo", "DriverProbe", "clear_probe_cache", "probe_devices"]

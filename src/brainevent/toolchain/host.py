@@ -1,0 +1,108 @@
+"""The host C++ compiler: ``BRAINEVENT_CXX``, then ``CXX``, then conda's, then PATH.
+
+Finding it runs no subprocess: the cache key uses the compiler's file identity
+(resolved path, size, modification time), so a cache hit never asks for a version.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from .. import config
+from ..errors import ToolchainError
+
+_PATH_NAMES = ("g++", "c++", "clang++")
+_CONDA_NAMES = ("x86_64-conda-linux-gnu-c++", "aarch64-conda-linux-gnu-c++", "g++", "c++")
+
+
+@dataclass(frozen=True)
+class HostCompiler:
+    path: str  # the executable as found
+    found_via: str
+    wrapper: tuple[str, ...] = ()  # e.g. ("ccache",)
+    extra_flags: tuple[str, ...] = ()  # flags written after the compiler in CXX
+    searched: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def command(self) -> list[str]:
+        return [*self.wrapper, self.path, *self.extra_flags]
+
+    @property
+    def identity(self) -> str:
+        return file_identity(self.path)
+
+
+def file_identity(path: str) -> str:
+    """A cheap fingerprint of an executable: changes whenever the file is replaced."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return f"{real}:missing"
+    return f"{real}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _from_command(raw: str, found_via: str, searched: list[str]) -> HostCompiler:
+    words = shlex.split(raw)
+    if not words:
+        raise ToolchainError(f"{found_via} is empty; set it to a C++ compiler such as g++.")
+    # "ccache g++" keeps ccache as a wrapper; "g++ -m64" keeps flags after the compiler.
+    exe_index = 1 if Path(words[0]).name in ("ccache", "sccache") and len(words) > 1 else 0
+    resolved = shutil.which(words[exe_index])
+    if resolved is None:
+        raise ToolchainError(
+            f"{found_via}={raw!r} does not name an executable C++ compiler. "
+            "Point it at a compiler on PATH (for example g++) or an absolute path.",
+            value=raw,
+            searched=tuple(searched),
+        )
+    return HostCompiler(
+        resolved, found_via, tuple(words[:exe_index]), tuple(words[exe_index + 1 :]), tuple(searched)
+    )
+
+
+@cache
+def _find_host_compiler(env_be: str | None, env_cxx: str | None, conda: str | None, path: str) -> HostCompiler:
+    searched: list[str] = []
+    if env_be:
+        return _from_command(env_be, "BRAINEVENT_CXX", searched)
+    searched.append("BRAINEVENT_CXX (unset)")
+    if env_cxx:
+        return _from_command(env_cxx, "CXX", searched)
+    searched.append("CXX (unset)")
+    if conda:
+        for name in _CONDA_NAMES:
+            candidate = Path(conda) / "bin" / name
+            searched.append(f"conda: {candidate}")
+            if os.access(candidate, os.X_OK):
+                return HostCompiler(str(candidate), "conda", searched=tuple(searched))
+    for name in _PATH_NAMES:
+        searched.append(f"PATH: {name}")
+        found = shutil.which(name, path=path)
+        if found:
+            return HostCompiler(found, "PATH", searched=tuple(searched))
+    raise ToolchainError(
+        "No C++ compiler found. Searched: " + "; ".join(searched) + ". Install g++ "
+        "(e.g. `apt-get install g++`, or `conda install -c conda-forge cxx-compiler`) "
+        "or set CXX to its path.",
+        searched=tuple(searched),
+    )
+
+
+def find_host_compiler() -> HostCompiler:
+    """The host compiler per the current environment (memoised per environment)."""
+    return _find_host_compiler(
+        config.CXX.get(),
+        os.environ.get("CXX") or None,
+        os.environ.get("CONDA_PREFIX") or None,
+        os.environ.get("PATH", ""),
+    )
+
+
+def clear_cache() -> None:
+    _find_host_compiler.cache_clear()

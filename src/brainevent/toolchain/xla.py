@@ -1,0 +1,39 @@
+"""XLA FFI headers shipped with jaxlib.
+
+Located without importing JAX (the include directory sits inside the jaxlib
+package), and digested once per process for the cache key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from functools import cache
+from pathlib import Path
+
+from ..errors import ToolchainError
+
+_C_API = Path("xla") / "ffi" / "api" / "c_api.h"
+
+
+@cache
+def xla_include_dir() -> Path:
+    spec = importlib.util.find_spec("jaxlib")
+    if spec is None or not spec.submodule_search_locations:
+        raise ToolchainError(
+            "jaxlib is not installed, so the XLA FFI headers are missing. Install JAX: `pip install jax`.",
+        )
+    for location in spec.submodule_search_locations:
+        include = Path(location) / "include"
+        if (include / _C_API).is_file():
+            return include
+    raise ToolchainError(
+        f"jaxlib at {list(spec.submodule_search_locations)} has no {_C_API}; "
+        "this jaxlib is too old for XLA FFI. Upgrade it: `pip install -U jax jaxlib`.",
+    )
+
+
+@cache
+def c_api_digest() -> str:
+    """sha256 of the C ABI header, the only XLA header bindings compile against."""
+    return hashlib.sha256((xla_include_dir() / _C_API).read_bytes()).hexdigest()

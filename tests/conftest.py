@@ -1,0 +1,87 @@
+"""Shared fixtures and the capability probes that gate test tiers.
+
+Tiers: pure Python (always), host compiler (`g++`), nvcc (marker `nvcc`), GPU
+(marker `gpu`, found through the CUDA driver API). Each is gated by a probe of
+what the machine can do; BRAINEVENT_REQUIRE_ALL_TESTS=1 turns skips into failures.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+# Tests never touch the user's real cache: the default root points at a session tmp dir.
+_SESSION_CACHE = None
+
+
+def _require_all() -> bool:
+    return os.environ.get("BRAINEVENT_REQUIRE_ALL_TESTS", "").lower() in ("1", "true", "yes", "on")
+
+
+def have_nvcc() -> str | None:
+    try:
+        from brainevent.toolchain.nvcc import find_nvcc
+    except ImportError:
+        return None
+    try:
+        return find_nvcc().path
+    except Exception:
+        return None
+
+
+def have_gpu() -> bool:
+    try:
+        from brainevent.toolchain.cuda_driver import probe_devices
+    except ImportError:
+        return False
+    probe = probe_devices()
+    return bool(probe.available and probe.devices)
+
+
+_probes: dict[str, object] = {}
+
+
+def _probe(name: str) -> object:
+    if name not in _probes:
+        _probes[name] = have_nvcc() if name == "nvcc" else have_gpu()
+    return _probes[name]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker, reason in (
+        ("nvcc", "no nvcc found (see `brainevent doctor`)"),
+        ("gpu", "no CUDA device found through the CUDA driver API"),
+    ):
+        if item.get_closest_marker(marker) and not _probe(marker):
+            if _require_all():
+                pytest.fail(f"BRAINEVENT_REQUIRE_ALL_TESTS is set but {reason}")
+            pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets the session's private cache root (shared across tests, so hits happen)."""
+    global _SESSION_CACHE
+    if _SESSION_CACHE is None:
+        _SESSION_CACHE = tmp_path_factory.mktemp("be-cache")
+    monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(_SESSION_CACHE))
+    return _SESSION_CACHE
+
+
+@pytest.fixture
+def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache root of this test's own, for tests that count builds."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(root))
+    return root
+
+
+@pytest.fixture(scope="session")
+def gxx() -> str:
+    path = shutil.which("g++") or shutil.which("c++")
+    if path is None:
+        pytest.skip("no host C++ compiler")
+    return path
