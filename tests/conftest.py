@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
-# Tests never touch the user's real cache: the default root points at a session tmp dir.
-_SESSION_CACHE = None
+# Tests never touch the user's real cache: from the start of the session the default
+# root is a private temporary directory (module-scoped fixtures run before autouse ones).
+_SESSION_CACHE = Path(tempfile.mkdtemp(prefix="brainevent-test-cache-"))
+os.environ["BRAINEVENT_CACHE_DIR"] = str(_SESSION_CACHE)
 
 
 def _require_all() -> bool:
@@ -50,6 +53,10 @@ def _probe(name: str) -> object:
     return _probes[name]
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for marker, reason in (
         ("nvcc", "no nvcc found (see `brainevent doctor`)"),
@@ -64,9 +71,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets the session's private cache root (shared across tests, so hits happen)."""
-    global _SESSION_CACHE
-    if _SESSION_CACHE is None:
-        _SESSION_CACHE = tmp_path_factory.mktemp("be-cache")
     monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(_SESSION_CACHE))
     return _SESSION_CACHE
 

@@ -20,6 +20,10 @@ from .errors import (
 _LAZY = {
     "load_cpp_inline": ("loaders", "load_cpp_inline"),
     "load_cpp_file": ("loaders", "load_cpp_file"),
+    "load_cuda_inline": ("cuda_loaders", "load_cuda_inline"),
+    "load_cuda_file": ("cuda_loaders", "load_cuda_file"),
+    "load_cuda_dir": ("cuda_loaders", "load_cuda_dir"),
+    "include_dir": ("headers", "include_dir"),
     "CompiledModule": ("runtime.module", "CompiledModule"),
     "KernelFunction": ("runtime.module", "KernelFunction"),
 }
@@ -48,6 +52,10 @@ __all__ = [
     "SpecError",
     "ToolchainError",
     "__version__",
+    "include_dir",
     "load_cpp_file",
     "load_cpp_inline",
+    "load_cuda_dir",
+    "load_cuda_file",
+    "load_cuda_inline",
 ]

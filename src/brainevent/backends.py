@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .build.ninja import BuildStep
-from .pipeline import INCLUDE_DIR, LoadOptions, SourceUnit
+from .headers import INCLUDE_DIR
+from .pipeline import LoadOptions, SourceUnit
 from .toolchain import find_host_compiler, xla_include_dir
 from .toolchain.xla import c_api_digest
 
@@ -96,3 +98,124 @@ class CpuBackend:
 
     def can_register(self) -> str | None:
         return None
+
+
+class CudaBackend:
+    """nvcc for ``.cu`` units, the host compiler for ``.cpp`` units and the binding; nvcc links.
+
+    nvcc never sees XLA's headers: the binding is a separate host translation unit.
+    """
+
+    platform = "cuda"
+    jax_platform = "CUDA"
+
+    def __init__(self, compute_capability: object = None) -> None:
+        from .toolchain.cuda_arch import resolve_archs
+        from .toolchain.nvcc import find_nvcc
+
+        self.nvcc = find_nvcc()
+        self.archs = resolve_archs(compute_capability, nvcc_version=self.nvcc.version)
+
+    def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
+        from . import config
+        from .toolchain.nvcc import nvcc_identity
+
+        cxx = find_host_compiler()
+        return {
+            "nvcc": nvcc_identity(self.nvcc.path),
+            "nvcc_version": list(self.nvcc.version),
+            "cxx": cxx.command,
+            "cxx_identity": cxx.identity,
+            "archs": [a.sm for a in self.archs],
+            "allow_unsupported_compiler": config.ALLOW_UNSUPPORTED_COMPILER.get(),
+            "xla_c_api": c_api_digest(),
+        }
+
+    def _nvcc_flags(self, options: LoadOptions) -> list[str]:
+        from .toolchain.cuda_arch import gencode_flags
+        from .toolchain.host_compat import check_host_compiler
+
+        cxx = find_host_compiler()
+        level = options.optimization_level
+        flags = [
+            "-std=c++17",
+            f"-O{level}",
+            f"-Xptxas=-O{level}",
+            "-ccbin",
+            cxx.path,
+            *check_host_compiler(self.nvcc, cxx.path),
+            "-Xcompiler=-fPIC",
+            "-Xcompiler=-fvisibility=hidden",
+            *gencode_flags(self.archs),
+        ]
+        if options.use_fast_math:
+            flags.append("--use_fast_math")
+        return flags
+
+    def compile_steps(
+        self, options: LoadOptions, kernel_units: Sequence[tuple[str, SourceUnit]], binding: str, library: str
+    ) -> list[BuildStep]:
+        cxx = find_host_compiler().command
+        nvcc_flags = self._nvcc_flags(options)
+        cuda_include = ["-isystem", str(Path(self.nvcc.root) / "include")]
+        host_opt = [f"-O{options.optimization_level}"] + (["-ffast-math"] if options.use_fast_math else [])
+        steps: list[BuildStep] = []
+        objects: list[str] = []
+        for i, (path, unit) in enumerate(kernel_units):
+            obj = f"k{i}.o"
+            objects.append(obj)
+            includes = user_include_flags(options, unit)
+            if unit.suffix == ".cu":
+                # nvcc has no -iquote; the unit's directory goes on -I.
+                includes = [("-I" if f == "-iquote" else f) for f in includes]
+                command = (self.nvcc.path, *nvcc_flags, *includes, *options.extra_cflags, "-c", path, "-o", obj)
+            else:
+                command = (
+                    *cxx, *HOST_BASE_FLAGS, *host_opt, *includes, *cuda_include, *options.extra_cflags,
+                    "-c", path, "-o", obj,
+                )
+            steps.append(BuildStep(obj, (path,), command, unit.display_name))
+        steps.append(binding_step(cxx, binding))
+        objects.append("binding.o")
+        link = (
+            self.nvcc.path, "-shared", "-ccbin", find_host_compiler().path,
+            "-o", library, *objects, *options.extra_ldflags,
+        )
+        steps.append(BuildStep(library, tuple(objects), link, f"link {library}"))
+        return steps
+
+    def can_register(self) -> str | None:
+        return cuda_runtime_unavailable()
+
+
+def cuda_runtime_unavailable() -> str | None:
+    """None when this process's JAX can run CUDA targets, else why it cannot."""
+    try:
+        from jax._src import xla_bridge
+
+        if xla_bridge.backends_are_initialized():
+            platforms = {b.platform for b in xla_bridge.backends().values()}
+            if "gpu" in platforms or "cuda" in platforms:
+                return None
+            return f"this JAX has no CUDA backend (platforms: {sorted(platforms)})"
+    except (ImportError, AttributeError, RuntimeError):
+        pass
+    from importlib import metadata
+
+    plugins = [d for d in ("jax-cuda13-plugin", "jax-cuda12-plugin") if _installed(metadata, d)]
+    if not plugins:
+        return "JAX is installed without CUDA support (no jax-cuda12-plugin or jax-cuda13-plugin)"
+    from .toolchain.cuda_driver import probe_devices
+
+    probe = probe_devices()
+    if not (probe.available and probe.devices):
+        return f"no GPU is available ({probe.reason})"
+    return None
+
+
+def _installed(metadata: Any, dist: str) -> bool:
+    try:
+        metadata.version(dist)
+        return True
+    except metadata.PackageNotFoundError:
+        return False

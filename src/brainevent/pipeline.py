@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import json
 import logging
 import re
 import sys
@@ -27,9 +28,11 @@ from .build.includes import header_closure
 from .build.ninja import BuildStep, run_build
 from .cache.key import CacheKey, KeyBuilder
 from .cache.manifest import Manifest, sha256_file
+from .cache.objects import ObjectCache
 from .cache.store import CacheEntry, EntryStore, cache_root
 from .codegen import BINDING_SCHEMA, render_binding, render_kernel_unit
 from .errors import CompileError, LoadError, SpecError
+from .headers import INCLUDE_DIR
 from .runtime.module import CompiledModule
 from .runtime.registry import register_target
 from .spec import resolve_functions
@@ -37,7 +40,6 @@ from .spec.model import FunctionSpec, Param, Role
 
 log = logging.getLogger("brainevent")
 
-INCLUDE_DIR = Path(__file__).parent / "include"
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)*")
 
 
@@ -212,26 +214,38 @@ def _build(
     (staging / "src" / "binding.cpp").write_text(render_binding(options.name, specs, platform=backend.platform))
     library = f"lib{options.name}.so"
     steps = backend.compile_steps(options, kernel_units, "src/binding.cpp", library)
+    objects = ObjectCache(store.module_dir / "objects")
+    salt = json.dumps([key_record.get(k) for k in sorted(backend.key_inputs(options))], default=str)
+    object_keys = {
+        step.output: objects.key(staging, step, _unit_headers(step, kernel_units, options), salt)
+        for step in steps
+        if step.output.endswith(".o")
+    }
+    reused = [out for out, k in object_keys.items() if objects.fetch(k, staging / out)]
+    todo = [step for step in steps if step.output not in reused]
     log.info(
-        "compiling %s: %d translation unit(s) + binding [%s]",
+        "compiling %s: %d translation unit(s) + binding [%s]%s",
         options.name,
         len(units),
         ", ".join(u.display_name for u in units),
+        f"; {len(reused)} object(s) reused" if reused else "",
     )
     started = time.monotonic()
     try:
-        run_build(staging, steps, workers=options.ninja_workers, verbose=options.verbose, module=options.name)
+        run_build(staging, todo, workers=options.ninja_workers, verbose=options.verbose, module=options.name)
     except CompileError as exc:
         failed_log = store.failed_log_path(key)
         failed_log.write_text(str(exc.data.get("log", "")))
         raise compile_error(
             options.name, str(exc.data.get("log", "")), failed_log, timed_out=bool(exc.data.get("timed_out"))
         ) from None
+    for out, object_key in object_keys.items():
+        if out not in reused:
+            objects.publish(object_key, staging / out)
     elapsed = time.monotonic() - started
     log.info("compiled %s in %.2f s", options.name, elapsed)
-    for step in steps:  # objects are not needed once linked
-        if step.output.endswith(".o"):
-            (staging / step.output).unlink(missing_ok=True)
+    for out in object_keys:  # objects live on in the object cache, not in the entry
+        (staging / out).unlink(missing_ok=True)
     (staging / "build.ninja").unlink(missing_ok=True)
     for leftover in (".ninja_log", ".ninja_deps"):
         (staging / leftover).unlink(missing_ok=True)
@@ -246,6 +260,18 @@ def _build(
         created=time.time(),
         build_seconds=elapsed,
     )
+
+
+def _unit_headers(
+    step: BuildStep, kernel_units: Sequence[tuple[str, SourceUnit]], options: LoadOptions
+) -> dict[str, str]:
+    for path, unit in kernel_units:
+        if path in step.inputs:
+            search = [Path(p) for p in options.extra_include_paths]
+            if unit.directory is not None:
+                search.append(unit.directory)
+            return header_closure([(unit.text, unit.directory)], search, skip_dirs=[INCLUDE_DIR])
+    return {}
 
 
 def load_module(units: Sequence[SourceUnit], options: LoadOptions, backend: Backend) -> CompiledModule:

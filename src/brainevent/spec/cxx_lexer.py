@@ -166,7 +166,9 @@ class _Scanner:
                 return
             self.emit_literal(start, end, line)
         elif c.isdigit() or (c == "." and self.peek(1).isdigit()):
-            self.tokens.append(Token("number", self.src[start : self.number_end()], line))
+            end = self.number_end()
+            self.tokens.append(Token("number", self.src[start:end], line))
+            self.i = end
         elif c in "\"'":
             self.emit_literal(start, self.quoted_end(start), line)
         else:

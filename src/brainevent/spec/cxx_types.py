@@ -66,7 +66,8 @@ def join_type(words: Sequence[str]) -> str:
     for w in words:
         glue = (
             not out
-            or w in {",", ")", "]", "<", ">", "*", "&", "&&"}
+            or w in {",", ")", "[", "]", "<", ">", "*", "&", "&&"}
+            or (w == "(" and prev == ")")
             or prev in {"::", "<", "(", "["}
             or (w == "::" and _names_something(prev))
         )
@@ -109,6 +110,8 @@ def classify_words(words: Sequence[str]) -> TypeClass:
         for k, w in enumerate(kept)
         if not (w == "::" and not _names_something(kept[k - 1] if k else ""))
     ]
+    if "[" in kept:
+        return TypeClass("unmappable", "arrays are not accepted (pass a BE::Tensor instead)")
     if "*" in kept:
         if kept == ["void", "*"] and not reference:
             return TypeClass("stream", "void*")

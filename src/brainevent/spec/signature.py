@@ -220,7 +220,7 @@ class _Scanner:
         return None
 
     def declarator_end(self, k: int) -> str | None:
-        """"def" or "decl" when what follows ``)`` ends a function declarator."""
+        """ "def" or "decl" when what follows ``)`` ends a function declarator."""
         while k < len(self.texts):
             t = self.texts[k]
             if t == "{":
@@ -245,8 +245,7 @@ class _Scanner:
         typed = prev.kind == "ident" and prev.text not in _NOT_TYPES
         if not typed and prev.text not in ("*", "&", "&&", ">"):
             return None
-        prefix = self.texts[stmt:i]
-        is_template, prefix = _strip_template_headers(prefix)
+        is_template, prefix = _strip_template_headers(self.texts[stmt:i])
         if prefix is None or any(w in ("=", "typedef", "using", "friend") for w in prefix):
             return None
         close = self.match(i + 1)

@@ -11,6 +11,7 @@ probed should not ``fork`` and then use CUDA in the child.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import logging
 import os
@@ -167,14 +168,7 @@ def _probe_cached(library: str) -> DriverProbe:
         logger.debug("driver probe failed unexpectedly", exc_info=True)
         result = DriverProbe(False, reason=f"the driver probe failed: {exc!r}", library=library)
     elapsed = time.perf_counter() - start
-    result = DriverProbe(
-        result.available,
-        result.driver_version,
-        result.devices,
-        result.reason,
-        result.library,
-        elapsed,
-    )
+    result = dataclasses.replace(result, seconds=elapsed)
     logger.debug("driver probe of %s in %.1f ms: %s", library, elapsed * 1e3, result)
     return result
 

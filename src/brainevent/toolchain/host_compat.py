@@ -18,6 +18,7 @@ from typing import Literal
 
 from .. import config
 from ..errors import ToolchainError
+from .memo import remembered
 from .nvcc import NvccInfo
 
 logger = logging.getLogger(__name__)
@@ -152,7 +153,12 @@ def _resolve(cxx_path: str) -> str:
 
 def host_compiler_version(path: str) -> tuple[CompilerKind, int]:
     """('gcc' | 'clang', major) of a host compiler; runs it once per binary identity."""
-    return _macro_version(_identity(_resolve(path)))
+    identity = _identity(_resolve(path))
+    kind, major = remembered(
+        "host-compiler", ":".join(map(str, identity)), lambda: _macro_version(identity), encode=list,
+        decode=lambda v: (str(v[0]), int(v[1])),
+    )
+    return kind, major  # type: ignore[return-value]
 
 
 def clear_cache() -> None:

@@ -19,9 +19,9 @@ Only the version check runs a subprocess (``nvcc --version``, memoized per binar
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import logging
 import os
+import shlex
 import shutil
 import site
 import subprocess
@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 from .. import config
 from ..errors import ToolchainError
+from .memo import remembered
 
 logger = logging.getLogger(__name__)
 
@@ -182,6 +183,12 @@ def _run(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
 # Memoized on (real path, size, mtime_ns): a rebuilt or upgraded nvcc is asked again.
 @functools.lru_cache(maxsize=64)
 def _version_of(identity: str, real: str) -> tuple[int, int]:
+    return remembered(
+        "nvcc-version", identity, lambda: _probe_version(real), encode=list, decode=lambda v: (int(v[0]), int(v[1]))
+    )
+
+
+def _probe_version(real: str) -> tuple[int, int]:
     proc = _run([real, "--version"])
     version = parse_nvcc_version(proc.stdout)
     if proc.returncode != 0 or version is None:
@@ -195,7 +202,7 @@ def nvcc_version(path: str | os.PathLike[str]) -> tuple[int, int]:
     real = os.path.realpath(path)
     try:
         return _version_of(nvcc_identity(real), real)
-    except _Unusable as exc:
+    except (_Unusable, OSError) as exc:
         raise ToolchainError(f"nvcc at {real} is unusable: {exc}", path=real) from None
 
 
@@ -215,18 +222,58 @@ def _is_script(path: str) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=64)
-def _wrapper_target(identity: str, script: str) -> str:
-    # A wrapper (e.g. /usr/local/bin/nvcc: `exec /usr/local/cuda-13.0/bin/nvcc "$@"`)
-    # hides the toolkit root. A dry run makes the real nvcc print its own directory as
-    # `#$ _HERE_=...` without compiling anything; the input file need not exist.
-    proc = _run([script, "-dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull])
+def _real_nvcc_in(directory: str) -> str | None:
+    real = os.path.realpath(os.path.join(directory, _EXE))
+    return real if os.path.isfile(real) and not _is_script(real) else None
+
+
+def _target_from_dryrun(script: str) -> str | None:
+    # A dry run makes the real nvcc print its own directory as `#$ _HERE_=...` without
+    # compiling anything. It does query the host compiler, so it fails without one.
+    try:
+        proc = _run([script, "-dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull])
+    except _Unusable:
+        return None
     for line in (proc.stderr + proc.stdout).splitlines():
         if line.startswith("#$ _HERE_="):
-            real = os.path.realpath(os.path.join(line.split("=", 1)[1].strip(), _EXE))
-            if os.path.isfile(real) and not _is_script(real):
-                return real
-    raise _Unusable("it is a wrapper script and `nvcc -dryrun` did not reveal the real nvcc")
+            return _real_nvcc_in(line.split("=", 1)[1].strip())
+    return None
+
+
+def _target_from_text(script: str) -> str | None:
+    # Fallback for wrappers like `exec /usr/local/cuda-13.0/bin/nvcc "$@"`: the first
+    # absolute path to a real nvcc binary named in the script.
+    try:
+        with open(script, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()[1:]  # skip the #! line
+    except OSError:
+        return None
+    for line in lines:
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        for word in words:
+            if os.path.isabs(word) and os.path.basename(word) == _EXE:
+                real = _real_nvcc_in(os.path.dirname(word))
+                if real:
+                    return real
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _wrapper_target(identity: str, script: str) -> str:
+    # A wrapper (e.g. /usr/local/bin/nvcc) hides the toolkit root; find the binary it runs.
+    return remembered("nvcc-wrapper", identity, lambda: _probe_wrapper(script))
+
+
+def _probe_wrapper(script: str) -> str:
+    real = _target_from_dryrun(script) or _target_from_text(script)
+    if real is None:
+        raise _Unusable(
+            "it is a wrapper script, and neither `nvcc -dryrun` nor its text revealed the real nvcc"
+        )
+    return real
 
 
 def _inspect(candidate: Candidate) -> NvccInfo:
@@ -322,16 +369,30 @@ def _step_defaults(ctx: SearchContext) -> list[Candidate]:
 class SearchStep:
     name: str  # as shown in the "searched" list of an error
     run: Callable[[SearchContext], list[Candidate]]
+    if_empty: Callable[[SearchContext], str]  # what to say when it proposed nothing
     strict: bool = False  # a rejected candidate here is an error, not a fall-through
 
 
 SEARCH_STEPS: tuple[SearchStep, ...] = (
-    SearchStep("the nvcc argument, then BRAINEVENT_NVCC", _step_explicit, strict=True),
-    SearchStep("NVIDIA pip wheels in site-packages", _step_wheels),
-    SearchStep("$CONDA_PREFIX/bin", _step_conda),
-    SearchStep("$CUDA_HOME/bin, then $CUDA_PATH/bin", _step_cuda_env),
-    SearchStep("PATH", _step_path),
-    SearchStep("default toolkit roots", _step_defaults),
+    SearchStep(
+        "the nvcc argument, then BRAINEVENT_NVCC",
+        _step_explicit,
+        lambda ctx: f"none given, {config.NVCC.name} unset",
+        strict=True,
+    ),
+    SearchStep(
+        "NVIDIA pip wheels in site-packages",
+        _step_wheels,
+        lambda ctx: f"no NVIDIA nvcc wheel in {len(ctx.site_dirs)} site-packages directories",
+    ),
+    SearchStep("$CONDA_PREFIX/bin", _step_conda, lambda ctx: "CONDA_PREFIX unset"),
+    SearchStep(
+        "$CUDA_HOME/bin, then $CUDA_PATH/bin",
+        _step_cuda_env,
+        lambda ctx: "CUDA_HOME and CUDA_PATH unset",
+    ),
+    SearchStep("PATH", _step_path, lambda ctx: "no nvcc on PATH"),
+    SearchStep("default toolkit roots", _step_defaults, lambda ctx: "none configured"),
 )
 
 
@@ -429,7 +490,7 @@ def _not_found(
     lines = []
     for step, seen in per_step:
         if not seen:
-            lines.append(f"  - {step.name}: {_why_empty(step, ctx)}")
+            lines.append(f"  - {step.name}: {step.if_empty(ctx)}")
         for cand in seen:
             lines.append(f"  - {cand.found_via}: {cand.path} ({cand.note})")
     cu12 = any(c.found_via == "pip-wheel:nvidia-cuda-nvcc-cu12" for c in considered)
@@ -441,25 +502,13 @@ def _not_found(
     )
 
 
-def _why_empty(step: SearchStep, ctx: SearchContext) -> str:
-    if step.run is _step_explicit:
-        return f"none given, {config.NVCC.name} unset"
-    if step.run is _step_wheels:
-        return f"no NVIDIA nvcc wheel in {len(ctx.site_dirs)} site-packages directories"
-    if step.run is _step_conda:
-        return "CONDA_PREFIX unset"
-    if step.run is _step_cuda_env:
-        return "CUDA_HOME and CUDA_PATH unset"
-    if step.run is _step_path:
-        return "no nvcc on PATH"
-    return "none configured"
-
-
 # --------------------------------------------------------- nvcc vs JAX's CUDA plugin
 
 
 def installed_jax_cuda_plugins() -> dict[str, tuple[str, int]]:
     """{distribution: (version, CUDA major)} of the JAX CUDA plugins installed."""
+    import importlib.metadata  # lazy: costs ~30 ms and is needed only here
+
     found = {}
     for dist, major in JAX_PLUGINS:
         try:

@@ -1,0 +1,115 @@
+"""Check an arg_spec against a C++ signature and bind each token to its parameter.
+
+Done before compiling so that a wrong spec is reported against the spec and the
+C++ source, not as a crash or a garbled buffer at call time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from brainevent.errors import SpecError
+from brainevent.spec.cxx_types import ACCEPTED, TypeClass
+from brainevent.spec.model import Param, Role
+from brainevent.spec.signature import CxxParam, CxxSignature, classify
+from brainevent.spec.tokens import SpecToken
+
+_STREAM_INTS = ("int64", "uint64")
+
+
+def bind_tokens(
+    sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = ""
+) -> tuple[Param, ...]:
+    """One :class:`Param` per C++ parameter, in C++ order; SpecError on any mismatch.
+
+    ``origin`` says where the spec came from (e.g. an annotation's file:line).
+    """
+    head = f"{sig.name} ({sig.where})" + (f", arg_spec from {origin}" if origin else "")
+    if len(tokens) != len(sig.params):
+        shown_params = ", ".join(p.display() for p in sig.params) or "none"
+        raise SpecError(
+            f"{head}: the arg_spec has {len(tokens)} token(s) "
+            f"{[t.shown() for t in tokens]} but the C++ function has {len(sig.params)} "
+            f"parameter(s) ({shown_params}). Fix: give exactly one token per parameter, "
+            "in declaration order.",
+            function=sig.name,
+            expected=len(sig.params),
+            got=len(tokens),
+            line=sig.line,
+            file=sig.file_name,
+        )
+    params: list[Param] = []
+    for position, (tok, cparam) in enumerate(zip(tokens, sig.params, strict=True), start=1):
+        cls = classify(cparam)
+        problem = _mismatch(tok, cls, cparam)
+        if problem is not None:
+            expected, fix = problem
+            raise SpecError(
+                f"{head}: token {position} {tok.shown()!r} does not fit C++ parameter "
+                f"{position} `{cparam.display()}` (line {cparam.line}): expected {expected}. "
+                f"Fix: {fix}.",
+                function=sig.name,
+                token=tok.shown(),
+                position=position,
+                parameter=cparam.name,
+                cxx_type=cparam.type,
+                line=cparam.line,
+                file=sig.file_name,
+            )
+        params.append(_param(tok, cls, cparam, position))
+    return tuple(params)
+
+
+def _param(tok: SpecToken, cls: TypeClass, cparam: CxxParam, position: int) -> Param:
+    if tok.role is Role.ATTR:
+        assert tok.attr_name is not None
+        return Param(Role.ATTR, tok.attr_name, tok.dtype or cls.detail, cparam.type)
+    return Param(tok.role, cparam.name or f"param{position}", None, cparam.type)
+
+
+def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, str] | None:
+    """(what was expected, how to fix it) when ``tok`` cannot bind to ``cparam``."""
+    if cls.kind == "unmappable":
+        return (
+            f"a supported type, but {cparam.type!r} is not one ({cls.detail}); accepted: "
+            f"{ACCEPTED}",
+            "change the C++ parameter's type",
+        )
+    role = tok.role
+    if role is Role.ARG or role is Role.RET:
+        if cls.kind != "tensor":
+            return (f"a BE::Tensor parameter for {tok.shown()!r}", _fix_for(cls, cparam))
+        if role is Role.RET and cls.detail == "const":
+            return (
+                "a non-const BE::Tensor for 'ret' (outputs must be writable)",
+                "drop const from the C++ parameter, or use 'arg' if it is an input",
+            )
+        return None
+    if role is Role.STREAM:
+        if cls.kind == "stream" or (cls.kind == "scalar" and cls.detail in _STREAM_INTS):
+            return None
+        return (
+            "an int64_t, cudaStream_t or void* parameter for 'stream'",
+            _fix_for(cls, cparam),
+        )
+    # Role.ATTR
+    if cls.kind != "scalar":
+        return (f"a scalar parameter for {tok.shown()!r}", _fix_for(cls, cparam))
+    if tok.dtype is not None and tok.dtype != cls.detail:
+        return (
+            f"type {tok.dtype} as the token says, but `{cparam.display()}` is {cls.detail}",
+            f"write 'attr.{tok.attr_name}:{cls.detail}' (or bare 'attr.{tok.attr_name}'), "
+            f"or change the C++ type to match {tok.dtype}",
+        )
+    return None
+
+
+def _fix_for(cls: TypeClass, cparam: CxxParam) -> str:
+    """The token that would fit this parameter, as advice."""
+    if cls.kind == "tensor":
+        token = "arg" if cls.detail == "const" else "ret (or arg)"
+        return f"use {token} for this tensor, or check the token order"
+    if cls.kind == "stream":
+        return "use 'stream' for this parameter, or check the token order"
+    name = cparam.name or "<name>"
+    return f"use 'attr.{name}:{cls.detail}' for this scalar, or check the token order"

@@ -1,0 +1,65 @@
+"""A small on-disk memo of toolchain probes (versions, wrapper targets).
+
+Probing a compiler runs it; doing that on every load would put subprocesses on
+the cache-hit path. Results are keyed by the probed file's identity (real path,
+size, mtime), so replacing the file invalidates its entry. Failures are never
+remembered. The memo is a convenience: if its directory is not writable the
+probe simply runs again next time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .. import config
+
+T = TypeVar("T")
+
+MEMO_NAME = "toolchain-memo.json"
+MEMO_SCHEMA = 1
+
+
+def _memo_path() -> Path:
+    return config.CACHE_DIR.get() / MEMO_NAME
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("schema") != MEMO_SCHEMA:
+        return {}
+    return data
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".memo-", dir=path.parent)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)  # readers see the old or the new file, never half of one
+
+
+def remembered(kind: str, identity: str, probe: Callable[[], T], *, encode: Callable[[T], Any] = lambda v: v,
+               decode: Callable[[Any], T] = lambda v: v) -> T:
+    """``probe()``'s result for ``(kind, identity)``, from the memo when present."""
+    path = _memo_path()
+    key = f"{kind}|{identity}"
+    data = _read(path)
+    if key in data.get("entries", {}):
+        with contextlib.suppress(Exception):
+            return decode(data["entries"][key])
+    value = probe()
+    data = _read(path)  # re-read: another process may have added entries meanwhile
+    data["schema"] = MEMO_SCHEMA
+    data.setdefault("entries", {})[key] = encode(value)
+    _write(path, data)
+    return value

@@ -1,0 +1,133 @@
+"""Failures inside kernels and at call time become Python exceptions; the process survives."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import brainevent
+from brainevent import CompileError, KernelCallError
+
+FAILING = r"""
+#include <stdexcept>
+#include "brainevent/common.h"
+
+// @BE checked arg ret attr.limit:int32
+void checked(const BE::Tensor x, BE::Tensor out, int32_t limit) {
+    BE_CHECK(x.numel() <= limit) << "too many elements: " << x.numel() << " > " << limit;
+    for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<float>()[i] = x.data_ptr<float>()[i];
+}
+
+// @BE throws_std arg ret
+void throws_std(const BE::Tensor x, BE::Tensor out) {
+    throw std::out_of_range("index 7 is past the end");
+}
+
+// @BE wrong_type arg ret
+void wrong_type(const BE::Tensor x, BE::Tensor out) {
+    (void)x.data_ptr<double>();
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def failing() -> brainevent.CompiledModule:
+    return brainevent.load_cpp_inline(name="err_failing", cpp_sources=FAILING)
+
+
+def _run(target: str, x: jax.Array, **attrs: object) -> np.ndarray:
+    out = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype))(x, **attrs)
+    return np.asarray(out)
+
+
+def test_be_check_failure_raises_with_function_line_and_message(failing: brainevent.CompiledModule) -> None:
+    x = jnp.ones(10, jnp.float32)
+    with pytest.raises(jax.errors.JaxRuntimeError) as info:
+        _run("err_failing.checked", x, limit=3)
+    text = str(info.value)
+    assert "err_failing.checked" in text
+    assert "err_failing.cpp:7: check failed: x.numel() <= limit: too many elements: 10 > 3" in text
+    # The process survives and the kernel still works afterwards.
+    np.testing.assert_array_equal(_run("err_failing.checked", x, limit=100), np.ones(10))
+
+
+def test_std_exception_becomes_python_error(failing: brainevent.CompiledModule) -> None:
+    with pytest.raises(jax.errors.JaxRuntimeError, match="uncaught C.. exception: index 7 is past the end"):
+        _run("err_failing.throws_std", jnp.ones(3, jnp.float32))
+
+
+def test_typed_data_ptr_checks_dtype(failing: brainevent.CompiledModule) -> None:
+    with pytest.raises(jax.errors.JaxRuntimeError, match=r"data_ptr<float64>\(\) on a tensor of dtype float32"):
+        _run("err_failing.wrong_type", jnp.ones(3, jnp.float32))
+
+
+@pytest.mark.parametrize(
+    ("attrs", "pattern"),
+    [
+        ({"limit": 2**40}, r"attribute 'limit' expects int32, got int64 1099511627776: the value is out of range"),
+        ({"limit": 2.5}, r"attribute 'limit' expects int32, got float64 2.5.*pass an int"),
+        ({}, r"missing attribute 'limit' \(int32\)"),
+        ({"limit": 1, "bogus": 2}, r"unexpected attribute 'bogus'; this function takes limit"),
+    ],
+)
+def test_raw_ffi_call_attribute_errors(
+    failing: brainevent.CompiledModule, attrs: dict[str, object], pattern: str
+) -> None:
+    with pytest.raises(jax.errors.JaxRuntimeError, match=pattern):
+        _run("err_failing.checked", jnp.ones(1, jnp.float32), **attrs)
+
+
+def test_raw_ffi_call_wrong_operand_count(failing: brainevent.CompiledModule) -> None:
+    x = jnp.ones(2, jnp.float32)
+    call = jax.ffi.ffi_call("err_failing.checked", jax.ShapeDtypeStruct(x.shape, x.dtype))
+    with pytest.raises(jax.errors.JaxRuntimeError, match=r"expected 1 input array\(s\) and 1 result\(s\), got 2"):
+        np.asarray(call(x, x, limit=5))
+
+
+@pytest.mark.parametrize(
+    ("args", "attrs", "pattern"),
+    [
+        (2, {"limit": 1}, r"expected 1 input array\(s\)"),
+        (1, {}, r"missing attribute\(s\) \['limit'\]"),
+        (1, {"limit": 1, "x": 2}, r"unexpected attribute\(s\) \['x'\]"),
+        (1, {"limit": 2**31}, r"attribute 'limit' = 2147483648 is out of range for int32"),
+        (1, {"limit": "3"}, r"attribute 'limit' expects int32, got '3'"),
+    ],
+)
+def test_call_sugar_validates_before_calling(
+    failing: brainevent.CompiledModule, args: int, attrs: dict[str, object], pattern: str
+) -> None:
+    x = jnp.ones(2, jnp.float32)
+    with pytest.raises(KernelCallError, match=pattern):
+        failing.checked(*([x] * args), **attrs)
+
+
+def test_compile_error_points_at_inline_line() -> None:
+    source = '#include "brainevent/common.h"\n\n// @BE broken arg ret\nvoid broken(const BE::Tensor x, BE::Tensor out) {\n    undeclared_symbol += 1;\n}\n'
+    with pytest.raises(CompileError) as info:
+        brainevent.load_cpp_inline(name="err_broken_inline", cpp_sources=source)
+    message = str(info.value)
+    first_line = message.splitlines()[0]
+    assert "err_broken_inline.cpp:5:" in first_line and "undeclared_symbol" in first_line
+    log_path = info.value.log_path
+    assert "undeclared_symbol" in open(log_path).read()
+    assert f"Full build log: {log_path}" in message
+
+
+def test_compile_error_points_at_file_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    src = tmp_path / "broken_file.cpp"
+    src.write_text('#include "brainevent/common.h"\n// @BE f arg ret\nvoid f(const BE::Tensor x, BE::Tensor out) {\n  int y = "text";\n}\n')
+    with pytest.raises(CompileError) as info:
+        brainevent.load_cpp_file(src)
+    assert f"{src}:4:" in str(info.value).splitlines()[0]
+
+
+def test_failed_build_is_not_cached(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    source = '#include "brainevent/common.h"\n// @BE g arg ret\nvoid g(const BE::Tensor x, BE::Tensor out) { nope(); }\n'
+    for _ in range(2):  # the second attempt compiles again and fails the same way
+        with pytest.raises(CompileError):
+            brainevent.load_cpp_inline(name="err_not_cached", cpp_sources=source, build_directory=str(tmp_path))
+    entries = [p for p in (tmp_path / "v1" / "err_not_cached").iterdir() if p.is_dir()]
+    assert entries == []
