@@ -15,7 +15,7 @@ def texts(source: str) -> list[str]:
 
 
 def test_kinds_and_lines() -> None:
-    result = lex('int x = 42;\nfoo("s", \'c\');')
+    result = lex("int x = 42;\nfoo(\"s\", 'c');")
     assert result.tokens == (
         Token("ident", "int", 1),
         Token("ident", "x", 1),
@@ -84,7 +84,7 @@ def test_escapes_in_strings_and_chars() -> None:
 
 @pytest.mark.parametrize("prefix", ["L", "u", "U", "u8"])
 def test_prefixed_literals(prefix: str) -> None:
-    assert texts(f'{prefix}"x{{" {prefix}\'y\'') == [f'{prefix}"x{{"', f"{prefix}'y'"]
+    assert texts(f"{prefix}\"x{{\" {prefix}'y'") == [f'{prefix}"x{{"', f"{prefix}'y'"]
 
 
 def test_raw_strings() -> None:
@@ -181,7 +181,7 @@ def test_crlf_line_endings() -> None:
     assert [(t.text, t.line) for t in result.tokens] == [("a", 1), ("b", 3)]
 
 
-@pytest.mark.parametrize("src", ['"open', "'x", "/* never closed", 'R"(raw', "R\"abc", "#define \\"])
+@pytest.mark.parametrize("src", ['"open', "'x", "/* never closed", 'R"(raw', 'R"abc', "#define \\"])
 def test_unterminated_input_does_not_raise(src: str) -> None:
     lex(src + "\nnext")
 
@@ -208,7 +208,7 @@ _cxx_pieces = st.sampled_from(
         '"',
         "'",
         "\\",
-        "R\"(",
+        'R"(',
         ')"',
         "#",
         "{",

@@ -178,7 +178,7 @@ class CudaBackend:
         steps.append(binding_step(cxx, binding))
         objects.append("binding.o")
         link = (
-            self.nvcc.path, "-shared", "-ccbin", find_host_compiler().path,
+            self.nvcc.path, "-shared", "-nodlink", "-ccbin", find_host_compiler().path,
             "-o", library, *objects, *options.extra_ldflags,
         )
         steps.append(BuildStep(library, tuple(objects), link, f"link {library}"))

@@ -16,6 +16,7 @@ from brainevent.errors import SpecError
 # Multi-character punctuators worth keeping whole. ``<<``/``>>`` are left as
 # single characters so that ``a<b<c>>`` template brackets stay balanced.
 _MULTI_PUNCT = ("...", "::", "->", "&&", "||", "##")
+_MULTI_FIRST = frozenset(p[0] for p in _MULTI_PUNCT)
 _RAW_PREFIXES = frozenset({"R", "LR", "uR", "UR", "u8R"})
 _STRING_PREFIXES = frozenset({"L", "u", "U", "u8"})
 _MAX_RAW_DELIMITER = 16
@@ -89,7 +90,7 @@ class _Scanner:
                 at_line_start = True
             elif c in " \t\r\f\v":
                 self.i += 1
-            elif self.splice_length():
+            elif c == "\\" and self.splice_length():
                 self.advance_to(self.i + self.splice_length())
             elif c == "/" and self.peek(1) == "/":
                 self.line_comment()
@@ -172,7 +173,7 @@ class _Scanner:
         elif c in "\"'":
             self.emit_literal(start, self.quoted_end(start), line)
         else:
-            for p in _MULTI_PUNCT:
+            for p in _MULTI_PUNCT if c in _MULTI_FIRST else ():
                 if self.src.startswith(p, start):
                     self.tokens.append(Token("punct", p, line))
                     self.i += len(p)
