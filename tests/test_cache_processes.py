@@ -47,9 +47,7 @@ def _counting_compiler(tmp_path: Path) -> tuple[Path, Path]:
     """The real g++ behind a script that logs each invocation and sleeps $BE_TEST_DELAY first."""
     log = tmp_path / "compiler.log"
     script = tmp_path / "counting-g++"
-    script.write_text(
-        f"#!/bin/sh\necho \"$$ $*\" >> {log}\n" + 'sleep "${BE_TEST_DELAY:-0}"\nexec g++ "$@"\n'
-    )
+    script.write_text(f'#!/bin/sh\necho "$$ $*" >> {log}\n' + 'sleep "${BE_TEST_DELAY:-0}"\nexec g++ "$@"\n')
     script.chmod(0o755)
     return script, log
 
@@ -68,7 +66,11 @@ def _env(cache: Path, cxx: Path, delay: float = 0.0) -> dict[str, str]:
 
 def _load(env: dict[str, str], name: str, *flags: str) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, "-c", LOADER, name, KERNEL, *flags], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", LOADER, name, KERNEL, *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -97,7 +99,11 @@ def test_concurrent_loads_compile_once(tmp_path: Path) -> None:
     env = _env(tmp_path / "cache", cxx, delay=1.0)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", LOADER, "proc_race", KERNEL], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [sys.executable, "-c", LOADER, "proc_race", KERNEL],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for _ in range(4)
     ]
@@ -114,7 +120,10 @@ def test_build_killed_midway_leaves_no_entry_and_next_load_succeeds(tmp_path: Pa
     cxx, log = _counting_compiler(tmp_path)
     env = _env(tmp_path / "cache", cxx, delay=30.0)
     proc = subprocess.Popen(
-        [sys.executable, "-c", LOADER, "proc_killed", KERNEL], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-c", LOADER, "proc_killed", KERNEL],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         start_new_session=True,
     )
     deadline = time.monotonic() + 60

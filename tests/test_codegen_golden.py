@@ -67,9 +67,19 @@ def test_generated_code_matches_golden(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_golden_compiles(name: str, tmp_path: Path, gxx: str) -> None:
-    flags = ["-std=c++17", "-fPIC", "-Wall", "-Werror", "-Wno-unused-parameter", "-I", str(INCLUDE_DIR)]
+    flags = [
+        "-std=c++17",
+        "-fPIC",
+        "-Wall",
+        "-Werror",
+        "-Wno-unused-parameter",
+        "-I",
+        str(INCLUDE_DIR),
+    ]
     flags += ["-isystem", str(xla_include_dir())]
     done = subprocess.run(
-        [gxx, *flags, "-c", str(GOLDEN / name), "-o", str(tmp_path / "out.o")], capture_output=True, text=True
+        [gxx, *flags, "-c", str(GOLDEN / name), "-o", str(tmp_path / "out.o")],
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr

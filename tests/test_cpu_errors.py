@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -42,7 +44,9 @@ def _run(target: str, x: jax.Array, **attrs: object) -> np.ndarray:
     return np.asarray(out)
 
 
-def test_be_check_failure_raises_with_function_line_and_message(failing: brainevent.CompiledModule) -> None:
+def test_be_check_failure_raises_with_function_line_and_message(
+    failing: brainevent.CompiledModule,
+) -> None:
     x = jnp.ones(10, jnp.float32)
     with pytest.raises(jax.errors.JaxRuntimeError) as info:
         _run("err_failing.checked", x, limit=3)
@@ -54,19 +58,25 @@ def test_be_check_failure_raises_with_function_line_and_message(failing: brainev
 
 
 def test_std_exception_becomes_python_error(failing: brainevent.CompiledModule) -> None:
-    with pytest.raises(jax.errors.JaxRuntimeError, match="uncaught C.. exception: index 7 is past the end"):
+    pattern = r"uncaught C\+\+ exception: index 7 is past the end"
+    with pytest.raises(jax.errors.JaxRuntimeError, match=pattern):
         _run("err_failing.throws_std", jnp.ones(3, jnp.float32))
 
 
 def test_typed_data_ptr_checks_dtype(failing: brainevent.CompiledModule) -> None:
-    with pytest.raises(jax.errors.JaxRuntimeError, match=r"data_ptr<float64>\(\) on a tensor of dtype float32"):
+    with pytest.raises(
+        jax.errors.JaxRuntimeError, match=r"data_ptr<float64>\(\) on a tensor of dtype float32"
+    ):
         _run("err_failing.wrong_type", jnp.ones(3, jnp.float32))
 
 
 @pytest.mark.parametrize(
     ("attrs", "pattern"),
     [
-        ({"limit": 2**40}, r"attribute 'limit' expects int32, got int64 1099511627776: the value is out of range"),
+        (
+            {"limit": 2**40},
+            r"attribute 'limit' expects int32, got int64 1099511627776: the value is out of range",
+        ),
         ({"limit": 2.5}, r"attribute 'limit' expects int32, got float64 2.5.*pass an int"),
         ({}, r"missing attribute 'limit' \(int32\)"),
         ({"limit": 1, "bogus": 2}, r"unexpected attribute 'bogus'; this function takes limit"),
@@ -82,7 +92,9 @@ def test_raw_ffi_call_attribute_errors(
 def test_raw_ffi_call_wrong_operand_count(failing: brainevent.CompiledModule) -> None:
     x = jnp.ones(2, jnp.float32)
     call = jax.ffi.ffi_call("err_failing.checked", jax.ShapeDtypeStruct(x.shape, x.dtype))
-    with pytest.raises(jax.errors.JaxRuntimeError, match=r"expected 1 input array\(s\) and 1 result\(s\), got 2"):
+    with pytest.raises(
+        jax.errors.JaxRuntimeError, match=r"expected 1 input array\(s\) and 1 result\(s\), got 2"
+    ):
         np.asarray(call(x, x, limit=5))
 
 
@@ -105,29 +117,40 @@ def test_call_sugar_validates_before_calling(
 
 
 def test_compile_error_points_at_inline_line() -> None:
-    source = '#include "brainevent/common.h"\n\n// @BE broken arg ret\nvoid broken(const BE::Tensor x, BE::Tensor out) {\n    undeclared_symbol += 1;\n}\n'
+    source = (
+        '#include "brainevent/common.h"\n\n// @BE broken arg ret\n'
+        "void broken(const BE::Tensor x, BE::Tensor out) {\n    undeclared_symbol += 1;\n}\n"
+    )
     with pytest.raises(CompileError) as info:
         brainevent.load_cpp_inline(name="err_broken_inline", cpp_sources=source)
     message = str(info.value)
     first_line = message.splitlines()[0]
     assert "err_broken_inline.cpp:5:" in first_line and "undeclared_symbol" in first_line
     log_path = info.value.log_path
-    assert "undeclared_symbol" in open(log_path).read()
+    assert "undeclared_symbol" in Path(log_path).read_text()
     assert f"Full build log: {log_path}" in message
 
 
 def test_compile_error_points_at_file_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
     src = tmp_path / "broken_file.cpp"
-    src.write_text('#include "brainevent/common.h"\n// @BE f arg ret\nvoid f(const BE::Tensor x, BE::Tensor out) {\n  int y = "text";\n}\n')
+    src.write_text(
+        '#include "brainevent/common.h"\n// @BE f arg ret\n'
+        'void f(const BE::Tensor x, BE::Tensor out) {\n  int y = "text";\n}\n'
+    )
     with pytest.raises(CompileError) as info:
         brainevent.load_cpp_file(src)
     assert f"{src}:4:" in str(info.value).splitlines()[0]
 
 
 def test_failed_build_is_not_cached(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    source = '#include "brainevent/common.h"\n// @BE g arg ret\nvoid g(const BE::Tensor x, BE::Tensor out) { nope(); }\n'
+    source = (
+        '#include "brainevent/common.h"\n// @BE g arg ret\n'
+        "void g(const BE::Tensor x, BE::Tensor out) { nope(); }\n"
+    )
     for _ in range(2):  # the second attempt compiles again and fails the same way
         with pytest.raises(CompileError):
-            brainevent.load_cpp_inline(name="err_not_cached", cpp_sources=source, build_directory=str(tmp_path))
+            brainevent.load_cpp_inline(
+                name="err_not_cached", cpp_sources=source, build_directory=str(tmp_path)
+            )
     entries = [p for p in (tmp_path / "v1" / "err_not_cached").iterdir() if p.is_dir()]
     assert entries == []

@@ -128,7 +128,8 @@ def test_list_of_names_infers_specs() -> None:
     x = jnp.linspace(-2, 2, 9, dtype=jnp.float32)
     np.testing.assert_allclose(_call("tut_names.add_one", x, x), np.asarray(x) + 1)
     np.testing.assert_allclose(
-        jax.jit(lambda x: _call("tut_names.clip", x, x, lo=-1.0, hi=0.5))(x), np.clip(np.asarray(x), -1, 0.5)
+        jax.jit(lambda x: _call("tut_names.clip", x, x, lo=-1.0, hi=0.5))(x),
+        np.clip(np.asarray(x), -1, 0.5),
     )
     np.testing.assert_allclose(mod.clip(x, lo=-1, hi=1), np.clip(np.asarray(x), -1, 1))
 
@@ -148,9 +149,11 @@ def test_multiple_outputs() -> None:
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8, np.int8])
 def test_dtype_dispatch(dtype: type) -> None:
     mod = brainevent.load_cpp_inline(name="tut_dispatch", cpp_sources=DISPATCH)
-    x = np.arange(-5, 6).astype(dtype) if np.issubdtype(dtype, np.signedinteger) or np.issubdtype(
-        dtype, np.floating
-    ) else np.arange(0, 11).astype(dtype)
+    x = (
+        np.arange(-5, 6).astype(dtype)
+        if np.issubdtype(dtype, np.signedinteger) or np.issubdtype(dtype, np.floating)
+        else np.arange(0, 11).astype(dtype)
+    )
     with jax.enable_x64(True):  # so float64/int64 stay 64-bit
         result = jax.jit(mod.square)(jnp.asarray(x))
     assert result.dtype == x.dtype
@@ -160,5 +163,7 @@ def test_dtype_dispatch(dtype: type) -> None:
 def test_dispatch_rejects_unsupported_dtype() -> None:
     mod = brainevent.load_cpp_inline(name="tut_dispatch", cpp_sources=DISPATCH)
     x = jnp.ones(4, dtype=jnp.complex64)
-    with pytest.raises(jax.errors.JaxRuntimeError, match=r"square: unsupported dtype complex64 \(expected one of"):
+    with pytest.raises(
+        jax.errors.JaxRuntimeError, match=r"square: unsupported dtype complex64 \(expected one of"
+    ):
         mod.square(x).block_until_ready()

@@ -43,7 +43,9 @@ def _code(artifact: Path) -> set[str]:
 
 def test_single_arch_build_without_gpu(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="brainevent"):
-        mod = brainevent.load_cuda_inline(name="cu_single", cuda_sources=VECTOR_ADD, compute_capability="sm_80")
+        mod = brainevent.load_cuda_inline(
+            name="cu_single", cuda_sources=VECTOR_ADD, compute_capability="sm_80"
+        )
     assert mod.platform == "cuda" and mod.path.is_file()
     assert mod.specs == {"vector_add": ["arg", "arg", "ret", "stream"]}
     assert mod.target_names == ["cu_single.vector_add"]
@@ -54,7 +56,10 @@ def test_single_arch_build_without_gpu(caplog: pytest.LogCaptureFixture) -> None
 
 def test_fat_binary_with_ptx_for_the_highest_arch() -> None:
     mod = brainevent.load_cuda_inline(
-        name="cu_fat", cuda_sources=VECTOR_ADD, compute_capability=["sm_80", "9.0"], auto_register=False
+        name="cu_fat",
+        cuda_sources=VECTOR_ADD,
+        compute_capability=["sm_80", "9.0"],
+        auto_register=False,
     )
     # SASS for both archs, PTX only for the highest (forward compatibility).
     assert _code(mod.path) == {"sass:80", "sass:90", "ptx:90"}
@@ -64,20 +69,30 @@ def test_optimization_level_and_fast_math_are_in_the_key() -> None:
     paths = set()
     for level, fast in [(3, False), (0, False), (3, True)]:
         mod = brainevent.load_cuda_inline(
-            name="cu_flags", cuda_sources=VECTOR_ADD, compute_capability="sm_80", auto_register=False,
-            optimization_level=level, use_fast_math=fast,
+            name="cu_flags",
+            cuda_sources=VECTOR_ADD,
+            compute_capability="sm_80",
+            auto_register=False,
+            optimization_level=level,
+            use_fast_math=fast,
         )
         assert mod.built_now
         paths.add(mod.path)
     assert len(paths) == 3
     again = brainevent.load_cuda_inline(
-        name="cu_flags", cuda_sources=VECTOR_ADD, compute_capability="sm_80", auto_register=False,
+        name="cu_flags",
+        cuda_sources=VECTOR_ADD,
+        compute_capability="sm_80",
+        auto_register=False,
         optimization_level=0,
     )
     assert not again.built_now
     # allow_cuda_graph is registration-only: no rebuild.
     graphless = brainevent.load_cuda_inline(
-        name="cu_flags", cuda_sources=VECTOR_ADD, compute_capability="sm_80", auto_register=False,
+        name="cu_flags",
+        cuda_sources=VECTOR_ADD,
+        compute_capability="sm_80",
+        auto_register=False,
         allow_cuda_graph=False,
     )
     assert not graphless.built_now
@@ -143,7 +158,9 @@ def _write_dir(root: Path) -> Path:
     return root
 
 
-def test_load_cuda_dir_parallel_objects_and_incremental(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_load_cuda_dir_parallel_objects_and_incremental(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     src = _write_dir(tmp_path / "kernels")
     mod = brainevent.load_cuda_dir(src, compute_capability="sm_80", auto_register=False, ninja_workers=2)
     assert sorted(mod.functions) == ["fill_a", "fill_b", "fill_c"]
@@ -172,6 +189,8 @@ def test_wrapper_script_nvcc_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (wrapper_dir / "nvcc").chmod(0o755)
     for var in ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "BRAINEVENT_NVCC"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("PATH", f"{wrapper_dir}:{Path(shutil.which('g++') or '/usr/bin/g++').parent}:/usr/bin:/bin")
+    monkeypatch.setenv(
+        "PATH", f"{wrapper_dir}:{Path(shutil.which('g++') or '/usr/bin/g++').parent}:/usr/bin:/bin"
+    )
     found = find_nvcc(site_dirs=[], default_roots=[])
     assert found.path == real and found.found_via == "PATH"

@@ -198,6 +198,8 @@ def test_stream_types(spelling: str) -> None:
         ("BE::Tensor*", "pointers"),
         ("std::vector<float>", "no matching"),
         ("MyType", "no matching"),
+        ("Tensor", "spell it BE::Tensor"),
+        ("const at::Tensor&", "spell it BE::Tensor"),
         ("char", "plain char"),
         ("long double", "long double"),
         ("float&", "non-const reference"),

@@ -152,9 +152,7 @@ def test_gencode_no_ptx_for_arch_specific() -> None:
         "-gencode=arch=compute_80,code=compute_80",
     ]
     assert gencode_flags([A(10, 0, "a")]) == ["-gencode=arch=compute_100a,code=sm_100a"]
-    assert gencode_flags([A(8, 6)], ptx_for_highest=False) == [
-        "-gencode=arch=compute_86,code=sm_86"
-    ]
+    assert gencode_flags([A(8, 6)], ptx_for_highest=False) == ["-gencode=arch=compute_86,code=sm_86"]
 
 
 def test_supported_archs_cuda13_drops_volta() -> None:
@@ -241,9 +239,7 @@ def test_resolve_from_driver_devices(
     no_pin: None, monkeypatch: pytest.MonkeyPatch, stub_driver_two_gpus: str
 ) -> None:
     real_probe = cuda_driver.probe_devices
-    monkeypatch.setattr(
-        cuda_driver, "probe_devices", lambda library=None: real_probe(stub_driver_two_gpus)
-    )
+    monkeypatch.setattr(cuda_driver, "probe_devices", lambda library=None: real_probe(stub_driver_two_gpus))
     assert resolve_archs() == (A(8, 6), A(9, 0))
 
 
@@ -255,6 +251,4 @@ def stub_driver_two_gpus(tmp_path_factory: pytest.TempPathFactory) -> str:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.build_stub(
-        tmp_path_factory.mktemp("stub"), init_result=0, devices=((9, 0), (8, 6))
-    )
+    return module.build_stub(tmp_path_factory.mktemp("stub"), init_result=0, devices=((9, 0), (8, 6)))

@@ -107,9 +107,7 @@ def test_no_driver_here_is_reported_not_raised() -> None:
     elapsed = time.perf_counter() - start
     assert probe == DriverProbe(
         available=False,
-        reason=(
-            "no NVIDIA driver (libcuda.so.1) is installed: this looks like a machine without a GPU"
-        ),
+        reason=("no NVIDIA driver (libcuda.so.1) is installed: this looks like a machine without a GPU"),
         seconds=probe.seconds,
     )
     assert probe.devices == () and probe.driver_version is None
@@ -141,9 +139,7 @@ def test_library_without_entry_points(tmp_path: Path) -> None:
     assert "cuInit" in probe.reason
 
 
-def test_no_device_names_cuda_visible_devices(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_no_device_names_cuda_visible_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lib = build_stub(tmp_path, init_result=100)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     probe = probe_devices(lib)
@@ -151,9 +147,7 @@ def test_no_device_names_cuda_visible_devices(
     assert probe.reason == "no CUDA device is visible (CUDA_VISIBLE_DEVICES='')"
     cuda_driver.clear_probe_cache()
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    assert probe_devices(lib).reason == (
-        "no CUDA device is visible (CUDA_VISIBLE_DEVICES is unset)"
-    )
+    assert probe_devices(lib).reason == ("no CUDA device is visible (CUDA_VISIBLE_DEVICES is unset)")
 
 
 def test_init_failure_code_is_reported(tmp_path: Path) -> None:
@@ -201,9 +195,7 @@ def test_probe_in_a_fresh_process_does_not_crash() -> None:
         "p = probe_devices(); print(p.available, p.reason)"
     )
     env = dict(os.environ, PYTHONPATH=str(src))
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
-    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[0] in ("True", "False")
 

@@ -123,8 +123,7 @@ def test_nothing_found_lists_every_place(bare_env: Path, tmp_path: Path) -> None
         "CONDA_PREFIX unset",
         "CUDA_HOME and CUDA_PATH unset",
         "no nvcc on PATH",
-        f"default:{tmp_path / 'no-cuda'}: {tmp_path / 'no-cuda' / 'bin' / 'nvcc'} "
-        "(rejected: no such file)",
+        f"default:{tmp_path / 'no-cuda'}: {tmp_path / 'no-cuda' / 'bin' / 'nvcc'} (rejected: no such file)",
         'pip install "nvidia-cuda-nvcc>=13" nvidia-cuda-cccl',
         "conda install -c conda-forge cuda-nvcc",
         "BRAINEVENT_NVCC",
@@ -285,9 +284,7 @@ def test_default_root(real_nvcc: NvccInfo, bare_env: Path, tmp_path: Path) -> No
 
 
 @pytest.mark.nvcc
-def test_env_and_argument(
-    real_nvcc: NvccInfo, bare_env: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_env_and_argument(real_nvcc: NvccInfo, bare_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BRAINEVENT_NVCC", real_nvcc.path)
     info = find_nvcc(site_dirs=(), default_roots=())
     assert (info.path, info.found_via) == (real_nvcc.path, "env:BRAINEVENT_NVCC")
@@ -315,9 +312,7 @@ def test_cuda_home_rejected_then_path(
 
 
 @pytest.mark.nvcc
-def test_wheel_layout_comes_before_path(
-    real_nvcc: NvccInfo, bare_env: Path, tmp_path: Path
-) -> None:
+def test_wheel_layout_comes_before_path(real_nvcc: NvccInfo, bare_env: Path, tmp_path: Path) -> None:
     site_dir = tmp_path / "site-packages"
     cu13_bin = site_dir / "nvidia" / "cu13" / "bin"
     cu13_bin.mkdir(parents=True)

@@ -62,9 +62,7 @@ def test_nvcc_from_the_cuda13_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     }
     env["PYTHONPATH"] = os.pathsep.join(path_entries)
     env["JAX_PLATFORMS"] = "cpu"
-    proc = subprocess.run(
-        [str(python), "-c", _PROBE], capture_output=True, text=True, env=env, timeout=300
-    )
+    proc = subprocess.run([str(python), "-c", _PROBE], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -57,7 +57,11 @@ class CpuBackend:
         return {"cxx": cxx.command, "cxx_identity": cxx.identity, "xla_c_api": c_api_digest()}
 
     def compile_steps(
-        self, options: LoadOptions, kernel_units: Sequence[tuple[str, SourceUnit]], binding: str, library: str
+        self,
+        options: LoadOptions,
+        kernel_units: Sequence[tuple[str, SourceUnit]],
+        binding: str,
+        library: str,
     ) -> list[BuildStep]:
         cxx = find_host_compiler().command
         opt = [f"-O{options.optimization_level}"] + (["-ffast-math"] if options.use_fast_math else [])
@@ -153,7 +157,11 @@ class CudaBackend:
         return flags
 
     def compile_steps(
-        self, options: LoadOptions, kernel_units: Sequence[tuple[str, SourceUnit]], binding: str, library: str
+        self,
+        options: LoadOptions,
+        kernel_units: Sequence[tuple[str, SourceUnit]],
+        binding: str,
+        library: str,
     ) -> list[BuildStep]:
         cxx = find_host_compiler().command
         nvcc_flags = self._nvcc_flags(options)
@@ -168,18 +176,42 @@ class CudaBackend:
             if unit.suffix == ".cu":
                 # nvcc has no -iquote; the unit's directory goes on -I.
                 includes = [("-I" if f == "-iquote" else f) for f in includes]
-                command = (self.nvcc.path, *nvcc_flags, *includes, *options.extra_cflags, "-c", path, "-o", obj)
+                command = (
+                    self.nvcc.path,
+                    *nvcc_flags,
+                    *includes,
+                    *options.extra_cflags,
+                    "-c",
+                    path,
+                    "-o",
+                    obj,
+                )
             else:
                 command = (
-                    *cxx, *HOST_BASE_FLAGS, *host_opt, *includes, *cuda_include, *options.extra_cflags,
-                    "-c", path, "-o", obj,
+                    *cxx,
+                    *HOST_BASE_FLAGS,
+                    *host_opt,
+                    *includes,
+                    *cuda_include,
+                    *options.extra_cflags,
+                    "-c",
+                    path,
+                    "-o",
+                    obj,
                 )
             steps.append(BuildStep(obj, (path,), command, unit.display_name))
         steps.append(binding_step(cxx, binding))
         objects.append("binding.o")
         link = (
-            self.nvcc.path, "-shared", "-nodlink", "-ccbin", find_host_compiler().path,
-            "-o", library, *objects, *options.extra_ldflags,
+            self.nvcc.path,
+            "-shared",
+            "-nodlink",
+            "-ccbin",
+            find_host_compiler().path,
+            "-o",
+            library,
+            *objects,
+            *options.extra_ldflags,
         )
         steps.append(BuildStep(library, tuple(objects), link, f"link {library}"))
         return steps

@@ -62,8 +62,19 @@ def load_cuda_inline(
     source = join_sources(cuda_sources, "cuda_sources")
     display = f"{name}.cu" if isinstance(name, str) else "inline.cu"
     options = _options(
-        name, functions, extra_cuda_cflags, extra_ldflags, extra_include_paths, build_directory, verbose,
-        force_rebuild, auto_register, target_prefix, ninja_workers, optimization_level, use_fast_math,
+        name,
+        functions,
+        extra_cuda_cflags,
+        extra_ldflags,
+        extra_include_paths,
+        build_directory,
+        verbose,
+        force_rebuild,
+        auto_register,
+        target_prefix,
+        ninja_workers,
+        optimization_level,
+        use_fast_math,
         allow_cuda_graph,
     )
     return _load([SourceUnit(display, source, None, ".cu")], options, compute_capability)
@@ -75,8 +86,12 @@ def load_cuda_file(
     """Compile one ``.cu`` file (its directory is on the include path). Keywords as ``load_cuda_inline``."""
     resolved, text = read_source_file(path, (".cu",))
     suffix = ".cu" if resolved.suffix == ".cu" else ".cpp"
-    return _load_units([SourceUnit(str(resolved), text, resolved.parent, suffix)], functions,
-                       name if name is not None else name_from_path(resolved), kwargs)
+    return _load_units(
+        [SourceUnit(str(resolved), text, resolved.parent, suffix)],
+        functions,
+        name if name is not None else name_from_path(resolved),
+        kwargs,
+    )
 
 
 def load_cuda_dir(
@@ -89,11 +104,15 @@ def load_cuda_dir(
     """
     directory = Path(path).expanduser().resolve()
     if not directory.is_dir():
-        raise SpecError(f"load_cuda_dir: {str(path)!r} is not a directory; pass a folder of .cu/.cpp files.",
-                        value=str(path))
+        raise SpecError(
+            f"load_cuda_dir: {str(path)!r} is not a directory; pass a folder of .cu/.cpp files.",
+            value=str(path),
+        )
     files = sorted(p for p in directory.iterdir() if p.suffix in _DIR_SUFFIXES and p.is_file())
     if not files:
-        raise SpecError(f"load_cuda_dir: {directory} holds no {'/'.join(_DIR_SUFFIXES)} files.", value=str(path))
+        raise SpecError(
+            f"load_cuda_dir: {directory} holds no {'/'.join(_DIR_SUFFIXES)} files.", value=str(path)
+        )
     units = []
     for file in files:
         _, text = read_source_file(file, _DIR_SUFFIXES)
@@ -113,10 +132,20 @@ def _load_units(units: list[SourceUnit], functions: Any, name: str, kwargs: dict
 
 
 def _options(
-    name: str, functions: Any, extra_cuda_cflags: Sequence[str] | None, extra_ldflags: Sequence[str] | None,
-    extra_include_paths: Sequence[str] | None, build_directory: str | None, verbose: bool, force_rebuild: bool,
-    auto_register: bool, target_prefix: str | None, ninja_workers: int | None, optimization_level: int,
-    use_fast_math: bool, allow_cuda_graph: bool,
+    name: str,
+    functions: Any,
+    extra_cuda_cflags: Sequence[str] | None,
+    extra_ldflags: Sequence[str] | None,
+    extra_include_paths: Sequence[str] | None,
+    build_directory: str | None,
+    verbose: bool,
+    force_rebuild: bool,
+    auto_register: bool,
+    target_prefix: str | None,
+    ninja_workers: int | None,
+    optimization_level: int,
+    use_fast_math: bool,
+    allow_cuda_graph: bool,
 ) -> LoadOptions:
     return LoadOptions(
         name=name,

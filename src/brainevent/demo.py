@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 CPU_DEMO = r"""
 #include "brainevent/common.h"
@@ -45,20 +46,19 @@ def _gpu_available() -> bool:
         return False
 
 
-def run_demo(print_fn: type[print] | None = None) -> int:  # type: ignore[valid-type]
+def run_demo(print_fn: Callable[[str], object] = print) -> int:
     import jax
     import jax.numpy as jnp
     import numpy as np
 
     import brainevent
 
-    out = print_fn or print
+    out = print_fn
     platform = "gpu" if _gpu_available() else "cpu"
     out(f"brainevent {brainevent.__version__}, JAX {jax.__version__}, running on: {platform}")
     started = time.perf_counter()
     if platform == "gpu":
-        loader = brainevent.load_cuda_inline  # type: ignore[attr-defined]
-        mod = loader(name="brainevent_demo_gpu", cuda_sources=GPU_DEMO)
+        mod = brainevent.load_cuda_inline(name="brainevent_demo_gpu", cuda_sources=GPU_DEMO)
     else:
         mod = brainevent.load_cpp_inline(name="brainevent_demo", cpp_sources=CPU_DEMO)
     elapsed = time.perf_counter() - started
@@ -71,7 +71,7 @@ def run_demo(print_fn: type[print] | None = None) -> int:  # type: ignore[valid-
     y = jnp.ones(n, dtype=jnp.float32)
 
     @jax.jit
-    def step(x, y):
+    def step(x: jax.Array, y: jax.Array) -> jax.Array:
         return mod.saxpy(x, y, alpha=2.5)
 
     result = np.asarray(step(x, y))

@@ -113,7 +113,9 @@ def load_cpp_file(
     allowed = set(load_cpp_inline.__kwdefaults__ or {})
     unknown = sorted(set(kwargs) - allowed)
     if unknown:
-        raise TypeError(f"load_cpp_file() got unexpected keyword argument(s) {unknown}; accepted: {sorted(allowed)}")
+        raise TypeError(
+            f"load_cpp_file() got unexpected keyword argument(s) {unknown}; accepted: {sorted(allowed)}"
+        )
     options = LoadOptions(name=module_name, functions=functions)
     for key, value in kwargs.items():
         if key in ("extra_cflags", "extra_ldflags", "extra_include_paths"):

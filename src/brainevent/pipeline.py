@@ -79,7 +79,11 @@ class Backend(Protocol):
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]: ...
 
     def compile_steps(
-        self, options: LoadOptions, kernel_units: Sequence[tuple[str, SourceUnit]], binding: str, library: str
+        self,
+        options: LoadOptions,
+        kernel_units: Sequence[tuple[str, SourceUnit]],
+        binding: str,
+        library: str,
     ) -> list[BuildStep]: ...
 
     def can_register(self) -> str | None:
@@ -111,9 +115,7 @@ def check_options(options: LoadOptions) -> None:
     for label in ("extra_cflags", "extra_ldflags", "extra_include_paths"):
         value = getattr(options, label)
         if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-            raise SpecError(
-                f"{label}={value!r} must be a list of strings, e.g. [\"-DFOO=1\"].", value=value
-            )
+            raise SpecError(f'{label}={value!r} must be a list of strings, e.g. ["-DFOO=1"].', value=value)
     if options.ninja_workers is not None and (
         not isinstance(options.ninja_workers, int) or options.ninja_workers < 1
     ):
@@ -184,9 +186,7 @@ def _unit_file_names(units: Sequence[SourceUnit]) -> list[str]:
     return names
 
 
-def _assign_functions(
-    units: Sequence[SourceUnit], specs: Sequence[FunctionSpec]
-) -> list[list[FunctionSpec]]:
+def _assign_functions(units: Sequence[SourceUnit], specs: Sequence[FunctionSpec]) -> list[list[FunctionSpec]]:
     by_unit: list[list[FunctionSpec]] = [[] for _ in units]
     index = {u.display_name: i for i, u in enumerate(units)}
     for spec in specs:
@@ -211,7 +211,9 @@ def _build(
     for unit, file_name, unit_specs in zip(units, file_names, per_unit, strict=True):
         (staging / "src" / file_name).write_text(render_kernel_unit(unit.display_name, unit.text, unit_specs))
         kernel_units.append((f"src/{file_name}", unit))
-    (staging / "src" / "binding.cpp").write_text(render_binding(options.name, specs, platform=backend.platform))
+    (staging / "src" / "binding.cpp").write_text(
+        render_binding(options.name, specs, platform=backend.platform)
+    )
     library = f"lib{options.name}.so"
     steps = backend.compile_steps(options, kernel_units, "src/binding.cpp", library)
     objects = ObjectCache(store.module_dir / "objects")
@@ -232,12 +234,21 @@ def _build(
     )
     started = time.monotonic()
     try:
-        run_build(staging, todo, workers=options.ninja_workers, verbose=options.verbose, module=options.name)
+        run_build(
+            staging,
+            todo,
+            workers=options.ninja_workers,
+            verbose=options.verbose,
+            module=options.name,
+        )
     except CompileError as exc:
         failed_log = store.failed_log_path(key)
         failed_log.write_text(str(exc.data.get("log", "")))
         raise compile_error(
-            options.name, str(exc.data.get("log", "")), failed_log, timed_out=bool(exc.data.get("timed_out"))
+            options.name,
+            str(exc.data.get("log", "")),
+            failed_log,
+            timed_out=bool(exc.data.get("timed_out")),
         ) from None
     for out, object_key in object_keys.items():
         if out not in reused:
@@ -280,9 +291,7 @@ def load_module(units: Sequence[SourceUnit], options: LoadOptions, backend: Back
         search_dirs = [Path(p) for p in options.extra_include_paths] + [
             u.directory for u in units if u.directory is not None
         ]
-        headers = header_closure(
-            [(u.text, u.directory) for u in units], search_dirs, skip_dirs=[INCLUDE_DIR]
-        )
+        headers = header_closure([(u.text, u.directory) for u in units], search_dirs, skip_dirs=[INCLUDE_DIR])
         record: dict[str, Any] = {
             "package": __version__,
             "binding_schema": BINDING_SCHEMA,

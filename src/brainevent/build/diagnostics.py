@@ -60,8 +60,5 @@ def compile_error(module: str, log_text: str, log_path: Path, *, timed_out: bool
         first_error = None
     body = "\n".join(excerpt)
     headline = first_error or "the compiler failed without an error line (see the log)"
-    message = (
-        f"compiling module {module!r} failed: {headline}\n\n{body}\n\n"
-        f"Full build log: {log_path}"
-    )
+    message = f"compiling module {module!r} failed: {headline}\n\n{body}\n\nFull build log: {log_path}"
     return CompileError(message, module=module, log_path=str(log_path), first_error=first_error)

@@ -44,7 +44,9 @@ def _resolve(target: str, quoted: bool, here: Path | None, search: Sequence[Path
 
 
 def header_closure(
-    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path], skip_dirs: Sequence[Path] = ()
+    sources: Sequence[tuple[str, Path | None]],
+    search_dirs: Sequence[Path],
+    skip_dirs: Sequence[Path] = (),
 ) -> dict[str, str]:
     """{resolved header path: sha256} for every project header reachable from the sources.
 

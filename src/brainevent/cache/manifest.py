@@ -23,7 +23,7 @@ class Manifest:
     platform: str
     artifact: str  # file name of the shared object, relative to the entry
     artifact_sha256: str
-    functions: dict[str, list[str]]
+    functions: dict[str, Any]  # function name -> serialised FunctionSpec
     inputs: dict[str, Any] = field(default_factory=dict)  # human-readable record of what was keyed
     created: float = 0.0
     build_seconds: float = 0.0

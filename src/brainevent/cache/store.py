@@ -117,7 +117,9 @@ class EntryStore:
                 if entry is not None:
                     return entry
             self._remove_abandoned_staging(key)
-            staging = Path(tempfile.mkdtemp(prefix=f".staging-{key.short}-{os.getpid()}-", dir=self.module_dir))
+            staging = Path(
+                tempfile.mkdtemp(prefix=f".staging-{key.short}-{os.getpid()}-", dir=self.module_dir)
+            )
             try:
                 manifest = build(staging)
                 manifest.dump(staging)
@@ -142,10 +144,8 @@ class EntryStore:
         except OSError:
             pass  # the final directory exists: damaged (we hold the lock) or forced rebuild
         trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=self.module_dir))
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.rename(final, trash / "old")
-        except FileNotFoundError:
-            pass
         try:
             os.rename(staging, final)
         except OSError as exc:

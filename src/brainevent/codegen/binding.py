@@ -71,7 +71,8 @@ def _render_function(module: str, spec: FunctionSpec, platform: str) -> str:
     fwd = forward_symbol(f)
     return (
         f"// {f}: {' '.join(spec.tokens())}\n"
-        f"BE_ENTRY_DECL int {entry_symbol(f)}(const ::BE::Tensor*, void* const*, int64_t, char*, std::size_t);\n"
+        f"BE_ENTRY_DECL int {entry_symbol(f)}"
+        "(const ::BE::Tensor*, void* const*, int64_t, char*, std::size_t);\n"
         f"static const ::BE::ffi::ParamDesc be_params_{f}[] = {{\n{rows}}};\n"
         f"static const ::BE::ffi::FunctionDesc be_desc_{f} = {{\n"
         f"    {_c_string_literal(f'{module}.{f}')}, {_c_string_literal(location)},\n"

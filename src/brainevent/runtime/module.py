@@ -151,7 +151,8 @@ class KernelFunction:
         if outs is None:
             if not arrays:
                 raise KernelCallError(
-                    f"{self.target}: has no inputs to take result shapes from; pass outs=jax.ShapeDtypeStruct(...)",
+                    f"{self.target}: has no inputs to take result shapes from; "
+                    "pass outs=jax.ShapeDtypeStruct(...)",
                     target=self.target,
                 )
             first = arrays[0]

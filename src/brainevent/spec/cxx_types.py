@@ -157,6 +157,8 @@ def _integer_keywords(words: list[str]) -> str | None:
 def _unknown_reason(words: list[str]) -> str:
     if words == ["char"]:
         return "plain char has implementation-defined signedness; use int8_t or uint8_t"
+    if words and words[-1] == "Tensor":
+        return "only BE::Tensor is recognised as a tensor; spell it BE::Tensor"
     if "long" in words and "double" in words:
         return "long double has no XLA equivalent; use double"
     return "this type has no matching JAX operand or attribute type"

@@ -122,10 +122,7 @@ def _probe(library: str) -> DriverProbe:
     except OSError as exc:
         logger.debug("cannot load %s: %s", library, exc)
         if library == _DRIVER_LIBRARY:
-            reason = (
-                f"no NVIDIA driver ({library}) is installed: this looks like a machine "
-                "without a GPU"
-            )
+            reason = f"no NVIDIA driver ({library}) is installed: this looks like a machine without a GPU"
         else:
             reason = f"cannot load the driver library {library!r}: {exc}"
         return DriverProbe(False, reason=reason, library=library)

@@ -62,12 +62,18 @@ def _from_command(raw: str, found_via: str, searched: list[str]) -> HostCompiler
             searched=tuple(searched),
         )
     return HostCompiler(
-        resolved, found_via, tuple(words[:exe_index]), tuple(words[exe_index + 1 :]), tuple(searched)
+        resolved,
+        found_via,
+        tuple(words[:exe_index]),
+        tuple(words[exe_index + 1 :]),
+        tuple(searched),
     )
 
 
 @cache
-def _find_host_compiler(env_be: str | None, env_cxx: str | None, conda: str | None, path: str) -> HostCompiler:
+def _find_host_compiler(
+    env_be: str | None, env_cxx: str | None, conda: str | None, path: str
+) -> HostCompiler:
     searched: list[str] = []
     if env_be:
         return _from_command(env_be, "BRAINEVENT_CXX", searched)

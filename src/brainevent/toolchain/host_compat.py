@@ -115,9 +115,7 @@ def _macro_version(identity: tuple[str, int, int]) -> tuple[CompilerKind, int]:
     # preprocessor on an empty file tells gcc from clang (clang also defines __GNUC__).
     cmd = [path, "-E", "-dM", "-x", "c++", os.devnull]
     try:
-        proc = subprocess.run(
-            cmd, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, check=False
-        )
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ToolchainError(
             f"cannot run the host compiler {path}: {exc}", compiler=path, command=cmd
@@ -144,8 +142,7 @@ def _resolve(cxx_path: str) -> str:
     found = cxx_path if os.sep in cxx_path else shutil.which(cxx_path)
     if not found or not os.path.isfile(found):
         raise ToolchainError(
-            f"host compiler {cxx_path!r} was not found. Point CXX or BRAINEVENT_CXX at a "
-            "g++ or clang++.",
+            f"host compiler {cxx_path!r} was not found. Point CXX or BRAINEVENT_CXX at a g++ or clang++.",
             compiler=cxx_path,
         )
     return os.path.realpath(found)
@@ -155,7 +152,10 @@ def host_compiler_version(path: str) -> tuple[CompilerKind, int]:
     """('gcc' | 'clang', major) of a host compiler; runs it once per binary identity."""
     identity = _identity(_resolve(path))
     kind, major = remembered(
-        "host-compiler", ":".join(map(str, identity)), lambda: _macro_version(identity), encode=list,
+        "host-compiler",
+        ":".join(map(str, identity)),
+        lambda: _macro_version(identity),
+        encode=list,
         decode=lambda v: (str(v[0]), int(v[1])),
     )
     return kind, major  # type: ignore[return-value]

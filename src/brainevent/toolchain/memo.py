@@ -48,8 +48,14 @@ def _write(path: Path, data: dict[str, Any]) -> None:
         os.replace(tmp, path)  # readers see the old or the new file, never half of one
 
 
-def remembered(kind: str, identity: str, probe: Callable[[], T], *, encode: Callable[[T], Any] = lambda v: v,
-               decode: Callable[[Any], T] = lambda v: v) -> T:
+def remembered(
+    kind: str,
+    identity: str,
+    probe: Callable[[], T],
+    *,
+    encode: Callable[[T], Any] = lambda v: v,
+    decode: Callable[[Any], T] = lambda v: v,
+) -> T:
     """``probe()``'s result for ``(kind, identity)``, from the memo when present."""
     path = _memo_path()
     key = f"{kind}|{identity}"

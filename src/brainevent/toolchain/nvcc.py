@@ -184,7 +184,11 @@ def _run(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
 @functools.lru_cache(maxsize=64)
 def _version_of(identity: str, real: str) -> tuple[int, int]:
     return remembered(
-        "nvcc-version", identity, lambda: _probe_version(real), encode=list, decode=lambda v: (int(v[0]), int(v[1]))
+        "nvcc-version",
+        identity,
+        lambda: _probe_version(real),
+        encode=list,
+        decode=lambda v: (int(v[0]), int(v[1])),
     )
 
 
