@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .build.ninja import BuildStep
+from .build.step import BuildStep
 from .headers import INCLUDE_DIR
 from .pipeline import LoadOptions, SourceUnit
 from .toolchain import find_host_compiler, xla_include_dir

@@ -20,22 +20,20 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ._version import __version__
-from .build.diagnostics import compile_error
+if TYPE_CHECKING:
+    from .build.step import BuildStep
+
+from ._version import BINDING_SCHEMA, __version__
 from .build.includes import header_closure
-from .build.ninja import BuildStep, run_build
 from .cache.key import CacheKey, KeyBuilder
 from .cache.manifest import Manifest, sha256_file
-from .cache.objects import ObjectCache
 from .cache.store import CacheEntry, EntryStore, cache_root
-from .codegen import BINDING_SCHEMA, render_binding, render_kernel_unit
 from .errors import CompileError, LoadError, SpecError
 from .headers import INCLUDE_DIR
 from .runtime.module import CompiledModule
 from .runtime.registry import register_target
-from .spec import resolve_functions
 from .spec.model import FunctionSpec, Param, Role
 
 log = logging.getLogger("brainevent")
@@ -203,6 +201,13 @@ def _build(
     key_record: dict[str, Any],
     store: EntryStore,
 ) -> Manifest:
+    # Imported here: only a cache miss needs the C++ reader, the generator and ninja.
+    from .build.diagnostics import compile_error
+    from .build.ninja import run_build
+    from .cache.objects import ObjectCache
+    from .codegen import render_binding, render_kernel_unit
+    from .spec.resolve import resolve_functions
+
     specs = resolve_functions(options.functions, [(u.display_name, u.text) for u in units])
     per_unit = _assign_functions(units, specs)
     file_names = _unit_file_names(units)
@@ -274,7 +279,7 @@ def _build(
 
 
 def _unit_headers(
-    step: BuildStep, kernel_units: Sequence[tuple[str, SourceUnit]], options: LoadOptions
+    step: Any, kernel_units: Sequence[tuple[str, SourceUnit]], options: LoadOptions
 ) -> dict[str, str]:
     for path, unit in kernel_units:
         if path in step.inputs:

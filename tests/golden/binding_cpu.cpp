@@ -4,7 +4,7 @@
 #define BE_ENTRY_DECL extern "C" __attribute__((visibility("hidden")))
 
 // vector_add: arg arg ret stream
-BE_ENTRY_DECL int be_entry_vector_add(const ::BE::Tensor*, void* const*, int64_t, char*, std::size_t);
+BE_ENTRY_DECL const char* be_entry_vector_add(const ::BE::Tensor*, void* const*, int64_t);
 static const ::BE::ffi::ParamDesc be_params_vector_add[] = {
     {::BE::ffi::Role::Arg, nullptr, ::BE::DType::Invalid},
     {::BE::ffi::Role::Arg, nullptr, ::BE::DType::Invalid},
@@ -19,16 +19,16 @@ extern "C" { __attribute__((visibility("default"))) XLA_FFI_Handler* be_fwd_vect
 BE_EXPORT XLA_FFI_Error* be_ffi_vector_add(XLA_FFI_CallFrame* frame) {
   XLA_FFI_Handler* next = __atomic_load_n(&be_fwd_vector_add, __ATOMIC_ACQUIRE);
   if (next != nullptr && frame->extension_start == nullptr) return next(frame);
-  return ::BE::ffi::invoke(frame, be_desc_vector_add, 0);
+  return ::BE::ffi::invoke<3, 1>(frame, be_desc_vector_add, 0);
 }
 BE_EXPORT XLA_FFI_Error* be_ffi_vector_add__graph(XLA_FFI_CallFrame* frame) {
   XLA_FFI_Handler* next = __atomic_load_n(&be_fwd_vector_add, __ATOMIC_ACQUIRE);
   if (next != nullptr && frame->extension_start == nullptr) return next(frame);
-  return ::BE::ffi::invoke(frame, be_desc_vector_add, XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);
+  return ::BE::ffi::invoke<3, 1>(frame, be_desc_vector_add, XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);
 }
 
 // scale_by: arg ret attr.scale_factor:float32 attr.count:int64 stream
-BE_ENTRY_DECL int be_entry_scale_by(const ::BE::Tensor*, void* const*, int64_t, char*, std::size_t);
+BE_ENTRY_DECL const char* be_entry_scale_by(const ::BE::Tensor*, void* const*, int64_t);
 static const ::BE::ffi::ParamDesc be_params_scale_by[] = {
     {::BE::ffi::Role::Arg, nullptr, ::BE::DType::Invalid},
     {::BE::ffi::Role::Ret, nullptr, ::BE::DType::Invalid},
@@ -44,10 +44,10 @@ extern "C" { __attribute__((visibility("default"))) XLA_FFI_Handler* be_fwd_scal
 BE_EXPORT XLA_FFI_Error* be_ffi_scale_by(XLA_FFI_CallFrame* frame) {
   XLA_FFI_Handler* next = __atomic_load_n(&be_fwd_scale_by, __ATOMIC_ACQUIRE);
   if (next != nullptr && frame->extension_start == nullptr) return next(frame);
-  return ::BE::ffi::invoke(frame, be_desc_scale_by, 0);
+  return ::BE::ffi::invoke<2, 2>(frame, be_desc_scale_by, 0);
 }
 BE_EXPORT XLA_FFI_Error* be_ffi_scale_by__graph(XLA_FFI_CallFrame* frame) {
   XLA_FFI_Handler* next = __atomic_load_n(&be_fwd_scale_by, __ATOMIC_ACQUIRE);
   if (next != nullptr && frame->extension_start == nullptr) return next(frame);
-  return ::BE::ffi::invoke(frame, be_desc_scale_by, XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);
+  return ::BE::ffi::invoke<2, 2>(frame, be_desc_scale_by, XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);
 }

@@ -1,6 +1,4 @@
-"""Build execution: the ninja graph, compiler invocation, diagnostics."""
+"""Build execution: the ninja graph, compiler invocation, diagnostics, include scanning.
 
-from .diagnostics import compile_error
-from .ninja import BuildStep, run_build
-
-__all__ = ["BuildStep", "compile_error", "run_build"]
+Submodules are imported where needed; a cache hit only uses :mod:`.includes`.
+"""

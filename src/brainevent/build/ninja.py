@@ -14,21 +14,13 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import config
 from ..errors import CompileError, ToolchainError
+from .step import BuildStep
 
 log = logging.getLogger("brainevent.build")
-
-
-@dataclass(frozen=True)
-class BuildStep:
-    output: str  # path relative to the build directory
-    inputs: tuple[str, ...]
-    command: tuple[str, ...]
-    description: str
 
 
 def ninja_executable() -> str:

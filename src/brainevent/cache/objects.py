@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..build.ninja import BuildStep
+from ..build.step import BuildStep
 
 
 class ObjectCache:

@@ -26,8 +26,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import filelock
-
 from .. import config
 from ..errors import CacheError
 from .key import CacheKey
@@ -164,6 +162,8 @@ class EntryStore:
 
     @contextlib.contextmanager
     def _locked(self, key: CacheKey) -> Iterator[None]:
+        import filelock  # only builds lock
+
         lock = filelock.FileLock(str(self.lock_path(key)))
         owner_path = self.module_dir / f"{key.short}.owner"
         deadline = time.monotonic() + config.LOCK_TIMEOUT.get()

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from ..spec.model import FunctionSpec, Role
 from .entry_points import _c_string_literal, entry_symbol
 
-# Bump when the generated code changes shape: it is part of every cache key.
-BINDING_SCHEMA = 1
+from .._version import BINDING_SCHEMA
 
 _ROLE = {
     Role.ARG: "Arg",
@@ -69,10 +68,10 @@ def _render_function(module: str, spec: FunctionSpec, platform: str) -> str:
         rows = "    {::BE::ffi::Role::Arg, nullptr, ::BE::DType::Invalid},  // unused\n"
     location = f"{spec.source_file}:{spec.line}"
     fwd = forward_symbol(f)
+    sizes = f"{max(1, len(spec.args) + len(spec.rets))}, {max(1, len(spec.attrs))}"
     return (
         f"// {f}: {' '.join(spec.tokens())}\n"
-        f"BE_ENTRY_DECL int {entry_symbol(f)}"
-        "(const ::BE::Tensor*, void* const*, int64_t, char*, std::size_t);\n"
+        f"BE_ENTRY_DECL const char* {entry_symbol(f)}(const ::BE::Tensor*, void* const*, int64_t);\n"
         f"static const ::BE::ffi::ParamDesc be_params_{f}[] = {{\n{rows}}};\n"
         f"static const ::BE::ffi::FunctionDesc be_desc_{f} = {{\n"
         f"    {_c_string_literal(f'{module}.{f}')}, {_c_string_literal(location)},\n"
@@ -82,12 +81,12 @@ def _render_function(module: str, spec: FunctionSpec, platform: str) -> str:
         f"BE_EXPORT XLA_FFI_Error* {handler_symbol(f, command_buffer=False)}(XLA_FFI_CallFrame* frame) {{\n"
         f"  XLA_FFI_Handler* next = __atomic_load_n(&{fwd}, __ATOMIC_ACQUIRE);\n"
         "  if (next != nullptr && frame->extension_start == nullptr) return next(frame);\n"
-        f"  return ::BE::ffi::invoke(frame, be_desc_{f}, 0);\n"
+        f"  return ::BE::ffi::invoke<{sizes}>(frame, be_desc_{f}, 0);\n"
         "}\n"
         f"BE_EXPORT XLA_FFI_Error* {handler_symbol(f, command_buffer=True)}(XLA_FFI_CallFrame* frame) {{\n"
         f"  XLA_FFI_Handler* next = __atomic_load_n(&{fwd}, __ATOMIC_ACQUIRE);\n"
         "  if (next != nullptr && frame->extension_start == nullptr) return next(frame);\n"
-        f"  return ::BE::ffi::invoke(frame, be_desc_{f}, XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);\n"
+        f"  return ::BE::ffi::invoke<{sizes}>(frame, be_desc_{f}, XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);\n"
         "}\n"
     )
 

@@ -42,10 +42,10 @@ def _call_arguments(spec: FunctionSpec) -> list[str]:
 def render_trampoline(spec: FunctionSpec) -> str:
     args = ", ".join(_call_arguments(spec))
     return (
-        f"BE_ENTRY int {entry_symbol(spec.name)}(const ::BE::Tensor* t, void* const* a, "
-        "int64_t stream, char* err, std::size_t cap) {\n"
+        f"BE_ENTRY const char* {entry_symbol(spec.name)}(const ::BE::Tensor* t, void* const* a, "
+        "int64_t stream) {\n"
         "  (void)t; (void)a; (void)stream;\n"
-        f"  return ::BE::detail::guarded_call([&] {{ {spec.name}({args}); }}, err, cap);\n"
+        f"  return ::BE::detail::guarded_call([&] {{ {spec.name}({args}); }});\n"
         "}\n"
     )
 

@@ -1,43 +1,45 @@
 """Entry-point specs: which C++ functions to expose and how each parameter maps to JAX.
 
 :func:`resolve_functions` is what the rest of the library calls; the other names
-are exported for tools and tests.
+are exported for tools and tests. They load on first use: a cache hit needs only
+:mod:`brainevent.spec.model`, and the C++ reader is not cheap to import.
 """
 
-from brainevent.spec.annotations import Annotation, discover_annotations
-from brainevent.spec.cxx_lexer import Comment, LexResult, Token, lex
-from brainevent.spec.cxx_types import TypeClass
-from brainevent.spec.infer import infer_spec
-from brainevent.spec.model import SCALAR_TYPES, FunctionSpec, Param, Role
-from brainevent.spec.resolve import resolve_functions
-from brainevent.spec.signature import (
-    CxxParam,
-    CxxSignature,
-    classify,
-    find_signature,
-    scan_functions,
-)
-from brainevent.spec.tokens import SpecToken, parse_tokens
+from __future__ import annotations
 
-__all__ = [
-    "SCALAR_TYPES",
-    "Annotation",
-    "Comment",
-    "CxxParam",
-    "CxxSignature",
-    "FunctionSpec",
-    "LexResult",
-    "Param",
-    "Role",
-    "SpecToken",
-    "Token",
-    "TypeClass",
-    "classify",
-    "discover_annotations",
-    "find_signature",
-    "infer_spec",
-    "lex",
-    "parse_tokens",
-    "resolve_functions",
-    "scan_functions",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Annotation": "annotations",
+    "discover_annotations": "annotations",
+    "Comment": "cxx_lexer",
+    "LexResult": "cxx_lexer",
+    "Token": "cxx_lexer",
+    "lex": "cxx_lexer",
+    "TypeClass": "cxx_types",
+    "infer_spec": "infer",
+    "SCALAR_TYPES": "model",
+    "FunctionSpec": "model",
+    "Param": "model",
+    "Role": "model",
+    "resolve_functions": "resolve",
+    "CxxParam": "signature",
+    "CxxSignature": "signature",
+    "classify": "signature",
+    "find_signature": "signature",
+    "scan_functions": "signature",
+    "SpecToken": "tokens",
+    "parse_tokens": "tokens",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605

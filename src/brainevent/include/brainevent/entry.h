@@ -29,19 +29,22 @@ inline void copy_message(char* out, std::size_t cap, const char* prefix, const c
   out[used] = '\0';
 }
 
+// One message buffer per thread (and per shared object): only failures touch it.
+inline thread_local char entry_error[2048];
+
 template <typename Fn>
-int guarded_call(Fn&& fn, char* err, std::size_t cap) noexcept {
+const char* guarded_call(Fn&& fn) noexcept {
   try {
     fn();
-    return 0;
+    return nullptr;
   } catch (const ::BE::Error& e) {
-    copy_message(err, cap, "", e.what());
+    copy_message(entry_error, sizeof entry_error, "", e.what());
   } catch (const std::exception& e) {
-    copy_message(err, cap, "uncaught C++ exception: ", e.what());
+    copy_message(entry_error, sizeof entry_error, "uncaught C++ exception: ", e.what());
   } catch (...) {
-    copy_message(err, cap, "uncaught C++ exception of unknown type", "");
+    copy_message(entry_error, sizeof entry_error, "uncaught C++ exception of unknown type", "");
   }
-  return 1;
+  return entry_error;
 }
 
 // Attribute values arrive as bytes already converted to the parameter's type.

@@ -28,11 +28,9 @@ static_assert(static_cast<int>(DType::Float32) == XLA_FFI_DataType_F32, "DType m
 static_assert(static_cast<int>(DType::BFloat16) == XLA_FFI_DataType_BF16, "DType must mirror XLA");
 static_assert(static_cast<int>(DType::Complex128) == XLA_FFI_DataType_C128, "DType must mirror XLA");
 
-// Fixed limits keep the decoder free of heap allocation (and of <vector>);
-// the code generator refuses functions that exceed them.
-constexpr int kMaxTensors = 64;
-constexpr int kMaxAttrs = 64;
-constexpr int kMaxTotalRank = 1024;
+// The decoder sizes its scratch arrays per function (template arguments from the
+// generated code) and never allocates; strides share one bounded buffer.
+constexpr int kMaxTotalRank = 256;
 
 enum class Role : int { Arg = 0, Ret = 1, Stream = 2, Attr = 3 };
 enum class Platform : int { Cpu = 0, Cuda = 1 };
@@ -43,9 +41,8 @@ struct ParamDesc {
   DType attr_type;        // attrs only
 };
 
-// Returns 0 on success; otherwise writes a NUL-terminated message into err.
-using Trampoline = int (*)(const Tensor* tensors, void* const* attrs, int64_t stream, char* err,
-                           std::size_t err_cap);
+// Returns nullptr on success, else the failure's message (valid until the next call on this thread).
+using Trampoline = const char* (*)(const Tensor* tensors, void* const* attrs, int64_t stream);
 
 struct FunctionDesc {
   const char* target;    // "<module>.<func>", for messages
@@ -325,6 +322,14 @@ inline const char* convert_scalar(const Scalar& s, DType target, AttrSlot* slot)
   }
 }
 
+// Kept out of line so the success path carries no message buffer on its stack.
+__attribute__((noinline, cold)) inline XLA_FFI_Error* entry_failed(const XLA_FFI_CallFrame* frame,
+                                                                   const FunctionDesc& fn, const char* failure) {
+  Message m;
+  m.add("%s (%s): %s", fn.target, fn.location, failure);
+  return make_error(frame, XLA_FFI_Error_Code_INTERNAL, m.text);
+}
+
 inline bool name_equals(const XLA_FFI_ByteSpan* span, const char* name) {
   const std::size_t n = std::strlen(name);
   return span->len == n && std::memcmp(span->ptr, name, n) == 0;
@@ -383,6 +388,8 @@ inline XLA_FFI_Error* decode_attrs(XLA_FFI_CallFrame* frame, const FunctionDesc&
   return nullptr;
 }
 
+// kTensors / kAttrs are the function's counts (at least 1, to keep arrays legal).
+template <int kTensors, int kAttrs>
 inline XLA_FFI_Error* invoke(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, XLA_FFI_Handler_Traits traits) {
   if (frame->extension_start != nullptr && frame->extension_start->type == XLA_FFI_Extension_Metadata) {
     return fill_metadata(frame, traits);
@@ -400,14 +407,16 @@ inline XLA_FFI_Error* invoke(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, X
                               static_cast<long long>(frame->rets.size)));
   }
 
-  AttrSlot slots[kMaxAttrs];
-  void* attr_pointers[kMaxAttrs];
+  AttrSlot slots[kAttrs];
+  void* attr_pointers[kAttrs];
   if (XLA_FFI_Error* err = decode_attrs(frame, fn, slots, attr_pointers)) return err;
 
   // Tensors in C++ parameter order; strides are derived (buffers are dense row-major).
-  Tensor tensors[kMaxTensors];
-  int64_t strides[kMaxTotalRank];
-  int64_t used_rank = 0;
+  // Each tensor has room for rank 8 on the stack; higher ranks use a per-thread buffer.
+  Tensor tensors[kTensors];
+  int64_t strides[kTensors * 8];
+  static thread_local int64_t wide_strides[kMaxTotalRank];
+  int64_t used_rank = 0, used_wide = 0;
   int64_t stream = 0;
   int next_arg = 0, next_ret = 0, next_tensor = 0;
   for (int p = 0; p < fn.num_params; ++p) {
@@ -434,26 +443,26 @@ inline XLA_FFI_Error* invoke(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, X
                                 "bool, int8-64, uint8-64, float16, bfloat16, float32, float64, complex64, complex128",
                                 is_arg ? "input" : "result", index, static_cast<int>(buf->dtype)));
     }
-    if (used_rank + buf->rank > kMaxTotalRank) {
-      return invalid(frame, start_message(fn).add("the operands' ranks add up to more than %d", kMaxTotalRank));
+    int64_t* own;
+    if (buf->rank <= 8) {
+      own = strides + used_rank;
+      used_rank += 8;
+    } else {
+      if (used_wide + buf->rank > kMaxTotalRank) {
+        return invalid(frame, start_message(fn).add("the operands' ranks add up to more than %d", kMaxTotalRank));
+      }
+      own = wide_strides + used_wide;
+      used_wide += buf->rank;
     }
-    int64_t* own = strides + used_rank;
     int64_t step = 1;
     for (int64_t d = buf->rank - 1; d >= 0; --d) {
       own[d] = step;
       step *= buf->dims[d];
     }
-    used_rank += buf->rank;
     tensors[next_tensor++] = Tensor(buf->data, dtype, buf->rank, buf->dims, own);
   }
 
-  char message[2048];
-  message[0] = '\0';
-  if (fn.entry(tensors, attr_pointers, stream, message, sizeof message) != 0) {
-    Message m;
-    m.add("%s (%s): %s", fn.target, fn.location, message);
-    return make_error(frame, XLA_FFI_Error_Code_INTERNAL, m.text);
-  }
+  if (const char* failure = fn.entry(tensors, attr_pointers, stream)) return entry_failed(frame, fn, failure);
   return nullptr;
 }
 

@@ -1,0 +1,13 @@
+"""One step of a build: a command that turns inputs into an output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BuildStep:
+    output: str  # path relative to the build directory
+    inputs: tuple[str, ...]
+    command: tuple[str, ...]  # an argument list; ninja gets it shell-quoted
+    description: str
