@@ -17,11 +17,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import SRC, machine_line, median_time, run_python, table  # noqa: E402
+from common import SRC, machine_line, median_time, run_python, table
 
 sys.path.insert(0, str(SRC))
 
@@ -190,11 +189,11 @@ def per_call(cache: str, n: int, calls: int) -> dict[str, float]:
         one = jax.jit(step)
         one(a, b).block_until_ready()
         per_dispatch = (
-            median_time(lambda: [one(a, b) for _ in range(calls)][-1].block_until_ready(), 7) / calls
+            median_time(lambda one=one: [one(a, b) for _ in range(calls)][-1].block_until_ready(), 7) / calls
         )
         looped = loop(step)
         looped(a, b).block_until_ready()
-        per_step = median_time(lambda: looped(a, b).block_until_ready(), 7) / 1000
+        per_step = median_time(lambda looped=looped: looped(a, b).block_until_ready(), 7) / 1000
         results[label] = (per_dispatch, per_step)
     shutil.rmtree(tmp, ignore_errors=True)
     return results  # type: ignore[return-value]

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._version import BINDING_SCHEMA
 from ..spec.model import FunctionSpec, Role
 from .entry_points import _c_string_literal, entry_symbol
-
-from .._version import BINDING_SCHEMA
 
 _ROLE = {
     Role.ARG: "Arg",
@@ -86,7 +85,8 @@ def _render_function(module: str, spec: FunctionSpec, platform: str) -> str:
         f"BE_EXPORT XLA_FFI_Error* {handler_symbol(f, command_buffer=True)}(XLA_FFI_CallFrame* frame) {{\n"
         f"  XLA_FFI_Handler* next = __atomic_load_n(&{fwd}, __ATOMIC_ACQUIRE);\n"
         "  if (next != nullptr && frame->extension_start == nullptr) return next(frame);\n"
-        f"  return ::BE::ffi::invoke<{sizes}>(frame, be_desc_{f}, XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);\n"
+        f"  return ::BE::ffi::invoke<{sizes}>(\n"
+        f"      frame, be_desc_{f}, XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);\n"
         "}\n"
     )
 
