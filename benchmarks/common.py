@@ -46,9 +46,13 @@ def machine_line() -> str:
                 break
     except OSError:
         pass
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        commit = ""
+    commit = commit or os.environ.get("BRAINEVENT_BENCH_COMMIT", "")
     return (
         f"{datetime.date.today().isoformat()}, {cpu}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, commit {commit or 'unknown'}"

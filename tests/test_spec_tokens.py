@@ -85,13 +85,9 @@ def test_full_spec_and_string_form() -> None:
         SpecToken(Role.ATTR, "scale_factor", "float32"),
         SpecToken(Role.STREAM),
     ]
-    assert parse_tokens("scale_by", ["arg", "ret", "attr.scale_factor:float32", "stream"]) == (
-        expected
-    )
+    assert parse_tokens("scale_by", ["arg", "ret", "attr.scale_factor:float32", "stream"]) == (expected)
     assert parse_tokens("scale_by", "arg  ret\tattr.scale_factor:f32\nctx.stream") == expected
-    assert parse_tokens("scale_by", ("args", "rets", "attrs.scale_factor:float", "stream")) == (
-        expected
-    )
+    assert parse_tokens("scale_by", ("args", "rets", "attrs.scale_factor:float", "stream")) == (expected)
 
 
 def test_empty_spec_is_allowed() -> None:
@@ -192,9 +188,7 @@ def test_two_streams() -> None:
 
 
 def test_duplicate_attr_names() -> None:
-    err = _raises(
-        ["attr.k:float32", "arg", "attrs.k"], "repeats attribute name 'k'", "token 1", "'attrs.k'"
-    )
+    err = _raises(["attr.k:float32", "arg", "attrs.k"], "repeats attribute name 'k'", "token 1", "'attrs.k'")
     assert err.attribute == "k"
     assert err.position == 3
 

@@ -24,6 +24,7 @@ _LAZY = {
     "load_cuda_file": ("cuda_loaders", "load_cuda_file"),
     "load_cuda_dir": ("cuda_loaders", "load_cuda_dir"),
     "include_dir": ("headers", "include_dir"),
+    "enable_cuda_graphs": ("cuda_graphs", "enable_cuda_graphs"),
     "CompiledModule": ("runtime.module", "CompiledModule"),
     "KernelFunction": ("runtime.module", "KernelFunction"),
 }
@@ -52,6 +53,7 @@ __all__ = [
     "SpecError",
     "ToolchainError",
     "__version__",
+    "enable_cuda_graphs",
     "include_dir",
     "load_cpp_file",
     "load_cpp_inline",

@@ -17,9 +17,7 @@ from brainevent.spec.tokens import SpecToken
 _STREAM_INTS = ("int64", "uint64")
 
 
-def bind_tokens(
-    sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = ""
-) -> tuple[Param, ...]:
+def bind_tokens(sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = "") -> tuple[Param, ...]:
     """One :class:`Param` per C++ parameter, in C++ order; SpecError on any mismatch.
 
     ``origin`` says where the spec came from (e.g. an annotation's file:line).
@@ -71,8 +69,7 @@ def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, st
     """(what was expected, how to fix it) when ``tok`` cannot bind to ``cparam``."""
     if cls.kind == "unmappable":
         return (
-            f"a supported type, but {cparam.type!r} is not one ({cls.detail}); accepted: "
-            f"{ACCEPTED}",
+            f"a supported type, but {cparam.type!r} is not one ({cls.detail}); accepted: {ACCEPTED}",
             "change the C++ parameter's type",
         )
     role = tok.role

@@ -45,9 +45,7 @@ class LexResult:
 def lex(source: str) -> LexResult:
     """Split ``source`` into tokens and comments (preprocessor lines are dropped)."""
     if not isinstance(source, str):
-        raise SpecError(
-            f"C++ source must be a str, got {type(source).__name__}.", source_type=type(source)
-        )
+        raise SpecError(f"C++ source must be a str, got {type(source).__name__}.", source_type=type(source))
     scanner = _Scanner(source)
     scanner.run()
     return LexResult(tuple(scanner.tokens), tuple(scanner.comments))

@@ -106,9 +106,7 @@ def classify_words(words: Sequence[str]) -> TypeClass:
         return TypeClass("unmappable", "rvalue references and nested references are not supported")
     # Drop a global-scope ``::`` in front of a qualified name (``::BE::Tensor``).
     kept = [
-        w
-        for k, w in enumerate(kept)
-        if not (w == "::" and not _names_something(kept[k - 1] if k else ""))
+        w for k, w in enumerate(kept) if not (w == "::" and not _names_something(kept[k - 1] if k else ""))
     ]
     if "[" in kept:
         return TypeClass("unmappable", "arrays are not accepted (pass a BE::Tensor instead)")
@@ -127,9 +125,7 @@ def classify_words(words: Sequence[str]) -> TypeClass:
     if dtype is None:
         return TypeClass("unmappable", _unknown_reason(kept))
     if reference and not is_const:
-        return TypeClass(
-            "unmappable", "a non-const reference to a scalar; take it by value or by const&"
-        )
+        return TypeClass("unmappable", "a non-const reference to a scalar; take it by value or by const&")
     return TypeClass("scalar", dtype)
 
 

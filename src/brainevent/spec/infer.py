@@ -38,8 +38,7 @@ def infer_spec(sig: CxxSignature) -> list[SpecToken]:
                     position,
                     param,
                     f"is a second stream parameter (the first is parameter {stream_at})",
-                    "keep one stream parameter, or rename this one so its name does not "
-                    "end in 'stream'",
+                    "keep one stream parameter, or rename this one so its name does not end in 'stream'",
                 )
             stream_at = position
             tokens.append(SpecToken(Role.STREAM, text="stream"))

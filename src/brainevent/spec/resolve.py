@@ -44,9 +44,7 @@ class _Source:
     functions: tuple[CxxSignature, ...]
 
 
-def resolve_functions(
-    functions: Functions, sources: Sequence[tuple[str, str]]
-) -> list[FunctionSpec]:
+def resolve_functions(functions: Functions, sources: Sequence[tuple[str, str]]) -> list[FunctionSpec]:
     """Checked specs for the requested entry points, in request order."""
     scanned = [_scan(name, text) for name, text in _check_sources(sources)]
     requests = _requests(functions, scanned)
@@ -107,8 +105,7 @@ def _requests(functions: Functions, scanned: list[_Source]) -> list[_Request]:
             seen.add(req.name)
     else:
         raise SpecError(
-            f"functions= must be {_ACCEPTED_FUNCTIONS}; got {type(functions).__name__} "
-            f"{functions!r:.80}.",
+            f"functions= must be {_ACCEPTED_FUNCTIONS}; got {type(functions).__name__} {functions!r:.80}.",
             functions_type=type(functions).__name__,
         )
     if not requests:

@@ -385,9 +385,7 @@ def _without_attributes(tokens: list[Token]) -> list[Token]:
     while k < len(tokens):
         if tokens[k].text == "[" and k + 1 < len(tokens) and tokens[k + 1].text == "[":
             end = k + 2
-            while end + 1 < len(tokens) and not (
-                tokens[end].text == "]" and tokens[end + 1].text == "]"
-            ):
+            while end + 1 < len(tokens) and not (tokens[end].text == "]" and tokens[end + 1].text == "]"):
                 end += 1
             k = end + 2
             continue

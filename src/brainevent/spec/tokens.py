@@ -159,8 +159,7 @@ def _parse_one(function: str, position: int, raw: object) -> SpecToken:
     text = raw.strip()
     if not text:
         raise SpecError(
-            f"{where} is empty ({raw!r}). Expected one of: {EXPECTED_TOKENS}; "
-            "remove the empty entry.",
+            f"{where} is empty ({raw!r}). Expected one of: {EXPECTED_TOKENS}; remove the empty entry.",
             function=function,
             token=raw,
             position=position,
@@ -179,8 +178,7 @@ def _parse_one(function: str, position: int, raw: object) -> SpecToken:
     if dot and prefix in _ATTR_PREFIXES:
         return _parse_attr(where, function, position, raw, rest)
     raise SpecError(
-        f"{where} {raw!r} is not a known token. Expected one of: {EXPECTED_TOKENS}."
-        + _token_hint(text),
+        f"{where} {raw!r} is not a known token. Expected one of: {EXPECTED_TOKENS}." + _token_hint(text),
         function=function,
         token=raw,
         position=position,

@@ -213,6 +213,7 @@ def nvcc_version(path: str | os.PathLike[str]) -> tuple[int, int]:
 def clear_version_cache() -> None:
     _version_of.cache_clear()
     _wrapper_target.cache_clear()
+    _find_in_context.cache_clear()
 
 
 # ---------------------------------------------------------- turning a path into info
@@ -450,9 +451,15 @@ def find_nvcc(
 ) -> NvccInfo:
     """Find a usable nvcc; raises :class:`ToolchainError` listing every place searched.
 
-    ``site_dirs`` and ``default_roots`` replace the real ones (for tests).
+    ``site_dirs`` and ``default_roots`` replace the real ones (for tests). The result
+    is remembered per search context (environment and arguments) for the process, so
+    loading many modules searches once; a failed search is never remembered.
     """
-    ctx = _context(explicit, site_dirs, default_roots)
+    return _find_in_context(_context(explicit, site_dirs, default_roots))
+
+
+@functools.lru_cache(maxsize=16)
+def _find_in_context(ctx: SearchContext) -> NvccInfo:
     considered: list[Candidate] = []
     per_step: list[tuple[SearchStep, list[Candidate]]] = []
     for step in SEARCH_STEPS:
