@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import SRC, machine_line, median_time, run_python, table
+from common import SRC, machine_line, median_time, precompile, run_python, table
 
 sys.path.insert(0, str(SRC))
 
@@ -204,6 +204,7 @@ def main() -> None:
     parser.add_argument("--write", help="also write the markdown table to this file")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    precompile()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     cache = tempfile.mkdtemp(prefix="be-bench-")
     os.environ["BRAINEVENT_CACHE_DIR"] = cache

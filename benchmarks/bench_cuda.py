@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import SRC, machine_line, median_time, run_python, table
+from common import SRC, machine_line, median_time, precompile, run_python, table
 
 sys.path.insert(0, str(SRC))
 
@@ -233,6 +233,7 @@ def main() -> None:
     parser.add_argument("--write")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    precompile()
     cache = tempfile.mkdtemp(prefix="be-bench-gpu-")
     os.environ["BRAINEVENT_CACHE_DIR"] = cache
     import brainevent

@@ -48,6 +48,16 @@ def user_include_flags(options: LoadOptions, unit: SourceUnit) -> list[str]:
     return flags
 
 
+_DEBUG_FLAGS = ("-g", "-G", "--device-debug", "-lineinfo", "--generate-line-info", "-Xcompiler=-g")
+
+
+def strip_flags(options: LoadOptions) -> list[str]:
+    """Drop the static symbol table of release builds: a third of a CUDA module's size
+    (static cudart), and the artifact is checksummed on every load. Debug builds keep it."""
+    debugging = options.optimization_level == 0 or any(flag in _DEBUG_FLAGS for flag in options.extra_cflags)
+    return [] if debugging else ["-Xlinker=--strip-all"]
+
+
 class CpuBackend:
     platform = "cpu"
     jax_platform = "cpu"
@@ -119,6 +129,7 @@ class CudaBackend:
 
         self.nvcc = find_nvcc()
         self.archs = resolve_archs(compute_capability, nvcc_version=self.nvcc.version)
+        _warn_plugin_mismatch_once(self.nvcc)
 
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
         from . import config
@@ -206,6 +217,7 @@ class CudaBackend:
             self.nvcc.path,
             "-shared",
             "-nodlink",
+            *strip_flags(options),
             "-ccbin",
             find_host_compiler().path,
             "-o",
@@ -218,6 +230,19 @@ class CudaBackend:
 
     def can_register(self) -> str | None:
         return cuda_runtime_unavailable()
+
+
+_warned_mismatch: set[str] = set()
+
+
+def _warn_plugin_mismatch_once(nvcc: Any) -> None:
+    """Warn (once per nvcc) when nvcc's CUDA major differs from the installed jax-cudaNN-plugin."""
+    if nvcc.path in _warned_mismatch:
+        return
+    _warned_mismatch.add(nvcc.path)
+    from .toolchain.nvcc import check_jax_plugin_match
+
+    check_jax_plugin_match(nvcc)  # emits a ToolchainWarning itself
 
 
 def cuda_runtime_unavailable() -> str | None:

@@ -49,6 +49,11 @@ def forward_symbol(function: str) -> str:
     return f"be_fwd_{function}"
 
 
+def impl_symbol(function: str) -> str:
+    """The entry a forwarding slot points at: it never forwards, so slots cannot form cycles."""
+    return f"be_impl_{function}"
+
+
 def _param_row(spec: FunctionSpec, index: int) -> str:
     param = spec.params[index]
     if param.role is Role.ATTR:
@@ -77,6 +82,9 @@ def _render_function(module: str, spec: FunctionSpec, platform: str) -> str:
         f"    be_params_{f}, {len(spec.params)}, {len(spec.args)}, {len(spec.rets)}, {len(spec.attrs)},\n"
         f"    ::BE::ffi::Platform::{platform}, &{entry_symbol(f)}}};\n"
         f'extern "C" {{ __attribute__((visibility("default"))) XLA_FFI_Handler* {fwd} = nullptr; }}\n'
+        f"BE_EXPORT XLA_FFI_Error* {impl_symbol(f)}(XLA_FFI_CallFrame* frame) {{\n"
+        f"  return ::BE::ffi::invoke<{sizes}>(frame, be_desc_{f}, 0);\n"
+        "}\n"
         f"BE_EXPORT XLA_FFI_Error* {handler_symbol(f, command_buffer=False)}(XLA_FFI_CallFrame* frame) {{\n"
         f"  XLA_FFI_Handler* next = __atomic_load_n(&{fwd}, __ATOMIC_ACQUIRE);\n"
         "  if (next != nullptr && frame->extension_start == nullptr) return next(frame);\n"

@@ -45,16 +45,19 @@ def register_target(
     command_buffer: bool,
 ) -> str:
     """Registers (or re-points) ``target``; returns "registered", "unchanged" or "reloaded"."""
-    from ..codegen.binding import forward_symbol, handler_symbol
+    from ..codegen.binding import forward_symbol, handler_symbol, impl_symbol
 
     with _lock:
         existing = _targets.get(target)
         if existing is not None and existing.platform == platform:
             if existing.artifact_key == artifact_key:
                 return "unchanged"
-            new_handler = _symbol_address(library, handler_symbol(function, command_buffer=False))
+            # The slot of the handler XLA holds now points at the new code's non-forwarding
+            # entry (or back to nothing, when the original code returns).
+            new_impl = _symbol_address(library, impl_symbol(function))
+            own_impl = _symbol_address(existing.library, impl_symbol(existing.function))
             slot = ctypes.c_void_p.in_dll(existing.library, forward_symbol(existing.function))
-            slot.value = new_handler
+            slot.value = None if new_impl == own_impl else new_impl
             _targets[target] = _Registered(existing.library, existing.function, platform, artifact_key)
             # Keep the new library alive: the old handler now calls into it.
             _keepalive.append(library)
