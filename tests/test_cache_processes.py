@@ -160,3 +160,37 @@ def test_damaged_entry_is_rebuilt(tmp_path: Path, damage: str) -> None:
     assert sum("-shared" in line for line in log.read_text().splitlines()) == 2
     third = _load(env, "proc_damage", "--no-subprocess")
     assert third["built_now"] is False
+
+
+def test_lock_free_concurrent_builders_never_corrupt(tmp_path: Path) -> None:
+    """With locking disabled (as on a network filesystem), concurrent builders may all build,
+    but every one of them loads a correct module and exactly one intact entry remains."""
+    cxx, log = _counting_compiler(tmp_path)
+    env = _env(tmp_path / "cache", cxx, delay=0.5)
+    env["BRAINEVENT_USE_LOCKS"] = "0"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", LOADER, "proc_lockfree", KERNEL],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    assert len({r["path"] for r in results}) == 1
+    assert not (
+        tmp_path / "cache" / "v1" / "proc_lockfree" / f"{Path(str(results[0]['path'])).parent.name}.lock"
+    ).exists()
+    module_dir = tmp_path / "cache" / "v1" / "proc_lockfree"
+    entries = [
+        p for p in module_dir.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "objects"
+    ]
+    assert len(entries) == 1
+    assert not any(p.name.startswith((".staging-", ".trash-")) for p in module_dir.iterdir())
+    assert _load(env, "proc_lockfree", "--no-subprocess")["built_now"] is False

@@ -111,6 +111,13 @@ ALLOW_UNSUPPORTED_COMPILER: EnvVar[bool] = EnvVar(
     lambda: False,
     "Pass -allow-unsupported-compiler to nvcc when the host compiler is newer than it accepts.",
 )
+USE_LOCKS: EnvVar[bool] = EnvVar(
+    "BRAINEVENT_USE_LOCKS",
+    _bool,
+    lambda: True,
+    "Set to 0 where file locks are unreliable (some network filesystems): concurrent builders "
+    "of one module then may duplicate work, but never corrupt the cache.",
+)
 REQUIRE_ALL_TESTS: EnvVar[bool] = EnvVar(
     "BRAINEVENT_REQUIRE_ALL_TESTS",
     _bool,
@@ -125,6 +132,7 @@ ALL: tuple[EnvVar[object], ...] = (
     CUDA_ARCH,
     LOCK_TIMEOUT,
     COMPILE_TIMEOUT,
+    USE_LOCKS,
     ALLOW_UNSUPPORTED_COMPILER,
     REQUIRE_ALL_TESTS,
 )  # type: ignore[assignment]
