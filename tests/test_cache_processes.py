@@ -165,7 +165,7 @@ def test_damaged_entry_is_rebuilt(tmp_path: Path, damage: str) -> None:
 def test_lock_free_concurrent_builders_never_corrupt(tmp_path: Path) -> None:
     """With locking disabled (as on a network filesystem), concurrent builders may all build,
     but every one of them loads a correct module and exactly one intact entry remains."""
-    cxx, log = _counting_compiler(tmp_path)
+    cxx, _ = _counting_compiler(tmp_path)
     env = _env(tmp_path / "cache", cxx, delay=0.5)
     env["BRAINEVENT_USE_LOCKS"] = "0"
     procs = [

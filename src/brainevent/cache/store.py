@@ -29,7 +29,7 @@ from pathlib import Path
 from .. import config
 from ..errors import CacheError
 from .key import CacheKey
-from .manifest import Manifest
+from .manifest import MANIFEST_NAME, Manifest
 
 log = logging.getLogger("brainevent.cache")
 
@@ -107,6 +107,7 @@ class EntryStore:
         if not force:
             entry = self.lookup(key)
             if entry is not None:
+                _touch(entry.directory / MANIFEST_NAME)  # last use, for `brainevent cache prune`
                 return entry
         _make_private_dir(self.module_dir)
         with self._locked(key):
@@ -214,6 +215,11 @@ class EntryStore:
             with contextlib.suppress(OSError):
                 owner_path.unlink()
             lock.release()
+
+
+def _touch(path: Path) -> None:
+    with contextlib.suppress(OSError):  # a read-only cache still serves hits
+        os.utime(path)
 
 
 def _read_owner(path: Path) -> str:

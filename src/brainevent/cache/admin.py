@@ -1,0 +1,168 @@
+"""Inspecting and trimming the cache: list, info, clear, prune.
+
+Removal is safe while other processes use the cache: an entry whose build lock is
+held is skipped, and entries are renamed out of the way before they are deleted, so
+a reader sees a whole entry or none (a process that already loaded an artifact keeps
+its mapping).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .manifest import MANIFEST_NAME, Manifest
+from .store import LAYOUT_VERSION
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    module: str
+    directory: Path
+    manifest: Manifest | None  # None when the entry is damaged
+    size: int  # bytes on disk
+    last_used: float  # modification time of the manifest (touched on every hit)
+
+
+def _tree_size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def iter_entries(root: Path, module: str | None = None) -> Iterator[EntryInfo]:
+    base = root / LAYOUT_VERSION
+    if not base.is_dir():
+        return
+    modules = [base / module] if module else sorted(p for p in base.iterdir() if p.is_dir())
+    for module_dir in modules:
+        if not module_dir.is_dir():
+            continue
+        for entry in sorted(module_dir.iterdir()):
+            if not entry.is_dir() or entry.name.startswith(".") or entry.name == "objects":
+                continue
+            manifest_path = entry / MANIFEST_NAME
+            try:
+                last_used = manifest_path.stat().st_mtime
+            except OSError:
+                last_used = 0.0
+            yield EntryInfo(module_dir.name, entry, Manifest.load(entry), _tree_size(entry), last_used)
+
+
+def object_cache_size(root: Path) -> int:
+    base = root / LAYOUT_VERSION
+    return (
+        sum(_tree_size(d / "objects") for d in base.iterdir() if (d / "objects").is_dir())
+        if base.is_dir()
+        else 0
+    )
+
+
+def _lock_if_free(entry: EntryInfo):  # type: ignore[no-untyped-def]
+    import filelock
+
+    lock = filelock.FileLock(str(entry.directory.parent / f"{entry.directory.name}.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        return None
+    return lock
+
+
+def remove_entry(entry: EntryInfo) -> bool:
+    """Removes one entry unless a build holds its lock; True if removed."""
+    lock = _lock_if_free(entry)
+    if lock is None:
+        return False
+    try:
+        trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=entry.directory.parent))
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(entry.directory, trash / "entry")
+        shutil.rmtree(trash, ignore_errors=True)
+        return True
+    finally:
+        lock.release()
+
+
+def clear(root: Path, module: str | None = None) -> tuple[int, int]:
+    """Removes every entry (of one module); returns (removed, skipped because busy)."""
+    removed = skipped = 0
+    for entry in list(iter_entries(root, module)):
+        if remove_entry(entry):
+            removed += 1
+        else:
+            skipped += 1
+    modules = [root / LAYOUT_VERSION / module] if module else list((root / LAYOUT_VERSION).glob("*"))
+    for module_dir in modules:
+        shutil.rmtree(module_dir / "objects", ignore_errors=True)
+    return removed, skipped
+
+
+def prune(
+    root: Path, *, max_size: int | None = None, older_than: float | None = None
+) -> tuple[int, int, int]:
+    """Removes entries unused for ``older_than`` seconds, then least recently used ones until the
+    cache fits ``max_size`` bytes. Returns (removed, skipped because busy, bytes left)."""
+    entries = sorted(iter_entries(root), key=lambda e: e.last_used)
+    now = time.time()
+    removed = skipped = 0
+    kept: list[EntryInfo] = []
+    for entry in entries:
+        if older_than is not None and now - entry.last_used > older_than:
+            if remove_entry(entry):
+                removed += 1
+                continue
+            skipped += 1
+        kept.append(entry)
+    objects = object_cache_size(root)
+    total = sum(e.size for e in kept) + objects
+    if max_size is not None and total > max_size:
+        # Objects only speed up rebuilds; they go first.
+        for objects_dir in (root / LAYOUT_VERSION).glob("*/objects"):
+            shutil.rmtree(objects_dir, ignore_errors=True)
+        total -= objects
+        for entry in list(kept):
+            if total <= max_size:
+                break
+            if remove_entry(entry):
+                removed += 1
+                total -= entry.size
+                kept.remove(entry)
+            else:
+                skipped += 1
+    return removed, skipped, total
+
+
+def parse_size(text: str) -> int:
+    units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    raw = text.strip().lower().removesuffix("b").removesuffix("i")
+    number, unit = (raw[:-1], raw[-1]) if raw and raw[-1] in units else (raw, "")
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"size {text!r} is not valid: use e.g. 500M, 2G or 1048576") from None
+    if value < 0:
+        raise ValueError(f"size {text!r} must not be negative")
+    return int(value * units[unit])
+
+
+def parse_age(text: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    raw = text.strip().lower()
+    number, unit = (raw[:-1], raw[-1]) if raw and raw[-1] in units else (raw, "s")
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"age {text!r} is not valid: use e.g. 30m, 12h or 7d") from None
+    if value < 0:
+        raise ValueError(f"age {text!r} must not be negative")
+    return value * units[unit]

@@ -1,0 +1,191 @@
+"""The command line: ``brainevent <command>`` or ``python -m brainevent <command>``.
+
+Commands: ``demo``, ``doctor``, ``cache list|info|clear|prune`` and ``build`` (ahead of
+time, e.g. in a container image, so that production nodes without nvcc only load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="brainevent", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log build steps and commands to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="compile and run a kernel on the best platform present")
+
+    doctor = sub.add_parser(
+        "doctor", help="report the toolchain, GPUs and cache; exit 1 if the stack is broken"
+    )
+    doctor.add_argument("--no-compile", action="store_true", help="skip the smoke compiles")
+
+    cache = sub.add_parser("cache", help="inspect or trim the kernel cache")
+    cache.add_argument(
+        "--cache-dir", help="cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent)"
+    )
+    cache_sub = cache.add_subparsers(dest="cache_command", required=True)
+    cache_sub.add_parser("list", help="every cached module and entry")
+    info = cache_sub.add_parser("info", help="details of one module's entries")
+    info.add_argument("name")
+    clear = cache_sub.add_parser("clear", help="remove all entries, or one module's")
+    clear.add_argument("name", nargs="?")
+    prune = cache_sub.add_parser("prune", help="remove old or least recently used entries")
+    prune.add_argument("--max-size", help="keep the cache under this size, e.g. 2G")
+    prune.add_argument("--older-than", help="remove entries unused for this long, e.g. 7d")
+
+    build = sub.add_parser("build", help="compile kernel files or directories ahead of time")
+    build.add_argument("paths", nargs="+", help=".cu/.cpp files or directories of them")
+    build.add_argument("--arch", action="append", default=[], help="CUDA arch, e.g. sm_80 (repeatable)")
+    build.add_argument("--cache-dir", help="cache root to fill (default: the usual cache)")
+    build.add_argument(
+        "--as-inline",
+        action="store_true",
+        help="key each file as load_cuda_inline/load_cpp_inline(name=<file stem>, <file text>) would",
+    )
+    build.add_argument("-O", "--optimization-level", type=int, default=3, choices=range(4))
+    build.add_argument("--use-fast-math", action="store_true")
+    return parser
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from .doctor import run_doctor
+
+    report = run_doctor(compile_checks=not args.no_compile)
+    print("brainevent doctor" + "\n".join(report.lines))
+    return report.exit_code
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from .cache import admin
+    from .cache.store import cache_root
+
+    root = cache_root(args.cache_dir)
+    if args.cache_command == "list":
+        entries = list(admin.iter_entries(root))
+        print(f"cache: {root}")
+        for entry in entries:
+            m = entry.manifest
+            desc = f"{m.platform}, {', '.join(sorted(m.functions))}" if m else "DAMAGED"
+            used = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.last_used))
+            print(
+                f"  {entry.module}/{entry.directory.name}  {_size(entry.size):>9}  last used {used}  [{desc}]"
+            )
+        total = sum(e.size for e in entries) + admin.object_cache_size(root) if root.is_dir() else 0
+        print(f"{len(entries)} entries, {_size(total)} including cached objects")
+        return 0
+    if args.cache_command == "info":
+        entries = list(admin.iter_entries(root, args.name))
+        if not entries:
+            print(f"no cached entries for module {args.name!r} under {root}", file=sys.stderr)
+            return 1
+        for entry in entries:
+            _print_entry(entry)
+        return 0
+    if args.cache_command == "clear":
+        removed, skipped = admin.clear(root, args.name)
+        print(f"removed {removed} entries" + (f"; {skipped} skipped (being built)" if skipped else ""))
+        return 0
+    if args.max_size is None and args.older_than is None:
+        print("cache prune needs --max-size and/or --older-than", file=sys.stderr)
+        return 2
+    try:
+        max_size = admin.parse_size(args.max_size) if args.max_size else None
+        older = admin.parse_age(args.older_than) if args.older_than else None
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    removed, skipped, left = admin.prune(root, max_size=max_size, older_than=older)
+    print(
+        f"removed {removed} entries, {_size(left)} left"
+        + (f"; {skipped} skipped (being built)" if skipped else "")
+    )
+    return 0
+
+
+def _print_entry(entry: object) -> None:
+    from .cache.admin import EntryInfo
+
+    assert isinstance(entry, EntryInfo)
+    print(f"{entry.module}/{entry.directory.name}")
+    print(f"  directory   {entry.directory}")
+    print(f"  size        {_size(entry.size)}")
+    m = entry.manifest
+    if m is None:
+        print("  DAMAGED: manifest missing or unreadable; the next load rebuilds it")
+        return
+    print(f"  platform    {m.platform}")
+    print(f"  artifact    {m.artifact} (sha256 {m.artifact_sha256[:16]})")
+    print(
+        f"  built       {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(m.created))} in {m.build_seconds:.2f} s"
+    )
+    for name, data in sorted(m.functions.items()):
+        tokens = " ".join("attr.%s:%s" % (p[1], p[2]) if p[0] == "attr" else p[0] for p in data["params"])
+        print(f"  function    {name}: {tokens}  ({data.get('source_file')}:{data.get('line')})")
+    if m.platform == "cuda":
+        from .toolchain.fatbin import fatbin_entries
+
+        code = sorted({f"{e.kind} {e.arch}" for e in fatbin_entries(entry.directory / m.artifact)})
+        print(f"  gpu code    {', '.join(code)}")
+        print(f"  archs       {', '.join(m.inputs.get('archs', []))}")
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from . import cuda_loaders, loaders
+
+    common = {
+        "build_directory": args.cache_dir,
+        "auto_register": False,
+        "optimization_level": args.optimization_level,
+        "use_fast_math": args.use_fast_math,
+        "verbose": args.verbose,
+    }
+    cuda = {**common, "compute_capability": args.arch or None}
+    failures = 0
+    for raw in args.paths:
+        path = Path(raw)
+        try:
+            if path.is_dir():
+                mod = cuda_loaders.load_cuda_dir(path, **cuda)
+            elif path.suffix == ".cu" and args.as_inline:
+                name = loaders.name_from_path(path)
+                mod = cuda_loaders.load_cuda_inline(name, path.read_text(), **cuda)
+            elif path.suffix == ".cu":
+                mod = cuda_loaders.load_cuda_file(path, **cuda)
+            elif args.as_inline:
+                mod = loaders.load_cpp_inline(loaders.name_from_path(path), path.read_text(), **common)
+            else:
+                mod = loaders.load_cpp_file(path, **common)
+        except Exception as exc:  # report every path, then fail
+            failures += 1
+            print(f"FAILED {raw}: {exc}", file=sys.stderr)
+            continue
+        state = "built" if mod.built_now else "already cached"
+        print(f"{state}: {mod.name} ({mod.platform}) -> {mod.path}")
+    return 1 if failures else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="[brainevent] %(message)s"
+    )
+    if args.command == "demo":
+        from .demo import run_demo
+
+        return run_demo()
+    handlers = {"doctor": _cmd_doctor, "cache": _cmd_cache, "build": _cmd_build}
+    return handlers[args.command](args)

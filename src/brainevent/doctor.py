@@ -1,0 +1,221 @@
+"""`brainevent doctor`: what this machine can build and run, and why not.
+
+Every component is reported with its version and how it was found; the exit status
+is non-zero when the configured stack cannot compile what it claims to support: no
+working host compiler, or a CUDA stack (a JAX CUDA plugin, a GPU, or an explicit
+nvcc setting) without a working nvcc. Each claim is proven by a real compile.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from . import config
+from .headers import INCLUDE_DIR
+
+
+@dataclass
+class Report:
+    lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def section(self, title: str) -> None:
+        self.lines.append(f"\n{title}")
+
+    def item(self, label: str, value: str) -> None:
+        self.lines.append(f"  {label:<18} {value}")
+
+    def problem(self, text: str) -> None:
+        self.problems.append(text)
+        self.lines.append(f"  PROBLEM: {text}")
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.problems else 0
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+_SMOKE_CPP = (
+    '#include "brainevent/common.h"\nint be_doctor_probe(const BE::Tensor& t) { return (int)t.numel(); }\n'
+)
+_SMOKE_CU = (
+    '#include <cuda_runtime.h>\n#include "brainevent/common.h"\n'
+    "__global__ void be_doctor_kernel(float* p) { p[threadIdx.x] = 1.0f; }\n"
+)
+
+
+def _smoke_compile(command: list[str], source: str, suffix: str) -> str | None:
+    """None if the compiler turns a tiny source into an object, else its complaint."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"probe{suffix}"
+        path.write_text(source)
+        try:
+            done = subprocess.run(
+                [*command, "-I", str(INCLUDE_DIR), "-c", str(path), "-o", str(Path(tmp) / "probe.o")],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return str(exc)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip().splitlines()
+            return tail[-1] if tail else f"exit status {done.returncode}"
+    return None
+
+
+def run_doctor(*, compile_checks: bool = True) -> Report:
+    from .errors import BrainEventError
+    from .toolchain.cuda_driver import probe_devices
+    from .toolchain.host import find_host_compiler
+
+    report = Report()
+    report.section("Python and JAX")
+    report.item("python", f"{platform.python_version()} ({sys.executable})")
+    report.item("platform", f"{platform.system()} {platform.machine()}")
+    from ._version import __version__
+
+    report.item("brainevent", __version__)
+    for dist in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin", "numba", "numba-cuda"):
+        version = _version(dist)
+        if version or dist in ("jax", "jaxlib"):
+            report.item(dist, version or "not installed")
+    plugins = [d for d in ("jax-cuda13-plugin", "jax-cuda12-plugin") if _version(d)]
+
+    report.section("Host C++ compiler")
+    cxx = None
+    try:
+        cxx = find_host_compiler()
+        from .toolchain.host_compat import host_compiler_version
+
+        kind, major = host_compiler_version(cxx.path)
+        report.item("path", f"{os.path.realpath(cxx.path)} ({kind} {major})")
+        report.item("found_via", cxx.found_via)
+        report.item("searched", "; ".join(cxx.searched) or "-")
+        if compile_checks:
+            failure = _smoke_compile([*cxx.command, "-std=c++17"], _SMOKE_CPP, ".cpp")
+            if failure:
+                report.problem(f"the host compiler cannot build a brainevent source: {failure}")
+            else:
+                report.item("smoke compile", "ok")
+    except BrainEventError as exc:
+        report.problem(str(exc))
+
+    report.section("XLA FFI headers")
+    try:
+        from .toolchain.xla import c_api_digest, xla_include_dir
+
+        report.item("include dir", str(xla_include_dir()))
+        report.item("c_api.h sha256", c_api_digest()[:16])
+    except BrainEventError as exc:
+        report.problem(str(exc))
+
+    report.section("ninja")
+    try:
+        from .build.ninja import ninja_executable
+
+        ninja = ninja_executable()
+        version = subprocess.run(
+            [ninja, "--version"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+        report.item("path", f"{ninja} ({version})")
+    except (BrainEventError, OSError) as exc:
+        report.problem(f"ninja: {exc}")
+
+    report.section("GPUs (CUDA driver API)")
+    probe = probe_devices()
+    if probe.available and probe.devices:
+        report.item("driver", str(probe.driver_version))
+        for device in probe.devices:
+            report.item(f"device {device.ordinal}", f"{device.name}, sm_{device.major}{device.minor}")
+    else:
+        report.item("devices", f"none ({probe.reason})")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        report.item("CUDA_VISIBLE_DEVICES", repr(visible))
+
+    report.section("CUDA compiler (nvcc)")
+    claims_cuda = bool(plugins) or bool(probe.devices) or config.NVCC.get() is not None
+    cuda_ok = False
+    try:
+        from .toolchain.nvcc import check_jax_plugin_match, find_nvcc
+
+        nvcc = find_nvcc()
+        report.item("path", f"{nvcc.path} (CUDA {nvcc.version_string})")
+        report.item("found_via", nvcc.found_via)
+        for candidate in nvcc.candidates:
+            report.item("considered", f"{candidate.path} [{candidate.found_via}] {candidate.note}".rstrip())
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mismatch = check_jax_plugin_match(nvcc)
+        if mismatch:
+            report.item("warning", mismatch)
+        if compile_checks:
+            flags = ["-std=c++17", "-gencode=arch=compute_80,code=sm_80"]
+            if cxx is not None:
+                from .toolchain.host_compat import check_host_compiler
+
+                try:
+                    flags += ["-ccbin", cxx.path, *check_host_compiler(nvcc, cxx.path)]
+                except BrainEventError as exc:
+                    report.problem(str(exc))
+            failure = _smoke_compile([nvcc.path, *flags], _SMOKE_CU, ".cu")
+            if failure:
+                report.problem(f"nvcc cannot build a CUDA source: {failure}")
+            else:
+                report.item("smoke compile", "ok (sm_80)")
+                cuda_ok = True
+    except BrainEventError as exc:
+        if claims_cuda:
+            why = (
+                "a JAX CUDA plugin is installed"
+                if plugins
+                else ("a GPU is present" if probe.devices else f"{config.NVCC.name} is set")
+            )
+            report.problem(f"{why}, but no usable nvcc: {exc}")
+        else:
+            report.item("nvcc", f"not found (fine for CPU-only use): {exc.message.splitlines()[0]}")
+
+    report.section("Kernel cache")
+    from .cache.admin import iter_entries, object_cache_size
+    from .cache.store import cache_root
+
+    root = cache_root()
+    source = f" (from {config.CACHE_DIR.name})" if os.environ.get(config.CACHE_DIR.name) else ""
+    report.item("directory", f"{root}{source}")
+    entries = list(iter_entries(root)) if root.is_dir() else []
+    modules = {e.module for e in entries}
+    size = sum(e.size for e in entries) + (object_cache_size(root) if root.is_dir() else 0)
+    report.item("contents", f"{len(entries)} entries of {len(modules)} modules, {size / 2**20:.1f} MiB")
+    damaged = [e for e in entries if e.manifest is None]
+    if damaged:
+        report.item(
+            "damaged", f"{len(damaged)} (rebuilt on next load; `brainevent cache clear` removes them)"
+        )
+    if shutil.disk_usage(root if root.exists() else Path.home()).free < 1 << 30:
+        report.item("warning", "less than 1 GiB free where the cache lives")
+
+    report.section("Verdict")
+    if report.problems:
+        report.lines.append(
+            f"  {len(report.problems)} problem(s): this stack cannot build what it claims to support."
+        )
+    else:
+        report.lines.append("  ok: C++ builds work" + (", CUDA builds work" if cuda_ok else ""))
+    return report
