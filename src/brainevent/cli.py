@@ -129,11 +129,10 @@ def _print_entry(entry: object) -> None:
         return
     print(f"  platform    {m.platform}")
     print(f"  artifact    {m.artifact} (sha256 {m.artifact_sha256[:16]})")
-    print(
-        f"  built       {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(m.created))} in {m.build_seconds:.2f} s"
-    )
+    built = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.created))
+    print(f"  built       {built} in {m.build_seconds:.2f} s")
     for name, data in sorted(m.functions.items()):
-        tokens = " ".join("attr.%s:%s" % (p[1], p[2]) if p[0] == "attr" else p[0] for p in data["params"])
+        tokens = " ".join(f"attr.{p[1]}:{p[2]}" if p[0] == "attr" else p[0] for p in data["params"])
         print(f"  function    {name}: {tokens}  ({data.get('source_file')}:{data.get('line')})")
     if m.platform == "cuda":
         from .toolchain.fatbin import fatbin_entries
