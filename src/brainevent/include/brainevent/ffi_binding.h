@@ -21,6 +21,13 @@
 
 #define BE_EXPORT extern "C" __attribute__((visibility("default")))
 
+// The CUDA runtime entry points the binding needs, declared here (C linkage, int-sized
+// enums) so the binding compiles without CUDA headers; CUDA modules link cudart.
+#ifdef BE_BINDING_CUDA
+extern "C" int cudaGetDevice(int* device);
+extern "C" int cudaSetDevice(int device);
+#endif
+
 namespace BE {
 namespace ffi {
 
@@ -418,6 +425,24 @@ inline XLA_FFI_Error* invoke(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, X
   static thread_local int64_t wide_strides[kMaxTotalRank];
   int64_t used_rank = 0, used_wide = 0;
   int64_t stream = 0;
+#ifdef BE_BINDING_CUDA
+  // XLA may call from a thread whose current device is another GPU: the user's <<<>>>
+  // launches go to the current device, so make it the one this call runs on.
+  if (fn.platform == Platform::Cuda) {
+    XLA_FFI_DeviceOrdinal_Get_Args oargs;
+    std::memset(&oargs, 0, sizeof(oargs));
+    oargs.struct_size = XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE;
+    oargs.ctx = frame->ctx;
+    if (XLA_FFI_Error* err = frame->api->XLA_FFI_DeviceOrdinal_Get(&oargs)) return err;
+    int current = -1;
+    if (cudaGetDevice(&current) != 0 || current != oargs.device_ordinal) {
+      if (const int status = cudaSetDevice(oargs.device_ordinal)) {
+        return invalid(frame, start_message(fn).add("cudaSetDevice(%d) failed with CUDA error %d",
+                                                    oargs.device_ordinal, status));
+      }
+    }
+  }
+#endif
   int next_arg = 0, next_ret = 0, next_tensor = 0;
   for (int p = 0; p < fn.num_params; ++p) {
     const Role role = fn.params[p].role;
