@@ -1,4 +1,4 @@
-"""Kernels on several GPUs: per-device launches, shard_map, sharded jit, jax.distributed.
+"""Kernels on several GPUs: per-device launches, shard_map, jax.distributed.
 
 Skipped unless the driver API finds at least two GPUs.
 """
@@ -76,22 +76,6 @@ def test_shard_map_over_two_gpus(gpus: list[jax.Device], mod: brainevent.Compile
     out = f(x)
     np.testing.assert_array_equal(np.asarray(out), 3 * np.arange(8192) - 1)
     assert len(out.sharding.device_set) == 2
-
-
-def test_batch_partitionable_jit_does_not_gather(
-    gpus: list[jax.Device], mod: brainevent.CompiledModule
-) -> None:
-    from jax.sharding import Mesh, NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    mod.register_batch_partitionable()
-    mesh = Mesh(np.array(gpus[:2]), ("d",))
-    sharding = NamedSharding(mesh, P("d", None))
-    x = jax.device_put(jnp.arange(2 * 4096, dtype=jnp.float32).reshape(2, 4096), sharding)
-    f = jax.jit(lambda x: mod.axpb(x, a=0.5, b=2.0), in_shardings=sharding, out_shardings=sharding)
-    hlo = f.lower(x).compile().as_text()
-    assert "all-gather" not in hlo and "all-to-all" not in hlo
-    np.testing.assert_array_equal(np.asarray(f(x)), 0.5 * np.arange(8192).reshape(2, 4096) + 2)
 
 
 WORKER = textwrap.dedent(

@@ -201,22 +201,6 @@ class CompiledModule:
     def target_names(self) -> list[str]:
         return list(self.targets.values())
 
-    def register_batch_partitionable(self, *functions: str) -> None:
-        """Let XLA's SPMD partitioner split these targets (default: all) along the leading
-        (batch) dimension of sharded operands instead of gathering them onto one device.
-
-        Only for functions whose rows are independent: each device runs the kernel on
-        its own slice of every operand and result.
-        """
-        import jax.ffi
-
-        for name in functions or tuple(self.functions):
-            if name not in self.targets:
-                raise AttributeError(
-                    f"module {self.name!r} has no function {name!r}; it has {sorted(self.targets)}"
-                )
-            jax.ffi.register_ffi_target_as_batch_partitionable(self.targets[name])
-
     def __getattr__(self, item: str) -> KernelFunction:
         functions = self.__dict__.get("functions", {})
         if item in functions:
