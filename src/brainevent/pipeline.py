@@ -13,6 +13,7 @@ import ctypes
 import hashlib
 import json
 import logging
+import os
 import re
 import sys
 import time
@@ -258,6 +259,7 @@ def _build(
     for out, object_key in object_keys.items():
         if out not in reused:
             objects.publish(object_key, staging / out)
+    os.chmod(staging / library, 0o755)  # whatever the umask: loads refuse group/world-writable code
     elapsed = time.monotonic() - started
     log.info("compiled %s in %.2f s", options.name, elapsed)
     for out in object_keys:  # objects live on in the object cache, not in the entry

@@ -42,13 +42,24 @@ def _escape(path: str) -> str:
     return path.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
 
 
+def _ninja_command(command: Sequence[str]) -> str:
+    """Shell-quoted for /bin/sh (which ninja runs), then `$` doubled for ninja's own lexer."""
+    line = shlex.join(command)
+    if "\n" in line or "\r" in line:
+        raise CompileError(
+            f"a build argument contains a line break, which no build tool can pass on: {command!r}. "
+            "Rename the file or directory, or drop the flag.",
+        )
+    return line.replace("$", "$$")
+
+
 def render_ninja(steps: Sequence[BuildStep]) -> str:
     lines = ["ninja_required_version = 1.7", ""]
     for i, step in enumerate(steps):
         lines += [
             f"rule step{i}",
-            f"  command = {shlex.join(step.command)}",
-            f"  description = {step.description}",
+            f"  command = {_ninja_command(step.command)}",
+            f"  description = {step.description.replace('$', '$$').splitlines()[0] if step.description else ''}",
             "",
             f"build {_escape(step.output)}: step{i} " + " ".join(_escape(p) for p in step.inputs),
             "",

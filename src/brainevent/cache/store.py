@@ -53,8 +53,11 @@ class CacheEntry:
         return self.directory / self.manifest.artifact
 
 
-def _make_private_dir(path: Path) -> None:
+def _make_private_dir(path: Path, root: Path | None = None) -> None:
+    """Creates ``path`` (and the cache root above it) readable by this user only."""
     try:
+        if root is not None and not root.exists():
+            root.mkdir(mode=0o700, parents=True, exist_ok=True)
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise CacheError(
@@ -62,6 +65,24 @@ def _make_private_dir(path: Path) -> None:
             "(or build_directory=) at a writable directory.",
             path=str(path),
         ) from exc
+
+
+def untrusted_reason(path: Path) -> str | None:
+    """Why ``path`` cannot be trusted to hold code we load, or None.
+
+    A file or directory that another user owns, or that other users may write, could
+    have been swapped for malicious code: loading it would run that code in this process.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"cannot stat {path}: {exc.strerror}"
+    uid = os.getuid()
+    if st.st_uid != uid:
+        return f"{path} is owned by uid {st.st_uid}, not by this user (uid {uid})"
+    if st.st_mode & 0o022:
+        return f"{path} is writable by other users (mode {st.st_mode & 0o777:o})"
+    return None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -95,6 +116,15 @@ class EntryStore:
         manifest = Manifest.load(directory)
         if manifest is None:
             return None
+        for path in (directory, directory / manifest.artifact):
+            reason = untrusted_reason(path)
+            if reason is not None:
+                raise CacheError(
+                    f"refusing to load from the cache: {reason}. Someone else could have replaced the "
+                    f"compiled code. Remove the entry (`brainevent cache clear {self.name}`) or point "
+                    "BRAINEVENT_CACHE_DIR at a directory only you can write.",
+                    path=str(path),
+                )
         problem = manifest.verify(directory, key.digest)
         if problem is not None:
             log.warning("cache entry %s is damaged (%s); it will be rebuilt", directory, problem)
@@ -109,7 +139,7 @@ class EntryStore:
             if entry is not None:
                 _touch(entry.directory / MANIFEST_NAME)  # last use, for `brainevent cache prune`
                 return entry
-        _make_private_dir(self.module_dir)
+        _make_private_dir(self.module_dir, self.root)
         with self._locked(key):
             if not force:
                 entry = self.lookup(key)  # another process may have published meanwhile
