@@ -53,13 +53,18 @@ def _ninja_command(command: Sequence[str]) -> str:
     return line.replace("$", "$$")
 
 
+def _ninja_text(text: str) -> str:
+    first_line = text.splitlines()[0] if text else ""
+    return first_line.replace("$", "$$")
+
+
 def render_ninja(steps: Sequence[BuildStep]) -> str:
     lines = ["ninja_required_version = 1.7", ""]
     for i, step in enumerate(steps):
         lines += [
             f"rule step{i}",
             f"  command = {_ninja_command(step.command)}",
-            f"  description = {step.description.replace('$', '$$').splitlines()[0] if step.description else ''}",
+            f"  description = {_ninja_text(step.description)}",
             "",
             f"build {_escape(step.output)}: step{i} " + " ".join(_escape(p) for p in step.inputs),
             "",
