@@ -96,8 +96,14 @@ def run_build(
     try:
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
+        # ninja runs each command in a process group of its own and stops them all on
+        # SIGTERM; SIGKILL of ninja's group is the fallback if it does not exit.
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            output, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            output, _ = proc.communicate()
         text = output.decode("utf-8", "replace")
         raise CompileError(
             f"building module {module!r} did not finish within {timeout:.0f} s and was stopped. "
