@@ -105,7 +105,7 @@ def test_sixteen_processes_two_modules_interleaved(tmp_path: Path) -> None:
 
 
 def _sigkill_trials(tmp_path: Path, trials: int) -> None:
-    cxx, log = _compiler(tmp_path)
+    cxx, _ = _compiler(tmp_path)
     cache = tmp_path / "cache"
     rng = random.Random(1234)
     for trial in range(trials):

@@ -10,7 +10,7 @@ from typing import Any
 from .backends import CudaBackend
 from .errors import SpecError
 from .loaders import join_sources, name_from_path, read_source_file
-from .pipeline import LoadOptions, SourceUnit, load_module
+from .pipeline import LoadOptions, SourceUnit, as_flags, load_module
 from .runtime.module import CompiledModule
 
 _DIR_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
@@ -150,9 +150,9 @@ def _options(
     return LoadOptions(
         name=name,
         functions=functions,
-        extra_cflags=tuple(extra_cuda_cflags or ()),
-        extra_ldflags=tuple(extra_ldflags or ()),
-        extra_include_paths=tuple(extra_include_paths or ()),
+        extra_cflags=as_flags(extra_cuda_cflags, "extra_cuda_cflags"),
+        extra_ldflags=as_flags(extra_ldflags, "extra_ldflags"),
+        extra_include_paths=as_flags(extra_include_paths, "extra_include_paths"),
         build_directory=build_directory,
         verbose=verbose,
         force_rebuild=force_rebuild,

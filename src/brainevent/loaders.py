@@ -10,7 +10,7 @@ from typing import Any
 
 from .backends import CpuBackend
 from .errors import SpecError
-from .pipeline import LoadOptions, SourceUnit, load_module
+from .pipeline import LoadOptions, SourceUnit, as_flags, load_module
 from .runtime.module import CompiledModule
 
 
@@ -85,9 +85,9 @@ def load_cpp_inline(
     options = LoadOptions(
         name=name,
         functions=functions,
-        extra_cflags=tuple(extra_cflags or ()),
-        extra_ldflags=tuple(extra_ldflags or ()),
-        extra_include_paths=tuple(extra_include_paths or ()),
+        extra_cflags=as_flags(extra_cflags, "extra_cflags"),
+        extra_ldflags=as_flags(extra_ldflags, "extra_ldflags"),
+        extra_include_paths=as_flags(extra_include_paths, "extra_include_paths"),
         build_directory=build_directory,
         verbose=verbose,
         force_rebuild=force_rebuild,
@@ -119,6 +119,6 @@ def load_cpp_file(
     options = LoadOptions(name=module_name, functions=functions)
     for key, value in kwargs.items():
         if key in ("extra_cflags", "extra_ldflags", "extra_include_paths"):
-            value = tuple(value or ())
+            value = as_flags(value, key)
         setattr(options, key, value)
     return load_module([unit], options, CpuBackend())

@@ -101,6 +101,19 @@ def check_name(value: Any, what: str) -> str:
     return value
 
 
+def as_flags(value: Any, label: str) -> tuple[str, ...]:
+    """A list of flags as a tuple; a bare string is refused (it would split into characters)."""
+    if value is None:
+        return ()
+    if (
+        isinstance(value, str)
+        or not isinstance(value, (list, tuple))
+        or not all(isinstance(v, str) for v in value)
+    ):
+        raise SpecError(f'{label}={value!r} must be a list of strings, e.g. ["-DFOO=1"].', value=value)
+    return tuple(value)
+
+
 def check_options(options: LoadOptions) -> None:
     check_name(options.name, "name")
     if options.target_prefix is not None:

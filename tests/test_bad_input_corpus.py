@@ -1,0 +1,302 @@
+"""A corpus of bad input. Each case must raise a typed error whose message names the bad
+value; none may crash, abort or hang the process.
+
+Load-time cases run through the real loaders (specs are checked before compiling);
+call-time cases call a compiled module with wrong operands and attributes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import brainevent
+from brainevent import CompileError, KernelCallError, SpecError
+
+GOOD = r"""
+#include "brainevent/common.h"
+void scale(const BE::Tensor x, BE::Tensor out, float factor, int32_t count) {
+    BE_CHECK(x.ndim() == 1) << "scale expects a vector, got rank " << x.ndim();
+    BE_CHECK(x.size(0) == out.size(0)) << "x and out differ: " << x.size(0) << " vs " << out.size(0);
+    const float* px = x.data_ptr<float>();
+    float* po = out.data_ptr<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) po[i] = px[i] * factor + count;
+}
+"""
+
+# (label, keyword arguments of load_cpp_inline, error type, text the message must contain)
+LOAD_CASES: list[tuple[str, dict[str, Any], type[Exception], str]] = [
+    (
+        "unknown token",
+        {"functions": {"scale": ["arg", "ret", "atr.factor", "attr.count"]}},
+        SpecError,
+        "atr.factor",
+    ),
+    (
+        "typo type",
+        {"functions": {"scale": ["arg", "ret", "attr.factor:flaot32", "attr.count"]}},
+        SpecError,
+        "flaot32",
+    ),
+    (
+        "wrong attr type",
+        {"functions": {"scale": ["arg", "ret", "attr.factor:float64", "attr.count"]}},
+        SpecError,
+        "float64",
+    ),
+    ("too few tokens", {"functions": {"scale": ["arg", "ret"]}}, SpecError, "scale"),
+    (
+        "too many tokens",
+        {"functions": {"scale": ["arg", "ret", "attr.a", "attr.b", "stream"]}},
+        SpecError,
+        "scale",
+    ),
+    ("ret for a scalar", {"functions": {"scale": ["arg", "ret", "ret", "attr.count"]}}, SpecError, "factor"),
+    (
+        "attr for a tensor",
+        {"functions": {"scale": ["attr.x", "ret", "attr.factor", "attr.count"]}},
+        SpecError,
+        "x",
+    ),
+    (
+        "stream for float",
+        {"functions": {"scale": ["arg", "ret", "stream", "attr.count"]}},
+        SpecError,
+        "factor",
+    ),
+    ("two streams", {"functions": {"scale": ["arg", "ret", "stream", "stream"]}}, SpecError, "stream"),
+    ("duplicate attr", {"functions": {"scale": ["arg", "ret", "attr.a", "attr.a"]}}, SpecError, "'a'"),
+    ("empty token", {"functions": {"scale": ["arg", "", "attr.factor", "attr.count"]}}, SpecError, "''"),
+    ("non-string token", {"functions": {"scale": ["arg", 3, "attr.factor", "attr.count"]}}, SpecError, "3"),
+    ("bad attr name", {"functions": {"scale": ["arg", "ret", "attr.9x", "attr.count"]}}, SpecError, "9x"),
+    (
+        "attr name keyword",
+        {"functions": {"scale": ["arg", "ret", "attr.class", "attr.count"]}},
+        SpecError,
+        "class",
+    ),
+    ("missing function", {"functions": {"scael": ["arg", "ret"]}}, SpecError, "scael"),
+    ("function with slash", {"functions": {"../scale": ["arg", "ret"]}}, SpecError, "../scale"),
+    ("function with semicolon", {"functions": {"scale;rm": ["arg"]}}, SpecError, "scale;rm"),
+    ("functions of wrong type", {"functions": 42}, SpecError, "42"),
+    ("list of non-names", {"functions": ["scale", 7]}, SpecError, "7"),
+    ("no annotations", {"functions": None}, SpecError, "@BE"),
+    ("bad module name slash", {"name": "a/b"}, SpecError, "'a/b'"),
+    ("bad module name dots", {"name": ".."}, SpecError, "'..'"),
+    ("bad module name shell", {"name": "x$(id)"}, SpecError, "x$(id)"),
+    ("bad module name empty", {"name": ""}, SpecError, "''"),
+    ("bad module name type", {"name": 5}, SpecError, "5"),
+    ("bad prefix", {"target_prefix": "a b"}, SpecError, "'a b'"),
+    ("opt level 4", {"optimization_level": 4}, SpecError, "optimization_level=4"),
+    ("opt level -1", {"optimization_level": -1}, SpecError, "optimization_level=-1"),
+    ("opt level str", {"optimization_level": "3"}, SpecError, "optimization_level='3'"),
+    ("opt level bool", {"optimization_level": True}, SpecError, "optimization_level=True"),
+    ("cflags as str", {"extra_cflags": "-O2"}, SpecError, "-O2"),
+    ("cflags non-str", {"extra_cflags": ["-O2", 3]}, SpecError, "extra_cflags"),
+    ("ldflags as str", {"extra_ldflags": "-lm"}, SpecError, "-lm"),
+    ("include paths str", {"extra_include_paths": "/usr/include"}, SpecError, "/usr/include"),
+    ("bad compiler flag", {"extra_cflags": ["--no-such-flag-xyz"]}, CompileError, "--no-such-flag-xyz"),
+    ("sources of wrong type", {"cpp_sources": 123}, SpecError, "int"),
+    (
+        "source does not compile",
+        {"cpp_sources": GOOD.replace("po[i] =", "po[i] = undefined_name +")},
+        CompileError,
+        "undefined_name",
+    ),
+    (
+        "source with syntax error",
+        {"cpp_sources": GOOD.replace("{\n    BE_CHECK", "{{\n    BE_CHECK")},
+        CompileError,
+        "error",
+    ),
+    (
+        "unmappable param type",
+        {"cpp_sources": GOOD.replace("float factor", "float* factor"), "functions": ["scale"]},
+        SpecError,
+        "factor",
+    ),
+    (
+        "unsupported container",
+        {"cpp_sources": GOOD.replace("float factor", "std::vector<float> factor"), "functions": ["scale"]},
+        SpecError,
+        "factor",
+    ),
+    (
+        "const ret",
+        {
+            "cpp_sources": GOOD.replace("BE::Tensor out", "const BE::Tensor out"),
+            "functions": {"scale": ["arg", "ret", "attr.factor", "attr.count"]},
+        },
+        SpecError,
+        "out",
+    ),
+    (
+        "annotation typo",
+        {"cpp_sources": "// @BE scale arg rett attr.factor attr.count\n" + GOOD, "functions": None},
+        SpecError,
+        "rett",
+    ),
+    (
+        "duplicate annotation",
+        {"cpp_sources": "// @BE scale\n// @BE scale\n" + GOOD, "functions": None},
+        SpecError,
+        "scale",
+    ),
+    (
+        "template entry",
+        {
+            "cpp_sources": '#include "brainevent/common.h"\ntemplate <typename T> void tpl(const '
+            "BE::Tensor x, BE::Tensor out) {}\n",
+            "functions": ["tpl"],
+        },
+        SpecError,
+        "tpl",
+    ),
+    (
+        "overloads",
+        {"cpp_sources": GOOD + "void scale(const BE::Tensor x, BE::Tensor out) {}\n", "functions": ["scale"]},
+        SpecError,
+        "scale",
+    ),
+]
+
+
+@pytest.mark.parametrize(("label", "kwargs", "error", "needle"), LOAD_CASES, ids=[c[0] for c in LOAD_CASES])
+def test_load_time_bad_input(label: str, kwargs: dict[str, Any], error: type[Exception], needle: str) -> None:
+    arguments: dict[str, Any] = {
+        "name": "corpus_" + "".join(c if c.isalnum() else "_" for c in label),
+        "cpp_sources": GOOD,
+        "functions": {"scale": ["arg", "ret", "attr.factor", "attr.count"]},
+        "auto_register": False,
+    }
+    arguments.update(kwargs)
+    with pytest.raises(error) as info:
+        brainevent.load_cpp_inline(**arguments)
+    assert needle in str(info.value), str(info.value)
+
+
+@pytest.fixture(scope="module")
+def scale_mod() -> brainevent.CompiledModule:
+    return brainevent.load_cpp_inline(
+        name="corpus_calls",
+        cpp_sources=GOOD,
+        functions={"scale": ["arg", "ret", "attr.factor", "attr.count"]},
+    )
+
+
+def _raw(x: Any, **attrs: Any) -> np.ndarray:
+    shape = getattr(x, "shape", (3,))
+    dtype = getattr(x, "dtype", jnp.float32)
+    return np.asarray(jax.ffi.ffi_call("corpus_calls.scale", jax.ShapeDtypeStruct(shape, dtype))(x, **attrs))
+
+
+ONE = jnp.ones(3, jnp.float32)
+
+# (label, callable taking the module, error type, text the message must contain)
+CALL_CASES: list[tuple[str, Any, type[Exception], str]] = [
+    ("sugar: no operands", lambda m: m.scale(factor=1.0, count=1), KernelCallError, "expected 1 input"),
+    ("sugar: two operands", lambda m: m.scale(ONE, ONE, factor=1.0, count=1), KernelCallError, "got 2"),
+    ("sugar: missing attr", lambda m: m.scale(ONE, factor=1.0), KernelCallError, "count"),
+    ("sugar: extra attr", lambda m: m.scale(ONE, factor=1.0, count=1, bias=2), KernelCallError, "bias"),
+    ("sugar: int32 overflow", lambda m: m.scale(ONE, factor=1.0, count=2**31), KernelCallError, "2147483648"),
+    (
+        "sugar: int32 underflow",
+        lambda m: m.scale(ONE, factor=1.0, count=-(2**31) - 1),
+        KernelCallError,
+        "-2147483649",
+    ),
+    ("sugar: float for int", lambda m: m.scale(ONE, factor=1.0, count=1.5), KernelCallError, "1.5"),
+    ("sugar: str attr", lambda m: m.scale(ONE, factor="big", count=1), KernelCallError, "'big'"),
+    ("sugar: bool for float", lambda m: m.scale(ONE, factor=True, count=1), KernelCallError, "True"),
+    ("sugar: float32 overflow", lambda m: m.scale(ONE, factor=1e39, count=1), KernelCallError, "1e+39"),
+    ("sugar: array attr", lambda m: m.scale(ONE, factor=np.ones(2), count=1), KernelCallError, "shape (2,)"),
+    (
+        "sugar: outs count",
+        lambda m: m.scale(ONE, factor=1.0, count=1, outs=[ONE, ONE]),
+        KernelCallError,
+        "got 2",
+    ),
+    ("sugar: outs type", lambda m: m.scale(ONE, factor=1.0, count=1, outs=[3]), KernelCallError, "3"),
+    (
+        "raw: int overflow",
+        lambda m: _raw(ONE, factor=1.0, count=2**40),
+        jax.errors.JaxRuntimeError,
+        "1099511627776",
+    ),
+    (
+        "raw: missing attr",
+        lambda m: _raw(ONE, factor=1.0),
+        jax.errors.JaxRuntimeError,
+        "missing attribute 'count'",
+    ),
+    (
+        "raw: unknown attr",
+        lambda m: _raw(ONE, factor=1.0, count=1, gain=2),
+        jax.errors.JaxRuntimeError,
+        "gain",
+    ),
+    ("raw: float for int", lambda m: _raw(ONE, factor=1.0, count=2.5), jax.errors.JaxRuntimeError, "2.5"),
+    (
+        "raw: float32 overflow",
+        lambda m: _raw(ONE, factor=1e300, count=1),
+        jax.errors.JaxRuntimeError,
+        "1e+300",
+    ),
+    (
+        "raw: wrong dtype",
+        lambda m: _raw(jnp.ones(3, jnp.int32), factor=1.0, count=1),
+        jax.errors.JaxRuntimeError,
+        "data_ptr<float32>() on a tensor of dtype int32",
+    ),
+    (
+        "raw: wrong rank",
+        lambda m: _raw(jnp.ones((2, 2), jnp.float32), factor=1.0, count=1),
+        jax.errors.JaxRuntimeError,
+        "scale expects a vector, got rank 2",
+    ),
+    (
+        "raw: wrong shape",
+        lambda m: np.asarray(
+            jax.ffi.ffi_call("corpus_calls.scale", jax.ShapeDtypeStruct((5,), jnp.float32))(
+                ONE, factor=1.0, count=1
+            )
+        ),
+        jax.errors.JaxRuntimeError,
+        "x and out differ: 3 vs 5",
+    ),
+    (
+        "raw: two operands",
+        lambda m: np.asarray(
+            jax.ffi.ffi_call("corpus_calls.scale", jax.ShapeDtypeStruct((3,), jnp.float32))(
+                ONE, ONE, factor=1.0, count=1
+            )
+        ),
+        jax.errors.JaxRuntimeError,
+        "got 2 input(s)",
+    ),
+    (
+        "raw: unsupported dtype",
+        lambda m: _raw(jnp.ones(3, jnp.float8_e4m3fn), factor=1.0, count=1),
+        jax.errors.JaxRuntimeError,
+        "does not support",
+    ),
+]
+
+
+@pytest.mark.parametrize(("label", "call", "error", "needle"), CALL_CASES, ids=[c[0] for c in CALL_CASES])
+def test_call_time_bad_input(
+    scale_mod: brainevent.CompiledModule, label: str, call: Any, error: type[Exception], needle: str
+) -> None:
+    with pytest.raises(error) as info:
+        call(scale_mod)
+    assert needle in str(info.value), str(info.value)
+    # The process and the kernel survive.
+    np.testing.assert_allclose(np.asarray(scale_mod.scale(ONE, factor=2.0, count=1)), np.full(3, 3.0))
+
+
+def test_corpus_size() -> None:
+    assert len(LOAD_CASES) + len(CALL_CASES) >= 50
