@@ -213,6 +213,10 @@ def main() -> None:
     build_s, gxx_s = cold_build(args.repeat)
     first_s, hit_s, import_s, raw_s = cache_hit(args.repeat, cache)
     calls = per_call(cache, n=16, calls=2000)
+    from bench_concurrency import wall_time
+
+    one_s, _ = wall_time(1)
+    many_s, many_built = wall_time(16)
 
     be_d, be_l = calls["brainevent"]
     hw_d, hw_l = calls["hand-written ffi.h"]
@@ -252,6 +256,13 @@ def main() -> None:
             f"hand-written handler: {hw_l * 1e6:.3f} us",
             f"{be_l / hw_l:.3f}x",
             "<= 1.05x",
+        ],
+        [
+            "16 processes cold-load one module at once",
+            f"{many_s:.2f} s wall, {many_built} build(s)",
+            f"one process alone: {one_s:.2f} s",
+            f"{many_s / one_s:.2f}x",
+            "one build, wall close to 1x",
         ],
         [
             "per call vs jnp (dispatch / loop step)",

@@ -1,0 +1,47 @@
+"""One entry point for every benchmark: CPU always, GPU when one is present.
+
+Writes markdown tables (ratios against baselines measured in the same run) to
+docs/benchmarks-cpu.md and, on a GPU machine, docs/benchmarks-gpu.md.
+
+Usage: python benchmarks/run.py [--repeat N] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DOCS = HERE.parent / "docs"
+sys.path.insert(0, str(HERE))
+
+
+def _gpu_present() -> bool:
+    sys.path.insert(0, str(HERE.parent / "src"))
+    from brainevent.toolchain.cuda_driver import probe_devices
+
+    probe = probe_devices()
+    return bool(probe.available and probe.devices)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    runs = [("bench_cpu.py", DOCS / "benchmarks-cpu.md")]
+    if _gpu_present():
+        runs.append(("bench_cuda.py", DOCS / "benchmarks-gpu.md"))
+    status = 0
+    for script, target in runs:
+        command = [sys.executable, str(HERE / script), "--repeat", str(args.repeat)]
+        if not args.no_write:
+            command += ["--write", str(target)]
+        status |= subprocess.run(command, check=False).returncode
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
