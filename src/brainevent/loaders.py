@@ -68,8 +68,9 @@ def load_cpp_inline(
         functions: ``{"func": ["arg", "ret", ...]}`` explicit arg_specs; a list of function
             names whose specs are inferred from their C++ signatures; or ``None`` to use
             ``// @BE name [tokens]`` annotations in the source.
-        extra_cflags / extra_ldflags / extra_include_paths: additional compiler flags,
-            linker flags and include directories.
+        extra_cflags: Additional compiler flags, e.g. ``["-DNDEBUG"]``.
+        extra_ldflags: Additional linker flags, e.g. ``["-lm"]``.
+        extra_include_paths: Additional include directories.
         build_directory: Use this directory as the cache root instead of the default.
         verbose: Log the build's commands and progress to stderr.
         force_rebuild: Compile even if an identical build is cached.

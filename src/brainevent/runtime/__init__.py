@@ -1,0 +1,1 @@
+"""Loading compiled modules: dlopen, registration with JAX, CompiledModule and its call sugar."""
