@@ -167,3 +167,30 @@ def test_dispatch_rejects_unsupported_dtype() -> None:
         jax.errors.JaxRuntimeError, match=r"square: unsupported dtype complex64 \(expected one of"
     ):
         mod.square(x).block_until_ready()
+
+
+NAMESPACED = r"""
+#include <cstddef>
+#include "brainevent/common.h"
+namespace ops {
+namespace detail { inline float twice(float v) { return 2.0f * v; } }
+// @BE doubled arg ret stream
+void doubled(const BE::Tensor x, BE::Tensor out, size_t stream) {
+    for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<float>()[i] = detail::twice(x.data_ptr<float>()[i]);
+}
+}  // namespace ops
+namespace {
+// @BE tripled arg ret
+void tripled(const BE::Tensor x, BE::Tensor out) {
+    for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<float>()[i] = 3.0f * x.data_ptr<float>()[i];
+}
+}  // namespace
+"""
+
+
+def test_entry_points_in_namespaces_and_unsigned_stream() -> None:
+    mod = brainevent.load_cpp_inline(name="tut_namespaced", cpp_sources=NAMESPACED)
+    assert mod.functions["doubled"].scope == "ops" and mod.functions["tripled"].scope == ""
+    x = jnp.arange(4, dtype=jnp.float32)
+    np.testing.assert_array_equal(mod.doubled(x), 2 * np.arange(4))
+    np.testing.assert_array_equal(mod.tripled(x), 3 * np.arange(4))

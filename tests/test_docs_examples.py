@@ -37,7 +37,7 @@ def python_blocks(text: str) -> list[str]:
     return blocks
 
 
-PAGES = sorted(p for p in DOCS.glob("*.md") if python_blocks(p.read_text()))
+PAGES = sorted(p for p in [*DOCS.glob("*.md"), DOCS.parent / "README.md"] if python_blocks(p.read_text()))
 
 
 def _marks(page: Path) -> list[pytest.MarkDecorator]:

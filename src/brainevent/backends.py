@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from .build.step import BuildStep
@@ -61,6 +60,9 @@ def strip_flags(options: LoadOptions) -> list[str]:
 class CpuBackend:
     platform = "cpu"
     jax_platform = "cpu"
+
+    def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
+        return {}
 
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
         cxx = find_host_compiler()
@@ -124,12 +126,33 @@ class CudaBackend:
     jax_platform = "CUDA"
 
     def __init__(self, compute_capability: object = None) -> None:
+        from .errors import ToolchainError
         from .toolchain.cuda_arch import resolve_archs
         from .toolchain.nvcc import find_nvcc
 
-        self.nvcc = find_nvcc()
-        self.archs = resolve_archs(compute_capability, nvcc_version=self.nvcc.version)
-        _warn_plugin_mismatch_once(self.nvcc)
+        # Without nvcc, modules built ahead of time can still be loaded (see key_inputs).
+        self.toolchain_error: ToolchainError | None = None
+        self._nvcc: Any = None
+        try:
+            self._nvcc = find_nvcc()
+        except ToolchainError as exc:
+            self.toolchain_error = exc
+        self.archs = resolve_archs(
+            compute_capability, nvcc_version=self._nvcc.version if self._nvcc else None
+        )
+        if self._nvcc is not None:
+            _warn_plugin_mismatch_once(self._nvcc)
+
+    @property
+    def nvcc(self) -> Any:
+        if self._nvcc is None:
+            assert self.toolchain_error is not None
+            raise self.toolchain_error
+        return self._nvcc
+
+    def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
+        """What keys a build apart from the toolchain's identity: the archs."""
+        return {"archs": [a.sm for a in self.archs]}
 
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
         from . import config
@@ -176,40 +199,17 @@ class CudaBackend:
     ) -> list[BuildStep]:
         cxx = find_host_compiler().command
         nvcc_flags = self._nvcc_flags(options)
-        cuda_include = ["-isystem", str(Path(self.nvcc.root) / "include")]
-        host_opt = [f"-O{options.optimization_level}"] + (["-ffast-math"] if options.use_fast_math else [])
         steps: list[BuildStep] = []
         objects: list[str] = []
         for i, (path, unit) in enumerate(kernel_units):
             obj = f"k{i}.o"
             objects.append(obj)
             includes = user_include_flags(options, unit)
-            if unit.suffix == ".cu":
-                # nvcc has no -iquote; the unit's directory goes on -I.
-                includes = [("-I" if f == "-iquote" else f) for f in includes]
-                command = (
-                    self.nvcc.path,
-                    *nvcc_flags,
-                    *includes,
-                    *options.extra_cflags,
-                    "-c",
-                    path,
-                    "-o",
-                    obj,
-                )
-            else:
-                command = (
-                    *cxx,
-                    *HOST_BASE_FLAGS,
-                    *host_opt,
-                    *includes,
-                    *cuda_include,
-                    *options.extra_cflags,
-                    "-c",
-                    path,
-                    "-o",
-                    obj,
-                )
+            # nvcc has no -iquote; the unit's directory goes on -I. .cpp units go through
+            # nvcc as well (it hands them to the host compiler), so extra_cuda_cflags mean
+            # the same for every unit and the CUDA headers are on the path.
+            includes = [("-I" if f == "-iquote" else f) for f in includes]
+            command = (self.nvcc.path, *nvcc_flags, *includes, *options.extra_cflags, "-c", path, "-o", obj)
             steps.append(BuildStep(obj, (path,), command, unit.display_name))
         steps.append(binding_step(cxx, binding))
         objects.append("binding.o")

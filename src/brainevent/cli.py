@@ -157,8 +157,15 @@ def _cmd_build(args: argparse.Namespace) -> int:
     for raw in args.paths:
         path = Path(raw)
         try:
-            if path.is_dir():
+            if path.is_dir() and any(path.glob("*.cu")):
                 mod = cuda_loaders.load_cuda_dir(path, **cuda)
+            elif path.is_dir():  # plain C++: each file is its own CPU module
+                for file in sorted(path.glob("*.cpp")):
+                    cpu_mod = loaders.load_cpp_file(file, **common)
+                    print(
+                        f"{'built' if cpu_mod.built_now else 'already cached'}: {cpu_mod.name} (cpu) -> {cpu_mod.path}"
+                    )
+                continue
             elif path.suffix == ".cu" and args.as_inline:
                 name = loaders.name_from_path(path)
                 mod = cuda_loaders.load_cuda_inline(name, path.read_text(), **cuda)

@@ -31,7 +31,7 @@ from .build.includes import header_closure
 from .cache.key import CacheKey, KeyBuilder
 from .cache.manifest import Manifest, sha256_file
 from .cache.store import CacheEntry, EntryStore, cache_root
-from .errors import CompileError, LoadError, SpecError
+from .errors import CompileError, LoadError, SpecError, ToolchainError
 from .headers import INCLUDE_DIR
 from .runtime.module import CompiledModule
 from .runtime.registry import register_target
@@ -76,6 +76,8 @@ class Backend(Protocol):
     jax_platform: str  # the platform name given to jax.ffi.register_ffi_target
 
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]: ...
+
+    def portable_inputs(self, options: LoadOptions) -> dict[str, Any]: ...
 
     def compile_steps(
         self,
@@ -165,12 +167,15 @@ def _spec_to_json(spec: FunctionSpec) -> dict[str, Any]:
         "params": [[p.role.value, p.name, p.dtype, p.cxx_type] for p in spec.params],
         "source_file": spec.source_file,
         "line": spec.line,
+        "scope": spec.scope,
     }
 
 
 def _spec_from_json(name: str, data: Mapping[str, Any]) -> FunctionSpec:
     params = tuple(Param(Role(r), n, d, c) for r, n, d, c in data["params"])
-    return FunctionSpec(name, params, data.get("source_file", ""), int(data.get("line", 0)))
+    return FunctionSpec(
+        name, params, data.get("source_file", ""), int(data.get("line", 0)), data.get("scope", "")
+    )
 
 
 @contextlib.contextmanager
@@ -253,7 +258,7 @@ def _build(
     )
     started = time.monotonic()
     try:
-        run_build(
+        build_log, _ = run_build(
             staging,
             todo,
             workers=options.ninja_workers,
@@ -265,10 +270,12 @@ def _build(
         failed_log.write_text(str(exc.data.get("log", "")))
         raise compile_error(
             options.name,
-            str(exc.data.get("log", "")),
+            _user_file_names(str(exc.data.get("log", "")), kernel_units),
             failed_log,
             timed_out=bool(exc.data.get("timed_out")),
         ) from None
+    if options.verbose:
+        log.info("build log of %s:\n%s", options.name, build_log.rstrip())
     for out, object_key in object_keys.items():
         if out not in reused:
             objects.publish(object_key, staging / out)
@@ -291,6 +298,14 @@ def _build(
         created=time.time(),
         build_seconds=elapsed,
     )
+
+
+def _user_file_names(log_text: str, kernel_units: Sequence[tuple[str, SourceUnit]]) -> str:
+    """Replaces the generated translation units' names (nvcc's closing line names them) with
+    the user's file names."""
+    for path, unit in kernel_units:
+        log_text = log_text.replace(path, unit.display_name)
+    return log_text
 
 
 def _unit_headers(
@@ -324,15 +339,38 @@ def load_module(units: Sequence[SourceUnit], options: LoadOptions, backend: Back
             "extra_cflags": list(options.extra_cflags),
             "extra_ldflags": list(options.extra_ldflags),
             "extra_include_paths": list(options.extra_include_paths),
-            **backend.key_inputs(options),
         }
-        key = KeyBuilder(backend.platform).add("record", record).add("units", _unit_key(units)).finish()
+        units_key = _unit_key(units)
+        # The key without the toolchain's identity: it finds an ahead-of-time build on a
+        # machine that has no compiler (a production node), through an alias file.
+        portable = (
+            KeyBuilder(backend.platform + "-portable")
+            .add("record", dict(record, **backend.portable_inputs(options)))
+            .add("units", units_key)
+            .finish()
+        )
         store = EntryStore(cache_root(options.build_directory), options.name)
+        try:
+            toolchain = backend.key_inputs(options)
+        except ToolchainError as exc:
+            prebuilt = store.lookup_alias(portable)
+            if prebuilt is None:
+                raise ToolchainError(
+                    f"{exc.message}\nNo ahead-of-time build of module {options.name!r} with these sources "
+                    f"and options was found under {store.module_dir} either (see `brainevent build`).",
+                    **exc.data,
+                ) from None
+            log.debug("no toolchain; loading the ahead-of-time build at %s", prebuilt.directory)
+            return _load_entry(prebuilt, options, backend)
+        record.update(toolchain)
+        key = KeyBuilder(backend.platform).add("record", record).add("units", units_key).finish()
         entry: CacheEntry = store.get_or_build(
             key,
             lambda staging: _build(staging, units, options, backend, key, record, store),
             force=options.force_rebuild,
         )
+        if entry.built_now:
+            store.write_alias(portable, key)
         if not entry.built_now:
             log.debug("cache hit for %s at %s", options.name, entry.directory)
         return _load_entry(entry, options, backend)

@@ -131,6 +131,24 @@ class EntryStore:
             return None
         return CacheEntry(directory, manifest, built_now=False)
 
+    def alias_path(self, portable: CacheKey) -> Path:
+        return self.module_dir / f"{portable.short}.alias"
+
+    def write_alias(self, portable: CacheKey, key: CacheKey) -> None:
+        """Records that ``portable`` (a key without toolchain identity) was last built as ``key``."""
+        with contextlib.suppress(OSError):
+            fd, tmp = tempfile.mkstemp(prefix=".alias-", dir=self.module_dir)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(key.digest)
+            os.replace(tmp, self.alias_path(portable))
+
+    def lookup_alias(self, portable: CacheKey) -> CacheEntry | None:
+        try:
+            digest = self.alias_path(portable).read_text().strip()
+        except OSError:
+            return None
+        return self.lookup(CacheKey(digest)) if len(digest) == 64 else None
+
     def get_or_build(
         self, key: CacheKey, build: Callable[[Path], Manifest], *, force: bool = False
     ) -> CacheEntry:

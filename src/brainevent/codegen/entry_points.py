@@ -34,8 +34,7 @@ def _call_arguments(spec: FunctionSpec) -> list[str]:
             out.append(f"::BE::detail::load_attr<{param.cxx_type}>(a[{attr_index}])")
             attr_index += 1
         else:  # stream: an integer handle, or a pointer type such as cudaStream_t
-            is_integer = "int" in param.cxx_type or "long" in param.cxx_type
-            out.append("stream" if is_integer else f"reinterpret_cast<{param.cxx_type}>(stream)")
+            out.append(f"::BE::detail::stream_as<{param.cxx_type}>(stream)")
     return out
 
 
@@ -45,7 +44,7 @@ def render_trampoline(spec: FunctionSpec) -> str:
         f"BE_ENTRY const char* {entry_symbol(spec.name)}(const ::BE::Tensor* t, void* const* a, "
         "int64_t stream) {\n"
         "  (void)t; (void)a; (void)stream;\n"
-        f"  return ::BE::detail::guarded_call([&] {{ {spec.name}({args}); }});\n"
+        f"  return ::BE::detail::guarded_call([&] {{ {spec.qualified_name}({args}); }});\n"
         "}\n"
     )
 

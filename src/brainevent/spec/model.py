@@ -61,6 +61,11 @@ class FunctionSpec:
     params: tuple[Param, ...]
     source_file: str = ""  # virtual or real file name where the function is defined
     line: int = 0  # 1-based line of the definition
+    scope: str = ""  # enclosing namespaces, e.g. "ops"; the entry is called as ::ops::name
+
+    @property
+    def qualified_name(self) -> str:
+        return f"::{self.scope}::{self.name}" if self.scope else f"::{self.name}"
 
     @property
     def args(self) -> tuple[Param, ...]:

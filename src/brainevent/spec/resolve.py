@@ -53,7 +53,7 @@ def resolve_functions(functions: Functions, sources: Sequence[tuple[str, str]]) 
         sig = _locate(req.name, scanned)
         tokens = req.tokens if req.tokens is not None else infer_spec(sig)
         params = bind_tokens(sig, tokens, req.origin)
-        specs.append(FunctionSpec(req.name, params, sig.file_name, sig.line))
+        specs.append(FunctionSpec(req.name, params, sig.file_name, sig.line, sig.scope))
     return specs
 
 

@@ -70,6 +70,7 @@ class CxxSignature:
     is_definition: bool = True
     kind: str = "host"  # "host", "kernel" (__global__) or "device" (__device__ only)
     is_template: bool = False
+    scope: str = ""  # enclosing named namespaces, e.g. "ops::detail"; "" at file scope
 
     @property
     def where(self) -> str:
@@ -156,6 +157,7 @@ class _Scanner:
     def run(self) -> list[CxxSignature]:
         out: list[CxxSignature] = []
         stack: list[str] = []  # "(", "[", "ns" (namespace-like brace) or "{" (any other brace)
+        self.scopes: list[str] = []  # names of the open namespace-like braces ("" if unnamed)
         nested = 0  # entries of ``stack`` that are not "ns"
         stmt = 0  # first token of the current namespace-scope statement
         for i, tok in enumerate(self.toks):
@@ -178,6 +180,7 @@ class _Scanner:
             elif t == "{":
                 if nested == 0 and self.opens_namespace(stmt, i):
                     stack.append("ns")
+                    self.scopes.append(self.namespace_name(stmt, i))
                     stmt = i + 1
                 else:
                     stack.append("{")
@@ -188,7 +191,11 @@ class _Scanner:
                     stack.pop()
                     nested -= 1
                 if stack:
-                    nested -= stack.pop() != "ns"
+                    closed = stack.pop()
+                    if closed == "ns":
+                        self.scopes.pop()
+                    else:
+                        nested -= 1
                 if nested == 0:
                     stmt = i + 1
             elif t == ";" and nested == 0:
@@ -197,6 +204,16 @@ class _Scanner:
 
     def text_at(self, i: int) -> str:
         return self.texts[i] if i < len(self.texts) else ""
+
+    def namespace_name(self, start: int, brace: int) -> str:
+        """The name a namespace brace opens ("a::b" for nested definitions); "" for
+        anonymous namespaces and extern "C" blocks, whose members need no qualification."""
+        words = self.texts[start:brace]
+        if words[:1] == ["inline"]:
+            words = words[1:]
+        if words[:1] != ["namespace"]:
+            return ""
+        return "".join(w for w in words[1:] if w.isidentifier() or w == "::")
 
     def opens_namespace(self, start: int, brace: int) -> bool:
         words = self.texts[start:brace]
@@ -268,6 +285,7 @@ class _Scanner:
             is_definition=end == "def",
             kind=kind,
             is_template=is_template,
+            scope="::".join(name for name in self.scopes if name),
         )
 
 

@@ -62,6 +62,15 @@ inline const char* dtype_name(DType t) noexcept {
   }
 }
 
+// Storage types for 16-bit floats: the raw bits, for host code that only moves them
+// (CUDA code uses __half / __nv_bfloat16, which have the same size and layout).
+struct float16 {
+  uint16_t bits;
+};
+struct bfloat16 {
+  uint16_t bits;
+};
+
 // dtype_of<T>(): the DType of a C++ element type. Half types have no portable
 // C++ spelling, so they are matched by size in data_ptr<T>() instead; complex
 // types are mapped in dtype_complex.h (kept apart: <complex> is slow to parse).
@@ -77,6 +86,8 @@ template <> struct DTypeOf<uint32_t> { static constexpr DType value = DType::UIn
 template <> struct DTypeOf<uint64_t> { static constexpr DType value = DType::UInt64; };
 template <> struct DTypeOf<float> { static constexpr DType value = DType::Float32; };
 template <> struct DTypeOf<double> { static constexpr DType value = DType::Float64; };
+template <> struct DTypeOf<float16> { static constexpr DType value = DType::Float16; };
+template <> struct DTypeOf<bfloat16> { static constexpr DType value = DType::BFloat16; };
 
 template <typename T> inline constexpr DType dtype_of() noexcept { return DTypeOf<T>::value; }
 

@@ -55,5 +55,17 @@ std::remove_cv_t<std::remove_reference_t<T>> load_attr(void* p) noexcept {
   return value;
 }
 
+// The stream handle as the parameter's own type: an integer (int64_t, size_t, ...)
+// or a pointer such as cudaStream_t / void*.
+template <typename T>
+std::remove_cv_t<std::remove_reference_t<T>> stream_as(int64_t stream) noexcept {
+  using U = std::remove_cv_t<std::remove_reference_t<T>>;
+  if constexpr (std::is_pointer_v<U>) {
+    return reinterpret_cast<U>(stream);
+  } else {
+    return static_cast<U>(stream);
+  }
+}
+
 }  // namespace detail
 }  // namespace BE

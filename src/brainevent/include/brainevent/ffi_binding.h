@@ -97,9 +97,20 @@ inline XLA_FFI_Error* invalid(const XLA_FFI_CallFrame* frame, const Message& m) 
   return make_error(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, m.text);
 }
 
+// XLA asks a handler for its API version and traits through a metadata extension;
+// every other call is a real one (whatever other extensions a later XLA may add).
+inline bool is_metadata_query(const XLA_FFI_CallFrame* frame) {
+  for (const XLA_FFI_Extension_Base* ext = frame->extension_start; ext != nullptr; ext = ext->next) {
+    if (ext->type == XLA_FFI_Extension_Metadata) return true;
+  }
+  return false;
+}
+
 // Answers XLA's registration-time query for the API version and traits.
 inline XLA_FFI_Error* fill_metadata(XLA_FFI_CallFrame* frame, XLA_FFI_Handler_Traits traits) {
-  auto* ext = reinterpret_cast<XLA_FFI_Metadata_Extension*>(frame->extension_start);
+  XLA_FFI_Extension_Base* base = frame->extension_start;
+  while (base->type != XLA_FFI_Extension_Metadata) base = base->next;
+  auto* ext = reinterpret_cast<XLA_FFI_Metadata_Extension*>(base);
   if (ext->extension_base.struct_size < XLA_FFI_Metadata_Extension_STRUCT_SIZE || ext->metadata == nullptr ||
       ext->metadata->struct_size < XLA_FFI_Metadata_STRUCT_SIZE) {
     return make_error(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT,
@@ -398,9 +409,7 @@ inline XLA_FFI_Error* decode_attrs(XLA_FFI_CallFrame* frame, const FunctionDesc&
 // kTensors / kAttrs are the function's counts (at least 1, to keep arrays legal).
 template <int kTensors, int kAttrs>
 inline XLA_FFI_Error* invoke(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, XLA_FFI_Handler_Traits traits) {
-  if (frame->extension_start != nullptr && frame->extension_start->type == XLA_FFI_Extension_Metadata) {
-    return fill_metadata(frame, traits);
-  }
+  if (is_metadata_query(frame)) return fill_metadata(frame, traits);
   if (frame->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE) {
     return invalid(frame, start_message(fn).add("XLA passed a call frame older than this binding supports"));
   }
