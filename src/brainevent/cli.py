@@ -162,9 +162,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
             elif path.is_dir():  # plain C++: each file is its own CPU module
                 for file in sorted(path.glob("*.cpp")):
                     cpu_mod = loaders.load_cpp_file(file, **common)
-                    print(
-                        f"{'built' if cpu_mod.built_now else 'already cached'}: {cpu_mod.name} (cpu) -> {cpu_mod.path}"
-                    )
+                    state = "built" if cpu_mod.built_now else "already cached"
+                    print(f"{state}: {cpu_mod.name} (cpu) -> {cpu_mod.path}")
                 continue
             elif path.suffix == ".cu" and args.as_inline:
                 name = loaders.name_from_path(path)
