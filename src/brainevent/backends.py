@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .build.step import BuildStep
+from .build.step import BUILD_DIR, BuildStep
 from .headers import INCLUDE_DIR
 from .pipeline import LoadOptions, SourceUnit
 from .toolchain import find_host_compiler, xla_include_dir
@@ -13,7 +13,9 @@ from .toolchain.xla import c_api_digest
 
 # Flags of ours that every host compile gets. -fvisibility=hidden keeps the
 # shared object's dynamic symbol table to the handlers, which speeds up dlopen.
-HOST_BASE_FLAGS = ("-std=c++17", "-fPIC", "-fvisibility=hidden")
+# -ffile-prefix-map keeps the (random) staging directory out of debug info and __FILE__,
+# so two clean builds of the same inputs are byte-identical.
+HOST_BASE_FLAGS = ("-std=c++17", "-fPIC", "-fvisibility=hidden", f"-ffile-prefix-map={BUILD_DIR}=.")
 BINDING_OPT = "-O2"
 
 
@@ -184,6 +186,7 @@ class CudaBackend:
             *check_host_compiler(self.nvcc, cxx.path),
             "-Xcompiler=-fPIC",
             "-Xcompiler=-fvisibility=hidden",
+            f"-Xcompiler=-ffile-prefix-map={BUILD_DIR}=.",
             *gencode_flags(self.archs),
         ]
         if options.use_fast_math:
@@ -209,7 +212,20 @@ class CudaBackend:
             # nvcc as well (it hands them to the host compiler), so extra_cuda_cflags mean
             # the same for every unit and the CUDA headers are on the path.
             includes = [("-I" if f == "-iquote" else f) for f in includes]
-            command = (self.nvcc.path, *nvcc_flags, *includes, *options.extra_cflags, "-c", path, "-o", obj)
+            # Kept intermediates are named after the unit, unlike nvcc's default temporary
+            # files (tmpxft_<pid>_...), whose names end up in the symbol table.
+            keep = ("--keep", f"--keep-dir={BUILD_DIR}/nvcc-tmp/k{i}")
+            command = (
+                self.nvcc.path,
+                *nvcc_flags,
+                *keep,
+                *includes,
+                *options.extra_cflags,
+                "-c",
+                path,
+                "-o",
+                obj,
+            )
             steps.append(BuildStep(obj, (path,), command, unit.display_name))
         steps.append(binding_step(cxx, binding))
         objects.append("binding.o")

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -285,6 +286,7 @@ def _build(
     for out in object_keys:  # objects live on in the object cache, not in the entry
         (staging / out).unlink(missing_ok=True)
     (staging / "build.ninja").unlink(missing_ok=True)
+    shutil.rmtree(staging / "nvcc-tmp", ignore_errors=True)
     for leftover in (".ninja_log", ".ninja_deps"):
         (staging / leftover).unlink(missing_ok=True)
     return Manifest(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .. import config
 from ..errors import CompileError, ToolchainError
-from .step import BuildStep
+from .step import BUILD_DIR, BuildStep
 
 log = logging.getLogger("brainevent.build")
 
@@ -58,12 +58,16 @@ def _ninja_text(text: str) -> str:
     return first_line.replace("$", "$$")
 
 
-def render_ninja(steps: Sequence[BuildStep]) -> str:
+def _concrete(command: Sequence[str], directory: Path) -> list[str]:
+    return [arg.replace(BUILD_DIR, str(directory)) for arg in command]
+
+
+def render_ninja(steps: Sequence[BuildStep], directory: Path) -> str:
     lines = ["ninja_required_version = 1.7", ""]
     for i, step in enumerate(steps):
         lines += [
             f"rule step{i}",
-            f"  command = {_ninja_command(step.command)}",
+            f"  command = {_ninja_command(_concrete(step.command, directory))}",
             f"  description = {_ninja_text(step.description)}",
             "",
             f"build {_escape(step.output)}: step{i} " + " ".join(_escape(p) for p in step.inputs),
@@ -76,7 +80,13 @@ def run_build(
     directory: Path, steps: Sequence[BuildStep], *, workers: int | None, verbose: bool, module: str
 ) -> tuple[str, float]:
     """Runs the steps; returns (combined log, seconds). Raises CompileError with the log on failure."""
-    (directory / "build.ninja").write_text(render_ninja(steps))
+    for step in steps:  # nvcc wants its --keep-dir to exist
+        for arg in step.command:
+            if arg.startswith("--keep-dir="):
+                (directory / arg.split("=", 1)[1].replace(BUILD_DIR + "/", "")).mkdir(
+                    parents=True, exist_ok=True
+                )
+    (directory / "build.ninja").write_text(render_ninja(steps, directory))
     jobs = workers if workers and workers > 0 else (os.cpu_count() or 1)
     command = [ninja_executable(), "-C", str(directory), f"-j{jobs}"]
     if verbose:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Commands name the build directory through this token, so that they (and the object
+# cache keys made from them) do not depend on where a build happens to run.
+BUILD_DIR = "@BUILD_DIR@"
+
 
 @dataclass(frozen=True)
 class BuildStep:
