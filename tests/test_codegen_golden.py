@@ -71,6 +71,8 @@ def test_golden_compiles(name: str, tmp_path: Path, gxx: str) -> None:
         "-std=c++17",
         "-fPIC",
         "-Wall",
+        "-Wextra",
+        "-Wformat-security",  # on by default in some distributions' compilers
         "-Werror",
         "-Wno-unused-parameter",
         "-I",

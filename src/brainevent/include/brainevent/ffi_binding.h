@@ -99,8 +99,9 @@ inline XLA_FFI_Error* invalid(const XLA_FFI_CallFrame* frame, const Message& m) 
 
 // XLA asks a handler for its API version and traits through a metadata extension;
 // every other call is a real one (whatever other extensions a later XLA may add).
+// `auto`: the extension struct was renamed between XLA releases, its layout was not.
 inline bool is_metadata_query(const XLA_FFI_CallFrame* frame) {
-  for (const XLA_FFI_Extension_Base* ext = frame->extension_start; ext != nullptr; ext = ext->next) {
+  for (auto* ext = frame->extension_start; ext != nullptr; ext = ext->next) {
     if (ext->type == XLA_FFI_Extension_Metadata) return true;
   }
   return false;
@@ -108,7 +109,7 @@ inline bool is_metadata_query(const XLA_FFI_CallFrame* frame) {
 
 // Answers XLA's registration-time query for the API version and traits.
 inline XLA_FFI_Error* fill_metadata(XLA_FFI_CallFrame* frame, XLA_FFI_Handler_Traits traits) {
-  XLA_FFI_Extension_Base* base = frame->extension_start;
+  auto* base = frame->extension_start;
   while (base->type != XLA_FFI_Extension_Metadata) base = base->next;
   auto* ext = reinterpret_cast<XLA_FFI_Metadata_Extension*>(base);
   if (ext->extension_base.struct_size < XLA_FFI_Metadata_Extension_STRUCT_SIZE || ext->metadata == nullptr ||
@@ -397,7 +398,7 @@ inline XLA_FFI_Error* decode_attrs(XLA_FFI_CallFrame* frame, const FunctionDesc&
     Message m = start_message(fn);
     m.add("unexpected attribute '%.*s'; this function takes ", static_cast<int>(frame->attrs.names[j]->len),
           frame->attrs.names[j]->ptr);
-    if (fn.num_attrs == 0) m.add("no attributes");
+    if (fn.num_attrs == 0) m.add("%s", "no attributes");
     for (int p = 0, listed = 0; p < fn.num_params; ++p) {
       if (fn.params[p].role == Role::Attr) m.add("%s%s", listed++ ? ", " : "", fn.params[p].attr_name);
     }
@@ -411,7 +412,7 @@ template <int kTensors, int kAttrs>
 inline XLA_FFI_Error* invoke(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, XLA_FFI_Handler_Traits traits) {
   if (is_metadata_query(frame)) return fill_metadata(frame, traits);
   if (frame->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE) {
-    return invalid(frame, start_message(fn).add("XLA passed a call frame older than this binding supports"));
+    return invalid(frame, start_message(fn).add("%s", "XLA passed a call frame older than this binding supports"));
   }
   if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE) return nullptr;  // nothing to prepare
 
