@@ -69,6 +69,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.fixture(autouse=True)
+def cpu_default_device(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Tests of C++ (CPU) modules compute on the CPU even where JAX's default is a GPU."""
+    if request.node.get_closest_marker("gpu"):
+        yield
+        return
+    import jax
+
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
+
+
+@pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets the session's private cache root (shared across tests, so hits happen)."""
     monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(_SESSION_CACHE))

@@ -106,6 +106,7 @@ class KernelFunction:
     target: str
     spec: FunctionSpec
     vmap_method: str | None = None
+    platform: str = "cpu"
 
     def __call__(self, *arrays: Any, outs: Any = None, **attrs: Any) -> Any:
         import jax
@@ -135,6 +136,8 @@ class KernelFunction:
             name: _convert_attr(self.target, name, dtype or "float64", attrs[name])
             for name, dtype in declared.items()
         }
+        if self.platform == "cpu":
+            self._check_cpu_placement(arrays)
         result_specs = self._result_specs(arrays, outs)
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
         call = jax.ffi.ffi_call(
@@ -143,6 +146,25 @@ class KernelFunction:
             vmap_method=self.vmap_method,
         )
         return call(*arrays, **converted)
+
+    def _check_cpu_placement(self, arrays: Sequence[Any]) -> None:
+        """A C++ module runs on the CPU: say so instead of XLA's "no handler on CUDA"."""
+        for i, array in enumerate(arrays):
+            devices = getattr(array, "devices", None)
+            if devices is None or not callable(devices):
+                continue
+            try:
+                platforms = {d.platform for d in devices()}
+            except Exception:  # tracers and other array-likes have no concrete placement
+                continue
+            if platforms - {"cpu"}:
+                raise KernelCallError(
+                    f"{self.target} is a C++ (CPU) kernel but input {i} lives on {sorted(platforms)}. "
+                    "Put the "
+                    "inputs on the CPU (jax.device_put(x, jax.devices('cpu')[0])) or run under "
+                    "`with jax.default_device(jax.devices('cpu')[0]):`.",
+                    target=self.target,
+                )
 
     def _result_specs(self, arrays: Sequence[Any], outs: Any) -> list[Any]:
         import jax
@@ -206,7 +228,9 @@ class CompiledModule:
         if item in functions:
             calls = self.__dict__["_calls"]
             if item not in calls:
-                calls[item] = KernelFunction(self.targets[item], functions[item])
+                calls[item] = KernelFunction(
+                    self.targets[item], functions[item], platform=self.__dict__["platform"]
+                )
             return calls[item]
         raise AttributeError(
             f"module {self.__dict__.get('name')!r} has no function {item!r}; it has {sorted(functions)}"
