@@ -194,55 +194,67 @@ def _raw(x: Any, **attrs: Any) -> np.ndarray:
     return np.asarray(jax.ffi.ffi_call("corpus_calls.scale", jax.ShapeDtypeStruct(shape, dtype))(x, **attrs))
 
 
-ONE = jnp.ones(3, jnp.float32)
+def _one() -> jax.Array:
+    return jnp.ones(3, jnp.float32)  # made per call: on the default device of the running test
+
 
 # (label, callable taking the module, error type, text the message must contain)
 CALL_CASES: list[tuple[str, Any, type[Exception], str]] = [
     ("sugar: no operands", lambda m: m.scale(factor=1.0, count=1), KernelCallError, "expected 1 input"),
-    ("sugar: two operands", lambda m: m.scale(ONE, ONE, factor=1.0, count=1), KernelCallError, "got 2"),
-    ("sugar: missing attr", lambda m: m.scale(ONE, factor=1.0), KernelCallError, "count"),
-    ("sugar: extra attr", lambda m: m.scale(ONE, factor=1.0, count=1, bias=2), KernelCallError, "bias"),
-    ("sugar: int32 overflow", lambda m: m.scale(ONE, factor=1.0, count=2**31), KernelCallError, "2147483648"),
+    ("sugar: two operands", lambda m: m.scale(_one(), _one(), factor=1.0, count=1), KernelCallError, "got 2"),
+    ("sugar: missing attr", lambda m: m.scale(_one(), factor=1.0), KernelCallError, "count"),
+    ("sugar: extra attr", lambda m: m.scale(_one(), factor=1.0, count=1, bias=2), KernelCallError, "bias"),
+    (
+        "sugar: int32 overflow",
+        lambda m: m.scale(_one(), factor=1.0, count=2**31),
+        KernelCallError,
+        "2147483648",
+    ),
     (
         "sugar: int32 underflow",
-        lambda m: m.scale(ONE, factor=1.0, count=-(2**31) - 1),
+        lambda m: m.scale(_one(), factor=1.0, count=-(2**31) - 1),
         KernelCallError,
         "-2147483649",
     ),
-    ("sugar: float for int", lambda m: m.scale(ONE, factor=1.0, count=1.5), KernelCallError, "1.5"),
-    ("sugar: str attr", lambda m: m.scale(ONE, factor="big", count=1), KernelCallError, "'big'"),
-    ("sugar: bool for float", lambda m: m.scale(ONE, factor=True, count=1), KernelCallError, "True"),
-    ("sugar: float32 overflow", lambda m: m.scale(ONE, factor=1e39, count=1), KernelCallError, "1e+39"),
-    ("sugar: array attr", lambda m: m.scale(ONE, factor=np.ones(2), count=1), KernelCallError, "shape (2,)"),
+    ("sugar: float for int", lambda m: m.scale(_one(), factor=1.0, count=1.5), KernelCallError, "1.5"),
+    ("sugar: str attr", lambda m: m.scale(_one(), factor="big", count=1), KernelCallError, "'big'"),
+    ("sugar: bool for float", lambda m: m.scale(_one(), factor=True, count=1), KernelCallError, "True"),
+    ("sugar: float32 overflow", lambda m: m.scale(_one(), factor=1e39, count=1), KernelCallError, "1e+39"),
+    (
+        "sugar: array attr",
+        lambda m: m.scale(_one(), factor=np.ones(2), count=1),
+        KernelCallError,
+        "shape (2,)",
+    ),
     (
         "sugar: outs count",
-        lambda m: m.scale(ONE, factor=1.0, count=1, outs=[ONE, ONE]),
+        lambda m: m.scale(_one(), factor=1.0, count=1, outs=[_one(), _one()]),
         KernelCallError,
         "got 2",
     ),
-    ("sugar: outs type", lambda m: m.scale(ONE, factor=1.0, count=1, outs=[3]), KernelCallError, "3"),
+    ("sugar: outs type", lambda m: m.scale(_one(), factor=1.0, count=1, outs=[3]), KernelCallError, "3"),
     (
         "raw: int overflow",
-        lambda m: _raw(ONE, factor=1.0, count=2**40),
+        lambda m: _raw(_one(), factor=1.0, count=2**40),
         jax.errors.JaxRuntimeError,
         "1099511627776",
     ),
     (
         "raw: missing attr",
-        lambda m: _raw(ONE, factor=1.0),
+        lambda m: _raw(_one(), factor=1.0),
         jax.errors.JaxRuntimeError,
         "missing attribute 'count'",
     ),
     (
         "raw: unknown attr",
-        lambda m: _raw(ONE, factor=1.0, count=1, gain=2),
+        lambda m: _raw(_one(), factor=1.0, count=1, gain=2),
         jax.errors.JaxRuntimeError,
         "gain",
     ),
-    ("raw: float for int", lambda m: _raw(ONE, factor=1.0, count=2.5), jax.errors.JaxRuntimeError, "2.5"),
+    ("raw: float for int", lambda m: _raw(_one(), factor=1.0, count=2.5), jax.errors.JaxRuntimeError, "2.5"),
     (
         "raw: float32 overflow",
-        lambda m: _raw(ONE, factor=1e300, count=1),
+        lambda m: _raw(_one(), factor=1e300, count=1),
         jax.errors.JaxRuntimeError,
         "1e+300",
     ),
@@ -262,7 +274,7 @@ CALL_CASES: list[tuple[str, Any, type[Exception], str]] = [
         "raw: wrong shape",
         lambda m: np.asarray(
             jax.ffi.ffi_call("corpus_calls.scale", jax.ShapeDtypeStruct((5,), jnp.float32))(
-                ONE, factor=1.0, count=1
+                _one(), factor=1.0, count=1
             )
         ),
         jax.errors.JaxRuntimeError,
@@ -272,7 +284,7 @@ CALL_CASES: list[tuple[str, Any, type[Exception], str]] = [
         "raw: two operands",
         lambda m: np.asarray(
             jax.ffi.ffi_call("corpus_calls.scale", jax.ShapeDtypeStruct((3,), jnp.float32))(
-                ONE, ONE, factor=1.0, count=1
+                _one(), _one(), factor=1.0, count=1
             )
         ),
         jax.errors.JaxRuntimeError,
@@ -295,7 +307,7 @@ def test_call_time_bad_input(
         call(scale_mod)
     assert needle in str(info.value), str(info.value)
     # The process and the kernel survive.
-    np.testing.assert_allclose(np.asarray(scale_mod.scale(ONE, factor=2.0, count=1)), np.full(3, 3.0))
+    np.testing.assert_allclose(np.asarray(scale_mod.scale(_one(), factor=2.0, count=1)), np.full(3, 3.0))
 
 
 def test_corpus_size() -> None:
