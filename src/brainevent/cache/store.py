@@ -169,6 +169,7 @@ class EntryStore:
             )
             try:
                 manifest = build(staging)
+                manifest.record_artifact(staging)  # rename keeps size and mtime
                 manifest.dump(staging)
                 self._publish(staging, self.entry_dir(key), key, replace=force)
             finally:

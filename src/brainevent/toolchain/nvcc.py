@@ -408,9 +408,15 @@ def site_package_dirs() -> tuple[str, ...]:
     """Every site-packages-like directory, sys.path order first, without duplicates.
 
     We look at directories rather than ``import nvidia``: ``nvidia`` may be a namespace
-    package or, with some cu12 wheels, a regular one that hides the others.
+    package or, with some cu12 wheels, a regular one that hides the others. Remembered
+    per ``sys.path``: resolving every entry costs more than a cache hit may take.
     """
-    dirs: list[str] = [p for p in sys.path if p]
+    return _site_package_dirs(tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=8)
+def _site_package_dirs(path: tuple[str, ...]) -> tuple[str, ...]:
+    dirs: list[str] = [p for p in path if p]
     dirs.extend(getattr(site, "getsitepackages", list)())
     user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     if user:
