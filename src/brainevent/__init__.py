@@ -27,6 +27,8 @@ _LAZY = {
     "enable_cuda_graphs": ("cuda_graphs", "enable_cuda_graphs"),
     "CompiledModule": ("runtime.module", "CompiledModule"),
     "KernelFunction": ("runtime.module", "KernelFunction"),
+    "numba_kernel": ("numba_bridge", "numba_kernel"),
+    "numba_cuda_kernel": ("numba_bridge", "numba_cuda_kernel"),
 }
 
 
@@ -60,4 +62,6 @@ __all__ = [
     "load_cuda_dir",
     "load_cuda_file",
     "load_cuda_inline",
+    "numba_cuda_kernel",
+    "numba_kernel",
 ]

@@ -1,0 +1,11 @@
+"""Numba (CPU) and Numba-CUDA (GPU) kernels as JAX functions, launched from compiled handlers.
+
+Numba itself is imported only when a wrapper is created, never at ``import brainevent``.
+"""
+
+from __future__ import annotations
+
+from .cpu_kernel import numba_kernel
+from .cuda_kernel import numba_cuda_kernel
+
+__all__ = ["numba_cuda_kernel", "numba_kernel"]

@@ -1,0 +1,100 @@
+"""The JAX side shared by the CPU and GPU bridges: specs, ``ffi_call`` and vmap."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .operands import Signature, flatten_outs, signature_of
+
+# Methods that hand the kernel arrays with a batch axis: the kernel is compiled again for
+# those ranks (a custom_vmap rule), since a launch compiled for the unbatched ranks would
+# read the parameters wrongly.
+RANK_CHANGING = ("expand_dims", "broadcast_all")
+FFI_METHODS = (None, "sequential", "sequential_unrolled", *RANK_CHANGING)
+
+Preparer = Callable[[Signature], tuple[str, int]]
+
+
+class BridgedFunction:
+    """Calls a prepared Numba kernel through ``jax.ffi.ffi_call``; ``prepare`` compiles and
+    registers it for a signature and returns ``(target, kernel id)``."""
+
+    def __init__(
+        self,
+        prepare: Preparer,
+        target_for: Callable[[int, int], str],
+        outs: Any,
+        vmap_method: str | None,
+        input_output_aliases: dict[int, int] | None,
+        name: str,
+    ) -> None:
+        if vmap_method not in FFI_METHODS:
+            raise ValueError(f"vmap_method must be one of {FFI_METHODS}, got {vmap_method!r}")
+        self._prepare = prepare
+        self._target_for = target_for
+        self._specs, self._treedef = flatten_outs(outs)
+        self._vmap_method = vmap_method
+        self._aliases = dict(input_output_aliases) if input_output_aliases else None
+        self._vmappable: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        self.__name__ = name
+
+    def __call__(self, *args: Any) -> Any:
+        import jax
+
+        if self._vmap_method in RANK_CHANGING:
+            flat = self._batchable(tuple(self._specs))(*args)
+        else:
+            flat = self._invoke(args, self._specs)
+        return jax.tree_util.tree_unflatten(self._treedef, list(flat))
+
+    def _invoke(self, args: tuple[Any, ...], specs: list[Any], lenient: bool = False) -> list[Any]:
+        import jax
+
+        signature = signature_of(args, specs)
+        try:
+            target, kernel_id = self._prepare(signature)
+        except Exception:
+            if not lenient:
+                raise
+            # custom_vmap traces the unbatched body even when only the batched rule runs;
+            # a kernel written for the batched ranks may not compile unbatched. An id that is
+            # never registered makes an actual unbatched call fail at run time instead.
+            target, kernel_id = self._prepare_target_only(signature), 0
+        method = None if self._vmap_method in RANK_CHANGING else self._vmap_method
+        call = jax.ffi.ffi_call(target, specs, vmap_method=method, input_output_aliases=self._aliases)
+        return list(call(*args, kernel_id=np.int64(kernel_id)))
+
+    def _prepare_target_only(self, signature: Signature) -> str:
+        return self._target_for(len(signature.inputs), len(signature.outputs))
+
+    def _batchable(self, specs: tuple[Any, ...]) -> Callable[..., Any]:
+        """A custom_vmap function for these result specs; batching re-enters with batched specs."""
+        key = tuple((tuple(s.shape), np.dtype(s.dtype).str) for s in specs)
+        found = self._vmappable.get(key)
+        if found is not None:
+            return found
+        import jax
+        import jax.numpy as jnp
+
+        @jax.custom_batching.custom_vmap
+        def call(*args: Any) -> list[Any]:
+            return self._invoke(args, list(specs), lenient=True)
+
+        @call.def_vmap
+        def rule(axis_size: int, in_batched: list[bool], *args: Any) -> tuple[list[Any], list[bool]]:
+            if self._vmap_method == "broadcast_all":
+                args = tuple(
+                    a if b else jnp.broadcast_to(a, (axis_size, *np.shape(a)))
+                    for a, b in zip(args, in_batched, strict=True)
+                )
+            else:
+                args = tuple(a if b else jnp.expand_dims(a, 0) for a, b in zip(args, in_batched, strict=True))
+            batched = tuple(jax.ShapeDtypeStruct((axis_size, *s.shape), s.dtype) for s in specs)
+            results = self._batchable(batched)(*args)
+            return list(results), [True] * len(results)
+
+        self._vmappable[key] = call
+        return call

@@ -1,0 +1,82 @@
+"""``numba_kernel``: a Numba ``@njit`` function on XLA's CPU buffers, called from compiled code."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .bridge import BridgedFunction
+from .operands import Signature, content_id
+
+_lock = threading.Lock()
+# (function, signature) -> (function, target, kernel id, compiled entry kept alive)
+_prepared: dict[tuple[int, Signature], tuple[Any, str, int, Any]] = {}
+
+
+def _require_numba() -> Any:
+    try:
+        import numba
+    except ImportError as exc:
+        raise ImportError(f"numba_kernel needs Numba: pip install numba (import failed: {exc})") from exc
+    return numba
+
+
+def _preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
+    def prepare(signature: Signature) -> tuple[str, int]:
+        key = (id(func), signature)
+        with _lock:
+            hit = _prepared.get(key)
+            if hit is not None:
+                return hit[1], hit[2]
+        from .cpu_compile import compile_entry
+        from .cpu_launcher import cpu_launcher_for, register_cfunc
+
+        launcher = cpu_launcher_for(len(signature.inputs), len(signature.outputs))
+        entry = compile_entry(func, signature)
+        kernel_id = content_id("numba-cpu", entry.llvm_ir, repr(signature))
+        register_cfunc(launcher, kernel_id, entry.address, signature)
+        with _lock:
+            _prepared[key] = (func, launcher.target, kernel_id, entry)
+        return launcher.target, kernel_id
+
+    return prepare
+
+
+def _target_for(n_inputs: int, n_outputs: int) -> str:
+    from .cpu_launcher import cpu_launcher_for
+
+    return cpu_launcher_for(n_inputs, n_outputs).target
+
+
+def numba_kernel(
+    func: Any,
+    outs: Any,
+    *,
+    vmap_method: str | None = None,
+    input_output_aliases: dict[int, int] | None = None,
+) -> Callable[..., Any]:
+    """Create a JAX-callable function (CPU) from a Numba ``@njit`` function.
+
+    ``func(*inputs, *outputs)`` receives NumPy-like arrays that view XLA's buffers and
+    writes its results into the outputs. For each signature it is wrapped in a Numba
+    ``cfunc`` that a compiled XLA FFI handler calls directly: no Python runs per call.
+
+    Args:
+        func: A ``@numba.njit`` function (a plain function is compiled with ``njit``).
+        outs: A ``jax.ShapeDtypeStruct`` or a pytree of them; results come back in that shape.
+        vmap_method: As for :func:`numba_cuda_kernel`.
+        input_output_aliases: ``{input index: output index}`` for in-place updates.
+
+    Raises:
+        ImportError: Numba is not installed.
+    """
+    numba = _require_numba()
+    from numba.core.dispatcher import Dispatcher
+
+    if not isinstance(func, Dispatcher):
+        if not callable(func):
+            raise TypeError(f"numba_kernel needs a function, got {type(func).__name__}")
+        func = numba.njit(func)
+    name = getattr(func, "__name__", "numba_kernel")
+    return BridgedFunction(_preparer(func), _target_for, outs, vmap_method, input_output_aliases, name)

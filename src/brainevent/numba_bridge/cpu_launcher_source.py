@@ -1,0 +1,95 @@
+"""C++ source of the compiled handler that calls a Numba ``cfunc`` on XLA's CPU buffers.
+
+The cfunc takes ``(void** data, int64_t* shapes)``: every operand's data pointer, then all
+shapes concatenated. It is found in a table by a content id (the ``kernel_id`` attribute).
+"""
+
+from __future__ import annotations
+
+CORE = r"""
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "brainevent/common.h"
+
+namespace be_numba_cpu {
+
+using Entry = void (*)(void* const*, const int64_t*);
+
+struct Kernel {
+  Entry entry;
+  std::vector<int64_t> ndims, itemsizes;
+};
+
+std::mutex table_mutex;
+std::unordered_map<int64_t, Kernel>& table() {
+  static auto* t = new std::unordered_map<int64_t, Kernel>();  // never destroyed: XLA may outlive us
+  return *t;
+}
+
+constexpr int kMaxOperands = 256;
+constexpr int kMaxDims = 2048;
+
+void call_kernel(int64_t id, const BE::Tensor* const* operands, int64_t count) {
+  const Kernel* k = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(table_mutex);
+    auto it = table().find(id);
+    if (it != table().end()) k = &it->second;  // entries are never erased, so the pointer stays valid
+  }
+  BE_CHECK(k != nullptr) << "Numba kernel id " << id
+                         << " is not registered in this process; call the wrapper from "
+                            "brainevent.numba_kernel again to register it";
+  BE_CHECK(static_cast<int64_t>(k->ndims.size()) == count && count <= kMaxOperands)
+      << "the Numba kernel was compiled for " << static_cast<int64_t>(k->ndims.size())
+      << " arrays, the call passes " << count;
+  void* data[kMaxOperands];
+  int64_t shapes[kMaxDims];
+  int64_t used = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const BE::Tensor& t = *operands[i];
+    BE_CHECK(t.ndim() == k->ndims[i] && static_cast<int64_t>(t.element_size()) == k->itemsizes[i])
+        << "array " << i << " has rank " << t.ndim() << ", the Numba kernel was compiled for rank "
+        << k->ndims[i];
+    BE_CHECK(used + t.ndim() <= kMaxDims) << "too many dimensions";
+    data[i] = t.data_ptr();
+    for (int64_t j = 0; j < t.ndim(); ++j) shapes[used++] = t.size(j);
+  }
+  k->entry(data, shapes);
+}
+
+}  // namespace be_numba_cpu
+
+extern "C" __attribute__((visibility("default"))) int be_numba_cpu_register(
+    int64_t id, int64_t address, const int64_t* ndims, const int64_t* itemsizes, int64_t count) {
+  using namespace be_numba_cpu;
+  std::lock_guard<std::mutex> lock(table_mutex);
+  if (table().count(id) != 0) return 1;
+  Kernel k;
+  k.entry = reinterpret_cast<Entry>(address);
+  k.ndims.assign(ndims, ndims + count);
+  k.itemsizes.assign(itemsizes, itemsizes + count);
+  table().emplace(id, std::move(k));
+  return 0;
+}
+"""
+
+
+def entry_source(n_inputs: int, n_outputs: int) -> str:
+    """The XLA FFI entry for ``n_inputs`` inputs and ``n_outputs`` outputs."""
+    names = [f"in{i}" for i in range(n_inputs)] + [f"out{i}" for i in range(n_outputs)]
+    tokens = " ".join(["arg"] * n_inputs + ["ret"] * n_outputs)
+    params = [f"const BE::Tensor {n}" for n in names[:n_inputs]] + [
+        f"BE::Tensor {n}" for n in names[n_inputs:]
+    ]
+    pointers = ", ".join(f"&{n}" for n in names)
+    return (
+        f"// @BE call {tokens} attr.kernel_id:int64\n"
+        f"void call({', '.join([*params, 'int64_t kernel_id'])}) {{\n"
+        f"  const BE::Tensor* operands[] = {{{pointers}}};\n"
+        f"  be_numba_cpu::call_kernel(kernel_id, operands, {len(names)});\n"
+        "}\n"
+    )

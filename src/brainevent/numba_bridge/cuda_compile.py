@@ -1,0 +1,79 @@
+"""Compiling a Numba-CUDA kernel for a call's signature: cubins for the GPUs, or PTX anywhere."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .operands import Signature
+
+_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    entry: str
+    images: dict[int, bytes]  # compute capability as major*10+minor -> cubin
+    cooperative: bool
+
+
+def numba_types(signature: Signature) -> tuple[Any, ...]:
+    """Numba array types for the operands: C-contiguous, since XLA buffers are dense row-major."""
+    import numba
+    from numba import types
+
+    out = []
+    for operand in signature.operands:
+        try:
+            dtype = numba.from_dtype(operand.dtype)
+        except Exception as exc:  # e.g. bfloat16, which Numba has no type for
+            raise TypeError(f"Numba has no type for dtype {operand.dtype}: {exc}") from exc
+        out.append(types.Array(dtype, operand.ndim, "C"))
+    return tuple(out)
+
+
+def _as_bytes(image: Any) -> bytes:
+    # Older numba-cuda returns bytes; newer ones a cuda.core ObjectCode holding them in .code.
+    code = getattr(image, "code", image)
+    return bytes(code)
+
+
+def compile_for_devices(kernel: Any, signature: Signature) -> CompiledKernel:
+    """Compiles through the dispatcher (its options, linked files and cache apply) and links
+    one cubin per distinct compute capability among the visible GPUs."""
+    from numba import cuda
+
+    argtypes = numba_types(signature)
+    try:
+        capabilities = sorted({tuple(gpu.compute_capability) for gpu in cuda.gpus})
+        compiled = kernel.compile(argtypes)
+    except cuda.CudaSupportError as exc:
+        raise RuntimeError(f"numba_cuda_kernel needs a CUDA GPU visible to Numba: {exc}") from exc
+    library = compiled._codelibrary  # numba-cuda's CUDACodeLibrary: links cubins per arch
+    images = {
+        major * 10 + minor: _as_bytes(library.get_cubin(cc=(major, minor))) for major, minor in capabilities
+    }
+    return CompiledKernel(compiled.entry_name, images, bool(getattr(compiled, "cooperative", False)))
+
+
+def compile_ptx(kernel: Any, signature: Signature, cc: tuple[int, int] = (9, 0)) -> tuple[str, str]:
+    """(PTX, entry name) for the kernel; needs NVVM but no GPU."""
+    from numba import cuda
+
+    from .numpy_compat import ensure_numba_cuda_numpy_compat
+
+    ensure_numba_cuda_numpy_compat()
+
+    options = getattr(kernel, "targetoptions", {}) or {}
+    ptx, _ = cuda.compile_ptx(
+        kernel.py_func,
+        numba_types(signature),
+        cc=cc,
+        fastmath=bool(options.get("fastmath", False)),
+        lineinfo=bool(options.get("lineinfo", False)),
+    )
+    found = _ENTRY.search(ptx)
+    if found is None:
+        raise RuntimeError("Numba produced PTX without a kernel entry")
+    return ptx, found.group(1)

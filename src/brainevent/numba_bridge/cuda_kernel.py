@@ -1,0 +1,118 @@
+"""``numba_cuda_kernel``: a Numba-CUDA kernel as a JAX function, launched by compiled code."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .bridge import BridgedFunction
+from .launch_config import LaunchConfig, resolve_launch
+from .operands import Signature, content_id
+
+
+def _require_numba_cuda() -> Any:
+    from .numpy_compat import ensure_numba_cuda_numpy_compat
+
+    ensure_numba_cuda_numpy_compat()
+    try:
+        from numba import cuda
+        from numba.cuda.dispatcher import CUDADispatcher
+    except ImportError as exc:
+        raise ImportError(
+            "numba_cuda_kernel needs Numba with CUDA support: pip install numba numba-cuda "
+            f"(import failed: {exc})"
+        ) from exc
+    return cuda, CUDADispatcher
+
+
+_lock = threading.Lock()
+# (kernel, launch config, signature) -> (target, kernel id); the kernel is kept so its id()
+# cannot be reused while the entry lives.
+_prepared: dict[tuple[int, LaunchConfig, Signature], tuple[Any, str, int]] = {}
+
+
+def _preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[str, int]]:
+    def prepare(signature: Signature) -> tuple[str, int]:
+        key = (id(kernel), config, signature)
+        with _lock:
+            hit = _prepared.get(key)
+            if hit is not None:
+                return hit[1], hit[2]
+        from .cuda_compile import compile_for_devices
+        from .cuda_launcher import launcher_for, register_kernel
+
+        launcher = launcher_for(len(signature.inputs), len(signature.outputs))
+        compiled = compile_for_devices(kernel, signature)
+        kernel_id = content_id(
+            "numba-cuda",
+            compiled.entry,
+            repr(config.as_ints()),
+            repr([(o.ndim, o.itemsize) for o in signature.operands]),
+            *(f"{cc}" for cc in sorted(compiled.images)),
+            *(compiled.images[cc] for cc in sorted(compiled.images)),
+        )
+        register_kernel(
+            launcher, kernel_id, compiled.entry, compiled.images, config, compiled.cooperative, signature
+        )
+        with _lock:
+            _prepared[key] = (kernel, launcher.target, kernel_id)
+        return launcher.target, kernel_id
+
+    return prepare
+
+
+def _target_for(n_inputs: int, n_outputs: int) -> str:
+    from .cuda_launcher import launcher_for
+
+    return launcher_for(n_inputs, n_outputs).target
+
+
+def numba_cuda_kernel(
+    kernel: Any,
+    outs: Any,
+    *,
+    grid: int | tuple[int, ...] | None = None,
+    block: int | tuple[int, ...] | None = None,
+    launch_dims: int | tuple[int, ...] | None = None,
+    threads_per_block: int = 256,
+    shared_mem: int = 0,
+    vmap_method: str | None = None,
+    input_output_aliases: dict[int, int] | None = None,
+) -> Callable[..., Any]:
+    """Create a JAX-callable function from a single Numba CUDA kernel.
+
+    The kernel receives the inputs, then one array per leaf of ``outs`` to write. It is
+    compiled per signature and GPU architecture at trace time and launched from compiled
+    code with ``cuLaunchKernel`` on XLA's stream: no Python runs per call, and the launch
+    can be captured in a CUDA graph.
+
+    Args:
+        kernel: A ``@numba.cuda.jit`` kernel (a ``CUDADispatcher``).
+        outs: A ``jax.ShapeDtypeStruct`` or a pytree of them; results come back in that shape.
+        grid: Grid dimensions (1-3); needs ``block``. Excludes ``launch_dims``.
+        block: Block dimensions (1-3); needs ``grid``.
+        launch_dims: Total threads (1-3 dims); grid and block are derived from
+            ``threads_per_block`` (2-D blocks are 32 x n, 3-D 32 x n x m).
+        threads_per_block: Threads per block with ``launch_dims`` (default 256).
+        shared_mem: Dynamic shared memory in bytes.
+        vmap_method: ``jax.ffi.ffi_call``'s vmap method. ``"sequential"`` keeps the kernel's
+            ranks; ``"expand_dims"``/``"broadcast_all"`` compile the kernel again for the
+            batched ranks (the kernel then sees the batch axis first).
+        input_output_aliases: ``{input index: output index}`` for in-place updates.
+
+    Raises:
+        ImportError: Numba with CUDA support is not installed.
+        ValueError: Neither or both of ``(grid, block)`` and ``launch_dims``, or bad values.
+        AssertionError: ``kernel`` is not a ``numba.cuda.dispatcher.CUDADispatcher``.
+    """
+    _, dispatcher_type = _require_numba_cuda()
+    if not isinstance(kernel, dispatcher_type):
+        raise AssertionError(
+            f"kernel must be a @numba.cuda.jit kernel (CUDADispatcher), got {type(kernel).__name__}"
+        )
+    config = resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)
+    name = getattr(kernel, "__name__", "numba_cuda_kernel")
+    return BridgedFunction(
+        _preparer(kernel, config), _target_for, outs, vmap_method, input_output_aliases, name
+    )

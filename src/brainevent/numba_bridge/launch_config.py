@@ -1,0 +1,80 @@
+"""Turning ``grid``/``block``/``launch_dims`` into one fixed 3-D launch configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_MAX_THREADS_PER_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_mem: int
+
+    def as_ints(self) -> tuple[int, ...]:
+        return (*self.grid, *self.block, self.shared_mem)
+
+
+def _dims(value: Any, name: str) -> tuple[int, int, int]:
+    """An int or a 1-3 tuple of positive ints, padded with 1s to three dimensions."""
+    items: Sequence[Any] = (value,) if not isinstance(value, (tuple, list)) else value
+    if not 1 <= len(items) <= 3:
+        raise ValueError(f"{name} must have 1, 2 or 3 dimensions, got {value!r}")
+    out = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, int) or item < 1:
+            raise ValueError(f"{name} must hold positive integers, got {value!r}")
+        out.append(int(item))
+    while len(out) < 3:
+        out.append(1)
+    return out[0], out[1], out[2]
+
+
+def _block_for(ndim: int, threads_per_block: int) -> tuple[int, int, int]:
+    # x gets a full warp first so that neighbouring threads touch neighbouring elements.
+    x = min(threads_per_block, 32)
+    rest = threads_per_block // x
+    if ndim == 1:
+        return threads_per_block, 1, 1
+    if ndim == 2:
+        return x, rest, 1
+    y = max(rest // 2, 1)
+    return x, y, max(rest // y, 1)
+
+
+def resolve_launch(
+    grid: Any, block: Any, launch_dims: Any, threads_per_block: int, shared_mem: int
+) -> LaunchConfig:
+    """Validates the user's choice; ValueError for every inconsistent combination."""
+    if isinstance(shared_mem, bool) or not isinstance(shared_mem, int) or shared_mem < 0:
+        raise ValueError(f"shared_mem must be a non-negative int (bytes), got {shared_mem!r}")
+    if launch_dims is not None:
+        if grid is not None or block is not None:
+            raise ValueError("give either (grid, block) or launch_dims, not both")
+        if (
+            isinstance(threads_per_block, bool)
+            or not isinstance(threads_per_block, int)
+            or not 1 <= threads_per_block <= _MAX_THREADS_PER_BLOCK
+        ):
+            raise ValueError(
+                f"threads_per_block must be an int in [1, {_MAX_THREADS_PER_BLOCK}], "
+                f"got {threads_per_block!r}"
+            )
+        ndim = 1 if not isinstance(launch_dims, (tuple, list)) else len(launch_dims)
+        total = _dims(launch_dims, "launch_dims")
+        block3 = _block_for(ndim, threads_per_block)
+        grid3 = tuple(-(-n // b) for n, b in zip(total, block3, strict=True))
+        return LaunchConfig((grid3[0], grid3[1], grid3[2]), block3, shared_mem)
+    if grid is None and block is None:
+        raise ValueError("a launch configuration is required: pass grid= and block=, or launch_dims=")
+    if grid is None or block is None:
+        missing = "block" if block is None else "grid"
+        raise ValueError(f"grid and block must be given together ({missing} is missing)")
+    grid3, block3 = _dims(grid, "grid"), _dims(block, "block")
+    if block3[0] * block3[1] * block3[2] > _MAX_THREADS_PER_BLOCK:
+        raise ValueError(f"block {block!r} has more than {_MAX_THREADS_PER_BLOCK} threads")
+    return LaunchConfig(grid3, block3, shared_mem)

@@ -1,0 +1,71 @@
+"""What a bridged call knows at trace time: its operands' ranks and dtypes, and ``outs``."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Operand:
+    ndim: int
+    dtype: np.dtype[Any]
+
+    @property
+    def itemsize(self) -> int:
+        return int(self.dtype.itemsize)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Inputs then outputs, in the order the Numba function receives them."""
+
+    inputs: tuple[Operand, ...]
+    outputs: tuple[Operand, ...]
+
+    @property
+    def operands(self) -> tuple[Operand, ...]:
+        return self.inputs + self.outputs
+
+
+def _operand(value: Any) -> Operand:
+    return Operand(len(np.shape(value)), np.dtype(value.dtype))
+
+
+def flatten_outs(outs: Any) -> tuple[list[Any], Any]:
+    """``outs`` as a flat list of ShapeDtypeStructs plus the treedef to rebuild the results."""
+    import jax
+
+    def is_spec(x: Any) -> bool:
+        return hasattr(x, "shape") and hasattr(x, "dtype")
+
+    leaves, treedef = jax.tree_util.tree_flatten(outs, is_leaf=is_spec)
+    if not leaves:
+        raise ValueError("outs must hold at least one jax.ShapeDtypeStruct")
+    specs = []
+    for leaf in leaves:
+        if not is_spec(leaf):
+            raise TypeError(f"outs entries must be jax.ShapeDtypeStruct (shape and dtype), got {leaf!r}")
+        specs.append(jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype))
+    return specs, treedef
+
+
+def signature_of(args: tuple[Any, ...], out_specs: list[Any]) -> Signature:
+    for position, arg in enumerate(args):
+        if not hasattr(arg, "dtype"):
+            raise TypeError(f"argument {position} must be an array, got {type(arg).__name__}")
+    return Signature(tuple(_operand(a) for a in args), tuple(_operand(o) for o in out_specs))
+
+
+def content_id(*parts: bytes | str) -> int:
+    """A positive int64 from the content: the same code gets the same id in every process,
+    so an executable from JAX's persistent cache never names another kernel."""
+    digest = hashlib.blake2b(digest_size=8)
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return int.from_bytes(digest.digest(), "little") & 0x7FFF_FFFF_FFFF_FFFF

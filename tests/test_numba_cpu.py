@@ -1,0 +1,144 @@
+"""numba_kernel: a Numba @njit function called from a compiled XLA FFI handler on the CPU."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import brainevent
+from brainevent.runtime.registry import registered_targets
+
+numba = pytest.importorskip("numba")
+
+
+@numba.njit
+def add(x, y, out):
+    for i in range(out.size):
+        out[i] = x[i] + y[i]
+
+
+@numba.njit
+def row_min_max(x, lo, hi):
+    for r in range(x.shape[0]):
+        lo[r] = x[r].min()
+        hi[r] = x[r].max()
+
+
+@numba.njit
+def add_rows(x, y, out):
+    # Written for a batch axis first: under vmap "expand_dims" y may have a batch of 1.
+    for b in range(out.shape[0]):
+        yb = 0 if y.shape[0] == 1 else b
+        for i in range(out.shape[1]):
+            out[b, i] = x[b, i] + y[yb, i]
+
+
+@numba.njit
+def accumulate(x, acc, out):
+    # With input_output_aliases={1: 0}, `out` is `acc`'s buffer.
+    for i in range(out.size):
+        out[i] = acc[i] + x[i]
+
+
+def spec(shape: tuple[int, ...], dtype: object = jnp.float32) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(shape, dtype)
+
+
+def test_add_under_jit_matches_numpy() -> None:
+    f = brainevent.numba_kernel(add, outs=spec((1024,)))
+    a = jnp.arange(1024, dtype=jnp.float32)
+    b = jnp.full(1024, 2.0, dtype=jnp.float32)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(a, b)), np.asarray(a) + 2.0)
+    np.testing.assert_array_equal(np.asarray(f(a, b)), np.asarray(a) + 2.0)  # eager too
+
+
+def test_multiple_outputs_follow_the_outs_pytree() -> None:
+    f = brainevent.numba_kernel(row_min_max, outs=(spec((3,)), spec((3,))))
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(3, 5)).astype(np.float32))
+    lo, hi = jax.jit(f)(x)
+    np.testing.assert_array_equal(np.asarray(lo), np.asarray(x).min(axis=1))
+    np.testing.assert_array_equal(np.asarray(hi), np.asarray(x).max(axis=1))
+    # Dicts flatten in sorted-key order ("hi" before "lo"): the function gets outputs in that order.
+    g = brainevent.numba_kernel(row_min_max, outs={"b_hi": spec((3,)), "a_lo": spec((3,))})
+    res = g(x)
+    np.testing.assert_array_equal(np.asarray(res["a_lo"]), np.asarray(x).min(axis=1))
+
+
+def test_dtypes_and_ranks() -> None:
+    @numba.njit
+    def scale2d(x, out):
+        for i in range(x.shape[0]):
+            for j in range(x.shape[1]):
+                out[i, j] = x[i, j] * 3
+
+    for dtype in (np.int32, np.float64, np.int64):
+        f = brainevent.numba_kernel(scale2d, outs=spec((4, 6), dtype))
+        x = np.arange(24, dtype=dtype).reshape(4, 6)
+        np.testing.assert_array_equal(np.asarray(jax.jit(f)(jnp.asarray(x))), x * 3)
+
+
+def test_vmap_sequential_keeps_the_kernel_rank() -> None:
+    f = brainevent.numba_kernel(add, outs=spec((8,)), vmap_method="sequential")
+    a = jnp.arange(24, dtype=jnp.float32).reshape(3, 8)
+    out = jax.jit(jax.vmap(f, in_axes=(0, None)))(a, jnp.ones(8, jnp.float32))
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(a) + 1)
+
+
+@pytest.mark.parametrize("method", ["expand_dims", "broadcast_all"])
+def test_vmap_rank_changing_methods_compile_a_batched_kernel(method: str) -> None:
+    f = brainevent.numba_kernel(add_rows, outs=spec((8,)), vmap_method=method)
+    a = jnp.arange(24, dtype=jnp.float32).reshape(3, 8)
+    b = jnp.arange(8, dtype=jnp.float32)
+    out = jax.jit(jax.vmap(f, in_axes=(0, None)))(a, b)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(a) + np.asarray(b))
+
+
+def test_input_output_aliases_update_in_place() -> None:
+    f = brainevent.numba_kernel(accumulate, outs=spec((16,)), input_output_aliases={1: 0})
+    x = jnp.ones(16, jnp.float32)
+    acc = jnp.arange(16, dtype=jnp.float32)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(x, acc)), np.arange(16) + 1.0)
+
+
+def test_fori_loop_and_recreated_wrappers_reuse_registrations() -> None:
+    before = set(registered_targets())
+    for _ in range(3):
+        f = brainevent.numba_kernel(add, outs=spec((64,)))
+
+        @jax.jit
+        def run(a: jax.Array, f=f) -> jax.Array:
+            return jax.lax.fori_loop(0, 1000, lambda i, acc: f(acc, a), jnp.zeros(64, jnp.float32))
+
+        np.testing.assert_array_equal(np.asarray(run(jnp.ones(64, jnp.float32))), np.full(64, 1000.0))
+    assert len(set(registered_targets()) - before) <= 1  # one handler for (2 inputs, 1 output)
+
+
+def test_plain_python_function_is_compiled_with_njit() -> None:
+    def double(x, out):
+        for i in range(x.size):
+            out[i] = 2 * x[i]
+
+    f = brainevent.numba_kernel(double, outs=spec((5,)))
+    np.testing.assert_array_equal(np.asarray(f(jnp.arange(5.0, dtype=jnp.float32))), np.arange(5.0) * 2)
+
+
+def test_errors() -> None:
+    with pytest.raises(TypeError):
+        brainevent.numba_kernel(42, outs=spec((5,)))
+    with pytest.raises(ValueError, match="vmap_method"):
+        brainevent.numba_kernel(add, outs=spec((5,)), vmap_method="bogus")
+    with pytest.raises(TypeError, match="ShapeDtypeStruct"):
+        brainevent.numba_kernel(add, outs=[5])
+    f = brainevent.numba_kernel(add, outs=spec((4,)))
+    with pytest.raises(Exception, match=r"Typing|typing|Cannot"):  # numba's own typing error surfaces
+        f(jnp.ones((2, 2), jnp.float32), jnp.ones((2, 2), jnp.float32))
+
+
+def test_numba_kernel_without_numba_raises_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "numba", None)
+    with pytest.raises(ImportError, match="numba"):
+        brainevent.numba_kernel(lambda x, o: None, outs=spec((1,)))

@@ -1,0 +1,87 @@
+"""numba_cuda_kernel without a GPU: every documented error, and PTX generation."""
+
+from __future__ import annotations
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import brainevent
+
+OUT = jax.ShapeDtypeStruct((1024,), jnp.float32)
+
+
+def test_without_numba_cuda_raises_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "numba.cuda", None)
+    monkeypatch.setitem(sys.modules, "numba.cuda.dispatcher", None)
+    with pytest.raises(ImportError, match="numba-cuda"):
+        brainevent.numba_cuda_kernel(object(), outs=OUT, grid=4, block=256)
+
+
+@pytest.fixture(scope="module")
+def add_kernel():  # type: ignore[no-untyped-def]
+    cuda = pytest.importorskip("numba.cuda")
+
+    @cuda.jit
+    def add_kernel(x, y, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i] + y[i]
+
+    return add_kernel
+
+
+def test_non_dispatcher_raises_assertion_error(add_kernel) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(AssertionError, match="CUDADispatcher"):
+        brainevent.numba_cuda_kernel(add_kernel.py_func, outs=OUT, grid=4, block=256)
+    with pytest.raises(AssertionError):
+        brainevent.numba_cuda_kernel(lambda x: x, outs=OUT, launch_dims=1024)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        {"grid": 4},
+        {"block": 256},
+        {"grid": 4, "block": 256, "launch_dims": 1024},
+        {"launch_dims": (1, 2, 3, 4)},
+        {"grid": 4, "block": 2048},
+        {"launch_dims": 1024, "threads_per_block": 0},
+        {"grid": 4, "block": 256, "shared_mem": -1},
+    ],
+)
+def test_bad_launch_configuration_raises_value_error(add_kernel, config: dict) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError):
+        brainevent.numba_cuda_kernel(add_kernel, outs=OUT, **config)
+
+
+def test_bad_outs_and_vmap_method(add_kernel) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(TypeError, match="ShapeDtypeStruct"):
+        brainevent.numba_cuda_kernel(add_kernel, outs=[1024], launch_dims=1024)
+    with pytest.raises(ValueError, match="at least one"):
+        brainevent.numba_cuda_kernel(add_kernel, outs=[], launch_dims=1024)
+    with pytest.raises(ValueError, match="vmap_method"):
+        brainevent.numba_cuda_kernel(add_kernel, outs=OUT, launch_dims=1024, vmap_method="loop")
+
+
+def test_ptx_for_a_signature_without_a_gpu(add_kernel) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from brainevent.numba_bridge.cuda_compile import compile_ptx
+    from brainevent.numba_bridge.operands import Operand, Signature
+
+    f32 = Operand(1, np.dtype(np.float32))
+    try:
+        ptx, entry = compile_ptx(add_kernel, Signature((f32, f32), (f32,)), cc=(9, 0))
+    except Exception as exc:  # NVVM / NVRTC are not installed everywhere
+        pytest.skip(
+            f"Numba-CUDA cannot generate PTX here (needs NVVM and NVRTC): {type(exc).__name__}: {exc}"
+        )
+    assert ".target sm_90" in ptx and f".entry {entry}(" in ptx
+    assert "add_kernel" in entry
+    # Numba's array layout: 5 + 2*ndim 64-bit parameters per 1-D array, three arrays.
+    head = ptx[ptx.index(f".entry {entry}(") :].split(")", 1)[0]
+    assert head.count(".param .u64") == 3 * (5 + 2)
