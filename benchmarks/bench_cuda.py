@@ -99,6 +99,17 @@ variants = {
     "hand": lambda x, y: jax.ffi.ffi_call("hand.add", out)(x, y),
     "jnp": lambda x, y: x + y,
 }
+try:  # the Numba-CUDA bridge on the same add, where numba-cuda is installed
+    from numba import cuda
+    @cuda.jit
+    def nb_add(x, y, o):
+        i = cuda.grid(1)
+        if i < o.size:
+            o[i] = x[i] + y[i]
+    nb = brainevent.numba_cuda_kernel(nb_add, outs=out, launch_dims=n)
+    variants["numba"] = lambda x, y: nb(x, y)
+except ImportError:
+    pass
 def med(fn, k=7):
     s = []
     for _ in range(k):
@@ -325,6 +336,18 @@ def main() -> None:
                 "<= 1.2x vs jnp",
             ]
         )
+    for label, data in (("default XLA flags", default), ("command buffers incl. CUSTOM_CALL", graphs)):
+        if "numba" in data:
+            nb, be = data["numba"], data["brainevent"]
+            rows.append(
+                [
+                    f"numba_cuda_kernel per call / per loop step ({label})",
+                    f"{us(nb[0])} / {us(nb[1])}",
+                    f"load_cuda_inline: {us(be[0])} / {us(be[1])}",
+                    f"{nb[0] / be[0]:.3f}x / {nb[1] / be[1]:.3f}x",
+                    "<= 1.15x",
+                ]
+            )
     import jax
 
     device = jax.devices()[0].device_kind
