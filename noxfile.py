@@ -1,0 +1,314 @@
+"""nox sessions for brainevent (``nox -l`` lists them; ``nox`` runs tests-cpu, lint and docs).
+
+- ``tests-cpu-3.11`` / ``-3.12`` / ``-3.13``: the suite on CPU-only JAX (with Numba).
+- ``tests-cuda12`` / ``tests-cuda13``: the suite with that CUDA stack installed from pip.
+  GPU tests skip with their reason when no device is found; compile-only tests use the
+  nvcc that brainevent finds, and the session prints which one (and how it was found)
+  before pytest starts. The CUDA 13 wheels carry nvcc; the CUDA 12 wheels do not, so
+  tests-cuda12 needs a CUDA 12 toolkit (conda's ``cuda-nvcc``, a system toolkit, or
+  ``BRAINEVENT_NVCC``) to test the real stack, and says so when it finds another.
+- ``lint``: ruff (check and format), mypy, hadolint (Dockerfile), shellcheck (docker/*.sh).
+- ``docs``: builds the site (``mkdocs build --strict``), renders README.md and docs/*.md
+  and checks every local link, runs the README's Python example.
+- ``docker``: builds and runs the images (``nox -s docker -- cpu cuda13``; default ``cpu``)
+  with docker when a daemon answers, else podman (docker/build-podman.sh), else skips.
+- ``lock``: rewrites docker/constraints.txt, the pinned stack every session installs.
+
+Interpreters come from the machine: nothing is downloaded (``UV_PYTHON_DOWNLOADS=never``).
+Extra arguments after ``--`` go to pytest in the test sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+PYTHONS = ["3.11", "3.12", "3.13"]
+CONSTRAINTS = ROOT / "docker" / "constraints.txt"
+LOCKED_EXTRAS = ("cpu", "cuda12", "cuda13", "numba", "test", "docs", "dev")
+
+nox.needs_version = ">=2024.4"
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["tests-cpu", "lint", "docs"]
+
+# Never fetch an interpreter: use the ones this machine has.
+os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
+
+
+def _expose_pyenv_versions() -> None:
+    """With pyenv, `python3.12` resolves only for versions named in PYENV_VERSION."""
+    pyenv = shutil.which("pyenv")
+    if pyenv is None or os.environ.get("PYENV_VERSION"):
+        return
+    try:
+        out = subprocess.run([pyenv, "versions", "--bare"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    versions = [v.strip() for v in out.stdout.splitlines() if v.strip() and "/" not in v]
+    if versions:
+        os.environ["PYENV_VERSION"] = ":".join(versions)
+
+
+_expose_pyenv_versions()
+
+
+def install_project(session: nox.Session, *extras: str) -> None:
+    """Install the checkout, editable, with the pins.
+
+    Editable because several tests run brainevent in subprocesses with ``PYTHONPATH=src``:
+    both sides must load the same code (and so compute the same cache keys). The images
+    test the built wheel.
+    """
+    target = f".[{','.join(extras)}]" if extras else "."
+    args = ["-e", target, "pip"]  # pip: tests/test_env_files.py dry-runs the pip sections
+    if CONSTRAINTS.is_file():
+        args += ["-c", str(CONSTRAINTS)]
+    session.install(*args)
+
+
+def pytest_args(session: nox.Session) -> list[str]:
+    return list(session.posargs) or ["-q"]
+
+
+# ------------------------------------------------------------------ test sessions
+
+
+@nox.session(name="tests-cpu", python=PYTHONS)
+def tests_cpu(session: nox.Session) -> None:
+    """The suite with CPU-only JAX."""
+    install_project(session, "cpu", "numba", "test")
+    session.run("python", "-m", "pytest", *pytest_args(session))
+
+
+_PROBE = """
+import json
+from brainevent.toolchain.cuda_driver import probe_devices
+from brainevent.errors import BrainEventError
+from brainevent.toolchain.nvcc import find_nvcc
+p = probe_devices()
+out = {"gpus": [f"{d.name} (sm_{d.major}{d.minor})" for d in p.devices] if p.available else [],
+       "gpu_reason": p.reason}
+try:
+    i = find_nvcc()
+    out["nvcc"] = {"path": i.path, "version": list(i.version), "found_via": i.found_via}
+except BrainEventError as exc:
+    out["nvcc_error"] = str(exc)
+print("PROBE " + json.dumps(out))
+"""
+
+
+def _probe(session: nox.Session, env: dict[str, str]) -> dict[str, object]:
+    output = session.run("python", "-c", _PROBE, env=env, silent=True) or ""
+    for line in str(output).splitlines():
+        if line.startswith("PROBE "):
+            result: dict[str, object] = json.loads(line[len("PROBE ") :])
+            return result
+    session.error(f"the toolchain probe printed no result:\n{output}")
+    return {}  # not reached
+
+
+def cuda_session(session: nox.Session, major: int) -> None:
+    install_project(session, f"cuda{major}", "numba", "test")
+    env: dict[str, str] = {}
+    if "JAX_PLATFORMS" not in os.environ:
+        env["JAX_PLATFORMS"] = "cpu"  # for the probe only: no plugin traceback without a GPU
+    probe = _probe(session, env)
+    gpus = probe.get("gpus") or []
+    if gpus:
+        session.log(f"GPUs: {', '.join(map(str, gpus))}: GPU tests run")
+        env.pop("JAX_PLATFORMS", None)
+    else:
+        session.log(f"no CUDA device ({probe.get('gpu_reason')}): GPU tests skip with that reason")
+    nvcc = probe.get("nvcc")
+    if isinstance(nvcc, dict):
+        version = ".".join(map(str, nvcc["version"]))
+        session.log(
+            f"compile-only tests use nvcc {nvcc['path']} (CUDA {version}, found via {nvcc['found_via']})"
+        )
+        explicit = "BRAINEVENT_NVCC" in os.environ
+        if major == 13 and not explicit and not str(nvcc["found_via"]).startswith("pip-wheel:"):
+            session.error("tests-cuda13 must compile with the nvcc of the nvidia-cuda-nvcc wheel")
+        if nvcc["version"][0] != major:
+            session.warn(
+                f"that nvcc is CUDA {version}, not CUDA {major}: the CUDA {major} stack's own "
+                f"nvcc was not found. Point BRAINEVENT_NVCC at a CUDA {major} nvcc "
+                "(e.g. conda's cuda-nvcc) to test the real stack."
+            )
+    else:
+        first = str(probe.get("nvcc_error", "")).splitlines()[:1]
+        session.log(f"no nvcc ({first[0] if first else 'unknown'}): compile-only tests skip")
+        if major == 13:
+            session.error("tests-cuda13 must find the nvcc of the nvidia-cuda-nvcc wheel")
+    session.run("python", "-m", "pytest", *pytest_args(session), env=env)
+
+
+@nox.session(name="tests-cuda12", python="3.11")
+def tests_cuda12(session: nox.Session) -> None:
+    """The suite with jax[cuda12] (nvcc from a CUDA 12 toolkit, if one is found)."""
+    cuda_session(session, 12)
+
+
+@nox.session(name="tests-cuda13", python="3.11")
+def tests_cuda13(session: nox.Session) -> None:
+    """The suite with jax[cuda13]; compile-only tests use the wheel's nvcc."""
+    cuda_session(session, 13)
+
+
+# ----------------------------------------------------------------------------- lint
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    """ruff check, ruff format --check, mypy, hadolint, shellcheck."""
+    install_project(session, "dev")
+    session.run("ruff", "check", ".")
+    # Markdown examples are kept as written (ruff >= 0.17 would reformat them).
+    session.run("ruff", "format", "--check", "--extend-exclude", "*.md", ".")
+    session.run("mypy")
+    session.run("hadolint", "Dockerfile")
+    session.run("shellcheck", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docker").glob("*.sh")))
+
+
+# ----------------------------------------------------------------------------- docs
+
+
+class _Rendered(HTMLParser):
+    """Links and Python code blocks of one rendered Markdown page."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[str] = []
+        self.python_blocks: list[str] = []
+        self._code: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "a" and values.get("href"):
+            self.links.append(str(values["href"]))
+        elif tag == "img" and values.get("src"):
+            self.links.append(str(values["src"]))
+        elif tag == "code" and values.get("class") == "language-python":
+            self._code = []
+
+    def handle_data(self, data: str) -> None:
+        if self._code is not None:
+            self._code.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "code" and self._code is not None:
+            self.python_blocks.append("".join(self._code))
+            self._code = None
+
+
+def render(session: nox.Session, page: Path) -> _Rendered:
+    html = session.run("markdown-it", "--enable-tables", str(page), silent=True) or ""
+    parsed = _Rendered()
+    parsed.feed(str(html))
+    return parsed
+
+
+def broken_links(page: Path, links: list[str]) -> list[str]:
+    broken = []
+    for link in links:
+        parts = urlsplit(link)
+        if parts.scheme or parts.netloc or not parts.path:
+            continue  # external (not fetched: offline) or a same-page anchor
+        target = (page.parent / unquote(parts.path)).resolve()
+        if not target.exists():
+            broken.append(f"{page.relative_to(ROOT)}: {link} -> {os.path.relpath(target, ROOT)}")
+    return broken
+
+
+@nox.session(python="3.11")
+def docs(session: nox.Session) -> None:
+    """The site builds (strict); every local link in README.md and docs/ resolves; the README example runs."""
+    install_project(session, "docs")
+    tmp = Path(session.create_tmp()).resolve()
+    if (ROOT / "mkdocs.yml").is_file():
+        session.run("mkdocs", "build", "--strict", "--quiet", "--site-dir", str(tmp / "site"))
+        session.log(f"site built into {tmp / 'site'}")
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    problems: list[str] = []
+    readme_blocks: list[str] = []
+    checked = 0
+    for page in pages:
+        rendered = render(session, page)
+        checked += len(rendered.links)
+        problems += broken_links(page, rendered.links)
+        if page.name == "README.md":
+            readme_blocks = rendered.python_blocks
+    if problems:
+        session.error("broken links:\n  " + "\n  ".join(problems))
+    session.log(f"{len(pages)} pages, {checked} links: every local link resolves")
+    if not readme_blocks:
+        session.error("README.md has no Python example to run")
+    env = {"BRAINEVENT_CACHE_DIR": str(tmp / "cache")}
+    for i, block in enumerate(readme_blocks):
+        script = tmp / f"readme_example_{i}.py"
+        script.write_text(block)
+        with session.chdir(tmp):
+            session.run("python", str(script), env=env)
+    session.log(f"README: {len(readme_blocks)} Python example(s) ran")
+
+
+# ---------------------------------------------------------------------- containers
+
+
+def _docker_daemon() -> bool:
+    docker = shutil.which("docker")
+    if docker is None:
+        return False
+    try:
+        return subprocess.run([docker, "info"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@nox.session(venv_backend="none")
+def docker(session: nox.Session) -> None:
+    """Build each image target and run the suite in it (default target: cpu)."""
+    targets = list(session.posargs) or ["cpu"]
+    if _docker_daemon():
+        for target in targets:
+            tag = f"brainevent:{target}"
+            session.run("docker", "build", "--target", target, "-t", tag, ".", external=True)
+            run = ["docker", "run", "--rm"]
+            if target != "cpu" and shutil.which("nvidia-smi"):
+                run += ["--gpus", "all"]
+            session.run(*run, tag, external=True)
+    elif shutil.which("podman"):
+        session.run("bash", str(ROOT / "docker" / "build-podman.sh"), *targets, external=True)
+    else:
+        session.skip("no container engine: no docker daemon answers and podman is not installed")
+
+
+# ------------------------------------------------------------------------------ lock
+
+
+@nox.session(python="3.11")
+def lock(session: nox.Session) -> None:
+    """Re-pin the tested stack into docker/constraints.txt (one set valid for 3.11+)."""
+    session.install("uv")
+    extras = [arg for extra in LOCKED_EXTRAS for arg in ("--extra", extra)]
+    session.run(
+        "uv",
+        "pip",
+        "compile",
+        "pyproject.toml",
+        "--universal",
+        "--python-version",
+        "3.11",
+        *extras,
+        "--no-header",
+        "--no-annotate",
+        "-o",
+        str(CONSTRAINTS),
+    )
