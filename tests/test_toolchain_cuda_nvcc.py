@@ -236,7 +236,10 @@ def test_path_wrapper_is_resolved_to_the_real_toolkit(
         # This machine: /usr/local/bin/nvcc is `exec /usr/local/cuda-13.0/bin/nvcc "$@"`.
         assert info.path == "/usr/local/cuda-13.0/bin/nvcc"
         assert info.root == "/usr/local/cuda-13.0"
-    assert info.path == real_nvcc.path and info.root == real_nvcc.root
+    if not is_wrapper:
+        assert info.path == os.path.realpath(on_path)
+    # (The default search may prefer another nvcc, e.g. a CUDA 13 pip wheel, so the PATH
+    # result is not compared with it.)
 
 
 @pytest.mark.nvcc
