@@ -127,10 +127,6 @@ def check_options(options: LoadOptions) -> None:
             f"optimization_level={level!r} is not valid: expected an int 0, 1, 2 or 3 (-O0..-O3).",
             value=level,
         )
-    for label in ("extra_cflags", "extra_ldflags", "extra_include_paths"):
-        value = getattr(options, label)
-        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-            raise SpecError(f'{label}={value!r} must be a list of strings, e.g. ["-DFOO=1"].', value=value)
     if options.ninja_workers is not None and (
         not isinstance(options.ninja_workers, int) or options.ninja_workers < 1
     ):
@@ -373,7 +369,7 @@ def load_module(units: Sequence[SourceUnit], options: LoadOptions, backend: Back
         )
         if entry.built_now:
             store.write_alias(portable, key)
-        if not entry.built_now:
+        else:
             log.debug("cache hit for %s at %s", options.name, entry.directory)
         return _load_entry(entry, options, backend)
 

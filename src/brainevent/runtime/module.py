@@ -12,23 +12,6 @@ import numpy as np
 from ..errors import KernelCallError
 from ..spec.model import FunctionSpec
 
-_NUMPY_DTYPES: dict[str, str] = {
-    "bool": "bool",
-    "int8": "int8",
-    "int16": "int16",
-    "int32": "int32",
-    "int64": "int64",
-    "uint8": "uint8",
-    "uint16": "uint16",
-    "uint32": "uint32",
-    "uint64": "uint64",
-    "float16": "float16",
-    "float32": "float32",
-    "float64": "float64",
-    "complex64": "complex64",
-    "complex128": "complex128",
-}
-
 
 def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
     """A NumPy scalar of exactly the declared type, or a KernelCallError naming the attribute."""
@@ -37,7 +20,7 @@ def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
 
         np_type: Any = ml_dtypes.bfloat16
     else:
-        np_type = np.dtype(_NUMPY_DTYPES[dtype]).type
+        np_type = np.dtype(dtype).type  # canonical names are NumPy's
     kind = np.dtype(np_type).kind
     if isinstance(value, np.ndarray) and value.ndim != 0:
         raise KernelCallError(
