@@ -7,6 +7,8 @@
   before pytest starts. The CUDA 13 wheels carry nvcc; the CUDA 12 wheels do not, so
   tests-cuda12 needs a CUDA 12 toolkit (conda's ``cuda-nvcc``, a system toolkit, or
   ``BRAINEVENT_NVCC``) to test the real stack, and says so when it finds another.
+- ``tests-slow``: only the long variants (``pytest -m slow``): 16 processes loading at once,
+  12 builds killed at random points, nvcc from the CUDA 13 wheel in a fresh venv.
 - ``lint``: ruff (check and format), mypy, hadolint (Dockerfile), shellcheck (docker/*.sh).
 - ``docs``: builds the site (``mkdocs build --strict``), renders README.md and docs/*.md
   and checks every local link, runs the README's Python example.
@@ -86,6 +88,13 @@ def tests_cpu(session: nox.Session) -> None:
     """The suite with CPU-only JAX."""
     install_project(session, "cpu", "numba", "test")
     session.run("python", "-m", "pytest", *pytest_args(session))
+
+
+@nox.session(name="tests-slow", python="3.11")
+def tests_slow(session: nox.Session) -> None:
+    """The long variants (marker ``slow``) with CPU-only JAX: stress, many kill trials."""
+    install_project(session, "cpu", "numba", "test")
+    session.run("python", "-m", "pytest", "-m", "slow", *pytest_args(session))
 
 
 _PROBE = """
