@@ -29,6 +29,8 @@ _LAZY = {
     "KernelFunction": ("runtime.module", "KernelFunction"),
     "numba_kernel": ("numba_bridge", "numba_kernel"),
     "numba_cuda_kernel": ("numba_bridge", "numba_cuda_kernel"),
+    "numba_cuda_callable": ("numba_bridge", "numba_cuda_callable"),
+    "XLACustomKernel": ("custom_kernel", "XLACustomKernel"),
 }
 
 
@@ -54,6 +56,7 @@ __all__ = [
     "RegistrationError",
     "SpecError",
     "ToolchainError",
+    "XLACustomKernel",
     "__version__",
     "enable_cuda_graphs",
     "include_dir",
@@ -62,6 +65,7 @@ __all__ = [
     "load_cuda_dir",
     "load_cuda_file",
     "load_cuda_inline",
+    "numba_cuda_callable",
     "numba_cuda_kernel",
     "numba_kernel",
 ]

@@ -14,7 +14,7 @@ _lock = threading.Lock()
 _prepared: dict[tuple[int, Signature], tuple[Any, str, int, Any]] = {}
 
 
-def _require_numba() -> Any:
+def require_numba() -> Any:
     try:
         import numba
     except ImportError as exc:
@@ -22,7 +22,7 @@ def _require_numba() -> Any:
     return numba
 
 
-def _preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
+def preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
     def prepare(signature: Signature) -> tuple[str, int]:
         key = (id(func), signature)
         with _lock:
@@ -71,7 +71,7 @@ def numba_kernel(
     Raises:
         ImportError: Numba is not installed.
     """
-    numba = _require_numba()
+    numba = require_numba()
     from numba.core.dispatcher import Dispatcher
 
     if not isinstance(func, Dispatcher):
@@ -79,4 +79,4 @@ def numba_kernel(
             raise TypeError(f"numba_kernel needs a function, got {type(func).__name__}")
         func = numba.njit(func)
     name = getattr(func, "__name__", "numba_kernel")
-    return BridgedFunction(_preparer(func), _target_for, outs, vmap_method, input_output_aliases, name)
+    return BridgedFunction(preparer(func), _target_for, outs, vmap_method, input_output_aliases, name)

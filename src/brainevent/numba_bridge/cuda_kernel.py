@@ -11,7 +11,7 @@ from .launch_config import LaunchConfig, resolve_launch
 from .operands import Signature, content_id
 
 
-def _require_numba_cuda() -> Any:
+def require_numba_cuda() -> Any:
     from .numpy_compat import ensure_numba_cuda_numpy_compat
 
     ensure_numba_cuda_numpy_compat()
@@ -32,7 +32,7 @@ _lock = threading.Lock()
 _prepared: dict[tuple[int, LaunchConfig, Signature], tuple[Any, str, int]] = {}
 
 
-def _preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[str, int]]:
+def preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[str, int]]:
     def prepare(signature: Signature) -> tuple[str, int]:
         key = (id(kernel), config, signature)
         with _lock:
@@ -106,7 +106,7 @@ def numba_cuda_kernel(
         ValueError: Neither or both of ``(grid, block)`` and ``launch_dims``, or bad values.
         AssertionError: ``kernel`` is not a ``numba.cuda.dispatcher.CUDADispatcher``.
     """
-    _, dispatcher_type = _require_numba_cuda()
+    _, dispatcher_type = require_numba_cuda()
     if not isinstance(kernel, dispatcher_type):
         raise AssertionError(
             f"kernel must be a @numba.cuda.jit kernel (CUDADispatcher), got {type(kernel).__name__}"
@@ -114,5 +114,5 @@ def numba_cuda_kernel(
     config = resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)
     name = getattr(kernel, "__name__", "numba_cuda_kernel")
     return BridgedFunction(
-        _preparer(kernel, config), _target_for, outs, vmap_method, input_output_aliases, name
+        preparer(kernel, config), _target_for, outs, vmap_method, input_output_aliases, name
     )

@@ -95,13 +95,38 @@ class KernelFunction:
         import jax
 
         spec = self.spec
-        if len(arrays) != len(spec.args):
+        self.check_arity(len(arrays))
+        converted = self.converted_attrs(attrs)
+        if self.platform == "cpu":
+            self._check_cpu_placement(arrays)
+        result_specs = self._result_specs(arrays, outs)
+        single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
+        call = jax.ffi.ffi_call(
+            self.target,
+            result_specs[0] if single else result_specs,
+            vmap_method=self.vmap_method,
+        )
+        return call(*arrays, **converted)
+
+    def check_arity(self, n_inputs: int, n_outputs: int | None = None) -> None:
+        """KernelCallError unless the call passes as many inputs (and outputs) as the spec."""
+        spec = self.spec
+        if n_inputs != len(spec.args):
             raise KernelCallError(
                 f"{self.target}: expected {len(spec.args)} input array(s) ({' '.join(spec.tokens())}), "
-                f"got {len(arrays)}",
+                f"got {n_inputs}",
                 target=self.target,
             )
-        declared = {p.name: p.dtype for p in spec.attrs}
+        if n_outputs is not None and n_outputs != len(spec.rets):
+            raise KernelCallError(
+                f"{self.target}: expected {len(spec.rets)} result spec(s) (one per 'ret'), got {n_outputs}",
+                target=self.target,
+            )
+
+    def converted_attrs(self, attrs: Mapping[str, Any]) -> dict[str, Any]:
+        """The attributes as NumPy scalars of their declared types; KernelCallError naming
+        any unknown, missing or out-of-range one."""
+        declared = {p.name: p.dtype for p in self.spec.attrs}
         unknown = sorted(set(attrs) - set(declared))
         if unknown:
             raise KernelCallError(
@@ -115,20 +140,10 @@ class KernelFunction:
                 f"{self.target}: missing attribute(s) {missing}; pass them as keywords",
                 target=self.target,
             )
-        converted = {
+        return {
             name: _convert_attr(self.target, name, dtype or "float64", attrs[name])
             for name, dtype in declared.items()
         }
-        if self.platform == "cpu":
-            self._check_cpu_placement(arrays)
-        result_specs = self._result_specs(arrays, outs)
-        single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
-        call = jax.ffi.ffi_call(
-            self.target,
-            result_specs[0] if single else result_specs,
-            vmap_method=self.vmap_method,
-        )
-        return call(*arrays, **converted)
 
     def _check_cpu_placement(self, arrays: Sequence[Any]) -> None:
         """A C++ module runs on the CPU: say so instead of XLA's "no handler on CUDA"."""

@@ -1,0 +1,162 @@
+"""What an :class:`XLACustomKernel` runs on one platform.
+
+Each kind of kernel turns the call's abstract operands and attributes into a *call site*:
+the FFI target to emit and the attributes that target takes. The lowering then emits one
+custom call; nothing here runs per call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..errors import KernelCallError
+from ..numba_bridge.operands import Operand, Signature
+
+
+@dataclass(frozen=True)
+class CallSite:
+    target: str
+    attributes: dict[str, Any]
+
+
+class PlatformKernel(Protocol):
+    description: str
+
+    def call_site(self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any]) -> CallSite: ...
+
+
+def signature_from(ins: Sequence[Any], outs: Sequence[Any]) -> Signature:
+    def operand(value: Any) -> Operand:
+        return Operand(len(value.shape), np.dtype(value.dtype))
+
+    return Signature(tuple(operand(a) for a in ins), tuple(operand(o) for o in outs))
+
+
+class ModuleFunctionKernel:
+    """A function of a module from ``load_cpp_*`` / ``load_cuda_*``; the call's attributes
+    are the function's ``attr.*`` parameters, checked and converted as in the call sugar."""
+
+    def __init__(self, function: Any) -> None:
+        from ..runtime.module import KernelFunction
+
+        if not isinstance(function, KernelFunction):
+            raise TypeError(
+                "def_kernel needs a compiled function such as `module.my_func` (a KernelFunction "
+                f"from load_cpp_* or load_cuda_*), got {type(function).__name__}"
+            )
+        self.function = function
+        self.description = f"compiled function {function.target}"
+
+    def call_site(self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any]) -> CallSite:
+        self.function.check_arity(len(ins), len(outs))
+        return CallSite(self.function.target, self.function.converted_attrs(attrs))
+
+
+class _Generated:
+    """A kernel given directly, or made by ``generator(**attrs)`` once per distinct attrs."""
+
+    def __init__(self, kernel: Any, generator: Callable[..., Any] | None, what: str) -> None:
+        if (kernel is None) == (generator is None):
+            raise TypeError(f"{what}: pass a kernel or generator=, exactly one of them")
+        if generator is not None and not callable(generator):
+            raise TypeError(f"{what}: generator must be callable, got {type(generator).__name__}")
+        self._kernel = kernel
+        self._generator = generator
+        self._what = what
+        self._made: dict[tuple[tuple[str, Any], ...], Any] = {}
+        self._lock = threading.Lock()
+
+    def kernel_for(self, attrs: Mapping[str, Any]) -> Any:
+        if self._generator is None:
+            if attrs:
+                raise KernelCallError(
+                    f"{self._what} takes no attributes, got {sorted(attrs)}; define it with "
+                    "generator=lambda **attrs: kernel to build the kernel from them",
+                    attributes=sorted(attrs),
+                )
+            return self._kernel
+        key = tuple(sorted(attrs.items()))
+        with self._lock:
+            if key not in self._made:
+                self._made[key] = self._generator(**attrs)
+            return self._made[key]
+
+
+class NumbaCpuKernel:
+    """A Numba ``@njit`` function on the CPU, called from a compiled handler."""
+
+    def __init__(self, kernel: Any, generator: Callable[..., Any] | None) -> None:
+        from ..numba_bridge.cpu_kernel import require_numba
+
+        require_numba()
+        self._source = _Generated(kernel, generator, "def_numba_kernel")
+        self.description = "Numba kernel (cpu)"
+
+    def call_site(self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any]) -> CallSite:
+        import numba
+        from numba.core.dispatcher import Dispatcher
+
+        from ..numba_bridge.cpu_kernel import preparer
+
+        func = self._source.kernel_for(attrs)
+        if not isinstance(func, Dispatcher):
+            func = numba.njit(func)
+        target, kernel_id = preparer(func)(signature_from(ins, outs))
+        return CallSite(target, {"kernel_id": np.int64(kernel_id)})
+
+
+LaunchValue = Any  # an int, a tuple of ints, or a callable(ins, outs) returning one
+
+
+class NumbaCudaKernel:
+    """A Numba-CUDA kernel launched from a compiled handler on XLA's stream.
+
+    ``grid``, ``block`` and ``launch_dims`` may each be a callable ``(ins, outs) -> dims``
+    that sees the call's abstract inputs and outputs (``.shape``, ``.dtype``, ``.size``).
+    """
+
+    def __init__(
+        self,
+        kernel: Any,
+        generator: Callable[..., Any] | None,
+        grid: LaunchValue,
+        block: LaunchValue,
+        launch_dims: LaunchValue,
+        threads_per_block: int,
+        shared_mem: int,
+    ) -> None:
+        from ..numba_bridge.cuda_kernel import require_numba_cuda
+        from ..numba_bridge.launch_config import resolve_launch
+
+        _, dispatcher_type = require_numba_cuda()
+        if kernel is not None and not isinstance(kernel, dispatcher_type):
+            raise AssertionError(
+                f"kernel must be a @numba.cuda.jit kernel (CUDADispatcher), got {type(kernel).__name__}"
+            )
+        self._source = _Generated(kernel, generator, "def_numba_cuda_kernel")
+        self._launch = (grid, block, launch_dims, threads_per_block, shared_mem)
+        if not any(callable(v) for v in (grid, block, launch_dims)):
+            resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)  # fail early
+        self._dispatcher_type = dispatcher_type
+        self.description = "Numba-CUDA kernel (cuda)"
+
+    def call_site(self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any]) -> CallSite:
+        from ..numba_bridge.cuda_kernel import preparer
+        from ..numba_bridge.launch_config import resolve_launch
+
+        kernel = self._source.kernel_for(attrs)
+        if not isinstance(kernel, self._dispatcher_type):
+            raise AssertionError(
+                f"the generator must return a @numba.cuda.jit kernel, got {type(kernel).__name__}"
+            )
+        grid, block, launch_dims, threads_per_block, shared_mem = (
+            v(ins, outs) if callable(v) else v for v in self._launch
+        )
+        config = resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)
+        target, kernel_id = preparer(kernel, config)(signature_from(ins, outs))
+        return CallSite(target, {"kernel_id": np.int64(kernel_id)})

@@ -1,0 +1,181 @@
+"""``numba_cuda_callable``: a Python function that launches Numba-CUDA kernels on XLA's stream.
+
+Unlike :func:`numba_cuda_kernel`, the callable is Python, so Python runs on every call: a
+compiled handler passes XLA's buffers and stream to a ctypes trampoline, which wraps them
+as Numba device arrays (no copies) and calls the function. An exception in the function
+is caught there and returned to XLA as the call's error, so it surfaces in Python as a
+``JaxRuntimeError`` naming the exception; nothing is printed and lost. The handler is not
+command-buffer compatible: XLA never captures it in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import secrets
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .bridge import BridgedFunction
+from .cuda_kernel import require_numba_cuda
+from .operands import Signature
+
+_TRAMPOLINE = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_int64,
+    ctypes.POINTER(ctypes.c_void_p),
+    ctypes.POINTER(ctypes.c_int64),
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    func: Callable[..., Any]
+    signature: Signature
+    name: str
+
+
+_lock = threading.Lock()
+_entries: dict[int, _Entry] = {}
+_ids: dict[tuple[int, Signature], int] = {}
+_launchers: dict[tuple[int, int], str] = {}
+# Ids are per process: an executable from another process (JAX's persistent cache) names
+# ids never registered here and fails with a clear error instead of calling another function.
+_counter = itertools.count(secrets.randbits(40) << 20)
+_trampoline_keepalive: list[Any] = []
+
+
+def _write_error(buffer: int, size: int, message: str) -> None:
+    data = message.encode("utf-8", errors="replace")[: max(size - 1, 0)]
+    ctypes.memmove(buffer, data + b"\0", len(data) + 1)
+
+
+def _device_arrays(entry: _Entry, data: Any, shapes: Any) -> list[Any]:
+    from numba import cuda
+
+    arrays, offset = [], 0
+    for i, operand in enumerate(entry.signature.operands):
+        shape = tuple(int(shapes[offset + j]) for j in range(operand.ndim))
+        offset += operand.ndim
+        interface = {
+            "shape": shape,
+            "typestr": operand.dtype.str,
+            "data": (int(data[i] or 0), False),
+            "strides": None,
+            "version": 3,
+        }
+        arrays.append(cuda.from_cuda_array_interface(interface, owner=None, sync=False))
+    return arrays
+
+
+def _run(callable_id: int, data: Any, shapes: Any, device: int, stream: int, error: int, size: int) -> int:
+    entry = _entries.get(callable_id)
+    if entry is None:
+        _write_error(
+            error,
+            size,
+            f"numba_cuda_callable id {callable_id} is not registered in this process; call the "
+            "wrapper from brainevent.numba_cuda_callable again (executables from another process "
+            "cannot be reused)",
+        )
+        return 1
+    try:
+        from numba import cuda
+
+        with cuda.gpus[device]:
+            arrays = _device_arrays(entry, data, shapes)
+            entry.func(*arrays, cuda.external_stream(stream))
+        return 0
+    except BaseException as exc:  # every exception must reach XLA: a ctypes callback would drop it
+        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        _write_error(
+            error,
+            size,
+            f"numba_cuda_callable {entry.name!r} raised {type(exc).__name__}: {exc}\n" + "".join(lines[-6:]),
+        )
+        return 1
+
+
+def _launcher_target(n_inputs: int, n_outputs: int) -> str:
+    key = (n_inputs, n_outputs)
+    with _lock:
+        found = _launchers.get(key)
+        if found is not None:
+            return found
+        from ..cuda_loaders import load_cuda_inline
+        from .callable_launcher_source import CORE, entry_source
+
+        module = load_cuda_inline(
+            name=f"brainevent_numba_callable_{n_inputs}i_{n_outputs}o",
+            cuda_sources=[CORE, entry_source(n_inputs, n_outputs)],
+            allow_cuda_graph=False,  # Python launches kernels: not capturable
+        )
+        library = ctypes.CDLL(str(module.path), mode=ctypes.RTLD_LOCAL)  # the handle XLA already uses
+        library.be_numba_callable_set_trampoline.restype = None
+        library.be_numba_callable_set_trampoline.argtypes = [ctypes.c_int64]
+        if not _trampoline_keepalive:
+            _trampoline_keepalive.append(_TRAMPOLINE(_run))
+        address = ctypes.cast(_trampoline_keepalive[0], ctypes.c_void_p).value
+        library.be_numba_callable_set_trampoline(int(address or 0))
+        _launchers[key] = module.targets["run"]
+        return module.targets["run"]
+
+
+def _preparer(func: Callable[..., Any], name: str) -> Callable[[Signature], tuple[str, int]]:
+    def prepare(signature: Signature) -> tuple[str, int]:
+        target = _launcher_target(len(signature.inputs), len(signature.outputs))
+        key = (id(func), signature)
+        with _lock:
+            callable_id = _ids.get(key)
+            if callable_id is None:
+                callable_id = next(_counter)
+                _ids[key] = callable_id
+                _entries[callable_id] = _Entry(func, signature, name)  # keeps func alive with its id
+        return target, callable_id
+
+    return prepare
+
+
+def numba_cuda_callable(
+    func: Callable[..., Any],
+    outs: Any,
+    *,
+    vmap_method: str | None = None,
+    input_output_aliases: dict[int, int] | None = None,
+) -> Callable[..., Any]:
+    """Create a JAX-callable function (GPU) from a Python function that launches Numba-CUDA kernels.
+
+    ``func(*inputs, *outputs, stream)`` receives Numba device arrays viewing XLA's buffers
+    (inputs, then the outputs to write) and a Numba stream wrapping XLA's stream; it should
+    launch its kernels on that stream (``kernel[grid, block, stream](...)``) and not
+    synchronise. Use it when one JAX call needs several kernels or launch logic that
+    depends on the shapes; for a single kernel, :func:`numba_cuda_kernel` is faster (no
+    Python per call) and can be captured in a CUDA graph.
+
+    Args:
+        func: The Python function.
+        outs: A ``jax.ShapeDtypeStruct`` or a pytree of them; results come back in that shape.
+        vmap_method: ``jax.ffi.ffi_call``'s vmap method (``"sequential"``, ``"expand_dims"``,
+            ``"broadcast_all"``, or None to refuse vmap).
+        input_output_aliases: ``{input index: output index}`` for in-place updates.
+
+    Raises:
+        ImportError: Numba with CUDA support is not installed.
+        TypeError: ``func`` is not callable.
+    """
+    require_numba_cuda()
+    if not callable(func):
+        raise TypeError(f"numba_cuda_callable needs a callable, got {type(func).__name__}")
+    name = getattr(func, "__name__", "numba_cuda_callable")
+
+    def target_for(n_inputs: int, n_outputs: int) -> str:
+        return _launcher_target(n_inputs, n_outputs)
+
+    return BridgedFunction(_preparer(func, name), target_for, outs, vmap_method, input_output_aliases, name)
