@@ -124,3 +124,84 @@ def test_jax_distributed_two_processes_compile_once(gpus: list[jax.Device], tmp_
     expected = sum(2 * (np.arange(1024) + 1000 * rank).sum() for rank in range(2))
     assert all(r["total"] == expected for r in results)
     assert all(r["devices"] == 2 and r["local"] == 1 for r in results)
+
+
+ROWS = r"""
+#include <cuda_runtime.h>
+#include "brainevent/common.h"
+__global__ void rows_kernel(const float* x, float* out, float scale, float rows, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] * scale + rows;
+}
+// Offsets every element by the number of rows the call sees: 4 on a local shard, 8 gathered.
+// @BE rows arg ret attr.scale:float32 stream
+void rows(const BE::Tensor x, BE::Tensor out, float scale, int64_t stream) {
+    int64_t n = x.numel();
+    rows_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
+        x.data_ptr<float>(), out.data_ptr<float>(), scale, (float)x.size(0), n);
+    BE_CHECK_KERNEL_LAUNCH();
+}
+"""
+
+
+def _sharded_rows(gpus: list[jax.Device]) -> tuple[np.ndarray, jax.Array]:
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = Mesh(np.array(gpus[:2]), ("b",))
+    host = np.arange(8 * 1024, dtype=np.float32).reshape(8, 1024)
+    return host, jax.device_put(host, NamedSharding(mesh, P("b")))
+
+
+@pytest.mark.parametrize("num_batch_dims", [1, None])
+def test_jit_with_sharded_inputs_does_not_gather(gpus: list[jax.Device], num_batch_dims: int | None) -> None:
+    mod = brainevent.load_cuda_inline(name="multi_rows", cuda_sources=ROWS)
+    op = brainevent.XLACustomKernel("rows", num_batch_dims=num_batch_dims).def_kernel("gpu", mod.rows)
+    host, x = _sharded_rows(gpus)
+    f = jax.jit(lambda x: op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype), scale=2.0))
+    hlo = f.lower(x).compile().as_text()
+    out = f(x)
+    if num_batch_dims:
+        assert "all-gather" not in hlo
+        assert len(out.sharding.device_set) == 2 and list(out.sharding.spec) == ["b"]
+        np.testing.assert_array_equal(np.asarray(out), host * 2 + 4)  # each GPU saw its 4 rows
+    else:  # the control: not declared partitionable, so XLA gathers the rows onto each call
+        assert "all-gather" in hlo
+        np.testing.assert_array_equal(np.asarray(out), host * 2 + 8)
+
+
+def test_numba_cuda_kernel_batch_partitioned(gpus: list[jax.Device]) -> None:
+    cuda = pytest.importorskip("numba.cuda")
+
+    @cuda.jit
+    def double_rows(x, out):  # type: ignore[no-untyped-def]
+        i, j = cuda.grid(2)
+        if i < out.shape[0] and j < out.shape[1]:
+            out[i, j] = 2 * x[i, j] + x.shape[0]
+
+    op = brainevent.XLACustomKernel("double_rows", num_batch_dims=1)
+    op.def_numba_cuda_kernel(double_rows, launch_dims=lambda ins, outs: outs[0].shape)
+    host, x = _sharded_rows(gpus)
+    f = jax.jit(lambda x: op(x, outs=jax.ShapeDtypeStruct(x.shape, x.dtype)))
+    assert "all-gather" not in f.lower(x).compile().as_text()
+    np.testing.assert_array_equal(np.asarray(f(x)), host * 2 + 4)
+
+
+def test_numba_cuda_callable_on_each_gpu(gpus: list[jax.Device]) -> None:
+    cuda = pytest.importorskip("numba.cuda")
+
+    @cuda.jit
+    def add_one(x, out):  # type: ignore[no-untyped-def]
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i] + 1
+
+    def launch(x, out, stream):  # type: ignore[no-untyped-def]
+        add_one[(x.size + 255) // 256, 256, stream](x, out)
+
+    f = jax.jit(brainevent.numba_cuda_callable(launch, jax.ShapeDtypeStruct((4096,), jnp.float32)))
+    for device in gpus:
+        x = jax.device_put(jnp.arange(4096, dtype=jnp.float32), device)
+        out = f(x)
+        assert out.devices() == {device}
+        np.testing.assert_array_equal(np.asarray(out), np.arange(4096) + 1)

@@ -1,0 +1,93 @@
+"""XLACustomKernel on a GPU: Numba-CUDA and compiled CUDA kernels, rules, loops, graphs."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.interpreters import ad
+
+import brainevent
+from brainevent import KernelCallError, XLACustomKernel
+
+pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
+cuda = pytest.importorskip("numba.cuda")
+
+
+@cuda.jit
+def axpy(x, y, out):  # type: ignore[no-untyped-def]
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = 2 * x[i] + y[i]
+
+
+SCALE = r"""
+#include <cuda_runtime.h>
+#include "brainevent/common.h"
+__global__ void scale_kernel(const float* x, float* out, float f, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] * f;
+}
+// @BE scale arg ret attr.factor:float32 stream
+void scale(const BE::Tensor x, BE::Tensor out, float factor, int64_t stream) {
+    int64_t n = x.numel();
+    scale_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
+        x.data_ptr<float>(), out.data_ptr<float>(), factor, n);
+    BE_CHECK_KERNEL_LAUNCH();
+}
+"""
+
+
+def spec(n: int) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct((n,), jnp.float32)
+
+
+def gpu_axpy() -> XLACustomKernel:
+    op = XLACustomKernel("gpu_axpy", outs=lambda x, y: spec(x.size))
+    op.def_numba_cuda_kernel(axpy, launch_dims=lambda ins, outs: outs[0].size)
+
+    @op.def_jvp_rule
+    def jvp(primals, tangents, *, outs):  # type: ignore[no-untyped-def]
+        return op(*primals), op(*tangents)
+
+    @op.def_transpose_rule
+    def transpose(cts, x, y, *, outs):  # type: ignore[no-untyped-def]
+        (ct,) = cts
+        return [2 * ct if ad.is_undefined_primal(x) else None, ct if ad.is_undefined_primal(y) else None]
+
+    return op
+
+
+X = jnp.arange(4096, dtype=jnp.float32)
+Y = jnp.linspace(-1.0, 1.0, 4096, dtype=jnp.float32)
+
+
+def test_numba_cuda_kernel_jit_vmap_grad() -> None:
+    op = gpu_axpy()
+    expected = 2 * np.asarray(X) + np.asarray(Y)
+    np.testing.assert_allclose(np.asarray(jax.jit(op)(X, Y)), expected)
+    np.testing.assert_allclose(np.asarray(op(X, Y)), expected)
+    xs = jnp.stack([X, -X])
+    np.testing.assert_allclose(
+        np.asarray(jax.vmap(lambda x: op(x, Y))(xs)), 2 * np.asarray(xs) + np.asarray(Y)
+    )
+    gx = jax.jit(jax.grad(lambda x: op(x, Y).sum()))(X)
+    np.testing.assert_allclose(np.asarray(gx), np.full(4096, 2.0))
+
+
+def test_compiled_cuda_function_and_a_cpu_twin() -> None:
+    mod = brainevent.load_cuda_inline(name="ck_gpu_scale", cuda_sources=SCALE)
+    op = XLACustomKernel("scale", outs=lambda x, **_: spec(x.size)).def_kernel("gpu", mod.scale)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda x: op(x, factor=0.5))(X)), np.asarray(X) * 0.5)
+    cpu_x = jax.device_put(np.asarray(X), jax.devices("cpu")[0])
+    with pytest.raises(KernelCallError, match="no kernel for platform 'cpu'"):
+        jax.jit(lambda x: op(x, factor=0.5))(cpu_x)
+
+
+def test_fori_loop_1000_steps_with_and_without_graphs() -> None:
+    op = XLACustomKernel("acc", outs=lambda x, y: spec(x.size))
+    op.def_numba_cuda_kernel(axpy, grid=16, block=256)
+    zero = jnp.zeros(4096, jnp.float32)
+    run = jax.jit(lambda x: jax.lax.fori_loop(0, 1000, lambda _, v: op(v * 0.5, jnp.ones_like(v)), x))
+    np.testing.assert_allclose(np.asarray(run(zero)), np.full(4096, 1000.0))

@@ -1,0 +1,114 @@
+"""numba_cuda_callable: errors anywhere, its handler compiled by nvcc, and real launches on a GPU."""
+
+from __future__ import annotations
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import brainevent
+
+OUT = jax.ShapeDtypeStruct((1024,), jnp.float32)
+
+
+def test_without_numba_cuda_raises_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "numba.cuda", None)
+    monkeypatch.setitem(sys.modules, "numba.cuda.dispatcher", None)
+    with pytest.raises(ImportError, match="numba-cuda"):
+        brainevent.numba_cuda_callable(lambda x, out, stream: None, outs=OUT)
+
+
+def test_non_callable_and_bad_vmap_method() -> None:
+    pytest.importorskip("numba.cuda")
+    with pytest.raises(TypeError, match="needs a callable"):
+        brainevent.numba_cuda_callable(42, outs=OUT)
+    with pytest.raises(ValueError, match="vmap_method"):
+        brainevent.numba_cuda_callable(lambda *a: None, outs=OUT, vmap_method="loop")
+
+
+@pytest.mark.nvcc
+def test_handler_compiles_with_nvcc_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from brainevent.numba_bridge.cuda_callable import _launcher_target
+
+    monkeypatch.setenv("BRAINEVENT_CUDA_ARCH", "sm_90")  # without a GPU the arch must be named
+
+    assert _launcher_target(2, 1) == "brainevent_numba_callable_2i_1o.run"
+    assert _launcher_target(2, 1) == "brainevent_numba_callable_2i_1o.run"  # memoized, no rebuild
+
+
+def _kernels():  # type: ignore[no-untyped-def]
+    cuda = pytest.importorskip("numba.cuda")
+
+    @cuda.jit
+    def add(x, y, out):  # type: ignore[no-untyped-def]
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i] + y[i]
+
+    @cuda.jit
+    def scale(x, factor, out):  # type: ignore[no-untyped-def]
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i] * factor
+
+    return add, scale
+
+
+@pytest.mark.gpu
+@pytest.mark.nvcc
+def test_two_kernels_on_xla_stream_match_numpy() -> None:
+    add, scale = _kernels()
+
+    def launch(x, y, total, scaled, stream):  # type: ignore[no-untyped-def]
+        blocks = (x.size + 255) // 256
+        add[blocks, 256, stream](x, y, total)
+        scale[blocks, 256, stream](total, 0.5, scaled)  # reads what the first kernel wrote
+
+    f = brainevent.numba_cuda_callable(launch, outs=(OUT, OUT))
+    a = jnp.arange(1024, dtype=jnp.float32)
+    b = jnp.full(1024, 3.0, dtype=jnp.float32)
+    total, scaled = jax.jit(f)(a, b)
+    np.testing.assert_array_equal(np.asarray(total), np.arange(1024) + 3.0)
+    np.testing.assert_array_equal(np.asarray(scaled), (np.arange(1024) + 3.0) * 0.5)
+    total, _ = f(a, b)  # eager
+    np.testing.assert_array_equal(np.asarray(total), np.arange(1024) + 3.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.nvcc
+def test_exception_in_the_callable_surfaces_and_the_process_survives() -> None:
+    add, _ = _kernels()
+    fail = {"now": True}
+
+    def launch(x, y, out, stream):  # type: ignore[no-untyped-def]
+        if fail["now"]:
+            raise ValueError("bad launch configuration for this shape")
+        add[(x.size + 255) // 256, 256, stream](x, y, out)
+
+    f = jax.jit(brainevent.numba_cuda_callable(launch, outs=OUT))
+    a = jnp.ones(1024, dtype=jnp.float32)
+    with pytest.raises(
+        jax.errors.JaxRuntimeError, match=r"launch.*raised ValueError: bad launch configuration"
+    ):
+        np.asarray(f(a, a))
+    fail["now"] = False
+    np.testing.assert_array_equal(np.asarray(f(a, a)), np.full(1024, 2.0))
+
+
+@pytest.mark.gpu
+@pytest.mark.nvcc
+def test_vmap_and_fori_loop() -> None:
+    add, _ = _kernels()
+
+    def launch(x, y, out, stream):  # type: ignore[no-untyped-def]
+        add[(x.size + 255) // 256, 256, stream](x, y, out)
+
+    f = brainevent.numba_cuda_callable(launch, outs=OUT, vmap_method="sequential")
+    xs = jnp.stack([jnp.arange(1024, dtype=jnp.float32)] * 3) * jnp.arange(3, dtype=jnp.float32)[:, None]
+    y = jnp.ones(1024, dtype=jnp.float32)
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(lambda x: f(x, y)))(xs)), np.asarray(xs) + 1)
+    loop = jax.jit(lambda x: jax.lax.fori_loop(0, 100, lambda _, v: f(v, y), x))
+    np.testing.assert_array_equal(np.asarray(loop(jnp.zeros(1024, jnp.float32))), np.full(1024, 100.0))
