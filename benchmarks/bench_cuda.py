@@ -108,6 +108,12 @@ try:  # the Numba-CUDA bridge on the same add, where numba-cuda is installed
             o[i] = x[i] + y[i]
     nb = brainevent.numba_cuda_kernel(nb_add, outs=out, launch_dims=n)
     variants["numba"] = lambda x, y: nb(x, y)
+    op = brainevent.XLACustomKernel("bench_add", outs=out).def_numba_cuda_kernel(nb_add, launch_dims=n)
+    variants["custom_kernel"] = lambda x, y: op(x, y)
+    def launch(x, y, o, stream):
+        nb_add[(n + 255) // 256, 256, stream](x, y, o)
+    cb = brainevent.numba_cuda_callable(launch, outs=out)
+    variants["numba_callable"] = lambda x, y: cb(x, y)
 except ImportError:
     pass
 def med(fn, k=7):
@@ -336,7 +342,23 @@ def main() -> None:
                 "<= 1.2x vs jnp",
             ]
         )
+    bridges = (
+        ("custom_kernel", "XLACustomKernel (Numba-CUDA kernel)", "<= 1.15x"),
+        ("numba_callable", "numba_cuda_callable (Python per call)", "report"),
+    )
     for label, data in (("default XLA flags", default), ("command buffers incl. CUSTOM_CALL", graphs)):
+        for key, what, target in bridges:
+            if key in data:
+                got, be = data[key], data["brainevent"]
+                rows.append(
+                    [
+                        f"{what} per call / per loop step ({label})",
+                        f"{us(got[0])} / {us(got[1])}",
+                        f"load_cuda_inline: {us(be[0])} / {us(be[1])}",
+                        f"{got[0] / be[0]:.3f}x / {got[1] / be[1]:.3f}x",
+                        target,
+                    ]
+                )
         if "numba" in data:
             nb, be = data["numba"], data["brainevent"]
             rows.append(
