@@ -4,8 +4,11 @@ Every figure is a ratio against a baseline measured in the same run:
   cold build      vs  `g++ -c` of the user's source alone (same flags)
   cache hit       vs  the 2 ms target (absolute), and dlopen+register of the same .so
   per-call        vs  a hand-written XLA FFI handler (ffi.h) and vs jnp, under jax.jit
+  numba_kernel    vs  the same add through load_cpp_inline and vs jnp, under jax.jit
+  16 processes    vs  one process cold-loading the same module alone
+  published       with --published-python: brainevent 0.2.1 (bench_published.py) in its own venv
 
-Usage: python benchmarks/bench_cpu.py [--write docs/benchmarks-cpu.md]
+Usage: python benchmarks/bench_cpu.py [--write docs/benchmarks-cpu.md] [--published-python PATH]
 """
 
 from __future__ import annotations
@@ -18,24 +21,24 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import SRC, machine_line, median_time, precompile, run_python, table
+from common import (
+    ADD_KERNEL,
+    SRC,
+    add_numba,
+    call_costs,
+    machine_line,
+    median_time,
+    precompile,
+    run_python,
+    table,
+)
 
 sys.path.insert(0, str(SRC))
 
-KERNEL = r"""
-#include "brainevent/common.h"
-
-// @BE add arg arg ret
-void add(const BE::Tensor a, const BE::Tensor b, BE::Tensor out) {
-    const float* pa = a.data_ptr<float>();
-    const float* pb = b.data_ptr<float>();
-    float* po = out.data_ptr<float>();
-    const int64_t n = a.numel();
-    for (int64_t i = 0; i < n; ++i) po[i] = pa[i] + pb[i];
-}
-"""
+KERNEL = ADD_KERNEL
 
 HAND_WRITTEN = r"""
 #include "xla/ffi/api/ffi.h"
@@ -79,6 +82,12 @@ lib = ctypes.CDLL(sys.argv[1])
 jax.ffi.register_ffi_target("raw.add", jax.ffi.pycapsule(lib.be_ffi_add), platform="cpu")
 print(json.dumps({"seconds": time.perf_counter() - t}))
 """
+
+
+def jax_version() -> str:
+    import jax
+
+    return str(jax.__version__)
 
 
 def cold_build(repeat: int) -> tuple[float, float]:
@@ -139,7 +148,7 @@ def cache_hit(repeat: int, cache: str) -> tuple[float, float, float, float]:
     )
 
 
-def per_call(cache: str, n: int, calls: int) -> dict[str, float]:
+def per_call(cache: str, n: int, calls: int) -> dict[str, tuple[float, float]]:
     import ctypes
 
     import jax
@@ -173,37 +182,100 @@ def per_call(cache: str, n: int, calls: int) -> dict[str, float]:
     b = jnp.ones(n, jnp.float32)
     out = jax.ShapeDtypeStruct(a.shape, a.dtype)
 
-    def loop(step):  # 1000 dependent steps inside one executable: no dispatch in the figure
-        @jax.jit
-        def run(a, b):
-            return jax.lax.fori_loop(0, 1000, lambda i, x: step(x, b), a)
-
-        return run
-
     variants = {
         "brainevent": lambda x, y: jax.ffi.ffi_call("bench_add.add", out)(x, y),
         "hand-written ffi.h": lambda x, y: jax.ffi.ffi_call("hand.add", out)(x, y),
         "jnp": lambda x, y: x + y,
     }
-    results = {}
-    for label, step in variants.items():
-        one = jax.jit(step)
-        one(a, b).block_until_ready()
-        per_dispatch = (
-            median_time(lambda one=one: [one(a, b) for _ in range(calls)][-1].block_until_ready(), 7) / calls
-        )
-        looped = loop(step)
-        looped(a, b).block_until_ready()
-        per_step = median_time(lambda looped=looped: looped(a, b).block_until_ready(), 7) / 1000
-        results[label] = (per_dispatch, per_step)
+    try:
+        import numba
+    except ImportError:
+        pass  # no numba_kernel row
+    else:
+        variants["numba_kernel"] = brainevent.numba_kernel(numba.njit(add_numba), outs=out)
+    results = call_costs(variants, a, b, calls)
     shutil.rmtree(tmp, ignore_errors=True)
-    return results  # type: ignore[return-value]
+    return results
+
+
+def published(python: str, repeat: int) -> dict[str, Any]:
+    """The published release's figures, measured by bench_published.py with that interpreter."""
+    script = Path(__file__).resolve().parent / "bench_published.py"
+    done = subprocess.run(
+        [python, str(script), "--json", "--repeat", str(repeat)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"bench_published.py failed with {python}:\n{done.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def published_rows(pub: dict[str, Any], ours: dict[str, Any]) -> list[list[str]]:
+    """Rows that put this checkout's figures next to the published release's (same run)."""
+    v = pub["version"]
+    pc_d, pc_l = pub["calls"]["load_cpp_inline"]
+    pj_d, pj_l = pub["calls"]["jnp"]
+    be_d, be_l = ours["calls"]["brainevent"]
+    ours_first = ours["import"] + ours["first"]
+    pub_first = pub["import"] + pub["first"]
+    rows = [
+        [
+            f"cold build (small kernel) vs brainevent {v}",
+            f"{ours['build'] * 1000:.0f} ms",
+            f"brainevent {v}: {pub['build'] * 1000:.0f} ms",
+            f"{ours['build'] / pub['build']:.2f}x",
+            "report",
+        ],
+        [
+            f"cache-hit load per module, fresh process, vs brainevent {v}",
+            f"{ours['hit'] * 1000:.2f} ms",
+            f"brainevent {v}: {pub['hit'] * 1000:.2f} ms",
+            f"{ours['hit'] / pub['hit']:.2f}x",
+            "report",
+        ],
+        [
+            f"`import brainevent` + first cache-hit load, fresh process, vs brainevent {v}",
+            f"{ours_first * 1000:.1f} ms ({ours['import'] * 1000:.1f} + {ours['first'] * 1000:.1f})",
+            f"brainevent {v}: {pub_first * 1000:.1f} ms "
+            f"({pub['import'] * 1000:.1f} + {pub['first'] * 1000:.1f})",
+            f"{ours_first / pub_first:.2f}x",
+            "report",
+        ],
+        [
+            f"per call / loop step, load_cpp_inline, vs brainevent {v}",
+            f"{be_d * 1e6:.2f} / {be_l * 1e6:.3f} us",
+            f"brainevent {v}: {pc_d * 1e6:.2f} / {pc_l * 1e6:.3f} us (jnp in its process: "
+            f"{pj_d * 1e6:.2f} / {pj_l * 1e6:.3f} us)",
+            f"{be_d / pc_d:.2f}x / {be_l / pc_l:.2f}x",
+            "report",
+        ],
+    ]
+    if "numba_kernel" in pub["calls"] and "numba_kernel" in ours["calls"]:
+        pn_d, pn_l = pub["calls"]["numba_kernel"]
+        nb_d, nb_l = ours["calls"]["numba_kernel"]
+        rows.append(
+            [
+                f"numba_kernel per call / loop step vs brainevent {v}",
+                f"{nb_d * 1e6:.2f} / {nb_l * 1e6:.3f} us",
+                f"brainevent {v}: {pn_d * 1e6:.2f} / {pn_l * 1e6:.3f} us",
+                f"{nb_d / pn_d:.2f}x / {nb_l / pn_l:.3f}x",
+                "report",
+            ]
+        )
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--write", help="also write the markdown table to this file")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--published-python",
+        help="interpreter of a separate venv with the published brainevent: adds comparison rows",
+    )
     args = parser.parse_args()
     precompile()
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -217,6 +289,8 @@ def main() -> None:
 
     one_s, _ = wall_time(1)
     many_s, many_built = wall_time(16)
+    warm_s, _ = wall_time(16, warm=True)
+    pub = published(args.published_python, args.repeat) if args.published_python else None
 
     be_d, be_l = calls["brainevent"]
     hw_d, hw_l = calls["hand-written ffi.h"]
@@ -226,7 +300,7 @@ def main() -> None:
             "cold build (small kernel)",
             f"{build_s * 1000:.0f} ms",
             f"`g++ -c` of the source alone: {gxx_s * 1000:.0f} ms",
-            f"{build_s / gxx_s:.2f}x (+{(build_s - gxx_s) * 1000:.0f} ms)",
+            f"{build_s / gxx_s:.2f}x ({(build_s - gxx_s) * 1000:+.0f} ms)",
             "within +500 ms",
         ],
         [
@@ -260,9 +334,9 @@ def main() -> None:
         [
             "16 processes cold-load one module at once",
             f"{many_s:.2f} s wall, {many_built} build(s)",
-            f"one process alone: {one_s:.2f} s",
-            f"{many_s / one_s:.2f}x",
-            "one build, wall close to 1x",
+            f"one process alone: {one_s:.2f} s; the 16 on a built cache: {warm_s:.2f} s",
+            f"{many_s / one_s:.2f}x; {many_s - warm_s:+.2f} s over the built cache",
+            "1 build; the excess about one process alone",
         ],
         [
             "per call vs jnp (dispatch / loop step)",
@@ -272,9 +346,25 @@ def main() -> None:
             "report",
         ],
     ]
+    if "numba_kernel" in calls:
+        nb_d, nb_l = calls["numba_kernel"]
+        rows.append(
+            [
+                "numba_kernel per call / loop step (jit dispatch / 1000-step fori_loop)",
+                f"{nb_d * 1e6:.2f} / {nb_l * 1e6:.3f} us",
+                f"load_cpp_inline: {be_d * 1e6:.2f} / {be_l * 1e6:.3f} us; "
+                f"jnp: {np_d * 1e6:.2f} / {np_l * 1e6:.3f} us",
+                f"{nb_d / be_d:.3f}x / {nb_l / be_l:.3f}x vs load_cpp_inline",
+                "<= 1.15x vs load_cpp_inline",
+            ]
+        )
+    if pub is not None:
+        ours = {"build": build_s, "hit": hit_s, "first": first_s, "import": import_s, "calls": calls}
+        rows += published_rows(pub, ours)
     text = (
         "### CPU\n\n"
-        f"Measured {machine_line()}; JAX on CPU; median of {args.repeat} (loads) / 7 (calls) runs.\n\n"
+        f"Measured {machine_line()}, JAX {jax_version()} on CPU; "
+        f"median of {args.repeat} (builds, loads) / 7 (calls) runs.\n\n"
         + table(rows, ["what", "brainevent", "baseline (same run)", "ratio", "target"])
         + "\n"
     )

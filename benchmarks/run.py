@@ -3,12 +3,17 @@
 Writes markdown tables (ratios against baselines measured in the same run) to
 docs/benchmarks-cpu.md and, on a GPU machine, docs/benchmarks-gpu.md.
 
-Usage: python benchmarks/run.py [--repeat N] [--no-write]
+With --published-python PATH (or BRAINEVENT_BENCH_PUBLISHED_PYTHON=PATH), the CPU table also
+compares with the published brainevent release installed in that interpreter's own virtualenv
+(bench_published.py).
+
+Usage: python benchmarks/run.py [--repeat N] [--no-write] [--published-python PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +35,11 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--published-python",
+        default=os.environ.get("BRAINEVENT_BENCH_PUBLISHED_PYTHON") or None,
+        help="python of a separate venv with the published brainevent (adds comparison rows)",
+    )
     args = parser.parse_args()
     runs = [("bench_cpu.py", DOCS / "benchmarks-cpu.md")]
     if _gpu_present():
@@ -39,6 +49,8 @@ def main() -> int:
         command = [sys.executable, str(HERE / script), "--repeat", str(args.repeat)]
         if not args.no_write:
             command += ["--write", str(target)]
+        if script == "bench_cpu.py" and args.published_python:
+            command += ["--published-python", args.published_python]
         status |= subprocess.run(command, check=False).returncode
     return status
 
