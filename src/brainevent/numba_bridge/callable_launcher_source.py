@@ -7,6 +7,8 @@ buffer, so a Python exception becomes an XLA error instead of being lost.
 
 from __future__ import annotations
 
+from .entry_source import arity_entry
+
 CORE = r"""
 #include <cuda_runtime.h>
 
@@ -60,16 +62,4 @@ extern "C" __attribute__((visibility("default"))) void be_numba_callable_set_tra
 
 def entry_source(n_inputs: int, n_outputs: int) -> str:
     """The XLA FFI entry for ``n_inputs`` inputs and ``n_outputs`` outputs."""
-    names = [f"in{i}" for i in range(n_inputs)] + [f"out{i}" for i in range(n_outputs)]
-    tokens = " ".join(["arg"] * n_inputs + ["ret"] * n_outputs)
-    params = [f"const BE::Tensor {n}" for n in names[:n_inputs]] + [
-        f"BE::Tensor {n}" for n in names[n_inputs:]
-    ]
-    pointers = ", ".join(f"&{n}" for n in names)
-    return (
-        f"// @BE run {tokens} attr.kernel_id:int64 stream\n"
-        f"void run({', '.join([*params, 'int64_t kernel_id', 'int64_t stream'])}) {{\n"
-        f"  const BE::Tensor* operands[] = {{{pointers}}};\n"
-        f"  be_numba_callable::call(kernel_id, operands, {len(names)}, stream);\n"
-        "}\n"
-    )
+    return arity_entry("run", "be_numba_callable::call", n_inputs, n_outputs, stream=True)

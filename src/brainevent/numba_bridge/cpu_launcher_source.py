@@ -6,6 +6,8 @@ shapes concatenated. It is found in a table by a content id (the ``kernel_id`` a
 
 from __future__ import annotations
 
+from .entry_source import arity_entry
+
 CORE = r"""
 #include <cstdint>
 #include <memory>
@@ -80,16 +82,4 @@ extern "C" __attribute__((visibility("default"))) int be_numba_cpu_register(
 
 def entry_source(n_inputs: int, n_outputs: int) -> str:
     """The XLA FFI entry for ``n_inputs`` inputs and ``n_outputs`` outputs."""
-    names = [f"in{i}" for i in range(n_inputs)] + [f"out{i}" for i in range(n_outputs)]
-    tokens = " ".join(["arg"] * n_inputs + ["ret"] * n_outputs)
-    params = [f"const BE::Tensor {n}" for n in names[:n_inputs]] + [
-        f"BE::Tensor {n}" for n in names[n_inputs:]
-    ]
-    pointers = ", ".join(f"&{n}" for n in names)
-    return (
-        f"// @BE call {tokens} attr.kernel_id:int64\n"
-        f"void call({', '.join([*params, 'int64_t kernel_id'])}) {{\n"
-        f"  const BE::Tensor* operands[] = {{{pointers}}};\n"
-        f"  be_numba_cpu::call_kernel(kernel_id, operands, {len(names)});\n"
-        "}\n"
-    )
+    return arity_entry("call", "be_numba_cpu::call_kernel", n_inputs, n_outputs, stream=False)

@@ -8,6 +8,8 @@ operands or extra attributes.
 
 from __future__ import annotations
 
+from .entry_source import arity_entry
+
 # Numba passes each array as meminfo, parent, nitems, itemsize, data, shape[ndim] and
 # strides[ndim] (bytes), every field 8 bytes wide (numba-cuda's _Kernel._prepare_args).
 CORE = r"""
@@ -289,16 +291,4 @@ BE_NC_EXPORT const char* be_numba_cuda_preload(int64_t id) {
 
 def entry_source(n_inputs: int, n_outputs: int) -> str:
     """The XLA FFI entry for ``n_inputs`` inputs and ``n_outputs`` outputs."""
-    names = [f"in{i}" for i in range(n_inputs)] + [f"out{i}" for i in range(n_outputs)]
-    tokens = " ".join(["arg"] * n_inputs + ["ret"] * n_outputs)
-    params = [f"const BE::Tensor {n}" for n in names[:n_inputs]] + [
-        f"BE::Tensor {n}" for n in names[n_inputs:]
-    ]
-    pointers = ", ".join(f"&{n}" for n in names)
-    return (
-        f"// @BE launch {tokens} attr.kernel_id:int64 stream\n"
-        f"void launch({', '.join([*params, 'int64_t kernel_id', 'int64_t stream'])}) {{\n"
-        f"  const BE::Tensor* operands[] = {{{pointers}}};\n"
-        f"  be_numba_cuda::launch_kernel(kernel_id, operands, {len(names)}, stream);\n"
-        "}\n"
-    )
+    return arity_entry("launch", "be_numba_cuda::launch_kernel", n_inputs, n_outputs, stream=True)
