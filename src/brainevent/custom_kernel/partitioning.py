@@ -46,7 +46,7 @@ def _shardy_rule(ctx: Any, num_batch_dims: int) -> Any | None:
         parts = []
         for aval in avals:
             own = [next(letters) for _ in range(len(aval.shape) - num_batch_dims)]
-            parts.append(" ".join(batch + own) or "")
+            parts.append(" ".join(batch + own))
         return ", ".join(parts)
 
     try:

@@ -287,7 +287,6 @@ class XLACustomKernel:
 
         size = next(a.shape[ax] for a, ax in zip(args, axes, strict=True) if ax is not None)
         moved = [a if ax is None else jnp.moveaxis(a, ax, 0) for a, ax in zip(args, axes, strict=True)]
-        params = {"attrs": attrs}
         if self._vmap_method == "sequential":
             batched = [i for i, ax in enumerate(axes) if ax is not None]
 
@@ -295,7 +294,9 @@ class XLACustomKernel:
                 full = list(moved)
                 for i, piece in zip(batched, slices, strict=True):
                     full[i] = piece
-                return list(self.primitive.bind(*full, out_specs=out_specs, batch_dims=batch_dims, **params))
+                return list(
+                    self.primitive.bind(*full, out_specs=out_specs, attrs=attrs, batch_dims=batch_dims)
+                )
 
             results = jax.lax.map(one, [moved[i] for i in batched])
             return list(results), [0] * len(out_specs)
@@ -307,7 +308,7 @@ class XLACustomKernel:
         else:
             lead = [a if ax is not None else jnp.expand_dims(a, 0) for a, ax in zip(moved, axes, strict=True)]
         wide: OutSpecs = tuple(((size, *shape), dtype) for shape, dtype in out_specs)
-        results = self.primitive.bind(*lead, out_specs=wide, batch_dims=batch_dims + 1, **params)
+        results = self.primitive.bind(*lead, out_specs=wide, attrs=attrs, batch_dims=batch_dims + 1)
         return list(results), [0] * len(out_specs)
 
     def _jvp(

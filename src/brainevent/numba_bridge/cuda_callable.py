@@ -174,8 +174,6 @@ def numba_cuda_callable(
     if not callable(func):
         raise TypeError(f"numba_cuda_callable needs a callable, got {type(func).__name__}")
     name = getattr(func, "__name__", "numba_cuda_callable")
-
-    def target_for(n_inputs: int, n_outputs: int) -> str:
-        return _launcher_target(n_inputs, n_outputs)
-
-    return BridgedFunction(_preparer(func, name), target_for, outs, vmap_method, input_output_aliases, name)
+    return BridgedFunction(
+        _preparer(func, name), _launcher_target, outs, vmap_method, input_output_aliases, name
+    )
