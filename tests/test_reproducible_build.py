@@ -156,7 +156,7 @@ def test_precompiled_artifacts_are_byte_identical(tmp_path: Path, gxx: str) -> N
             timeout=300,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        found = sorted(cache.rglob("librepro_cli.so"))
+        found = sorted(cache.rglob("librepro_cli.*.so"))
         assert len(found) == 1, f"expected one artifact under {cache}, found {found}\n{proc.stdout}"
         artifacts.append(found[0])
     assert_identical(*artifacts)

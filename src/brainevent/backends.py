@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,7 @@ from .build.step import BUILD_DIR, BuildStep
 from .headers import INCLUDE_DIR
 from .pipeline import LoadOptions, SourceUnit
 from .toolchain import find_host_compiler, xla_include_dir
+from .toolchain.host import system_include_dirs
 from .toolchain.xla import c_api_digest
 
 # Flags of ours that every host compile gets. -fvisibility=hidden keeps the
@@ -38,6 +40,17 @@ def binding_step(cxx: Sequence[str], binding: str) -> BuildStep:
         ),
         description="binding",
     )
+
+
+def depfile_flags(obj: str) -> tuple[str, ...]:
+    """g++ and nvcc list every file the preprocessor opened: the cache records them."""
+    return ("-MD", "-MF", f"{obj}.d")
+
+
+def toolchain_header_dirs() -> list[str]:
+    """Header directories the key already identifies: ours, XLA's and the host compiler's."""
+    dirs = [str(INCLUDE_DIR), str(xla_include_dir()), *system_include_dirs(find_host_compiler())]
+    return [os.path.realpath(d) for d in dirs]
 
 
 def user_include_flags(options: LoadOptions, unit: SourceUnit) -> list[str]:
@@ -94,12 +107,14 @@ class CpuBackend:
                         *opt,
                         *user_include_flags(options, unit),
                         *options.extra_cflags,
+                        *depfile_flags(obj),
                         "-c",
                         path,
                         "-o",
                         obj,
                     ),
                     description=unit.display_name,
+                    depfile=f"{obj}.d",
                 )
             )
         steps.append(binding_step(cxx, binding))
@@ -113,6 +128,9 @@ class CpuBackend:
             )
         )
         return steps
+
+    def covered_dirs(self) -> list[str]:
+        return toolchain_header_dirs()
 
     def can_register(self) -> str | None:
         return None
@@ -221,12 +239,13 @@ class CudaBackend:
                 *keep,
                 *includes,
                 *options.extra_cflags,
+                *depfile_flags(obj),
                 "-c",
                 path,
                 "-o",
                 obj,
             )
-            steps.append(BuildStep(obj, (path,), command, unit.display_name))
+            steps.append(BuildStep(obj, (path,), command, unit.display_name, depfile=f"{obj}.d"))
         steps.append(binding_step(cxx, binding))
         objects.append("binding.o")
         link = (
@@ -243,6 +262,9 @@ class CudaBackend:
         )
         steps.append(BuildStep(library, tuple(objects), link, f"link {library}"))
         return steps
+
+    def covered_dirs(self) -> list[str]:
+        return [*toolchain_header_dirs(), os.path.realpath(self.nvcc.root)]
 
     def can_register(self) -> str | None:
         return cuda_runtime_unavailable()

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .build.step import BuildStep
 
 from ._version import BINDING_SCHEMA, __version__
-from .build.includes import header_closure
+from .cache.deps import DependencyRecord
 from .cache.key import CacheKey, KeyBuilder
 from .cache.manifest import Manifest, sha256_file
 from .cache.store import CacheEntry, EntryStore, cache_root
@@ -87,6 +87,10 @@ class Backend(Protocol):
         binding: str,
         library: str,
     ) -> list[BuildStep]: ...
+
+    def covered_dirs(self) -> list[str]:
+        """Header directories whose contents the toolchain's identity already covers."""
+        ...
 
     def can_register(self) -> str | None:
         """None if this process's JAX can run the artifact, else why not."""
@@ -218,8 +222,11 @@ def _build(
     store: EntryStore,
 ) -> Manifest:
     # Imported here: only a cache miss needs the C++ reader, the generator and ninja.
+    from .build.depfile import read_depfile
     from .build.diagnostics import compile_error
     from .build.ninja import run_build
+    from .cache.deps import record as record_dependencies
+    from .cache.deps import snapshot
     from .cache.objects import ObjectCache
     from .codegen import render_binding, render_kernel_unit
     from .spec.resolve import resolve_functions
@@ -239,12 +246,12 @@ def _build(
     steps = backend.compile_steps(options, kernel_units, "src/binding.cpp", library)
     objects = ObjectCache(store.module_dir / "objects")
     salt = json.dumps([key_record.get(k) for k in sorted(backend.key_inputs(options))], default=str)
-    object_keys = {
-        step.output: objects.key(staging, step, _unit_headers(step, kernel_units, options), salt)
-        for step in steps
-        if step.output.endswith(".o")
-    }
-    reused = [out for out, k in object_keys.items() if objects.fetch(k, staging / out)]
+    object_keys = {s.output: objects.key(staging, s, salt) for s in steps if s.output.endswith(".o")}
+    reused: dict[str, DependencyRecord] = {}
+    for out, object_key in object_keys.items():
+        cached = objects.fetch(object_key, staging / out)
+        if cached is not None:
+            reused[out] = cached
     todo = [step for step in steps if step.output not in reused]
     log.info(
         "compiling %s: %d translation unit(s) + binding [%s]%s",
@@ -253,6 +260,13 @@ def _build(
         ", ".join(u.display_name for u in units),
         f"; {len(reused)} object(s) reused" if reused else "",
     )
+    # What our include scan expects the compiler to read, as it is before the build: a
+    # file unchanged since then was compiled as it is now (see cache/deps.py).
+    # The previous entry's record (an edit-and-reload loop) adds what the scan cannot see.
+    previous = Manifest.load(store.entry_dir(key))
+    known = _scanned_headers(units, options) + list(previous.dependencies if previous else ())
+    before = snapshot(known + [p for cached in reused.values() for p in cached])
+    started_ns = time.time_ns()
     started = time.monotonic()
     try:
         build_log, _ = run_build(
@@ -271,16 +285,38 @@ def _build(
             failed_log,
             timed_out=bool(exc.data.get("timed_out")),
         ) from None
+    covered = backend.covered_dirs()
+    # The sources themselves (named by #line, so the compiler lists them) are in the key.
+    keyed = {os.path.normpath(u.display_name) for u in units if u.directory is not None}
+    dependencies: dict[str, list[Any]] = {}
+    for step in todo:
+        if step.output not in object_keys:
+            continue  # the link
+        deps: DependencyRecord = {}
+        if step.depfile is not None:  # the binding reads only our and XLA's headers
+            read = [
+                p
+                for p in read_depfile(staging / step.depfile, staging)
+                if not _inside(p, staging) and p not in keyed
+            ]
+            deps = record_dependencies(read, before=before, started_ns=started_ns, skip_dirs=covered)
+        objects.publish(object_keys[step.output], staging / step.output, deps, started_ns)
+        dependencies.update(deps)
+    for cached in reused.values():
+        dependencies.update(cached)
     if options.verbose:
         log.info("build log of %s:\n%s", options.name, build_log.rstrip())
-    for out, object_key in object_keys.items():
-        if out not in reused:
-            objects.publish(object_key, staging / out)
     os.chmod(staging / library, 0o755)  # whatever the umask: loads refuse group/world-writable code
+    # The file name carries the content's hash: a rebuild (a header changed) publishes a new
+    # name, which dlopen loads afresh even in a process that still maps the old one.
+    artifact_sha256 = sha256_file(staging / library)
+    artifact = f"lib{options.name}.{artifact_sha256[:16]}.so"
+    os.rename(staging / library, staging / artifact)
     elapsed = time.monotonic() - started
     log.info("compiled %s in %.2f s", options.name, elapsed)
     for out in object_keys:  # objects live on in the object cache, not in the entry
         (staging / out).unlink(missing_ok=True)
+        (staging / f"{out}.d").unlink(missing_ok=True)
     (staging / "build.ninja").unlink(missing_ok=True)
     shutil.rmtree(staging / "nvcc-tmp", ignore_errors=True)
     for leftover in (".ninja_log", ".ninja_deps"):
@@ -289,12 +325,14 @@ def _build(
         key=key.digest,
         name=options.name,
         platform=backend.platform,
-        artifact=library,
-        artifact_sha256=sha256_file(staging / library),
+        artifact=artifact,
+        artifact_sha256=artifact_sha256,
         functions={s.name: _spec_to_json(s) for s in specs},
         inputs=key_record,
         created=time.time(),
         build_seconds=elapsed,
+        dependencies=dict(sorted(dependencies.items())),
+        dependencies_since_ns=started_ns,
     )
 
 
@@ -306,32 +344,32 @@ def _user_file_names(log_text: str, kernel_units: Sequence[tuple[str, SourceUnit
     return log_text
 
 
-def _unit_headers(
-    step: Any, kernel_units: Sequence[tuple[str, SourceUnit]], options: LoadOptions
-) -> dict[str, str]:
-    for path, unit in kernel_units:
-        if path in step.inputs:
-            search = [Path(p) for p in options.extra_include_paths]
-            if unit.directory is not None:
-                search.append(unit.directory)
-            return header_closure([(unit.text, unit.directory)], search, skip_dirs=[INCLUDE_DIR])
-    return {}
+def _scanned_headers(units: Sequence[SourceUnit], options: LoadOptions) -> list[str]:
+    """The headers our own #include scan finds: a guess, used only to tell on a miss which
+    files the compiler may be reading; the compiler's dependency output is the truth."""
+    from .build.includes import header_closure
+
+    search = [Path(p) for p in options.extra_include_paths]
+    search += [u.directory for u in units if u.directory is not None]
+    found = header_closure([(u.text, u.directory) for u in units], search, skip_dirs=[INCLUDE_DIR])
+    return list(found)
+
+
+def _inside(path: str, directory: Path) -> bool:
+    return path.startswith(str(directory) + os.sep)
 
 
 def load_module(units: Sequence[SourceUnit], options: LoadOptions, backend: Backend) -> CompiledModule:
     check_options(options)
     with _verbosity(options.verbose):
-        search_dirs = [Path(p) for p in options.extra_include_paths] + [
-            u.directory for u in units if u.directory is not None
-        ]
-        headers = header_closure([(u.text, u.directory) for u in units], search_dirs, skip_dirs=[INCLUDE_DIR])
+        # Headers are not in the key: each entry lists the files its compiler read, and a
+        # hit re-checks them (cache/deps.py), whatever flags or macros chose them.
         record: dict[str, Any] = {
             "package": __version__,
             "binding_schema": BINDING_SCHEMA,
             "package_headers": _package_headers_digest(),
             "name": options.name,
             "functions": _functions_key(options.functions),
-            "headers": headers,
             "optimization_level": options.optimization_level,
             "use_fast_math": options.use_fast_math,
             "extra_cflags": list(options.extra_cflags),
@@ -351,13 +389,16 @@ def load_module(units: Sequence[SourceUnit], options: LoadOptions, backend: Back
         try:
             toolchain = backend.key_inputs(options)
         except ToolchainError as exc:
-            prebuilt = store.lookup_alias(portable)
+            prebuilt, why_not = store.lookup_alias(portable)
             if prebuilt is None:
-                raise ToolchainError(
-                    f"{exc.message}\nNo ahead-of-time build of module {options.name!r} with these sources "
-                    f"and options was found under {store.module_dir} either (see `brainevent build`).",
-                    **exc.data,
-                ) from None
+                found = (
+                    f"The ahead-of-time build of module {options.name!r} under {store.module_dir} cannot "
+                    f"be used: {why_not}. Rebuild it where a compiler is installed (`brainevent build`)."
+                    if why_not
+                    else f"No ahead-of-time build of module {options.name!r} with these sources and "
+                    f"options was found under {store.module_dir} either (see `brainevent build`)."
+                )
+                raise ToolchainError(f"{exc.message}\n{found}", **exc.data) from None
             log.debug("no toolchain; loading the ahead-of-time build at %s", prebuilt.directory)
             return _load_entry(prebuilt, options, backend)
         record.update(toolchain)
@@ -396,7 +437,7 @@ def _load_entry(entry: CacheEntry, options: LoadOptions, backend: Backend) -> Co
                     library,
                     name,
                     platform=backend.jax_platform,
-                    artifact_key=entry.manifest.key,
+                    artifact_key=entry.manifest.artifact_sha256,  # a rebuild under one key is new code
                     command_buffer=options.allow_cuda_graph,
                 )
             registered = True

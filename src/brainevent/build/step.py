@@ -15,3 +15,5 @@ class BuildStep:
     inputs: tuple[str, ...]
     command: tuple[str, ...]  # an argument list; ninja gets it shell-quoted
     description: str
+    # Where the compiler writes the files it read (-MD -MF), relative to the build directory.
+    depfile: str | None = None

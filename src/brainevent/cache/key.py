@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 # Bump when the meaning of any keyed input changes; old entries are then ignored.
-KEY_SCHEMA = 1
+KEY_SCHEMA = 2  # 2: headers left the key for the dependency record
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .deps import first_stale
+
 MANIFEST_NAME = "manifest.json"
-MANIFEST_SCHEMA = 1
+MANIFEST_SCHEMA = 2  # 2: dependencies recorded from the compiler
 
 
 def sha256_file(path: Path) -> str:
@@ -29,6 +31,10 @@ class Manifest:
     build_seconds: float = 0.0
     artifact_size: int = -1  # with artifact_mtime_ns: the file as published
     artifact_mtime_ns: int = -1
+    # Every file the compiler read outside the toolchain's own directories, as
+    # {path: [size, mtime_ns, sha256]} (see cache/deps.py), and when the build began.
+    dependencies: dict[str, list[Any]] = field(default_factory=dict)
+    dependencies_since_ns: int = 0
     schema: int = MANIFEST_SCHEMA
 
     def dump(self, directory: Path) -> None:
@@ -72,3 +78,7 @@ class Manifest:
         if digest != self.artifact_sha256:
             return "artifact checksum mismatch (truncated or modified)"
         return None
+
+    def stale_dependency(self) -> str | None:
+        """None when every file the build read is unchanged, else which one changed."""
+        return first_stale(self.dependencies, self.dependencies_since_ns)

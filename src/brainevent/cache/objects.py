@@ -1,7 +1,9 @@
 """Compiled objects cached by content, so a multi-file module rebuilds only what changed.
 
 An object's key covers its compile command (relative paths only), the bytes of its
-input, the project headers it reaches, and the toolchain identity. Objects are
+input and the toolchain identity. Beside each object lies the record of the files its
+compiler read (cache/deps.py); an object is reused only while every one of them is
+unchanged, so editing a header rebuilds exactly the objects that read it. Objects are
 published with an atomic rename, so a reader sees a whole object or none.
 """
 
@@ -9,41 +11,53 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ..build.step import BuildStep
+from .deps import DependencyRecord, first_stale
 
 
 class ObjectCache:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
 
-    def key(self, build_dir: Path, step: BuildStep, headers: dict[str, str], salt: str) -> str:
+    def key(self, build_dir: Path, step: BuildStep, salt: str) -> str:
         digest = hashlib.sha256()
         for part in step.command:
             digest.update(part.encode() + b"\0")
         for name in step.inputs:
             digest.update(b"input\0" + (build_dir / name).read_bytes() + b"\0")
-        for path, sha in sorted(headers.items()):
-            digest.update(f"header\0{path}\0{sha}\0".encode())
         digest.update(salt.encode())
         return digest.hexdigest()[:40]
 
-    def fetch(self, key: str, destination: Path) -> bool:
-        source = self.directory / f"{key}.o"
+    def fetch(self, key: str, destination: Path) -> DependencyRecord | None:
+        """Copies the object to ``destination`` and returns its dependency record, or None
+        when there is no such object or a file it was compiled from has changed."""
         try:
-            shutil.copyfile(source, destination)
-        except OSError:
-            return False
-        return True
+            data: dict[str, Any] = json.loads((self.directory / f"{key}.deps.json").read_text())
+            deps, since = data["dependencies"], int(data["since_ns"])
+            if first_stale(deps, since) is not None:
+                return None
+            shutil.copyfile(self.directory / f"{key}.o", destination)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return dict(deps)
 
-    def publish(self, key: str, source: Path) -> None:
+    def publish(self, key: str, source: Path, deps: DependencyRecord, since_ns: int) -> None:
         with contextlib.suppress(OSError):  # a cache of objects is an optimisation only
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".obj-", dir=self.directory)
-            os.close(fd)
-            shutil.copyfile(source, tmp)
-            os.replace(tmp, self.directory / f"{key}.o")
+            # The object first, then its record: a reader that finds the record finds the object.
+            self._write(f"{key}.o", source.read_bytes())
+            record = {"dependencies": deps, "since_ns": since_ns}
+            self._write(f"{key}.deps.json", json.dumps(record, sort_keys=True).encode())
+
+    def _write(self, name: str, data: bytes) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=".obj-", dir=self.directory)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, self.directory / name)

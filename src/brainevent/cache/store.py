@@ -110,12 +110,18 @@ class EntryStore:
     def failed_log_path(self, key: CacheKey) -> Path:
         return self.module_dir / f"{key.short}.failed.log"
 
-    def lookup(self, key: CacheKey) -> CacheEntry | None:
-        """The published entry for ``key`` if it is intact; never locks, never builds."""
+    def lookup(self, key: CacheKey, *, check_dependencies: bool = True) -> CacheEntry | None:
+        """The published entry for ``key`` if it is intact and up to date; never locks or builds."""
+        return self.lookup_why(key, check_dependencies=check_dependencies)[0]
+
+    def lookup_why(
+        self, key: CacheKey, *, check_dependencies: bool = True
+    ) -> tuple[CacheEntry | None, str | None]:
+        """(entry, None) on a hit, else (None, why not) — the reason is None when there is no entry."""
         directory = self.entry_dir(key)
         manifest = Manifest.load(directory)
         if manifest is None:
-            return None
+            return None, None
         for path in (directory, directory / manifest.artifact):
             reason = untrusted_reason(path)
             if reason is not None:
@@ -128,8 +134,13 @@ class EntryStore:
         problem = manifest.verify(directory, key.digest)
         if problem is not None:
             log.warning("cache entry %s is damaged (%s); it will be rebuilt", directory, problem)
-            return None
-        return CacheEntry(directory, manifest, built_now=False)
+            return None, f"the entry is damaged ({problem})"
+        if check_dependencies:
+            stale = manifest.stale_dependency()
+            if stale is not None:
+                log.info("cache entry %s is out of date: %s", directory, stale)
+                return None, f"it was built from other contents: {stale}"
+        return CacheEntry(directory, manifest, built_now=False), None
 
     def alias_path(self, portable: CacheKey) -> Path:
         return self.module_dir / f"{portable.short}.alias"
@@ -142,12 +153,15 @@ class EntryStore:
                 fh.write(key.digest)
             os.replace(tmp, self.alias_path(portable))
 
-    def lookup_alias(self, portable: CacheKey) -> CacheEntry | None:
+    def lookup_alias(self, portable: CacheKey) -> tuple[CacheEntry | None, str | None]:
+        """The ahead-of-time entry for ``portable``, or (None, why it cannot be used)."""
         try:
             digest = self.alias_path(portable).read_text().strip()
         except OSError:
-            return None
-        return self.lookup(CacheKey(digest)) if len(digest) == 64 else None
+            return None, None
+        if len(digest) != 64:
+            return None, None
+        return self.lookup_why(CacheKey(digest))
 
     def get_or_build(
         self, key: CacheKey, build: Callable[[Path], Manifest], *, force: bool = False
@@ -174,7 +188,9 @@ class EntryStore:
                 self._publish(staging, self.entry_dir(key), key, replace=force)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
-        entry = self.lookup(key)
+        # What was just built is what this process asked for, even if a file it read changed
+        # meanwhile (then the entry records that, and the next load rebuilds).
+        entry = self.lookup(key, check_dependencies=False)
         if entry is None:
             raise CacheError(
                 f"the entry just published at {self.entry_dir(key)} does not verify; the cache "

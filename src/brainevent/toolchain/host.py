@@ -112,3 +112,46 @@ def find_host_compiler() -> HostCompiler:
 
 def clear_cache() -> None:
     _find_host_compiler.cache_clear()
+
+
+# Headers under these are the machine's own installs, not part of the compiler: they are
+# recorded and checked like the user's, although the compiler searches them by default.
+_NOT_TOOLCHAIN_DIRS = ("/usr/local/include",)
+
+
+@cache
+def _system_include_dirs(command: tuple[str, ...], identity: str) -> tuple[str, ...]:
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            [*command, "-E", "-x", "c++", "-v", os.devnull],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    dirs: list[str] = []
+    inside = False
+    for line in proc.stderr.splitlines():
+        if line.startswith("#include <...> search starts here"):
+            inside = True
+        elif line.startswith("End of search list"):
+            break
+        elif inside and line.startswith(" "):
+            path = os.path.realpath(line.strip().removesuffix(" (framework directory)"))
+            if path not in _NOT_TOOLCHAIN_DIRS:
+                dirs.append(path)
+    return tuple(dirs)
+
+
+def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
+    """The compiler's built-in header directories (C++ library, libc), real paths.
+
+    Their contents belong to the compiler and C library installation, which the cache key
+    identifies, so a build does not record each system header. Runs the compiler once per
+    compiler and process, and only when something is being built.
+    """
+    return _system_include_dirs(tuple(compiler.command), compiler.identity)

@@ -1,0 +1,76 @@
+"""Read the dependency files that ``-MD -MF`` makes g++ and nvcc write.
+
+They are Makefile rules (``target: dep dep \\``); the compiler escapes a space in a
+path as ``\\ ``, ``#`` as ``\\#`` and ``$`` as ``$$``. What the compiler lists is what its
+preprocessor really opened, whatever the macros and flags, so it is the truth the
+cache records; our own ``#include`` scan is only a hint taken before the build.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _rules(text: str) -> list[list[str]]:
+    """Each logical line (continuations joined) as a list of words, escapes undone.
+
+    A word that is ``:`` or ends with an unescaped ``:`` closes the line's targets; it is
+    kept as the marker ``":"`` so the caller can tell targets from prerequisites.
+    """
+    rules: list[list[str]] = [[]]
+    current: list[str] = []
+
+    def end_word() -> None:
+        if current:
+            rules[-1].append("".join(current))
+            current.clear()
+
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        nxt = text[i + 1] if i + 1 < len(text) else ""
+        if ch == "\\" and nxt in (" ", "#", "\\", ":"):
+            current.append(nxt)
+            i += 2
+            continue
+        if ch == "\\" and nxt in ("\n", "\r"):  # line continuation
+            end_word()
+            i += 2
+            continue
+        if ch == "$" and nxt == "$":
+            current.append("$")
+            i += 2
+            continue
+        if ch == ":" and (nxt == "" or nxt.isspace()):
+            end_word()
+            rules[-1].append(":")
+        elif ch == "\n":
+            end_word()
+            rules.append([])
+        elif ch.isspace():
+            end_word()
+        else:
+            current.append(ch)
+        i += 1
+    end_word()
+    return [words for words in rules if words]
+
+
+def read_depfile(path: Path, base: Path) -> list[str]:
+    """The prerequisites named in ``path``, as normalised absolute paths.
+
+    Relative names are resolved against ``base`` (the directory the compiler ran in).
+    Symbolic links are kept as given, so an edit seen through a link is seen here too.
+    """
+    deps: list[str] = []
+    seen: set[str] = set()
+    for words in _rules(path.read_text(encoding="utf-8", errors="surrogateescape")):
+        if ":" not in words:
+            continue
+        for word in words[words.index(":") + 1 :]:
+            full = os.path.normpath(word if os.path.isabs(word) else os.path.join(base, word))
+            if full not in seen:
+                seen.add(full)
+                deps.append(full)
+    return deps

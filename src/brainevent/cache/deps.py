@@ -1,0 +1,102 @@
+"""The files a build read, recorded with their contents' hashes and re-checked on every hit.
+
+A cache entry's key covers the sources, flags and toolchain; the headers the compiler
+opened are listed in the entry (from the compiler's own dependency output) as
+``{path: [size, mtime_ns, sha256]}``. A hit first compares each file's size and
+modification time with the record (one ``stat`` each) and hashes only a file whose
+stat differs, or whose recorded time is too close to the build to be trusted (an edit
+in the same clock tick keeps the time). A changed or missing file makes the entry
+stale: it is rebuilt, never served.
+
+What is recorded is what was compiled: a file whose stat changed while the build ran
+is recorded as unverified, so the next load rebuilds it instead of trusting a hash of
+contents the compiler may not have seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+
+# A recorded file modified less than this before the build started may share a clock
+# tick with a later edit (coarse filesystem timestamps), so a hit re-hashes it.
+RACY_WINDOW_NS = 2_000_000_000
+
+Stat = tuple[int, int]  # (size, mtime_ns)
+DependencyRecord = dict[str, list]  # path -> [size, mtime_ns, sha256 or None]
+
+
+def stat_of(path: str) -> Stat | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def snapshot(paths: Iterable[str]) -> dict[str, Stat]:
+    """(size, mtime) of each existing file, by real path, taken before a build starts."""
+    found = {}
+    for path in paths:
+        st = stat_of(path)
+        if st is not None:
+            found[os.path.realpath(path)] = st
+    return found
+
+
+def _sha256(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def is_covered(path: str, covered_dirs: Sequence[str]) -> bool:
+    """True for files under a directory whose contents the toolchain's identity covers."""
+    real = os.path.realpath(path)
+    return any(real == d or real.startswith(d + os.sep) for d in covered_dirs)
+
+
+def record(
+    paths: Iterable[str], *, before: Mapping[str, Stat], started_ns: int, skip_dirs: Sequence[str]
+) -> DependencyRecord:
+    """The record of ``paths`` as a build that started at ``started_ns`` read them.
+
+    ``before`` holds stats taken before the build (our own include scan's guess): a file
+    whose stat is unchanged since then was compiled as it is now, even if it is new. A
+    file with no such stat is trusted only if it was last modified before the build.
+    """
+    result: DependencyRecord = {}
+    for path in paths:
+        if is_covered(path, skip_dirs):
+            continue
+        first = stat_of(path)
+        digest = _sha256(path) if first is not None else None
+        last = stat_of(path)
+        if first is None or last != first or digest is None:
+            result[path] = [-1, -1, None]  # vanished or being written: unverified
+            continue
+        unchanged_since_scan = before.get(os.path.realpath(path)) == first
+        old_enough = first[1] < started_ns - RACY_WINDOW_NS
+        result[path] = [first[0], first[1], digest if (unchanged_since_scan or old_enough) else None]
+    return result
+
+
+def first_stale(record_: Mapping[str, Sequence], recorded_ns: int) -> str | None:
+    """None when every recorded file still has the recorded contents, else why not."""
+    racy_after = recorded_ns - RACY_WINDOW_NS
+    for path, (size, mtime_ns, digest) in record_.items():
+        if digest is None:
+            return f"{path} changed while the entry was being built"
+        now = stat_of(path)
+        if now is None:
+            return f"{path} is missing"
+        if now[0] != size:
+            return f"{path} changed"
+        if now[1] == mtime_ns and mtime_ns < racy_after:
+            continue  # not written since it was recorded
+        if _sha256(path) != digest:
+            return f"{path} changed"
+    return None
