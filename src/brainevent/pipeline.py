@@ -228,6 +228,7 @@ def _build(
     from .cache.deps import record as record_dependencies
     from .cache.deps import snapshot
     from .cache.objects import ObjectCache
+    from .cache.trust import write_private
     from .codegen import render_binding, render_kernel_unit
     from .spec.resolve import resolve_functions
 
@@ -278,7 +279,8 @@ def _build(
         )
     except CompileError as exc:
         failed_log = store.failed_log_path(key)
-        failed_log.write_text(str(exc.data.get("log", "")))
+        with contextlib.suppress(OSError):  # never written through a planted link (trust.py)
+            write_private(failed_log, str(exc.data.get("log", "")).encode("utf-8", "replace"))
         raise compile_error(
             options.name,
             _user_file_names(str(exc.data.get("log", "")), kernel_units),

@@ -12,14 +12,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..build.step import BuildStep
 from .deps import DependencyRecord, first_stale
+from .trust import private_dir, private_file, write_private
 
 
 class ObjectCache:
@@ -37,27 +36,26 @@ class ObjectCache:
 
     def fetch(self, key: str, destination: Path) -> DependencyRecord | None:
         """Copies the object to ``destination`` and returns its dependency record, or None
-        when there is no such object or a file it was compiled from has changed."""
+        when there is no such object or a file it was compiled from has changed. An object
+        or record that another user could have written is refused (CacheError): linking it
+        would run their code."""
+        obj, record = self.directory / f"{key}.o", self.directory / f"{key}.deps.json"
+        if not (private_dir(self.directory, create=False) and private_file(record) and private_file(obj)):
+            return None
         try:
             data: dict[str, Any] = json.loads((self.directory / f"{key}.deps.json").read_text())
             deps, since = data["dependencies"], int(data["since_ns"])
             if first_stale(deps, since) is not None:
                 return None
-            shutil.copyfile(self.directory / f"{key}.o", destination)
+            shutil.copyfile(obj, destination)
         except (OSError, ValueError, KeyError, TypeError):
             return None
         return dict(deps)
 
     def publish(self, key: str, source: Path, deps: DependencyRecord, since_ns: int) -> None:
+        private_dir(self.directory, create=True)
         with contextlib.suppress(OSError):  # a cache of objects is an optimisation only
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             # The object first, then its record: a reader that finds the record finds the object.
-            self._write(f"{key}.o", source.read_bytes())
+            write_private(self.directory / f"{key}.o", source.read_bytes())
             record = {"dependencies": deps, "since_ns": since_ns}
-            self._write(f"{key}.deps.json", json.dumps(record, sort_keys=True).encode())
-
-    def _write(self, name: str, data: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=".obj-", dir=self.directory)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, self.directory / name)
+            write_private(self.directory / f"{key}.deps.json", json.dumps(record, sort_keys=True).encode())

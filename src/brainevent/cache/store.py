@@ -30,6 +30,7 @@ from .. import config
 from ..errors import CacheError
 from .key import CacheKey
 from .manifest import MANIFEST_NAME, Manifest
+from .trust import check_root, entry_fix, harden_tree, private_dir, private_file, write_private
 
 log = logging.getLogger("brainevent.cache")
 
@@ -53,38 +54,6 @@ class CacheEntry:
         return self.directory / self.manifest.artifact
 
 
-def _make_private_dir(path: Path, root: Path | None = None) -> None:
-    """Creates ``path`` (and the cache root above it) readable by this user only."""
-    try:
-        if root is not None and not root.exists():
-            root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CacheError(
-            f"cannot create cache directory {path}: {exc.strerror}. Point BRAINEVENT_CACHE_DIR "
-            "(or build_directory=) at a writable directory.",
-            path=str(path),
-        ) from exc
-
-
-def untrusted_reason(path: Path) -> str | None:
-    """Why ``path`` cannot be trusted to hold code we load, or None.
-
-    A file or directory that another user owns, or that other users may write, could
-    have been swapped for malicious code: loading it would run that code in this process.
-    """
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        return f"cannot stat {path}: {exc.strerror}"
-    uid = os.getuid()
-    if st.st_uid != uid:
-        return f"{path} is owned by uid {st.st_uid}, not by this user (uid {uid})"
-    if st.st_mode & 0o022:
-        return f"{path} is writable by other users (mode {st.st_mode & 0o777:o})"
-    return None
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -104,6 +73,15 @@ class EntryStore:
     def entry_dir(self, key: CacheKey) -> Path:
         return self.module_dir / key.short
 
+    def prepare(self, *, create: bool) -> bool:
+        """Checks (creating if asked) the directories from the root down to the module's;
+        False when they do not exist yet. Refuses with a CacheError what others could write."""
+        if not check_root(self.root, create=create):
+            return False
+        return private_dir(self.root / LAYOUT_VERSION, create=create) and private_dir(
+            self.module_dir, create=create
+        )
+
     def lock_path(self, key: CacheKey) -> Path:
         return self.module_dir / f"{key.short}.lock"
 
@@ -119,18 +97,18 @@ class EntryStore:
     ) -> tuple[CacheEntry | None, str | None]:
         """(entry, None) on a hit, else (None, why not) — the reason is None when there is no entry."""
         directory = self.entry_dir(key)
+        fix = entry_fix(self.name)
+        if not (
+            self.prepare(create=False)
+            and private_dir(directory, create=False, fix=fix)
+            and private_file(directory / MANIFEST_NAME, fix)
+        ):
+            return None, None
         manifest = Manifest.load(directory)
         if manifest is None:
             return None, None
-        for path in (directory, directory / manifest.artifact):
-            reason = untrusted_reason(path)
-            if reason is not None:
-                raise CacheError(
-                    f"refusing to load from the cache: {reason}. Someone else could have replaced the "
-                    f"compiled code. Remove the entry (`brainevent cache clear {self.name}`) or point "
-                    "BRAINEVENT_CACHE_DIR at a directory only you can write.",
-                    path=str(path),
-                )
+        if not _plain_name(manifest.artifact) or not private_file(directory / manifest.artifact, fix):
+            return None, "the entry is damaged (its library is missing)"
         problem = manifest.verify(directory, key.digest)
         if problem is not None:
             log.warning("cache entry %s is damaged (%s); it will be rebuilt", directory, problem)
@@ -155,8 +133,11 @@ class EntryStore:
 
     def lookup_alias(self, portable: CacheKey) -> tuple[CacheEntry | None, str | None]:
         """The ahead-of-time entry for ``portable``, or (None, why it cannot be used)."""
+        path = self.alias_path(portable)
         try:
-            digest = self.alias_path(portable).read_text().strip()
+            if not (self.prepare(create=False) and private_file(path)):
+                return None, None
+            digest = path.read_text().strip()
         except OSError:
             return None, None
         if len(digest) != 64:
@@ -171,7 +152,7 @@ class EntryStore:
             if entry is not None:
                 _touch(entry.directory / MANIFEST_NAME)  # last use, for `brainevent cache prune`
                 return entry
-        _make_private_dir(self.module_dir, self.root)
+        self.prepare(create=True)
         with self._locked(key):
             if not force:
                 entry = self.lookup(key)  # another process may have published meanwhile
@@ -183,6 +164,8 @@ class EntryStore:
             )
             try:
                 manifest = build(staging)
+                manifest.dump(staging)
+                harden_tree(staging, executable=manifest.artifact)  # whatever the umask
                 manifest.record_artifact(staging)  # rename keeps size and mtime
                 manifest.dump(staging)
                 self._publish(staging, self.entry_dir(key), key, replace=force)
@@ -242,7 +225,7 @@ class EntryStore:
             return
         import filelock  # only builds lock
 
-        lock = filelock.FileLock(str(self.lock_path(key)))
+        lock = filelock.FileLock(str(self.lock_path(key)), mode=0o600)
         owner_path = self.module_dir / f"{key.short}.owner"
         deadline = time.monotonic() + config.LOCK_TIMEOUT.get()
         poll = 0.05
@@ -270,16 +253,27 @@ class EntryStore:
                         holder=holder,
                     ) from None
                 poll = min(poll * 2, 2.0)
+            except OSError as exc:  # not a Timeout: e.g. a symbolic link planted where the lock goes
+                raise CacheError(
+                    f"cannot take the build lock {self.lock_path(key)}: {exc.strerror or exc}. Remove "
+                    f"that file (`brainevent cache clear {self.name}`) or point BRAINEVENT_CACHE_DIR at "
+                    "a directory only you can write.",
+                    lock_path=str(self.lock_path(key)),
+                ) from None
         try:
             with contextlib.suppress(OSError):
-                owner_path.write_text(
-                    json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()})
-                )
+                record = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+                write_private(owner_path, json.dumps(record).encode())
             yield
         finally:
             with contextlib.suppress(OSError):
                 owner_path.unlink()
             lock.release()
+
+
+def _plain_name(name: object) -> bool:
+    """A file name inside the entry: a manifest never points elsewhere."""
+    return isinstance(name, str) and bool(name) and "/" not in name and not name.startswith(".")
 
 
 def _touch(path: Path) -> None:
@@ -289,8 +283,10 @@ def _touch(path: Path) -> None:
 
 def _read_owner(path: Path) -> str:
     try:
+        if not private_file(path):  # never read a planted link (to a FIFO, say)
+            return "another process"
         data = json.loads(path.read_text())
         since = time.strftime("%H:%M:%S", time.localtime(float(data["since"])))
         return f"pid {data['pid']} on {data['host']} since {since}"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, CacheError):
         return "another process"

@@ -30,6 +30,8 @@ def _memo_path() -> Path:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    if not _trusted(path, create=False):
+        return {}
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -39,9 +41,21 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
+def _trusted(path: Path, *, create: bool) -> bool:
+    """The memo is used only in a cache root that passes the cache's ownership checks."""
+    from ..cache.trust import check_root, private_file
+    from ..errors import CacheError
+
+    try:
+        return check_root(path.parent, create=create) and (create or private_file(path))
+    except CacheError:
+        return False
+
+
 def _write(path: Path, data: dict[str, Any]) -> None:
+    if not _trusted(path, create=True):
+        return
     with contextlib.suppress(OSError):
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".memo-", dir=path.parent)
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh)

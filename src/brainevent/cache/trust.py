@@ -1,0 +1,200 @@
+"""Who may have written what the cache reads, links and loads.
+
+Threat model (docs/caching.md): this user can change anything the process loads anyway,
+so nothing here defends against this user. Another local user must never get their code
+run, or a file of theirs written, by our process. They can act only through paths they
+can write: a cache root they created, a directory others may write without the sticky
+bit, or one of those above the root (which lets them swap the root itself). So:
+
+- every directory from ``/`` down to the cache root is owned by root or this user and
+  not writable by group or others, unless sticky (as ``/tmp``);
+- every directory we use inside the root, and every file we read, link or load there,
+  is owned by this user, is what it claims to be (no symbolic links), and is not
+  writable by group or others; our own directories that are too open (an older version
+  made them from the umask) are tightened, anything foreign is refused;
+- we create directories 0700 and files 0600 whatever the umask, and never write through
+  a path another user could have planted (new files are renamed into place).
+
+Each refusal is a :class:`CacheError` naming the path and the fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import threading
+from pathlib import Path
+
+from ..errors import CacheError
+
+_FIX = (
+    "Point BRAINEVENT_CACHE_DIR (or build_directory=) at a directory only you can write, "
+    "such as the default ~/.cache/brainevent."
+)
+
+_lock = threading.Lock()
+# Roots whose ancestors were checked in this process (a few stats each, once). The root
+# and everything below it are checked on every use: one lstat each.
+_checked_ancestors: set[str] = set()
+
+
+def _refuse(path: Path | str, why: str, fix: str = _FIX) -> CacheError:
+    return CacheError(f"refusing to use the cache: {path} {why}. {fix}", path=str(path))
+
+
+def entry_fix(module: str) -> str:
+    return (
+        f"Remove the entry (`brainevent cache clear {module}`) or point BRAINEVENT_CACHE_DIR at a "
+        "directory only you can write."
+    )
+
+
+def _foreign_owner(st: os.stat_result, *, allow_root: bool) -> bool:
+    return st.st_uid != os.getuid() and not (allow_root and st.st_uid == 0)
+
+
+def _check_ancestors(root: Path) -> None:
+    """The directories above the root: nobody else may be able to rename the root away."""
+    for parent in reversed(root.parents):
+        try:
+            st = os.stat(parent)
+        except OSError as exc:
+            raise _refuse(parent, f"cannot be examined ({exc.strerror})") from None
+        if _foreign_owner(st, allow_root=True):
+            raise _refuse(parent, f"(above the cache) is owned by uid {st.st_uid}, neither you nor root")
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            raise _refuse(
+                parent,
+                f"(above the cache) is writable by other users without the sticky bit "
+                f"(mode {stat.S_IMODE(st.st_mode):o}), so they could replace the cache",
+                f"Run `chmod go-w {parent}`, or choose another cache directory.",
+            )
+
+
+def private_dir(path: Path, *, create: bool, fix: str = _FIX) -> bool:
+    """Checks (or creates, mode 0700) one of our directories; False if absent and not created.
+
+    Ours but too open: tightened, since only its owner could have made it so. Anything
+    else (a symbolic link, another owner, not a directory): refused.
+    """
+    key = str(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if not create:
+            return False
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass  # another process made it meanwhile: checked below like any other
+        except OSError as exc:
+            raise CacheError(
+                f"cannot create cache directory {path}: {exc.strerror}. {_FIX}", path=key
+            ) from exc
+        st = os.lstat(path)
+    except OSError as exc:
+        raise _refuse(path, f"cannot be examined ({exc.strerror})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise _refuse(path, "is a symbolic link, which the cache never creates", fix)
+    if not stat.S_ISDIR(st.st_mode):
+        raise _refuse(path, "is not a directory", fix)
+    if _foreign_owner(st, allow_root=False):
+        raise _refuse(path, f"is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})", fix)
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        try:
+            os.chmod(path, 0o700)  # follows no link: lstat said it is a directory we own
+        except OSError as exc:
+            raise _refuse(path, f"is mode {stat.S_IMODE(st.st_mode):o} and cannot be made private") from exc
+    return True
+
+
+def check_root(root: Path, *, create: bool) -> bool:
+    """The cache root and everything above it; False if it does not exist and ``create`` is off."""
+    root = Path(os.path.abspath(root))
+    key = str(root)
+    if key not in _checked_ancestors:
+        _check_ancestors(root)
+        with _lock:
+            _checked_ancestors.add(key)
+    if create:
+        for parent in reversed(root.parents):  # missing levels are ours: create them 0700
+            if not parent.exists():
+                private_dir(parent, create=True)
+    try:
+        st = os.lstat(root)
+    except FileNotFoundError:
+        if not create:
+            return False
+        private_dir(root, create=True)
+        st = os.lstat(root)
+    except OSError as exc:
+        raise _refuse(root, f"cannot be examined ({exc.strerror})") from None
+    if stat.S_ISLNK(st.st_mode):
+        # A link the user set up themselves is fine if what it points to passes the checks.
+        real = Path(os.path.realpath(root))
+        _check_ancestors(real)
+        st = os.stat(real)
+    if not stat.S_ISDIR(st.st_mode):
+        raise CacheError(f"cannot create cache directory {root}: a file of that name exists. {_FIX}", path=key)
+    if _foreign_owner(st, allow_root=False):
+        raise _refuse(root, f"is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})")
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise _refuse(
+            root,
+            f"is writable by other users without the sticky bit (mode {stat.S_IMODE(st.st_mode):o})",
+            f"Run `chmod 700 {root}`, or choose another cache directory.",
+        )
+    return True
+
+
+def private_file(path: Path, fix: str = _FIX) -> bool:
+    """True if ``path`` is a regular file of ours that others cannot write; False if absent."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise _refuse(path, f"cannot be examined ({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _refuse(path, "is not a regular file (a symbolic link or a special file)", fix)
+    if _foreign_owner(st, allow_root=False):
+        raise _refuse(path, f"is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})", fix)
+    if st.st_mode & 0o022:
+        raise _refuse(path, f"is writable by other users (mode {stat.S_IMODE(st.st_mode):o})", fix)
+    return True
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Writes ``path`` (mode 0600) through a new file renamed into place: a link or file
+    planted at ``path`` is replaced, never written through."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def harden_tree(directory: Path, executable: str | None = None) -> None:
+    """Directories 0700, files 0600 (``executable`` 0700) under ``directory``, whatever the umask."""
+    os.chmod(directory, 0o700)
+    for here, dirs, files in os.walk(directory):
+        for name in dirs:
+            os.chmod(os.path.join(here, name), 0o700, follow_symlinks=False)
+        for name in files:
+            full = os.path.join(here, name)
+            if os.path.islink(full):
+                continue
+            os.chmod(full, 0o700 if name == executable else 0o600)
+
+
+def forget() -> None:
+    """Forget which roots' ancestors were checked (tests that change owners and modes)."""
+    with _lock:
+        _checked_ancestors.clear()
