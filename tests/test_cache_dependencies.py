@@ -119,7 +119,9 @@ def test_header_forced_with_dash_include(tmp_path: Path, counting_cxx: Path) -> 
 def test_inline_source_with_absolute_include(tmp_path: Path, counting_cxx: Path) -> None:
     header = write_old(tmp_path / "abs" / "val.h", "#define VAL 3\n")
     src = f'#include "brainevent/common.h"\n#include "{header}"\n' + KERNEL
-    check_edit_cycle(lambda: brainevent.load_cpp_inline(name="dep_abs", cpp_sources=src), header, counting_cxx)
+    check_edit_cycle(
+        lambda: brainevent.load_cpp_inline(name="dep_abs", cpp_sources=src), header, counting_cxx
+    )
 
 
 def test_has_include(tmp_path: Path, counting_cxx: Path) -> None:
@@ -140,7 +142,8 @@ def test_has_include(tmp_path: Path, counting_cxx: Path) -> None:
 def test_parent_directory_include(tmp_path: Path, counting_cxx: Path) -> None:
     header = write_old(tmp_path / "proj" / "common" / "val.h", "#define VAL 3\n")
     source = write_old(
-        tmp_path / "proj" / "kernels" / "k.cpp", '#include "brainevent/common.h"\n#include "../common/val.h"\n' + KERNEL
+        tmp_path / "proj" / "kernels" / "k.cpp",
+        '#include "brainevent/common.h"\n#include "../common/val.h"\n' + KERNEL,
     )
     check_edit_cycle(lambda: brainevent.load_cpp_file(str(source), name="dep_parent"), header, counting_cxx)
 
@@ -186,7 +189,9 @@ def test_same_size_edit_within_the_same_second_is_seen(tmp_path: Path, counting_
     header = write_old(tmp_path / "inc" / "val.h", "#define VAL 3\n")
     src = '#include "brainevent/common.h"\n#include <val.h>\n' + KERNEL
     flags = ["-I" + str(tmp_path / "inc")]
-    assert result(brainevent.load_cpp_inline(name="dep_same_size", cpp_sources=src, extra_cflags=flags)) == 3.0
+    assert (
+        result(brainevent.load_cpp_inline(name="dep_same_size", cpp_sources=src, extra_cflags=flags)) == 3.0
+    )
     before = header.stat()
     header.write_text("#define VAL 5\n")  # same length
     os.utime(header, ns=(before.st_atime_ns, before.st_mtime_ns))
@@ -205,8 +210,7 @@ def test_header_edited_while_the_build_runs(tmp_path: Path, monkeypatch: pytest.
     wrapper = tmp_path / "editing-g++"
     # Compiles, then edits the header as a user saving mid-build would.
     wrapper.write_text(
-        "#!/bin/sh\ng++ \"$@\" || exit $?\n"
-        f'case "$*" in *k0.o*) echo "#define VAL 8" > {header} ;; esac\n'
+        f'#!/bin/sh\ng++ "$@" || exit $?\ncase "$*" in *k0.o*) echo "#define VAL 8" > {header} ;; esac\n'
     )
     wrapper.chmod(0o755)
     monkeypatch.setenv("BRAINEVENT_CXX", str(wrapper))
@@ -235,7 +239,9 @@ def test_fresh_process_hit_runs_no_compiler_and_sees_edits(tmp_path: Path, count
     env = dict(os.environ, PYTHONPATH=SRC, JAX_PLATFORMS="cpu")
 
     def run() -> tuple[str, int]:
-        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
         return out.stdout.split()[-2] + " " + out.stdout.split()[-1], compiles(counting_cxx)
 
     assert run() == ("1 3.0", 2)  # the kernel unit and the binding
@@ -246,7 +252,9 @@ def test_fresh_process_hit_runs_no_compiler_and_sees_edits(tmp_path: Path, count
 
 
 @pytest.mark.nvcc
-def test_cuda_shared_cuh_rebuilds_exactly_its_readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cuda_shared_cuh_rebuilds_exactly_its_readers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(tmp_path / "cache"))
     src = tmp_path / "kernels"
     shared = write_old(src / "shared.cuh", "#pragma once\n#define SCALE 2.0f\n")

@@ -17,8 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import CacheError
 from .manifest import MANIFEST_NAME, Manifest
 from .store import LAYOUT_VERSION
+from .trust import check_root, private_dir
 
 
 @dataclass(frozen=True)
@@ -40,12 +42,13 @@ def _tree_size(path: Path) -> int:
 
 
 def iter_entries(root: Path, module: str | None = None) -> Iterator[EntryInfo]:
+    """Every entry under ``root``; a root or directory another user could write is refused."""
     base = root / LAYOUT_VERSION
-    if not base.is_dir():
+    if not (check_root(root, create=False) and private_dir(base, create=False)):
         return
     modules = [base / module] if module else sorted(p for p in base.iterdir() if p.is_dir())
     for module_dir in modules:
-        if not module_dir.is_dir():
+        if not private_dir(module_dir, create=False):
             continue
         for entry in sorted(module_dir.iterdir()):
             if not entry.is_dir() or entry.name.startswith(".") or entry.name == "objects":
@@ -70,11 +73,16 @@ def object_cache_size(root: Path) -> int:
 def _lock_if_free(entry: EntryInfo):  # type: ignore[no-untyped-def]
     import filelock
 
-    lock = filelock.FileLock(str(entry.directory.parent / f"{entry.directory.name}.lock"))
+    path = entry.directory.parent / f"{entry.directory.name}.lock"
+    lock = filelock.FileLock(str(path), mode=0o600)
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:
         return None
+    except OSError as exc:  # not a Timeout: e.g. a symbolic link planted where the lock goes
+        raise CacheError(
+            f"cannot take the lock {path}: {exc.strerror or exc}. Remove that file by hand.", path=str(path)
+        ) from None
     return lock
 
 

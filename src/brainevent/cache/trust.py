@@ -136,7 +136,7 @@ def check_root(root: Path, *, create: bool) -> bool:
         _check_ancestors(real)
         st = os.stat(real)
     if not stat.S_ISDIR(st.st_mode):
-        raise CacheError(f"cannot create cache directory {root}: a file of that name exists. {_FIX}", path=key)
+        raise CacheError(f"cannot create cache directory {root}: a file has that name. {_FIX}", path=key)
     if _foreign_owner(st, allow_root=False):
         raise _refuse(root, f"is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})")
     if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
