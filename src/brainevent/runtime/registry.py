@@ -94,30 +94,6 @@ def register_targets(
         }
 
 
-def register_target(
-    target: str,
-    library: ctypes.CDLL,
-    function: str,
-    *,
-    platform: str,
-    artifact_key: str,
-    command_buffer: bool,
-    module: str = "",
-    replace: bool = False,
-) -> str:
-    """One target of ``register_targets``; returns "registered", "unchanged" or "reloaded"."""
-    outcome = register_targets(
-        {function: target},
-        library,
-        module=module,
-        platform=platform,
-        artifact_key=artifact_key,
-        command_buffer=command_buffer,
-        replace=replace,
-    )
-    return outcome[target]
-
-
 def _register_locked(
     target: str,
     library: ctypes.CDLL,
