@@ -28,6 +28,11 @@ void scale(const BE::Tensor x, BE::Tensor out, float factor, int32_t count) {
 }
 """
 
+NO_OUTPUT = r"""
+#include "brainevent/common.h"
+void probe(const BE::Tensor x, int32_t n) {}
+"""
+
 # (label, keyword arguments of load_cpp_inline, error type, text the message must contain)
 LOAD_CASES: list[tuple[str, dict[str, Any], type[Exception], str]] = [
     (
@@ -162,6 +167,53 @@ LOAD_CASES: list[tuple[str, dict[str, Any], type[Exception], str]] = [
         SpecError,
         "scale",
     ),
+    (
+        "no output, explicit spec",
+        {"cpp_sources": NO_OUTPUT, "functions": {"probe": ["arg", "attr.n"]}},
+        SpecError,
+        "probe (corpus_no_output__explicit_spec.cpp:3): the arg_spec from functions=, "
+        "['arg', 'attr.n:int32'], has no output ('ret')",
+    ),
+    (
+        "no output, inferred",
+        {"cpp_sources": NO_OUTPUT, "functions": ["probe"]},
+        SpecError,
+        "the spec inferred from its signature, ['arg', 'attr.n:int32'], has no output ('ret')",
+    ),
+    (
+        "no output, annotation",
+        {"cpp_sources": "// @BE probe arg attr.n\n" + NO_OUTPUT, "functions": None},
+        SpecError,
+        "the arg_spec from '@BE' at corpus_no_output__annotation.cpp:1",
+    ),
+    (
+        "cflag with line break",
+        {"extra_cflags": ["-DA=1\n-DB=2"]},
+        SpecError,
+        "extra_cflags entry '-DA=1\\n-DB=2' contains a line break",
+    ),
+    ("ldflag with carriage return", {"extra_ldflags": ["-lm\r"]}, SpecError, "contains a line break"),
+    ("include path with line break", {"extra_include_paths": ["/tmp/a\nb"]}, SpecError, "'/tmp/a\\nb'"),
+    ("cflag with NUL", {"extra_cflags": ["-DA\0"]}, SpecError, "contains a NUL character"),
+    (
+        "cflag with lone surrogate",
+        {"extra_cflags": ["-DA=\ud800"]},
+        SpecError,
+        "'\\ud800', a lone surrogate, at position 4",
+    ),
+    (
+        "lone surrogate in source",
+        {"cpp_sources": GOOD.replace("for (int64_t", "/* \udc80 */ for (int64_t")},
+        SpecError,
+        "cpp_sources has a lone surrogate U+DC80 at line 8, column 8",
+    ),
+    (
+        "lone surrogate in a list of sources",
+        {"cpp_sources": ["// header", "// \ud800", GOOD]},
+        SpecError,
+        "U+D800 at line 2, column 4",
+    ),
+    ("replace not a bool", {"replace": "yes"}, SpecError, "replace='yes' must be True or False"),
 ]
 
 
@@ -312,3 +364,115 @@ def test_call_time_bad_input(
 
 def test_corpus_size() -> None:
     assert len(LOAD_CASES) + len(CALL_CASES) >= 50
+
+
+TWICE = r"""
+void twice(const BE::Tensor x, BE::Tensor out) {
+    for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<float>()[i] = 2 * x.data_ptr<float>()[i];
+}
+"""
+
+
+def test_functions_dict_value_none_infers_the_spec() -> None:
+    # {"f": None} means "infer f's spec from its C++ signature", as listing "f" does.
+    mod = brainevent.load_cpp_inline(
+        name="corpus_dict_none",
+        cpp_sources=GOOD + TWICE,
+        functions={"scale": None, "twice": ["arg", "ret"]},
+    )
+    assert mod.specs == {
+        "scale": ["arg", "ret", "attr.factor:float32", "attr.count:int32"],
+        "twice": ["arg", "ret"],
+    }
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(mod.scale(jnp.asarray(x), factor=1.5, count=2)), x * 1.5 + 2)
+    np.testing.assert_allclose(np.asarray(mod.twice(jnp.asarray(x))), 2 * x)
+
+
+COMPLEX = r"""
+#include <complex>
+#include "brainevent/common.h"
+void affine(const BE::Tensor x, BE::Tensor out, std::complex<float> a, std::complex<double> b) {
+    const auto* px = x.data_ptr<std::complex<float>>();
+    auto* po = out.data_ptr<std::complex<float>>();
+    for (int64_t i = 0; i < x.numel(); ++i) po[i] = px[i] * a + std::complex<float>(b);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def complex_mod() -> brainevent.CompiledModule:
+    return brainevent.load_cpp_inline(name="corpus_complex", cpp_sources=COMPLEX, functions=["affine"])
+
+
+def _complex_x() -> np.ndarray:
+    return (np.arange(4) + 1j * np.arange(4)[::-1]).astype(np.complex64)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (1 + 2j, -0.5j),
+        (np.complex64(3 - 1j), np.complex128(2 + 2j)),
+        (np.complex128(0.5 + 0.25j), np.complex64(-1 + 0j)),
+        (2.5, 3),  # real values for complex attributes
+        (np.float32(0.25), np.int64(-7)),
+        (np.float64(-1.0), np.uint8(4)),
+    ],
+    ids=["python", "numpy-complex", "numpy-complex-swapped", "python-real", "numpy-real", "numpy-real-uint"],
+)
+def test_complex_attributes_through_the_call_sugar(
+    complex_mod: brainevent.CompiledModule, a: Any, b: Any
+) -> None:
+    x = _complex_x()
+    expected = x * np.complex64(a) + np.complex64(np.complex128(b))
+    got = complex_mod.affine(jnp.asarray(x), a=a, b=b)
+    assert got.dtype == jnp.complex64
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-6)
+    jitted = jax.jit(lambda v: complex_mod.affine(v, a=a, b=b))
+    np.testing.assert_allclose(np.asarray(jitted(jnp.asarray(x))), expected, rtol=1e-6)
+
+
+def test_complex_attribute_through_a_raw_ffi_call(complex_mod: brainevent.CompiledModule) -> None:
+    # MLIR has no complex scalar attribute: a raw call passes [re, im] as a float array.
+    x = _complex_x()
+    call = jax.ffi.ffi_call("corpus_complex.affine", jax.ShapeDtypeStruct(x.shape, x.dtype))
+    got = call(jnp.asarray(x), a=np.array([1.0, -2.0], np.float32), b=np.array([0.5, 0.5], np.float64))
+    np.testing.assert_allclose(
+        np.asarray(got), x * np.complex64(1 - 2j) + np.complex64(0.5 + 0.5j), rtol=1e-6
+    )
+    with pytest.raises(
+        jax.errors.JaxRuntimeError,
+        match=r"attribute 'a' \(complex64\) takes a real scalar or a float32/float64 array \[re, im\] of 2 "
+        r"elements; got an array of 3 element\(s\)",
+    ):
+        np.asarray(call(jnp.asarray(x), a=np.array([1.0, 2.0, 3.0], np.float32), b=0.0))
+    with pytest.raises(
+        jax.errors.JaxRuntimeError, match=r"array \[re, im\] of 2 elements; got an array of 2"
+    ):
+        np.asarray(call(jnp.asarray(x), a=np.array([1, 2], np.int32), b=0.0))
+
+
+@pytest.mark.parametrize(
+    ("attrs", "needle"),
+    [
+        ({"a": True, "b": 0}, "attribute 'a' expects complex64, got True (bool)"),
+        ({"a": "1+2j", "b": 0}, "attribute 'a' expects complex64, got '1+2j' (str)"),
+        ({"a": 1e39 + 0j, "b": 0}, "attribute 'a' = (1e+39+0j) is out of range for complex64"),
+        ({"a": complex(0, -1e39), "b": 0}, "out of range for complex64"),
+        ({"a": 1, "b": [1, 2]}, "attribute 'b' expects complex128, got [1, 2] (list)"),
+    ],
+    ids=["bool", "str", "real-overflow", "imag-overflow", "list"],
+)
+def test_bad_complex_attributes(
+    complex_mod: brainevent.CompiledModule, attrs: dict[str, Any], needle: str
+) -> None:
+    with pytest.raises(KernelCallError) as info:
+        complex_mod.affine(jnp.asarray(_complex_x()), **attrs)
+    assert needle in str(info.value), str(info.value)
+
+
+def test_complex_attribute_nonfinite_values_pass_through(complex_mod: brainevent.CompiledModule) -> None:
+    x = np.ones(2, np.complex64)
+    got = np.asarray(complex_mod.affine(jnp.asarray(x), a=complex(np.inf, 0), b=0))
+    assert np.isinf(got.real).all()

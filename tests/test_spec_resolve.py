@@ -135,7 +135,7 @@ def test_stream_kinds() -> None:
 
 
 def test_several_sources() -> None:
-    a = ("a.cu", "// @BE f arg\nvoid f(const BE::Tensor x) {}\n")
+    a = ("a.cu", "// @BE f arg ret\nvoid f(const BE::Tensor x, BE::Tensor o) {}\n")
     b = ("b.cpp", "void g(BE::Tensor y);\n// @BE g\nvoid g(BE::Tensor y) {}\n")
     specs = resolve_functions(None, [a, b])
     assert [(s.name, s.source_file, s.line) for s in specs] == [("f", "a.cu", 2), ("g", "b.cpp", 3)]
@@ -327,8 +327,8 @@ def test_ret_on_const_tensor() -> None:
 
 
 def test_arg_on_mutable_tensor_is_allowed() -> None:
-    (spec,) = resolve({"vector_add": "arg arg arg stream"})
-    assert spec.params[2].role is Role.ARG
+    (spec,) = resolve({"f": "arg ret"}, "void f(BE::Tensor x, BE::Tensor y) {}")
+    assert spec.params[0].role is Role.ARG
 
 
 def test_unmappable_parameter_with_explicit_tokens() -> None:

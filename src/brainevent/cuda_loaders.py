@@ -28,6 +28,7 @@ def load_cuda_inline(
     verbose: bool = False,
     compute_capability: str | Sequence[str] | None = None,
     force_rebuild: bool = False,
+    replace: bool = False,
     auto_register: bool = True,
     target_prefix: str | None = None,
     ninja_workers: int | None = None,
@@ -50,6 +51,9 @@ def load_cuda_inline(
         compute_capability: GPU architecture(s), e.g. ``"sm_86"``, ``"8.6"``, ``"90a"`` or a
             list; detected from the visible GPUs (or ``BRAINEVENT_CUDA_ARCH``) if None.
         force_rebuild: Compile even if an identical build is cached.
+        replace: Let this module take over FFI targets that another module registered
+            (same ``target_prefix`` and function name); without it that is a
+            ``RegistrationError``. Reloading the same module never needs it.
         auto_register: Register each function as the JAX FFI target
             ``"<target_prefix or name>.<func>"`` on platform CUDA.
         target_prefix: Prefix for the target names.
@@ -76,6 +80,7 @@ def load_cuda_inline(
         optimization_level,
         use_fast_math,
         allow_cuda_graph,
+        replace,
     )
     return _load([SourceUnit(display, source, None, ".cu")], options, compute_capability)
 
@@ -146,6 +151,7 @@ def _options(
     optimization_level: int,
     use_fast_math: bool,
     allow_cuda_graph: bool,
+    replace: bool = False,
 ) -> LoadOptions:
     return LoadOptions(
         name=name,
@@ -162,6 +168,7 @@ def _options(
         use_fast_math=use_fast_math,
         ninja_workers=ninja_workers,
         allow_cuda_graph=allow_cuda_graph,
+        replace=replace,
     )
 
 

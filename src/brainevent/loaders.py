@@ -16,13 +16,37 @@ from .runtime.module import CompiledModule
 
 def join_sources(sources: str | Sequence[str], parameter: str) -> str:
     if isinstance(sources, str):
-        return sources
+        return check_encodable(sources, parameter)
     if isinstance(sources, Sequence) and all(isinstance(s, str) for s in sources):
-        return "\n".join(sources)
+        return check_encodable("\n".join(sources), parameter)
     raise SpecError(
         f"{parameter} must be a string of source code or a list of strings, got {type(sources).__name__}",
         value=repr(sources)[:200],
     )
+
+
+def check_encodable(source: str, parameter: str) -> str:
+    """``source`` if it can be written as UTF-8 for the compiler; else a SpecError naming where.
+
+    Only a lone surrogate (half of a UTF-16 pair, e.g. from ``"\\ud800"`` or text decoded
+    with ``surrogateescape``) cannot be encoded.
+    """
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = source.count("\n", 0, exc.start) + 1
+        column = exc.start - (source.rfind("\n", 0, exc.start) + 1) + 1
+        char = source[exc.start]
+        raise SpecError(
+            f"{parameter} has a lone surrogate U+{ord(char):04X} at line {line}, column {column} "
+            f"(character {exc.start}), which cannot be written out as UTF-8 for the compiler. Remove it, "
+            "or decode the text that produced it with errors='replace' instead of 'surrogateescape'.",
+            value=f"U+{ord(char):04X}",
+            line=line,
+            column=column,
+            position=exc.start,
+        ) from None
+    return source
 
 
 def name_from_path(path: Path) -> str:
@@ -55,6 +79,7 @@ def load_cpp_inline(
     build_directory: str | None = None,
     verbose: bool = False,
     force_rebuild: bool = False,
+    replace: bool = False,
     auto_register: bool = True,
     target_prefix: str | None = None,
     optimization_level: int = 3,
@@ -74,6 +99,9 @@ def load_cpp_inline(
         build_directory: Use this directory as the cache root instead of the default.
         verbose: Log the build's commands and progress to stderr.
         force_rebuild: Compile even if an identical build is cached.
+        replace: Let this module take over FFI targets that another module registered
+            (same ``target_prefix`` and function name); without it that is a
+            ``RegistrationError``. Reloading the same module never needs it.
         auto_register: Register each function with JAX (platform ``cpu``).
         target_prefix: Prefix of the target names (default: ``name``).
         optimization_level: ``-O<n>``, 0 to 3 (default 3).
@@ -92,6 +120,7 @@ def load_cpp_inline(
         build_directory=build_directory,
         verbose=verbose,
         force_rebuild=force_rebuild,
+        replace=replace,
         auto_register=auto_register,
         target_prefix=target_prefix,
         optimization_level=optimization_level,

@@ -35,7 +35,7 @@ from .cache.store import CacheEntry, EntryStore, cache_root
 from .errors import CompileError, LoadError, SpecError, ToolchainError
 from .headers import INCLUDE_DIR
 from .runtime.module import CompiledModule
-from .runtime.registry import register_target
+from .runtime.registry import register_targets
 from .spec.model import FunctionSpec, Param, Role
 
 log = logging.getLogger("brainevent")
@@ -69,6 +69,7 @@ class LoadOptions:
     use_fast_math: bool = False
     ninja_workers: int | None = None
     allow_cuda_graph: bool = True
+    replace: bool = False  # let this module take over targets another module registered
     extra: dict[str, Any] = field(default_factory=dict)  # backend-specific options
 
 
@@ -118,7 +119,27 @@ def as_flags(value: Any, label: str) -> tuple[str, ...]:
         or not all(isinstance(v, str) for v in value)
     ):
         raise SpecError(f'{label}={value!r} must be a list of strings, e.g. ["-DFOO=1"].', value=value)
+    for flag in value:
+        problem = _flag_problem(flag)
+        if problem is not None:
+            raise SpecError(
+                f"{label} entry {flag!r} {problem}; a compiler command line cannot carry it. "
+                "Give each flag as its own list item, without line breaks.",
+                value=flag,
+            )
     return tuple(value)
+
+
+def _flag_problem(flag: str) -> str | None:
+    if "\n" in flag or "\r" in flag:
+        return "contains a line break"
+    if "\0" in flag:
+        return "contains a NUL character"
+    try:
+        flag.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"contains {flag[exc.start]!r}, a lone surrogate, at position {exc.start}"
+    return None
 
 
 def check_options(options: LoadOptions) -> None:
@@ -138,6 +159,8 @@ def check_options(options: LoadOptions) -> None:
             f"ninja_workers={options.ninja_workers!r} must be a positive int or None (all CPUs).",
             value=options.ninja_workers,
         )
+    if not isinstance(options.replace, bool):
+        raise SpecError(f"replace={options.replace!r} must be True or False.", value=options.replace)
 
 
 @cache
@@ -153,10 +176,19 @@ def _functions_key(functions: Any) -> Any:
     if functions is None:
         return None
     if isinstance(functions, Mapping):
-        return {str(k): [str(t) for t in v] if not isinstance(v, str) else v for k, v in functions.items()}
+        return {str(k): _tokens_key(v) for k, v in functions.items()}
     if isinstance(functions, (list, tuple)):
         return [str(f) for f in functions]
     return repr(functions)  # resolved (and rejected) on the build path
+
+
+def _tokens_key(tokens: Any) -> Any:
+    # None (the source decides) stays None; anything unexpected is refused on the build path.
+    if tokens is None or isinstance(tokens, str):
+        return tokens
+    if isinstance(tokens, (list, tuple)):
+        return [str(t) for t in tokens]
+    return repr(tokens)
 
 
 def _unit_key(units: Sequence[SourceUnit]) -> list[Any]:
@@ -286,6 +318,7 @@ def _build(
             _user_file_names(str(exc.data.get("log", "")), kernel_units),
             failed_log,
             timed_out=bool(exc.data.get("timed_out")),
+            timeout_s=exc.data.get("timeout_s"),
         ) from None
     covered = backend.covered_dirs()
     # The sources themselves (named by #line, so the compiler lists them) are in the key.
@@ -433,15 +466,15 @@ def _load_entry(entry: CacheEntry, options: LoadOptions, backend: Backend) -> Co
                     "that fails too, the toolchain produced a library this process cannot load.",
                     path=str(entry.artifact),
                 ) from exc
-            for name, target in targets.items():
-                register_target(
-                    target,
-                    library,
-                    name,
-                    platform=backend.jax_platform,
-                    artifact_key=entry.manifest.artifact_sha256,  # a rebuild under one key is new code
-                    command_buffer=options.allow_cuda_graph,
-                )
+            register_targets(
+                targets,
+                library,
+                module=options.name,
+                platform=backend.jax_platform,
+                artifact_key=entry.manifest.artifact_sha256,  # a rebuild under one key is new code
+                command_buffer=options.allow_cuda_graph,
+                replace=options.replace,
+            )
             registered = True
         else:
             log.warning("module %s was built but not registered: %s", options.name, reason)

@@ -37,14 +37,33 @@ def _compiler_lines(log_text: str) -> list[str]:
     return out
 
 
-def compile_error(module: str, log_text: str, log_path: Path, *, timed_out: bool = False) -> CompileError:
+def timeout_message(module: str, timeout: float | None) -> str:
+    """The headline of a build stopped by BRAINEVENT_COMPILE_TIMEOUT (docs/troubleshooting.md)."""
+    limit = f"{timeout:g} s" if timeout is not None else "the time limit"
+    now = f" (now {timeout:g})" if timeout is not None else ""
+    return (
+        f"building module {module!r} timed out: it did not finish within {limit} and was "
+        "stopped, with every compiler it started. A compiler may be hanging; if the build is just "
+        f"slow, raise BRAINEVENT_COMPILE_TIMEOUT{now}, in seconds."
+    )
+
+
+def compile_error(
+    module: str,
+    log_text: str,
+    log_path: Path,
+    *,
+    timed_out: bool = False,
+    timeout_s: float | None = None,
+) -> CompileError:
     """A CompileError whose message starts with the first diagnostic and ends with the log path."""
     if timed_out:
         return CompileError(
-            f"building module {module!r} timed out; partial log kept at {log_path}",
+            f"{timeout_message(module, timeout_s)}\nPartial build log: {log_path}",
             module=module,
             log_path=str(log_path),
             first_error=None,
+            timeout_s=timeout_s,
         )
     lines = _compiler_lines(log_text)
     first = first_error_index(lines)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -38,9 +39,43 @@ def _resolve(target: str, quoted: bool, here: Path | None, search: Sequence[Path
     candidates = ([here] if quoted and here is not None else []) + list(search)
     for base in candidates:
         candidate = base / target
-        if candidate.is_file():
-            return candidate
+        try:
+            if stat.S_ISREG(os.stat(candidate).st_mode):
+                return candidate
+        except (OSError, ValueError):  # missing, unreadable, too long, or a NUL in the name
+            continue
     return None
+
+
+# Kernel pseudo-filesystems hold no headers; their files can block, fail to read
+# (/proc/self/pagemap) or be huge (/proc/kcore), though stat calls them regular.
+_PSEUDO_ROOTS = ("/proc/", "/sys/")
+
+
+def _read_header(real: str) -> bytes | None:
+    """The file's bytes, or None for anything that is not a readable regular file.
+
+    The scanner only widens the cache key; a header it skips is still compiled, and the
+    compiler reports a real problem with it.
+    """
+    if real.startswith(_PSEUDO_ROOTS):
+        return None
+    try:
+        # O_NONBLOCK: a FIFO swapped in after the stat must not hang the open.
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def header_closure(
@@ -64,7 +99,9 @@ def header_closure(
             real = os.path.realpath(path)
             if real in found or real.startswith(skip):
                 continue
-            data = Path(real).read_bytes()
+            data = _read_header(real)
+            if data is None:
+                continue
             found[real] = hashlib.sha256(data).hexdigest()
             pending.append((data.decode("utf-8", "replace"), Path(real).parent))
     return dict(sorted(found.items()))

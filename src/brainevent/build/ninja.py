@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import config
-from ..errors import CompileError, ToolchainError
+from ..errors import CompileError, SpecError, ToolchainError
+from .diagnostics import timeout_message
 from .step import BUILD_DIR, BuildStep
 
 log = logging.getLogger("brainevent.build")
@@ -46,9 +47,13 @@ def _ninja_command(command: Sequence[str]) -> str:
     """Shell-quoted for /bin/sh (which ninja runs), then `$` doubled for ninja's own lexer."""
     line = shlex.join(command)
     if "\n" in line or "\r" in line:
-        raise CompileError(
-            f"a build argument contains a line break, which no build tool can pass on: {command!r}. "
-            "Rename the file or directory, or drop the flag.",
+        # A SpecError, not a CompileError: nothing was compiled, and the loader's handler of
+        # compiler failures would replace this message with an empty compiler log.
+        bad = next(arg for arg in command if "\n" in arg or "\r" in arg)
+        raise SpecError(
+            f"the build argument {bad!r} contains a line break, which no build tool can pass on. "
+            "Rename the file or directory (or the cache directory), or drop the flag.",
+            value=bad,
         )
     return line.replace("$", "$$")
 
@@ -116,11 +121,11 @@ def run_build(
             output, _ = proc.communicate()
         text = output.decode("utf-8", "replace")
         raise CompileError(
-            f"building module {module!r} did not finish within {timeout:.0f} s and was stopped. "
-            "A compiler may be hanging; raise BRAINEVENT_COMPILE_TIMEOUT if the build is just slow.",
+            timeout_message(module, timeout),
             module=module,
             log=text,
             timed_out=True,
+            timeout_s=timeout,
         ) from None
     elapsed = time.monotonic() - started
     text = output.decode("utf-8", "replace")

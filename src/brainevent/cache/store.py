@@ -54,6 +54,21 @@ class CacheEntry:
         return self.directory / self.manifest.artifact
 
 
+def _require_writable(directory: Path) -> None:
+    """CacheError unless this process may create files in ``directory`` (hits need no writes)."""
+    if not os.access(directory, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise _cannot_build_error(directory, "no write permission or a read-only filesystem")
+
+
+def _cannot_build_error(directory: Path, why: str | None) -> CacheError:
+    return CacheError(
+        f"cannot build into the cache directory {directory}: {why}. Modules already cached there "
+        "still load, but this one is not cached yet. Point BRAINEVENT_CACHE_DIR (or build_directory=) "
+        "at a writable directory, or build it once where this cache is writable (`brainevent build`).",
+        path=str(directory),
+    )
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -153,15 +168,19 @@ class EntryStore:
                 _touch(entry.directory / MANIFEST_NAME)  # last use, for `brainevent cache prune`
                 return entry
         self.prepare(create=True)
+        _require_writable(self.module_dir)  # before the lock file: a read-only cache gets a CacheError
         with self._locked(key):
             if not force:
                 entry = self.lookup(key)  # another process may have published meanwhile
                 if entry is not None:
                     return entry
             self._remove_abandoned_staging(key)
-            staging = Path(
-                tempfile.mkdtemp(prefix=f".staging-{key.short}-{os.getpid()}-", dir=self.module_dir)
-            )
+            try:
+                staging = Path(
+                    tempfile.mkdtemp(prefix=f".staging-{key.short}-{os.getpid()}-", dir=self.module_dir)
+                )
+            except OSError as exc:
+                raise _cannot_build_error(self.module_dir, exc.strerror) from exc
             try:
                 manifest = build(staging)
                 manifest.dump(staging)

@@ -68,13 +68,33 @@ def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
                 attribute=name,
             )
         return np_type(value)
-    if not isinstance(value, (int, float, complex, np.number)) or isinstance(value, bool):
+    return _complex_attr(target, name, dtype, value)  # complex64 / complex128: all that is left
+
+
+def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:
+    """A complex value as the float array [re, im] the binding decodes.
+
+    MLIR has no complex scalar attribute, so ``jax.ffi.ffi_call`` cannot pass one.
+    """
+    if not isinstance(value, (int, float, complex, np.number)) or isinstance(value, (bool, np.bool_)):
         raise KernelCallError(
-            f"{target}: attribute {name!r} expects {dtype}, got {value!r}",
+            f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__}); "
+            "pass a complex, float or int",
             target=target,
             attribute=name,
         )
-    return np_type(value)
+    number = complex(value)
+    part = np.float32 if dtype == "complex64" else np.float64
+    limit = float(np.finfo(part).max)
+    for component in (number.real, number.imag):
+        if np.isfinite(component) and abs(component) > limit:
+            raise KernelCallError(
+                f"{target}: attribute {name!r} = {value} is out of range for {dtype} "
+                f"(each part |x| <= {limit:g})",
+                target=target,
+                attribute=name,
+            )
+    return np.array([number.real, number.imag], dtype=part)
 
 
 @dataclass(eq=False)  # hashable by identity, so jax.jit(mod.func) works

@@ -4,7 +4,9 @@ XLA's CPU registry refuses a second handler under a name and its CUDA registry
 silently keeps the first, so a target is registered once per process. When a
 changed module is loaded again under the same name, the first module's handler
 (the one XLA holds) is pointed at the new code through its exported forwarding
-pointer.
+pointer. A different module claiming a registered target is refused unless the
+caller asks for the take-over (``replace=True``): re-pointing it silently would make
+code written against the first module run the second.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import RegistrationError
@@ -25,65 +28,128 @@ class _Registered:
     function: str
     platform: str
     artifact_key: str
+    module: str  # the module that owns the target now
 
 
 _lock = threading.Lock()
-_targets: dict[str, _Registered] = {}
+# Keyed by (target, platform): XLA keeps one registry per platform, so a CPU and a CUDA
+# module may share a target name (one source, two builds).
+_targets: dict[tuple[str, str], _Registered] = {}
+_keepalive: list[ctypes.CDLL] = []
 
 
 def _symbol_address(library: ctypes.CDLL, symbol: str) -> int:
     return ctypes.cast(getattr(library, symbol), ctypes.c_void_p).value or 0
 
 
-def register_target(
+def _check_owners(targets: Mapping[str, str], module: str, platform: str) -> None:
+    """RegistrationError if another module owns any of ``targets`` ({function: target})."""
+    taken = {
+        target: _targets[(target, platform)].module
+        for target in targets.values()
+        if (target, platform) in _targets and _targets[(target, platform)].module != module
+    }
+    if not taken:
+        return
+    owners = sorted(set(taken.values()))
+    names = sorted(taken)
+    what = f"FFI target {names[0]!r}" if len(names) == 1 else f"FFI targets {names}"
+    by = " and ".join(repr(o) for o in owners)
+    raise RegistrationError(
+        f"module {module!r} cannot register {what} on platform {platform!r}: module {by} "
+        f"registered {'it' if len(names) == 1 else 'them'} first, and taking over would make code "
+        f"written for {by} silently run {module!r}. Pass another target_prefix= (or name=) when "
+        f"loading {module!r}, or replace=True to point the target(s) at {module!r} on purpose.",
+        target=names[0],
+        targets=names,
+        platform=platform,
+        module=module,
+        registered_by=owners[0] if len(owners) == 1 else owners,
+    )
+
+
+def register_targets(
+    targets: Mapping[str, str],
+    library: ctypes.CDLL,
+    *,
+    module: str,
+    platform: str,
+    artifact_key: str,
+    command_buffer: bool,
+    replace: bool = False,
+) -> dict[str, str]:
+    """Registers (or re-points) each ``{function: target}`` of one library.
+
+    Returns ``{target: "registered" | "unchanged" | "reloaded"}``. Nothing is registered
+    when any target belongs to another module and ``replace`` is False.
+    """
+    with _lock:
+        if not replace:
+            _check_owners(targets, module, platform)
+        return {
+            target: _register_locked(
+                target, library, function, module, platform, artifact_key, command_buffer
+            )
+            for function, target in targets.items()
+        }
+
+
+def _register_locked(
     target: str,
     library: ctypes.CDLL,
     function: str,
-    *,
+    module: str,
     platform: str,
     artifact_key: str,
     command_buffer: bool,
 ) -> str:
-    """Registers (or re-points) ``target``; returns "registered", "unchanged" or "reloaded"."""
     from ..codegen.binding import forward_symbol, handler_symbol, impl_symbol
 
-    with _lock:
-        existing = _targets.get(target)
-        if existing is not None and existing.platform == platform:
-            if existing.artifact_key == artifact_key:
-                return "unchanged"
-            # The slot of the handler XLA holds now points at the new code's non-forwarding
-            # entry (or back to nothing, when the original code returns).
-            new_impl = _symbol_address(library, impl_symbol(function))
-            own_impl = _symbol_address(existing.library, impl_symbol(existing.function))
-            slot = ctypes.c_void_p.in_dll(existing.library, forward_symbol(existing.function))
-            slot.value = None if new_impl == own_impl else new_impl
-            _targets[target] = _Registered(existing.library, existing.function, platform, artifact_key)
-            # Keep the new library alive: the old handler now calls into it.
-            _keepalive.append(library)
+    existing = _targets.get((target, platform))
+    if existing is not None:
+        if existing.artifact_key == artifact_key:
+            existing.module = module
+            return "unchanged"
+        # The slot of the handler XLA holds now points at the new code's non-forwarding
+        # entry (or back to nothing, when the original code returns).
+        new_impl = _symbol_address(library, impl_symbol(function))
+        own_impl = _symbol_address(existing.library, impl_symbol(existing.function))
+        slot = ctypes.c_void_p.in_dll(existing.library, forward_symbol(existing.function))
+        slot.value = None if new_impl == own_impl else new_impl
+        _targets[(target, platform)] = _Registered(
+            existing.library, existing.function, platform, artifact_key, module
+        )
+        # Keep the new library alive: the old handler now calls into it.
+        _keepalive.append(library)
+        if existing.module != module:
+            log.warning("target %s now runs module %s (it ran %s)", target, module, existing.module)
+        else:
             log.info("target %s now runs the reloaded module (%s)", target, artifact_key[:12])
-            return "reloaded"
+        return "reloaded"
 
-        import jax.ffi
+    import jax.ffi
 
-        handler = getattr(library, handler_symbol(function, command_buffer=command_buffer))
-        try:
-            jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform=platform, api_version=1)
-        except Exception as exc:  # XLA reports clashes as assorted runtime errors
-            raise RegistrationError(
-                f"could not register FFI target {target!r} on platform {platform!r}: {exc}. "
-                "Another library may already use that name; pass target_prefix= to pick another.",
-                target=target,
-                platform=platform,
-            ) from exc
-        _targets[target] = _Registered(library, function, platform, artifact_key)
-        return "registered"
-
-
-_keepalive: list[ctypes.CDLL] = []
+    handler = getattr(library, handler_symbol(function, command_buffer=command_buffer))
+    try:
+        jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform=platform, api_version=1)
+    except Exception as exc:  # XLA reports clashes as assorted runtime errors
+        raise RegistrationError(
+            f"could not register FFI target {target!r} on platform {platform!r}: {exc}. "
+            "Another library may already use that name; pass target_prefix= to pick another.",
+            target=target,
+            platform=platform,
+        ) from exc
+    _targets[(target, platform)] = _Registered(library, function, platform, artifact_key, module)
+    return "registered"
 
 
 def registered_targets() -> dict[str, str]:
-    """{target: platform} of everything registered through brainevent in this process."""
+    """{target: platform} of everything registered through brainevent in this process.
+
+    A name registered on both platforms is listed once, with its platforms joined by ", ".
+    """
     with _lock:
-        return {name: reg.platform for name, reg in _targets.items()}
+        platforms: dict[str, list[str]] = {}
+        for name, platform in sorted(_targets):
+            platforms.setdefault(name, []).append(platform)
+        return {name: ", ".join(found) for name, found in platforms.items()}

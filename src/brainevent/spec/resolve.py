@@ -3,9 +3,13 @@
 ``functions`` may be:
 
 * a dict ``{name: tokens}`` — tokens a list/tuple of strings, one whitespace-
-  separated string, or None to infer that function's spec;
+  separated string, or None to infer that function's spec from its C++ signature
+  (as a list of names does);
 * a list/tuple of names — every spec inferred from its signature;
 * None — the ``// @BE name [tokens...]`` annotations of all sources decide.
+
+Every entry point needs at least one output (``ret``): XLA drops a custom call whose
+results nobody uses, so a function without one would silently never run.
 """
 
 from __future__ import annotations
@@ -53,8 +57,26 @@ def resolve_functions(functions: Functions, sources: Sequence[tuple[str, str]]) 
         sig = _locate(req.name, scanned)
         tokens = req.tokens if req.tokens is not None else infer_spec(sig)
         params = bind_tokens(sig, tokens, req.origin)
-        specs.append(FunctionSpec(req.name, params, sig.file_name, sig.line, sig.scope))
+        spec = FunctionSpec(req.name, params, sig.file_name, sig.line, sig.scope)
+        _check_has_output(spec, sig, req.origin)
+        specs.append(spec)
     return specs
+
+
+def _check_has_output(spec: FunctionSpec, sig: CxxSignature, origin: str) -> None:
+    if spec.rets:
+        return
+    given = f"the arg_spec from {origin}" if origin else "the spec inferred from its signature"
+    raise SpecError(
+        f"{spec.name} ({sig.where}): {given}, {spec.tokens()}, has no output ('ret'). XLA drops "
+        "a custom call whose results are unused, so this function would never run. Fix: give it "
+        "a BE::Tensor output parameter (non-const) and a 'ret' token for it, and write the "
+        "result (or a status) there.",
+        function=spec.name,
+        line=sig.line,
+        file=sig.file_name,
+        tokens=spec.tokens(),
+    )
 
 
 def _check_sources(sources: object) -> list[tuple[str, str]]:

@@ -198,6 +198,24 @@ inline Scalar read_scalar(const XLA_FFI_Scalar& s) {
   return out;
 }
 
+// A complex value passed as a float array [re, im] (see decode_attrs).
+inline bool read_complex_pair(const XLA_FFI_Array& a, Scalar* out) {
+  if (a.size != 2) return false;
+  if (a.dtype == XLA_FFI_DataType_F32) {
+    const float* c = static_cast<const float*>(a.data);
+    out->re = c[0];
+    out->im = c[1];
+  } else if (a.dtype == XLA_FFI_DataType_F64) {
+    const double* c = static_cast<const double*>(a.data);
+    out->re = c[0];
+    out->im = c[1];
+  } else {
+    return false;
+  }
+  out->kind = Scalar::Complex;
+  return true;
+}
+
 inline void describe(Message& m, const Scalar& s, XLA_FFI_DataType dtype) {
   const char* name = dtype_name(static_cast<DType>(dtype));
   switch (s.kind) {
@@ -373,16 +391,33 @@ inline XLA_FFI_Error* decode_attrs(XLA_FFI_CallFrame* frame, const FunctionDesc&
                                                   param.attr_name, dtype_name(param.attr_type), param.attr_name));
     }
     ++found;
-    if (frame->attrs.types[where] != XLA_FFI_AttrType_SCALAR) {
+    const bool is_complex = param.attr_type == DType::Complex64 || param.attr_type == DType::Complex128;
+    Scalar value;
+    XLA_FFI_DataType raw_dtype = XLA_FFI_DataType_INVALID;
+    if (is_complex && frame->attrs.types[where] == XLA_FFI_AttrType_ARRAY) {
+      // MLIR (and so jax.ffi.ffi_call) has no complex scalar attribute: a complex value
+      // travels as a float array [re, im].
+      const auto* pair = static_cast<const XLA_FFI_Array*>(frame->attrs.attrs[where]);
+      if (!read_complex_pair(*pair, &value)) {
+        return invalid(frame, start_message(fn).add(
+                                  "attribute '%s' (%s) takes a real scalar or a float32/float64 array "
+                                  "[re, im] of 2 elements; got an array of %lld element(s) of XLA dtype code %d",
+                                  param.attr_name, dtype_name(param.attr_type),
+                                  static_cast<long long>(pair->size), static_cast<int>(pair->dtype)));
+      }
+      raw_dtype = pair->dtype == XLA_FFI_DataType_F32 ? XLA_FFI_DataType_C64 : XLA_FFI_DataType_C128;
+    } else if (frame->attrs.types[where] != XLA_FFI_AttrType_SCALAR) {
       return invalid(frame, start_message(fn).add("attribute '%s' must be a scalar %s, not an array, string or dict",
                                                   param.attr_name, dtype_name(param.attr_type)));
+    } else {
+      const auto* raw = static_cast<const XLA_FFI_Scalar*>(frame->attrs.attrs[where]);
+      value = read_scalar(*raw);
+      raw_dtype = raw->dtype;
     }
-    const auto* raw = static_cast<const XLA_FFI_Scalar*>(frame->attrs.attrs[where]);
-    const Scalar value = read_scalar(*raw);
     if (const char* why = convert_scalar(value, param.attr_type, &slots[slot])) {
       Message m = start_message(fn);
       m.add("attribute '%s' expects %s, got ", param.attr_name, dtype_name(param.attr_type));
-      describe(m, value, raw->dtype);
+      describe(m, value, raw_dtype);
       m.add(": %s", why);
       return invalid(frame, m);
     }
