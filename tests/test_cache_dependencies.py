@@ -180,7 +180,7 @@ def test_deleted_header_rebuilds_and_reports_the_compiler_error(tmp_path: Path, 
     flags = ["-I" + str(tmp_path / "inc")]
     assert brainevent.load_cpp_inline(name="dep_deleted", cpp_sources=src, extra_cflags=flags).built_now
     header.unlink()
-    with pytest.raises(brainevent.CompileError, match="val.h"):
+    with pytest.raises(brainevent.CompileError, match=r"val\.h"):
         brainevent.load_cpp_inline(name="dep_deleted", cpp_sources=src, extra_cflags=flags)
 
 
@@ -232,7 +232,8 @@ def test_fresh_process_hit_runs_no_compiler_and_sees_edits(tmp_path: Path, count
         f"""
         import sys, brainevent, numpy as np, jax.numpy as jnp
         src = '#include "brainevent/common.h"\\n#define HDR <val.h>\\n#include HDR\\n' + {KERNEL!r}
-        mod = brainevent.load_cpp_inline(name="dep_fresh", cpp_sources=src, extra_cflags=["-I{tmp_path / "inc"}"])
+        flags = ["-I{tmp_path / "inc"}"]
+        mod = brainevent.load_cpp_inline(name="dep_fresh", cpp_sources=src, extra_cflags=flags)
         print(int(mod.built_now), float(np.asarray(mod.f(jnp.zeros(1, jnp.float32)))[0]))
         """
     )

@@ -7,6 +7,7 @@ function returns a marker value: a load that ran it would return the marker.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -161,22 +162,18 @@ def test_planted_links_are_never_written_through(tmp_path: Path, planted: str) -
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     source = ADD1 if planted == "owner" else ADD1 + "\n#error deliberately broken\n"
-    try:
+    with contextlib.suppress(brainevent.CompileError):
         brainevent.load_cpp_inline(name="trust_link", cpp_sources=source, build_directory=str(cache))
-    except brainevent.CompileError:
-        pass
     module_dir = cache / "v1" / "trust_link"
     key = next(p.name for p in module_dir.iterdir() if len(p.name) == 32 or p.name.endswith(".lock"))
     key = key.removesuffix(".lock")
     link = module_dir / f"{key}.{planted}"
     link.unlink(missing_ok=True)
     link.symlink_to(victim)
-    try:
+    with contextlib.suppress(brainevent.CompileError):
         brainevent.load_cpp_inline(
             name="trust_link", cpp_sources=source, build_directory=str(cache), force_rebuild=True
         )
-    except brainevent.CompileError:
-        pass
     assert victim.read_text() == "precious\n"
 
 
