@@ -113,6 +113,17 @@ def test_asdefault_and_per_call_override() -> None:
     np.testing.assert_array_equal(g(X, "b"), X + 2)
 
 
+def test_redefining_a_backend_or_the_default_reaches_compiled_functions() -> None:
+    op = XLACustomKernel(fresh("sel"))
+    op.def_kernel("a", "cpu", adds(1.0))
+    f = jax.jit(lambda x: op(x, outs=SPEC))
+    np.testing.assert_array_equal(f(X), X + 1)
+    op.def_kernel("a", "cpu", adds(5.0))  # same name: replaces it
+    np.testing.assert_array_equal(f(X), X + 5)
+    op.def_kernel("b", "cpu", adds(7.0), asdefault=True)
+    np.testing.assert_array_equal(f(X), X + 7)
+
+
 def test_global_backend_beats_the_default_and_per_call_beats_both() -> None:
     op = XLACustomKernel(fresh("sel"))
     op.def_kernel("a", "cpu", adds(1.0))
@@ -392,6 +403,14 @@ def test_numba_kernel_generator_in_0_2_1_form_and_numba_function_side_by_side(sc
     other.set_default("cpu", "cpp")
     np.testing.assert_allclose(jax.jit(lambda x: other(x, factor=0.5))(X), X * 0.5)
 
+    def plain(x, out):  # type: ignore[no-untyped-def]
+        for i in range(x.size):
+            out[i] = x[i] * x[i]
+
+    square = XLACustomKernel(fresh("numba"), outs=lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype))
+    square.def_numba_kernel(kernel=plain)  # kernel=: a plain function is compiled with njit
+    np.testing.assert_array_equal(square(X), X * X)
+
 
 # -- attributes, rules --------------------------------------------------------------------------
 
@@ -445,6 +464,28 @@ def test_per_input_jvp_rules_and_a_per_call_backend_seen_by_the_rules() -> None:
         return [2.0 * ct if ad.is_undefined_primal(x) else None, ct if ad.is_undefined_primal(y) else None]
 
     np.testing.assert_array_equal(jax.grad(lambda a: op(a, y).sum())(X), np.full(8, 2.0))
+
+
+def test_rules_written_against_the_raw_primitive_parameters_work() -> None:
+    # 0.2.1-style rules take **params and bind the JAX primitive with them directly.
+    op = XLACustomKernel(fresh("raw"))
+    op.def_kernel("plain", "cpu", lambda outs, k: lambda x: (x * k,))
+
+    def jvp(primals, tangents, **params):  # type: ignore[no-untyped-def]
+        return op.primitive.bind(*primals, **params), op.primitive.bind(*tangents, **params)
+
+    def batch(args, axes, **params):  # type: ignore[no-untyped-def]
+        (x,), (axis,) = args, axes
+        outs = tuple(jax.core.ShapedArray((x.shape[axis], *o.shape), o.dtype) for o in params.pop("outs"))
+        return op.primitive.bind(jnp.moveaxis(x, axis, 0), outs=outs, **params), [0]
+
+    op.def_jvp_rule(jvp)
+    op.def_batching_rule(batch)
+    _, tangent = jax.jvp(lambda a: op(a, outs=SPEC, k=3.0), (X,), (np.ones(8, np.float32),))
+    np.testing.assert_array_equal(tangent, np.full(8, 3.0))
+    xs = np.stack([X, X + 1]).T  # eight rows of two
+    out = jax.vmap(lambda a: op(a, outs=jax.ShapeDtypeStruct((2,), jnp.float32), k=2.0), in_axes=0)(xs)
+    np.testing.assert_array_equal(out, xs * 2)
 
 
 # -- registry and tags ---------------------------------------------------------------------------
@@ -548,6 +589,17 @@ def test_benchmark_records_failures_and_warns_on_differing_results() -> None:
     assert "FAILED" in result.table()
     with pytest.raises(CompileError, match="boom"):
         op.benchmark(platform="cpu", n_runs=1, configs=configs, backends=["broken"], catch_errors=False)
+
+
+def test_benchmark_verbose_logs_each_timing_and_the_table_to_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    op = speed_pair()
+    op.benchmark(platform="cpu", n_warmup=0, n_runs=1, configs=[BenchmarkConfig("tiny", (X,))], verbose=True)
+    err = capsys.readouterr().err
+    assert re.search(r"\[brainevent\] .*\[cpu\|slow\] tiny: median", err)
+    assert re.search(r"\[brainevent\] .*\[cpu\|fast\] tiny: median", err)
+    assert "Benchmark of" in err and "x best" in err
 
 
 def test_benchmark_needs_data_and_known_backends() -> None:

@@ -9,15 +9,38 @@ outlier rounds do not inflate.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution times this is its standard deviation
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def verbosity(verbose: bool) -> Iterator[None]:
+    """With ``verbose``, this module's log (one line per timed backend, then the table) goes
+    to stderr for the duration, whatever logging the application set up."""
+    if not verbose:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[brainevent] %(message)s"))
+    previous = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(previous)
 
 
 @dataclass
@@ -183,7 +206,7 @@ class BenchmarkResult:
         return "\n".join(lines)
 
     def print(self) -> None:
-        """Prints :meth:`table` (the one place this package prints: the caller asked for it)."""
+        """Prints :meth:`table` to stdout (asked for by name; the package itself only logs)."""
         print(self.table())
 
     def to_dict(self) -> dict[str, Any]:
@@ -243,12 +266,10 @@ def benchmark_backends(
     """Times ``call(*config.args, backend=b, **config.kernel_kwargs)`` under ``jax.jit`` for every
     backend ``b`` and configuration, in interleaved rounds on ``platform``'s first device."""
     import functools
-    import logging
     import warnings
 
     import jax
 
-    log = logging.getLogger(__name__)
     device = _device(platform)
     records: list[BenchmarkRecord] = []
     for config in configs:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from ..errors import KernelCallError
-from .benchmark import BenchmarkConfig, BenchmarkResult, benchmark_backends
+from .benchmark import BenchmarkConfig, BenchmarkResult, benchmark_backends, log, verbosity
 from .definitions import platform_name
 
 
@@ -78,7 +78,8 @@ class Tools:
 
         Each record has the median per-call time and a noise estimate (1.4826 x MAD) besides
         mean/std/min. ``set_default=True`` makes the backend with the lowest geometric mean of
-        medians over all configurations the default; ``verbose=True`` prints the table.
+        medians over all configurations the default; ``verbose=True`` logs each timing and
+        the table to stderr.
         A backend that fails is recorded as failed (``catch_errors=False`` raises instead);
         results that differ between backends beyond ``rtol``/``atol`` warn.
         """
@@ -113,20 +114,21 @@ class Tools:
             raise TypeError(
                 f"benchmark data must be a non-empty list of BenchmarkConfig, got {configs!r:.200}"
             )
-        result = benchmark_backends(
-            self.name,
-            self._call_fn or cast(Callable[..., Any], self),  # the primitive itself
-            resolved,
-            chosen,
-            configs,
-            n_warmup=n_warmup,
-            n_runs=n_runs,
-            n_batch_per_run=n_batch_per_run,
-            compare_results=compare_results,
-            rtol=rtol,
-            atol=atol,
-            catch_errors=catch_errors,
-        )
+        with verbosity(verbose):
+            result = benchmark_backends(
+                self.name,
+                self._call_fn or cast(Callable[..., Any], self),  # the primitive itself
+                resolved,
+                chosen,
+                configs,
+                n_warmup=n_warmup,
+                n_runs=n_runs,
+                n_batch_per_run=n_batch_per_run,
+                compare_results=compare_results,
+                rtol=rtol,
+                atol=atol,
+                catch_errors=catch_errors,
+            )
         if set_default:
             best = result.best_backend()
             if best is None:
@@ -138,5 +140,6 @@ class Tools:
             self.set_default(resolved, best)
             result.chosen = best
         if verbose:
-            result.print()
+            with verbosity(True):
+                log.info("%s", result.table())
         return result
