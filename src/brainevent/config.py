@@ -142,18 +142,18 @@ ALL: tuple[EnvVar[object], ...] = (
 # Not an environment variable: an in-process setting, as in brainevent 0.2.1
 # (``brainevent.config.set_backend``). Each primitive reads it when it is lowered.
 
-_PLATFORM_ALIASES = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
-_global_backends: dict[str, str] = {}
+PLATFORM_ALIASES = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
+_global_backends: dict[str, str] = {}  # platform -> backend
 
 
 def backend_platform(platform: object) -> str:
     """``platform`` as the name primitives use: ``"cpu"``, ``"gpu"`` or ``"tpu"``."""
-    if not isinstance(platform, str) or platform not in _PLATFORM_ALIASES:
+    if not isinstance(platform, str) or platform not in PLATFORM_ALIASES:
         raise ConfigError(
-            f"platform must be one of {sorted(_PLATFORM_ALIASES)}, got {platform!r}",
+            f"platform must be one of {sorted(PLATFORM_ALIASES)}, got {platform!r}",
             platform=platform,
         )
-    return _PLATFORM_ALIASES[platform]
+    return PLATFORM_ALIASES[platform]
 
 
 def set_backend(platform: str, backend: str | None) -> None:

@@ -6,12 +6,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from .. import config
+from ..config import PLATFORM_ALIASES as ALIASES
 from ..errors import KernelCallError
 from .entries import CallSiteLowering, KernelEntry
 from .kernels import LaunchValue, ModuleFunctionKernel, NumbaCpuKernel, NumbaCudaKernel
 
 PLATFORMS = ("cpu", "gpu", "tpu")
-ALIASES = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
 # A compiled function's backend name, and the KernelFunction.platform it must have.
 _COMPILED_BACKEND = {"cpu": "cpp", "gpu": "cuda_raw"}
 _COMPILED_PLATFORM = {"cpu": "cpu", "gpu": "cuda"}
