@@ -12,6 +12,8 @@ import brainevent
 from brainevent import KernelCallError, XLACustomKernel
 
 numba = pytest.importorskip("numba")
+# Several tests here reuse a primitive name on purpose (each makes its own "axpy").
+pytestmark = pytest.mark.filterwarnings("ignore:an XLACustomKernel named:UserWarning")
 
 
 def spec(shape: tuple[int, ...], dtype: object = jnp.float32) -> jax.ShapeDtypeStruct:

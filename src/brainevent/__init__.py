@@ -6,10 +6,12 @@ from typing import Any
 
 from ._version import __version__
 from .errors import (
+    BackendNotInstalledError,
     BrainEventError,
     CacheError,
     CompileError,
     KernelCallError,
+    KernelFallbackExhaustedError,
     LoadError,
     RegistrationError,
     SpecError,
@@ -17,7 +19,8 @@ from .errors import (
 )
 
 # Loaders are imported on first use so that `import brainevent` stays cheap.
-_LAZY = {
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "config": ("config", None),  # the module itself
     "load_cpp_inline": ("loaders", "load_cpp_inline"),
     "load_cpp_file": ("loaders", "load_cpp_file"),
     "load_cuda_inline": ("cuda_loaders", "load_cuda_inline"),
@@ -31,6 +34,14 @@ _LAZY = {
     "numba_cuda_kernel": ("numba_bridge", "numba_cuda_kernel"),
     "numba_cuda_callable": ("numba_bridge", "numba_cuda_callable"),
     "XLACustomKernel": ("custom_kernel", "XLACustomKernel"),
+    "KernelEntry": ("custom_kernel", "KernelEntry"),
+    "BenchmarkConfig": ("custom_kernel", "BenchmarkConfig"),
+    "BenchmarkRecord": ("custom_kernel", "BenchmarkRecord"),
+    "BenchmarkResult": ("custom_kernel", "BenchmarkResult"),
+    "benchmark_function": ("custom_kernel", "benchmark_function"),
+    "get_registry": ("custom_kernel", "get_registry"),
+    "get_primitives_by_tags": ("custom_kernel", "get_primitives_by_tags"),
+    "get_all_primitive_names": ("custom_kernel", "get_all_primitive_names"),
 }
 
 
@@ -39,18 +50,25 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         module_name, attr = _LAZY[name]
-        value = getattr(importlib.import_module(f".{module_name}", __name__), attr)
+        module = importlib.import_module(f".{module_name}", __name__)
+        value = module if attr is None else getattr(module, attr)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'brainevent' has no attribute {name!r}")
 
 
 __all__ = [
+    "BackendNotInstalledError",
+    "BenchmarkConfig",
+    "BenchmarkRecord",
+    "BenchmarkResult",
     "BrainEventError",
     "CacheError",
     "CompileError",
     "CompiledModule",
     "KernelCallError",
+    "KernelEntry",
+    "KernelFallbackExhaustedError",
     "KernelFunction",
     "LoadError",
     "RegistrationError",
@@ -58,7 +76,12 @@ __all__ = [
     "ToolchainError",
     "XLACustomKernel",
     "__version__",
+    "benchmark_function",
+    "config",
     "enable_cuda_graphs",
+    "get_all_primitive_names",
+    "get_primitives_by_tags",
+    "get_registry",
     "include_dir",
     "load_cpp_file",
     "load_cpp_inline",

@@ -136,3 +136,62 @@ ALL: tuple[EnvVar[object], ...] = (
     ALLOW_UNSUPPORTED_COMPILER,
     REQUIRE_ALL_TESTS,
 )  # type: ignore[assignment]
+
+
+# -- The global backend choice of XLACustomKernel primitives ---------------------------------
+# Not an environment variable: an in-process setting, as in brainevent 0.2.1
+# (``brainevent.config.set_backend``). Each primitive reads it when it is lowered.
+
+PLATFORM_ALIASES = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
+_global_backends: dict[str, str] = {}  # platform -> backend
+
+
+def backend_platform(platform: object) -> str:
+    """``platform`` as the name primitives use: ``"cpu"``, ``"gpu"`` or ``"tpu"``."""
+    if not isinstance(platform, str) or platform not in PLATFORM_ALIASES:
+        raise ConfigError(
+            f"platform must be one of {sorted(PLATFORM_ALIASES)}, got {platform!r}",
+            platform=platform,
+        )
+    return PLATFORM_ALIASES[platform]
+
+
+def set_backend(platform: str, backend: str | None) -> None:
+    """Prefer ``backend`` on ``platform`` for every ``XLACustomKernel`` that defines it.
+
+    A per-call ``backend=`` still wins; a primitive without that backend keeps its own
+    default (and warns once). ``None`` clears the choice for ``platform``. A real change
+    clears JAX's caches so that already-compiled functions pick it up on their next call.
+    """
+    key = backend_platform(platform)
+    if backend is not None and (not isinstance(backend, str) or not backend):
+        what = "an empty string" if backend == "" else repr(backend)
+        raise ConfigError(
+            f"backend cannot be {what}: pass a backend name such as 'numba', or None to clear the choice",
+            backend=backend,
+        )
+    if _global_backends.get(key) == backend:
+        return
+    if backend is None:
+        del _global_backends[key]
+    else:
+        _global_backends[key] = backend
+    _clear_jax_caches()
+
+
+def get_backend(platform: str) -> str | None:
+    """The backend chosen with :func:`set_backend` for ``platform``, or None."""
+    return _global_backends.get(backend_platform(platform))
+
+
+def clear_backends() -> None:
+    """Forget every :func:`set_backend` choice (primitives use their own defaults again)."""
+    if _global_backends:
+        _global_backends.clear()
+        _clear_jax_caches()
+
+
+def _clear_jax_caches() -> None:
+    import jax
+
+    jax.clear_caches()  # looked up at call time, so a test may patch it

@@ -61,13 +61,34 @@ class KernelCallError(BrainEventError, ValueError):
     """A call to a compiled function got operands or attributes it cannot take."""
 
 
+class UnhashableAttributeError(KernelCallError, TypeError):
+    """An ``XLACustomKernel`` call got an attribute value JAX cannot use as a primitive
+    parameter (parameters are part of JAX's trace cache key, so they must be hashable)."""
+
+
+class KernelFallbackExhaustedError(KernelCallError):
+    """No backend of an ``XLACustomKernel`` gave a kernel for the platform being compiled for.
+
+    ``tried`` lists ``(backend, reason)`` pairs in the order they were tried; it is empty
+    when the platform has no kernel at all, or the requested backend is not defined.
+    """
+
+
+class BackendNotInstalledError(BrainEventError, ImportError):
+    """A kernel backend (Warp, Triton, Pallas, Numba) needs a library that is not installed;
+    ``package`` is what to ``pip install``."""
+
+
 __all__ = [
+    "BackendNotInstalledError",
     "BrainEventError",
     "CacheError",
     "CompileError",
     "KernelCallError",
+    "KernelFallbackExhaustedError",
     "LoadError",
     "RegistrationError",
     "SpecError",
     "ToolchainError",
+    "UnhashableAttributeError",
 ]

@@ -1,7 +1,21 @@
-"""``XLACustomKernel``: a named JAX primitive with per-platform kernels and its own rules."""
+"""``XLACustomKernel``: a named JAX primitive with named backends per platform and its own rules."""
 
 from __future__ import annotations
 
+from .benchmark import BenchmarkConfig, BenchmarkRecord, BenchmarkResult, benchmark_function
+from .entries import KernelEntry
 from .primitive import XLACustomKernel
+from .registry import get_all_primitive_names, get_primitives_by_tags, get_registry, register_primitive
 
-__all__ = ["XLACustomKernel"]
+__all__ = [
+    "BenchmarkConfig",
+    "BenchmarkRecord",
+    "BenchmarkResult",
+    "KernelEntry",
+    "XLACustomKernel",
+    "benchmark_function",
+    "get_all_primitive_names",
+    "get_primitives_by_tags",
+    "get_registry",
+    "register_primitive",
+]

@@ -46,8 +46,9 @@ class ModuleFunctionKernel:
 
         if not isinstance(function, KernelFunction):
             raise TypeError(
-                "def_kernel needs a compiled function such as `module.my_func` (a KernelFunction "
-                f"from load_cpp_* or load_cuda_*), got {type(function).__name__}"
+                "def_kernel(platform, function) needs a compiled function such as `module.my_func` "
+                f"(a KernelFunction from load_cpp_* or load_cuda_*), got {type(function).__name__}; for "
+                "a kernel generator use def_kernel(backend, platform, kernel_generator)"
             )
         self.function = function
         self.description = f"compiled function {function.target}"

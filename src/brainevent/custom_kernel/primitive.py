@@ -1,73 +1,58 @@
-"""``XLACustomKernel``: one named JAX primitive with a kernel per platform and its own rules."""
+"""``XLACustomKernel``: one named JAX primitive with named backends per platform and its own rules."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from ..errors import KernelCallError
-from .kernels import (
-    LaunchValue,
-    ModuleFunctionKernel,
-    NumbaCpuKernel,
-    NumbaCudaKernel,
-    PlatformKernel,
-)
+from .. import config
+from ..errors import KernelCallError, UnhashableAttributeError
+from . import selection
+from .definitions import BackendTable
+from .entries import KernelEntry
+from .libraries import require_library
+from .registry import register_primitive
+from .rules import VMAP_METHODS, Rules
+from .tools import Tools
 
-VMAP_METHODS = ("sequential", "expand_dims", "broadcast_all")
-_PLATFORM_ALIASES = {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda"}
-
-# Primitive params must be hashable: result specs travel as (shape, dtype name) pairs and
-# attributes as sorted (name, value) pairs.
-OutSpecs = tuple[tuple[tuple[int, ...], str], ...]
-Attrs = tuple[tuple[str, Any], ...]
+# The platform JAX lowers for, as the platform kernels are defined for.
+_OF_JAX_PLATFORM = {"cpu": "cpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
 
 
-def _platform(name: str) -> str:
-    try:
-        return _PLATFORM_ALIASES[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"platform must be one of {sorted(_PLATFORM_ALIASES)}, got {name!r}") from None
-
-
-def _structs(out_specs: OutSpecs) -> list[Any]:
-    import jax
-
-    return [jax.ShapeDtypeStruct(shape, np.dtype(dtype)) for shape, dtype in out_specs]
-
-
-def _hashable_attrs(name: str, attrs: Mapping[str, Any]) -> Attrs:
-    items = []
-    for key, value in sorted(attrs.items()):
-        if np.ndim(value) != 0 or isinstance(value, (list, tuple, dict)):
-            raise KernelCallError(
-                f"{name}: attribute {key!r} must be a scalar (int, float, bool, NumPy scalar), "
-                f"got {value!r}; pass arrays as positional operands",
+def _check_attrs(name: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
+    # Primitive parameters are part of JAX's trace cache key, so they must be hashable.
+    for key, value in attrs.items():
+        try:
+            hash(value)
+        except TypeError:
+            raise UnhashableAttributeError(
+                f"{name}: attribute {key!r} must be a scalar or another hashable value (int, float, bool, "
+                f"str, tuple, dtype), got unhashable {type(value).__name__} {value!r:.80}; pass arrays as "
+                "positional operands and lists as tuples",
                 attribute=key,
-            )
-        items.append((key, value))
-    return tuple(items)
+            ) from None
+    return dict(attrs)
 
 
-def _as_list(value: Any) -> list[Any]:
-    """A rule's results: a list/tuple as is, a single array (one result or input) as [array]."""
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+class XLACustomKernel(BackendTable, Rules, Tools):
+    """A named JAX primitive with named backends per platform, chosen when it is lowered.
 
-
-class XLACustomKernel:
-    """A named JAX primitive whose kernels come from Numba, Numba-CUDA or compiled modules.
-
-    ``op(*arrays, outs=..., **attrs)`` binds the primitive: its abstract evaluation is
-    ``outs`` (a ``jax.ShapeDtypeStruct`` or a pytree of them), and lowering emits one custom
-    call to the kernel defined for the platform being compiled for. Scalar keyword
-    arguments are attributes: compiled functions receive them as their ``attr.*``
-    parameters, Numba kernels through ``generator=``.
+    ``op(*arrays, outs=..., backend=None, **attrs)`` binds the primitive: its abstract
+    evaluation is ``outs`` (a ``jax.ShapeDtypeStruct`` or a pytree of them); lowering picks a
+    backend for the platform being compiled for and emits its kernel, so no Python runs per
+    call. Backends: compiled functions (``def_kernel(platform, module.func)``), Numba and
+    Numba-CUDA kernels, and kernel generators (``def_kernel(backend, platform, generator)``,
+    ``def_pallas_kernel``, ``def_warp_kernel``, ``def_triton_kernel``, ...), as in brainevent
+    0.2.1. The first backend defined for a platform is its default; a failing backend falls
+    back to the next one.
 
     Args:
-        name: The primitive's name (shown in jaxprs and errors).
+        name: The primitive's name (shown in jaxprs, errors and :func:`get_registry`).
+        doc: Optional docstring of this primitive.
         outs: Default result specs, or a callable ``outs(*arrays, **attrs)`` returning them;
             a call's own ``outs=`` takes precedence.
         num_batch_dims: When set, the first ``num_batch_dims`` dims of every operand and
@@ -83,6 +68,7 @@ class XLACustomKernel:
     def __init__(
         self,
         name: str,
+        doc: str | None = None,
         *,
         outs: Any = None,
         num_batch_dims: int | None = None,
@@ -100,91 +86,47 @@ class XLACustomKernel:
         ):
             raise ValueError(f"num_batch_dims must be a positive int or None, got {num_batch_dims!r}")
         self.name = name
+        if doc is not None:
+            self.__doc__ = doc
         self._outs = outs
         self._num_batch_dims = num_batch_dims
         self._vmap_method = vmap_method
         self._aliases = dict(input_output_aliases) if input_output_aliases else None
-        self._kernels: dict[str, PlatformKernel] = {}
+        self._kernels: dict[str, dict[str, KernelEntry]] = {}  # platform -> backend -> entry
+        self._defaults: dict[str, str] = {}
+        self._lowered: set[str] = set()  # platforms lowered at least once (caches to clear)
+        self._warned: set[str] = set()
+        self._tags: set[str] = set()
+        self._call_fn: Callable[..., Any] | None = None
+        self._benchmark_data_fn: Callable[..., Any] | None = None
         self._batching_rule: Callable[..., Any] | None = None
         self._jvp_rule: Callable[..., Any] | None = None
+        self._jvp_rules_per_input: tuple[Callable[..., Any] | None, ...] | None = None
         self._transpose_rule: Callable[..., Any] | None = None
+        self._rule_backend = threading.local()  # a call's backend=, seen by calls its rules make
         self.primitive = Primitive(name)
         self.primitive.multiple_results = True
         self._install()
-
-    # -- defining kernels and rules ---------------------------------------------------------
-
-    def def_kernel(self, platform: str, function: Any) -> XLACustomKernel:
-        """Use a compiled function (``module.func`` from ``load_cpp_*``/``load_cuda_*``) on
-        ``platform`` (``"cpu"``, or ``"gpu"``/``"cuda"``)."""
-        resolved = _platform(platform)
-        kernel = ModuleFunctionKernel(function)
-        if kernel.function.platform != resolved:
-            raise ValueError(
-                f"{kernel.function.target} was compiled for {kernel.function.platform!r}, not {resolved!r}: "
-                "use load_cpp_* modules for 'cpu' and load_cuda_* modules for 'gpu'"
-            )
-        self._kernels[resolved] = kernel
-        return self
-
-    def def_numba_kernel(
-        self, kernel: Any = None, *, generator: Callable[..., Any] | None = None
-    ) -> XLACustomKernel:
-        """Use a Numba ``@njit`` function on the CPU; it receives the inputs, then the outputs
-        to write. ``generator(**attrs)`` builds one per distinct attribute values instead."""
-        self._kernels["cpu"] = NumbaCpuKernel(kernel, generator)
-        return self
-
-    def def_numba_cuda_kernel(
-        self,
-        kernel: Any = None,
-        *,
-        generator: Callable[..., Any] | None = None,
-        grid: LaunchValue = None,
-        block: LaunchValue = None,
-        launch_dims: LaunchValue = None,
-        threads_per_block: int = 256,
-        shared_mem: int = 0,
-    ) -> XLACustomKernel:
-        """Use a ``@numba.cuda.jit`` kernel on the GPU, launched like
-        :func:`brainevent.numba_cuda_kernel`. ``grid``/``block``/``launch_dims`` may be
-        callables ``(ins, outs) -> dims`` of the call's abstract operands."""
-        self._kernels["cuda"] = NumbaCudaKernel(
-            kernel, generator, grid, block, launch_dims, threads_per_block, shared_mem
-        )
-        return self
-
-    def def_batching_rule(self, rule: Callable[..., Any]) -> Callable[..., Any]:
-        """``rule(args, axes, *, outs, **attrs) -> (results, out_axes)``, as for a JAX primitive
-        (``axes[i]`` is None for an unbatched input). Usable as a decorator."""
-        self._batching_rule = rule
-        return rule
-
-    def def_jvp_rule(self, rule: Callable[..., Any]) -> Callable[..., Any]:
-        """``rule(primals, tangents, *, outs, **attrs) -> (primals_out, tangents_out)``, lists
-        with one entry per result. Tangents arrive as arrays (zeros where JAX had none)."""
-        self._jvp_rule = rule
-        return rule
-
-    def def_transpose_rule(self, rule: Callable[..., Any]) -> Callable[..., Any]:
-        """``rule(cotangents, *args, outs, **attrs) -> one cotangent (or None) per input``.
-        Linear inputs arrive as ``jax.interpreters.ad.UndefinedPrimal`` (test with
-        ``ad.is_undefined_primal``); cotangents arrive as arrays."""
-        self._transpose_rule = rule
-        return rule
-
-    @property
-    def platforms(self) -> list[str]:
-        return sorted(self._kernels)
+        register_primitive(name, self)
 
     # -- calling -----------------------------------------------------------------------------
 
-    def __call__(self, *args: Any, outs: Any = None, **attrs: Any) -> Any:
+    def __call__(self, *args: Any, outs: Any = None, backend: str | None = None, **attrs: Any) -> Any:
         import jax
         import jax.numpy as jnp
+        from jax.core import ShapedArray
 
         from ..numba_bridge.operands import flatten_outs
 
+        if backend is None:
+            backend = getattr(self._rule_backend, "value", None)
+        elif not isinstance(backend, str) or not backend:
+            what = "an empty string" if backend == "" else repr(backend)
+            defined = {p: list(e) for p, e in self._kernels.items()}
+            raise KernelCallError(
+                f"{self.name}: backend cannot be {what}; pass a backend name from {defined}, or leave it out",
+                kernel=self.name,
+            )
         arrays = [a if hasattr(a, "dtype") and hasattr(a, "shape") else jnp.asarray(a) for a in args]
         outs = self._outs if outs is None else outs
         if callable(outs) and not hasattr(outs, "shape"):
@@ -196,13 +138,20 @@ class XLACustomKernel:
                 kernel=self.name,
             )
         specs, treedef = flatten_outs(outs)
-        out_specs: OutSpecs = tuple((tuple(int(d) for d in s.shape), np.dtype(s.dtype).name) for s in specs)
-        batch_dims = self._num_batch_dims or 0
-        if batch_dims:
-            self._check_batch_dims(arrays, specs, batch_dims)
-        results = self.primitive.bind(
-            *arrays, out_specs=out_specs, attrs=_hashable_attrs(self.name, attrs), batch_dims=batch_dims
-        )
+        out_avals = tuple(ShapedArray(tuple(int(d) for d in s.shape), np.dtype(s.dtype)) for s in specs)
+        params = _check_attrs(self.name, attrs)
+        if self._num_batch_dims is not None:
+            if "batch_dims" in params:
+                raise KernelCallError(
+                    f"{self.name}: the attribute name 'batch_dims' is reserved on a primitive with "
+                    "num_batch_dims; rename the attribute",
+                    kernel=self.name,
+                )
+            self._check_batch_dims(arrays, specs, self._num_batch_dims)
+            params["batch_dims"] = self._num_batch_dims
+        if backend is not None:
+            params["backend"] = backend
+        results = self.primitive.bind(*arrays, outs=out_avals, **params)
         return jax.tree_util.tree_unflatten(treedef, list(results))
 
     def _check_batch_dims(self, arrays: Sequence[Any], specs: Sequence[Any], k: int) -> None:
@@ -224,135 +173,68 @@ class XLACustomKernel:
         prim = self.primitive
         prim.def_impl(partial(dispatch.apply_primitive, prim))
         prim.def_abstract_eval(self._abstract_eval)
-        for platform in ("cpu", "cuda"):
-            mlir.register_lowering(prim, partial(self._lower, platform=platform), platform=platform)
-        mlir.register_lowering(prim, partial(self._lower, platform=None))
+        for jax_platform in _OF_JAX_PLATFORM:
+            mlir.register_lowering(
+                prim, partial(self._lower, jax_platform=jax_platform), platform=jax_platform
+            )
+        mlir.register_lowering(prim, partial(self._lower, jax_platform=None))
         batching.primitive_batchers[prim] = self._batch
         ad.primitive_jvps[prim] = self._jvp
         ad.primitive_transposes[prim] = self._transpose
 
     @staticmethod
-    def _abstract_eval(*avals: Any, out_specs: OutSpecs, attrs: Attrs, batch_dims: int) -> list[Any]:
-        from jax.core import ShapedArray
-
-        return [ShapedArray(shape, np.dtype(dtype)) for shape, dtype in out_specs]
-
-    def _kernel_for(self, platform: str | None) -> PlatformKernel:
-        kernel = self._kernels.get(platform) if platform else None
-        if kernel is None:
-            hint = {
-                "cpu": "op.def_numba_kernel(...) or op.def_kernel('cpu', cpp_module.func)",
-                "cuda": "op.def_numba_cuda_kernel(...) or op.def_kernel('gpu', cuda_module.func)",
-            }.get(platform or "", "a CPU or CUDA device")
-            raise KernelCallError(
-                f"XLACustomKernel {self.name!r} has no kernel for platform {platform or 'this backend'!r} "
-                f"(it has: {', '.join(self.platforms) or 'none'}); define one with {hint}",
-                kernel=self.name,
-                platform=platform,
-            )
-        return kernel
+    def _abstract_eval(*avals: Any, outs: tuple[Any, ...], **params: Any) -> list[Any]:
+        return list(outs)
 
     def _lower(
-        self,
-        ctx: Any,
-        *operands: Any,
-        out_specs: OutSpecs,
-        attrs: Attrs,
-        batch_dims: int,
-        platform: str | None,
+        self, ctx: Any, *operands: Any, jax_platform: str | None, outs: tuple[Any, ...], **params: Any
     ) -> Any:
-        import jax
-
-        from .partitioning import batch_partition_attributes, register_batch_partitionable
-
-        kernel = self._kernel_for(platform)
-        site = kernel.call_site(ctx.avals_in, _structs(out_specs), dict(attrs))
-        extra = None
-        if self._num_batch_dims is not None and batch_dims:
-            register_batch_partitionable(site.target)
-            extra = batch_partition_attributes(ctx, batch_dims)
-        rule = jax.ffi.ffi_lowering(site.target, operand_output_aliases=self._aliases, extra_attributes=extra)
-        return rule(ctx, *operands, **site.attributes)
-
-    def _batch(
-        self, args: Sequence[Any], axes: Sequence[Any], *, out_specs: OutSpecs, attrs: Attrs, batch_dims: int
-    ) -> tuple[list[Any], list[Any]]:
-        if self._batching_rule is not None:
-            results, out_axes = self._batching_rule(
-                list(args), list(axes), outs=_structs(out_specs), **dict(attrs)
-            )
-            return list(results), list(out_axes)
-        import jax
-        import jax.numpy as jnp
-
-        size = next(a.shape[ax] for a, ax in zip(args, axes, strict=True) if ax is not None)
-        moved = [a if ax is None else jnp.moveaxis(a, ax, 0) for a, ax in zip(args, axes, strict=True)]
-        if self._vmap_method == "sequential":
-            batched = [i for i, ax in enumerate(axes) if ax is not None]
-
-            def one(slices: list[Any]) -> list[Any]:
-                full = list(moved)
-                for i, piece in zip(batched, slices, strict=True):
-                    full[i] = piece
-                return list(
-                    self.primitive.bind(*full, out_specs=out_specs, attrs=attrs, batch_dims=batch_dims)
-                )
-
-            results = jax.lax.map(one, [moved[i] for i in batched])
-            return list(results), [0] * len(out_specs)
-        if self._vmap_method == "broadcast_all":
-            lead = [
-                a if ax is not None else jnp.broadcast_to(a, (size, *a.shape))
-                for a, ax in zip(moved, axes, strict=True)
-            ]
+        platform = _OF_JAX_PLATFORM.get(jax_platform or "")
+        if platform is None:
+            named = jax_platform or ", ".join(getattr(ctx.module_context, "platforms", ())) or "this backend"
+            raise selection.missing_platform(self.name, named, self._kernels)
+        requested = params.pop("backend", None)
+        batch_dims = params.pop("batch_dims", 0)
+        entries = self._kernels.get(platform, {})
+        if not entries:
+            raise selection.missing_platform(self.name, platform, self._kernels)
+        self._lowered.add(platform)
+        if requested is not None:
+            if requested not in entries:
+                raise selection.unknown_backend(self.name, platform, requested, list(entries))
+            order = [requested]
         else:
-            lead = [a if ax is not None else jnp.expand_dims(a, 0) for a, ax in zip(moved, axes, strict=True)]
-        wide: OutSpecs = tuple(((size, *shape), dtype) for shape, dtype in out_specs)
-        results = self.primitive.bind(*lead, out_specs=wide, attrs=attrs, batch_dims=batch_dims + 1)
-        return list(results), [0] * len(out_specs)
-
-    def _jvp(
-        self,
-        primals: Sequence[Any],
-        tangents: Sequence[Any],
-        *,
-        out_specs: OutSpecs,
-        attrs: Attrs,
-        batch_dims: int,
-    ) -> tuple[list[Any], list[Any]]:
-        from jax.interpreters import ad
-
-        if self._jvp_rule is None:
-            raise NotImplementedError(
-                f"XLACustomKernel {self.name!r} has no JVP rule; define one with op.def_jvp_rule(...) "
-                "to differentiate through it"
-            )
-        tangents = [ad.instantiate_zeros(t) for t in tangents]
-        primals_out, tangents_out = self._jvp_rule(
-            list(primals), tangents, outs=_structs(out_specs), **dict(attrs)
-        )
-        return _as_list(primals_out), _as_list(tangents_out)
-
-    def _transpose(
-        self, cotangents: Any, *args: Any, out_specs: OutSpecs, attrs: Attrs, batch_dims: int
-    ) -> list[Any]:
-        from jax.interpreters import ad
-
-        if self._transpose_rule is None:
-            raise NotImplementedError(
-                f"XLACustomKernel {self.name!r} has no transpose rule; define one with "
-                "op.def_transpose_rule(...) for reverse-mode differentiation (jax.grad, jax.vjp)"
-            )
-        cts = [ad.instantiate_zeros(ct) for ct in cotangents]
-        result = self._transpose_rule(cts, *args, outs=_structs(out_specs), **dict(attrs))
-        result = _as_list(result)
-        if len(result) != len(args):
-            raise KernelCallError(
-                f"XLACustomKernel {self.name!r}: the transpose rule returned {len(result)} cotangent(s) "
-                f"for {len(args)} input(s); return one (or None) per input",
-                kernel=self.name,
-            )
-        return result
+            chosen = config.get_backend(platform)
+            order, ignored = selection.preference(list(entries), self._defaults.get(platform), chosen)
+            if ignored:
+                self._warn_backend_once(
+                    f"the global backend {chosen!r} (brainevent.config.set_backend) is not defined for "
+                    f"platform {platform!r} by XLACustomKernel {self.name!r}; ignoring it and using "
+                    f"{order[0]!r}"
+                )
+        failures: list[tuple[str, BaseException]] = []
+        for backend in order:
+            mark = selection.IRMark()
+            try:
+                require_library(backend)
+                lowered = entries[backend].lowering.lower(
+                    ctx, operands, outs, params, aliases=self._aliases, batch_dims=batch_dims
+                )
+            except Exception as exc:
+                mark.rollback()  # a failed try must leave no operations behind
+                failures.append((backend, exc))
+                continue
+            if failures:
+                failed = "; ".join(
+                    f"{b!r}: {type(e).__name__}: {' '.join(str(e).split())}" for b, e in failures
+                )
+                self._warn_backend_once(
+                    f"XLACustomKernel {self.name!r} on {platform!r}: {failed}; "
+                    f"used backend {backend!r} instead"
+                )
+            return lowered
+        raise selection.failure(self.name, platform, failures, list(entries), requested is not None)
 
     def __repr__(self) -> str:
-        return f"XLACustomKernel({self.name!r}, platforms={self.platforms})"
+        backends = {p: list(e) for p, e in sorted(self._kernels.items()) if e}
+        return f"XLACustomKernel({self.name!r}, backends={backends})"

@@ -1,0 +1,253 @@
+"""Defining the backends of an ``XLACustomKernel`` and choosing each platform's default."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Self
+
+from .. import config
+from ..config import PLATFORM_ALIASES as ALIASES
+from ..errors import KernelCallError
+from .entries import CallSiteLowering, KernelEntry
+from .kernels import LaunchValue, ModuleFunctionKernel, NumbaCpuKernel, NumbaCudaKernel
+
+PLATFORMS = ("cpu", "gpu", "tpu")
+# A compiled function's backend name, and the KernelFunction.platform it must have.
+_COMPILED_BACKEND = {"cpu": "cpp", "gpu": "cuda_raw"}
+_COMPILED_PLATFORM = {"cpu": "cpu", "gpu": "cuda"}
+
+
+def platform_name(platform: object, allowed: Sequence[str] = PLATFORMS) -> str:
+    if not isinstance(platform, str):
+        raise TypeError(f"platform must be a string such as 'cpu' or 'gpu', got {type(platform).__name__}")
+    resolved = ALIASES.get(platform, "")
+    if resolved not in allowed:
+        names = sorted(k for k, v in ALIASES.items() if v in allowed)
+        raise ValueError(f"platform must be one of {names}, got {platform!r}")
+    return resolved
+
+
+def _is_numba_object(value: Any) -> bool:
+    """A Numba dispatcher (``@njit`` / ``@cuda.jit``), told apart from a kernel generator."""
+    return type(value).__module__.split(".")[0] in ("numba", "numba_cuda")
+
+
+class BackendTable:
+    """The ``def_*`` methods of :class:`XLACustomKernel`: platform -> backend name -> entry."""
+
+    name: str
+    _kernels: dict[str, dict[str, KernelEntry]]
+    _defaults: dict[str, str]
+    _lowered: set[str]
+    _warned: set[str]
+
+    def def_kernel(self, *args: Any, **kwargs: Any) -> Self:
+        """Defines a backend, in one of two forms told apart by their arguments:
+
+        - ``def_kernel(backend, platform, kernel_generator, asdefault=False)`` (three
+          arguments, as in brainevent 0.2.1): ``kernel_generator(outs=..., **attrs)`` returns
+          a function of the input arrays that the primitive traces into its lowering. A
+          compiled function may stand in for the generator.
+        - ``def_kernel(platform, module.func, *, backend=None, asdefault=False)`` (two
+          arguments): a compiled function from ``load_cpp_*`` (``"cpu"``, backend ``"cpp"``)
+          or ``load_cuda_*`` (``"gpu"``, backend ``"cuda_raw"``).
+
+        ``asdefault=True`` makes the backend its platform's default; otherwise the first one
+        defined for a platform is.
+        """
+        if "function" in kwargs or (
+            len(args) == 2 and not {"kg", "kernel_generator", "platform"} & kwargs.keys()
+        ):
+            if all(isinstance(a, str) for a in args) and args[1] in ALIASES and args[0] not in ALIASES:
+                raise TypeError(
+                    f"def_kernel({args[0]!r}, {args[1]!r}) lacks its kernel_generator: "
+                    "def_kernel(backend, platform, kernel_generator)"
+                )
+            return self._def_compiled(*args, **kwargs)
+        return self._def_named(*args, **kwargs)
+
+    def _def_compiled(
+        self, platform: str, function: Any, *, backend: str | None = None, asdefault: bool = False
+    ) -> Self:
+        resolved = platform_name(platform, ("cpu", "gpu"))
+        kernel = ModuleFunctionKernel(function)
+        expected = _COMPILED_PLATFORM[resolved]
+        if kernel.function.platform != expected:
+            raise ValueError(
+                f"{kernel.function.target} was compiled for {kernel.function.platform!r}, not {expected!r}: "
+                "use load_cpp_* modules for 'cpu' and load_cuda_* modules for 'gpu'"
+            )
+        name = _COMPILED_BACKEND[resolved] if backend is None else backend
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"backend must be a non-empty string such as 'cpp', got {name!r}")
+        return self._add(KernelEntry(name, resolved, function, CallSiteLowering(kernel)), asdefault)
+
+    def _def_named(
+        self,
+        backend: Any = None,
+        platform: Any = None,
+        kernel_generator: Any = None,
+        asdefault: bool = False,
+        *,
+        kg: Any = None,
+    ) -> Self:
+        if kg is not None:
+            if kernel_generator is not None:
+                raise TypeError("pass the kernel generator once: as kernel_generator or as kg, not both")
+            kernel_generator = kg
+        if not isinstance(backend, str) or not backend:
+            raise TypeError(
+                f"backend must be a non-empty string such as 'numba' or 'pallas', got {backend!r}"
+            )
+        resolved = platform_name(platform)
+        if not callable(kernel_generator):
+            raise TypeError(
+                "kernel_generator must be callable: kernel_generator(outs=..., **attrs) returns a function "
+                f"of the input arrays; got {type(kernel_generator).__name__}"
+            )
+        from ..runtime.module import KernelFunction
+
+        if isinstance(kernel_generator, KernelFunction):
+            return self._def_compiled(resolved, kernel_generator, backend=backend, asdefault=asdefault)
+        return self._add(KernelEntry(backend, resolved, kernel_generator), asdefault)
+
+    def _add(self, entry: KernelEntry, asdefault: bool) -> Self:
+        platform = entry.platform
+        entries = self._kernels.setdefault(platform, {})
+        replaced = entry.backend in entries
+        entries[entry.backend] = entry
+        before = self._defaults.get(platform)
+        if asdefault or before is None:
+            self._defaults[platform] = entry.backend
+        if platform in self._lowered and (replaced or self._defaults[platform] != before):
+            config._clear_jax_caches()  # compiled functions hold the old choice
+        return self
+
+    def def_numba_kernel(
+        self,
+        kg: Any = None,
+        asdefault: bool = False,
+        *,
+        kernel: Any = None,
+        generator: Callable[..., Any] | None = None,
+    ) -> Self:
+        """Backend ``"numba"`` on the CPU, in one of two forms:
+
+        - a Numba ``@njit`` function (positional, or ``kernel=``) that receives the inputs,
+          then the outputs to write; ``generator=`` instead builds one per distinct attribute
+          values (``generator(**attrs)`` returns the ``@njit`` function);
+        - a 0.2.1 kernel generator (positional, not a Numba function): ``kg(outs=..., **attrs)``
+          returns a function of the input arrays, e.g. ``numba_kernel(f, outs=outs)``.
+        """
+        if kernel is None and generator is None and kg is not None and not _is_numba_object(kg):
+            return self.def_kernel("numba", "cpu", kg, asdefault)
+        if kg is not None:
+            if kernel is not None:
+                raise TypeError("def_numba_kernel: pass the kernel once, positionally or as kernel=")
+            kernel = kg
+        lowering = CallSiteLowering(NumbaCpuKernel(kernel, generator))
+        return self._add(
+            KernelEntry("numba", "cpu", kernel if kernel is not None else generator, lowering), asdefault
+        )
+
+    def def_numba_cuda_kernel(
+        self,
+        kg: Any = None,
+        asdefault: bool = False,
+        *,
+        kernel: Any = None,
+        generator: Callable[..., Any] | None = None,
+        grid: LaunchValue = None,
+        block: LaunchValue = None,
+        launch_dims: LaunchValue = None,
+        threads_per_block: int = 256,
+        shared_mem: int = 0,
+    ) -> Self:
+        """Backend ``"numba_cuda"`` on the GPU: a ``@numba.cuda.jit`` kernel launched like
+        :func:`brainevent.numba_cuda_kernel` (``grid``/``block``/``launch_dims`` may be
+        callables ``(ins, outs) -> dims`` of the call's abstract operands), or, given a
+        callable that is not a Numba kernel and no launch settings, a 0.2.1 kernel generator."""
+        launch_given = any(v is not None for v in (grid, block, launch_dims))
+        if kernel is None and generator is None and not launch_given and not _is_numba_object(kg):
+            return self.def_kernel("numba_cuda", "gpu", kg, asdefault)
+        if kg is not None:
+            if kernel is not None:
+                raise TypeError("def_numba_cuda_kernel: pass the kernel once, positionally or as kernel=")
+            kernel = kg
+        cuda_kernel = NumbaCudaKernel(
+            kernel, generator, grid, block, launch_dims, threads_per_block, shared_mem
+        )
+        given = kernel if kernel is not None else generator
+        return self._add(KernelEntry("numba_cuda", "gpu", given, CallSiteLowering(cuda_kernel)), asdefault)
+
+    def def_warp_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> Self:
+        """Backend ``"warp"`` on the GPU: ``kg(outs=..., **attrs)`` returns Warp's JAX callable.
+        Needs ``pip install warp-lang`` when the backend is first lowered."""
+        return self.def_kernel("warp", "gpu", kg, asdefault)
+
+    def def_triton_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> Self:
+        """Backend ``"triton"`` on the GPU: ``kg(outs=..., **attrs)`` returns a JAX callable that
+        runs a Triton kernel. Needs ``pip install triton`` when the backend is first lowered."""
+        return self.def_kernel("triton", "gpu", kg, asdefault)
+
+    def def_pallas_kernel(self, platform: str, kg: Callable[..., Any], asdefault: bool = False) -> Self:
+        """Backend ``"pallas"`` on ``"gpu"`` or ``"tpu"``: ``kg(outs=..., **attrs)`` returns a
+        ``pl.pallas_call``. (Pallas's interpreter on the CPU: ``def_kernel("pallas", "cpu", kg)``
+        with ``pl.pallas_call(..., interpret=True)``.)"""
+        if not isinstance(platform, str) or ALIASES.get(platform) not in ("gpu", "tpu"):
+            raise ValueError(
+                f"def_pallas_kernel's platform must be 'gpu' or 'tpu', got {platform!r}; to run a Pallas "
+                "kernel through its interpreter on the CPU, define it with def_kernel('pallas', 'cpu', kg) "
+                "and have kg return pl.pallas_call(..., interpret=True)"
+            )
+        return self.def_kernel("pallas", platform, kg, asdefault)
+
+    def def_cuda_raw_kernel(self, kg: Any, asdefault: bool = False) -> Self:
+        """Backend ``"cuda_raw"`` on the GPU: a compiled CUDA function (``module.func`` from
+        ``load_cuda_*``), or a generator returning a function of the inputs that calls one."""
+        return self.def_kernel("cuda_raw", "gpu", kg, asdefault)
+
+    def set_default(self, platform: str, backend: str) -> None:
+        """Makes ``backend`` the default on ``platform``. A real change clears JAX's caches, so
+        already-compiled functions use it on their next call."""
+        resolved = platform_name(platform)
+        defined = self.available_backends(resolved)
+        if not defined:
+            raise KernelCallError(
+                f"XLACustomKernel {self.name!r} has no kernels for platform {platform!r}; define one first",
+                kernel=self.name,
+                platform=platform,
+            )
+        if backend not in defined:
+            raise KernelCallError(
+                f"backend {backend!r} is not defined for platform {platform!r} by XLACustomKernel "
+                f"{self.name!r}; defined: {defined}",
+                kernel=self.name,
+                backend=backend,
+            )
+        if self._defaults.get(resolved) != backend:
+            self._defaults[resolved] = backend
+            config._clear_jax_caches()
+
+    def get_default(self, platform: str) -> str | None:
+        return self._defaults.get(platform_name(platform))
+
+    @property
+    def defaults(self) -> dict[str, str]:
+        """Platform to default backend (a copy)."""
+        return dict(self._defaults)
+
+    def available_backends(self, platform: str) -> list[str]:
+        """The backends defined for ``platform``, in the order they were defined."""
+        return list(self._kernels.get(platform_name(platform), {}))
+
+    @property
+    def platforms(self) -> list[str]:
+        return sorted(p for p, entries in self._kernels.items() if entries)
+
+    def _warn_backend_once(self, message: str) -> None:
+        import warnings
+
+        if message not in self._warned:
+            self._warned.add(message)
+            warnings.warn(message, UserWarning, stacklevel=3)

@@ -1,0 +1,143 @@
+"""One named backend of an ``XLACustomKernel`` on one platform, and how it lowers.
+
+Two kinds of backend lower differently:
+
+- a *call site* (a compiled function, a Numba or Numba-CUDA kernel given directly) emits one
+  custom call to an FFI target, with the primitive's batch partitioning and aliases;
+- a *kernel generator* (brainevent 0.2.1's form) is called with ``outs=`` and the call's
+  attributes and returns a function of the input arrays (a Pallas ``pallas_call``, a Warp or
+  Triton JAX wrapper, ``numba_kernel(...)``, plain ``jax.numpy``); the primitive traces that
+  function into its own lowering with ``mlir.lower_fun``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..errors import KernelCallError
+from .kernels import PlatformKernel
+
+
+class Lowering(Protocol):
+    description: str
+
+    def lower(
+        self,
+        ctx: Any,
+        operands: Sequence[Any],
+        outs: tuple[Any, ...],
+        attrs: Mapping[str, Any],
+        *,
+        aliases: dict[int, int] | None,
+        batch_dims: int,
+    ) -> Sequence[Any]: ...
+
+
+class CallSiteLowering:
+    """Emits one custom call to the FFI target a :class:`PlatformKernel` names."""
+
+    def __init__(self, kernel: PlatformKernel) -> None:
+        self.kernel = kernel
+        self.description = kernel.description
+
+    def lower(
+        self,
+        ctx: Any,
+        operands: Sequence[Any],
+        outs: tuple[Any, ...],
+        attrs: Mapping[str, Any],
+        *,
+        aliases: dict[int, int] | None,
+        batch_dims: int,
+    ) -> Sequence[Any]:
+        import jax
+
+        from .partitioning import batch_partition_attributes, register_batch_partitionable
+
+        site = self.kernel.call_site(ctx.avals_in, outs, attrs)
+        extra = None
+        if batch_dims:
+            register_batch_partitionable(site.target)
+            extra = batch_partition_attributes(ctx, batch_dims)
+        rule = jax.ffi.ffi_lowering(site.target, operand_output_aliases=aliases, extra_attributes=extra)
+        return rule(ctx, *operands, **site.attributes)
+
+
+class GeneratorLowering:
+    """Calls ``generator(outs=..., **attrs)`` and traces the function it returns."""
+
+    def __init__(self, generator: Callable[..., Any], backend: str) -> None:
+        self.generator = generator
+        self.backend = backend
+        self.description = f"kernel generator {getattr(generator, '__qualname__', generator)!r}"
+
+    def lower(
+        self,
+        ctx: Any,
+        operands: Sequence[Any],
+        outs: tuple[Any, ...],
+        attrs: Mapping[str, Any],
+        *,
+        aliases: dict[int, int] | None,
+        batch_dims: int,
+    ) -> Sequence[Any]:
+        from jax.interpreters import mlir
+
+        kernel = self.generator(outs=outs, **attrs)
+        if not callable(kernel):
+            raise KernelCallError(
+                f"the kernel generator of backend {self.backend!r} returned {type(kernel).__name__}, "
+                "expected a function of the input arrays (for example a pallas_call, or "
+                "numba_kernel(f, outs=outs))",
+                backend=self.backend,
+            )
+
+        def traced(*args: Any) -> list[Any]:
+            return checked_results(self.backend, kernel(*args), outs)
+
+        return mlir.lower_fun(traced, multiple_results=True)(ctx, *operands)
+
+
+def checked_results(backend: str, results: Any, outs: Sequence[Any]) -> list[Any]:
+    """A generated kernel's results as a list, each matching its declared ``outs`` entry."""
+    values = list(results) if isinstance(results, (list, tuple)) else [results]
+    if len(values) != len(outs):
+        raise KernelCallError(
+            f"the kernel of backend {backend!r} returned {len(values)} result(s), but outs declares "
+            f"{len(outs)}; return one array per outs entry (a tuple or list)",
+            backend=backend,
+        )
+    for i, (value, spec) in enumerate(zip(values, outs, strict=True)):
+        shape, dtype = tuple(getattr(value, "shape", ())), getattr(value, "dtype", None)
+        if shape != tuple(spec.shape) or dtype is None or np.dtype(dtype) != np.dtype(spec.dtype):
+            got = f"{np.dtype(dtype).name if dtype is not None else '?'}{list(shape)}"
+            raise KernelCallError(
+                f"the kernel of backend {backend!r} returned result {i} as {got}, but outs declares "
+                f"{np.dtype(spec.dtype).name}{list(spec.shape)}; make the kernel produce exactly the "
+                "declared shape and dtype",
+                backend=backend,
+                result=i,
+            )
+    return values
+
+
+@dataclass
+class KernelEntry:
+    """A backend registered on an ``XLACustomKernel``: its name, platform and what it runs.
+
+    ``kernel_generator`` is what was given (a generator, a compiled function or a Numba
+    kernel); ``lowering`` is how the primitive lowers it (by default: as a generator).
+    """
+
+    backend: str
+    platform: str
+    kernel_generator: Any
+    lowering: Lowering = field(default=None, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.lowering is None:
+            self.lowering = GeneratorLowering(self.kernel_generator, self.backend)
