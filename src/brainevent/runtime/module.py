@@ -54,6 +54,8 @@ def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
             )
         return np.bool_(value)
     if kind == "f" or dtype == "bfloat16":
+        if isinstance(value, np.uint16) and dtype in ("float16", "bfloat16"):
+            return value  # the raw bits, as brainevent 0.2.1 took them; the binding keeps them
         if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
             raise KernelCallError(
                 f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__})",

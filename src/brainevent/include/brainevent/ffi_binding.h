@@ -378,6 +378,12 @@ inline XLA_FFI_Error* decode_attrs(XLA_FFI_CallFrame* frame, const FunctionDesc&
                                                   param.attr_name, dtype_name(param.attr_type)));
     }
     const auto* raw = static_cast<const XLA_FFI_Scalar*>(frame->attrs.attrs[where]);
+    pointers[slot] = slots[slot].bytes;
+    if (raw->dtype == XLA_FFI_DataType_U16 &&
+        (param.attr_type == DType::Float16 || param.attr_type == DType::BFloat16)) {
+      store(&slots[slot], load_as<uint16_t>(raw->value));  // a uint16 is the raw bits, as in 0.2.1
+      continue;
+    }
     const Scalar value = read_scalar(*raw);
     if (const char* why = convert_scalar(value, param.attr_type, &slots[slot])) {
       Message m = start_message(fn);
@@ -386,7 +392,6 @@ inline XLA_FFI_Error* decode_attrs(XLA_FFI_CallFrame* frame, const FunctionDesc&
       m.add(": %s", why);
       return invalid(frame, m);
     }
-    pointers[slot] = slots[slot].bytes;
   }
   if (found == frame->attrs.size) return nullptr;
   for (int64_t j = 0; j < frame->attrs.size; ++j) {
