@@ -164,7 +164,8 @@ def test_dispatch_rejects_unsupported_dtype() -> None:
     mod = brainevent.load_cpp_inline(name="tut_dispatch", cpp_sources=DISPATCH)
     x = jnp.ones(4, dtype=jnp.complex64)
     with pytest.raises(
-        jax.errors.JaxRuntimeError, match=r"BE_DISPATCH_ALL_TYPES: unsupported dtype complex64 \(expected one of"
+        jax.errors.JaxRuntimeError,
+        match=r"BE_DISPATCH_ALL_TYPES: unsupported dtype complex64 \(expected one of",
     ):
         mod.square(x).block_until_ready()
 

@@ -85,7 +85,9 @@ class CpuBackend:
             obj = f"k{i}.o"
             objects.append(obj)
             command = (*self._unit_command(options, unit), "-c", path, "-o", obj)
-            steps.append(BuildStep(output=obj, inputs=(path,), command=command, description=unit.display_name))
+            steps.append(
+                BuildStep(output=obj, inputs=(path,), command=command, description=unit.display_name)
+            )
         steps.append(binding_step(cxx, binding))
         objects.append("binding.o")
         steps.append(
@@ -108,7 +110,9 @@ class CpuBackend:
             *options.extra_cflags,
         )
 
-    def preprocess_command(self, options: LoadOptions, unit: SourceUnit, source: str, output: str) -> list[str]:
+    def preprocess_command(
+        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
+    ) -> list[str]:
         """The unit's compile command with -E: what the compiler sees after macro expansion."""
         return [*self._unit_command(options, unit), "-E", source, "-o", output]
 
@@ -208,7 +212,16 @@ class CudaBackend:
             # Kept intermediates are named after the unit, unlike nvcc's default temporary
             # files (tmpxft_<pid>_...), whose names end up in the symbol table.
             keep = ("--keep", f"--keep-dir={BUILD_DIR}/nvcc-tmp/k{i}")
-            command = (self.nvcc.path, *nvcc_flags, *keep, *self._unit_flags(options, unit), "-c", path, "-o", obj)
+            command = (
+                self.nvcc.path,
+                *nvcc_flags,
+                *keep,
+                *self._unit_flags(options, unit),
+                "-c",
+                path,
+                "-o",
+                obj,
+            )
             steps.append(BuildStep(obj, (path,), command, unit.display_name))
         steps.append(binding_step(cxx, binding))
         objects.append("binding.o")
@@ -241,7 +254,9 @@ class CudaBackend:
             half = half_type_flags(unit.text, unit.directory, search, options.extra_cflags)
         return [*includes, *half, *options.extra_cflags]
 
-    def preprocess_command(self, options: LoadOptions, unit: SourceUnit, source: str, output: str) -> list[str]:
+    def preprocess_command(
+        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
+    ) -> list[str]:
         """The unit's compile command with -E, as the host compiler sees it: nvcc's -E
         preprocesses for the device (__CUDA_ARCH__ defined); -U after nvcc's own -D undoes that."""
         flags = [*self._nvcc_flags(options), *self._unit_flags(options, unit)]

@@ -92,7 +92,9 @@ class Backend(Protocol):
         """None if this process's JAX can run the artifact, else why not."""
         ...
 
-    def preprocess_command(self, options: LoadOptions, unit: SourceUnit, source: str, output: str) -> list[str]:
+    def preprocess_command(
+        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
+    ) -> list[str]:
         """The unit's compile command with -E instead of -c (see build/preprocess.py)."""
         ...
 

@@ -51,7 +51,9 @@ def needs_half_headers(texts: Iterable[str]) -> bool:
     return False
 
 
-def half_type_flags(text: str, directory: Path | None, search: Sequence[Path], extra_cflags: Sequence[str]) -> list[str]:
+def half_type_flags(
+    text: str, directory: Path | None, search: Sequence[Path], extra_cflags: Sequence[str]
+) -> list[str]:
     """``["-DBE_CUDA_HALF_TYPES=0"]`` for a unit that does not need the half headers, else []."""
     if any(MACRO in flag for flag in extra_cflags):
         return []

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 from .. import config
 from ..codegen.entry_points import render_kernel_unit
@@ -21,24 +21,19 @@ from ..errors import CompileError
 from .diagnostics import first_error_index
 from .step import BUILD_DIR
 
+if TYPE_CHECKING:
+    from ..pipeline import Backend, LoadOptions, SourceUnit
+
 log = logging.getLogger("brainevent.build")
-
-
-class _Unit(Protocol):
-    display_name: str
-    text: str
-    suffix: str
-
-
-class _Backend(Protocol):
-    def preprocess_command(self, options: Any, unit: Any, source: str, output: str) -> list[str]: ...
 
 
 class Preprocessor:
     """``preprocessor(file_name)`` -> the unit's preprocessed text; CompileError on failure."""
 
-    def __init__(self, directory: Path, units: Sequence[_Unit], options: Any, backend: _Backend) -> None:
-        self.directory = directory  # the build's staging directory; its scratch folder is removed after each run
+    def __init__(
+        self, directory: Path, units: Sequence[SourceUnit], options: LoadOptions, backend: Backend
+    ) -> None:
+        self.directory = directory  # the build's staging directory (scratch files are removed)
         self.units = {u.display_name: u for u in units}
         self.options = options
         self.backend = backend
@@ -67,11 +62,15 @@ class Preprocessor:
                 text = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()
                 lines = text.splitlines() or ["(no output)"]
                 first = lines[first_error_index(lines) or 0].strip()
-                raise CompileError(f"the preprocessor failed on {file_name}: {first}", command=command, log=text)
+                raise CompileError(
+                    f"the preprocessor failed on {file_name}: {first}", command=command, log=text
+                )
             return (self.directory / output).read_text(errors="replace")
         except subprocess.TimeoutExpired:
             raise CompileError(f"the preprocessor did not finish on {file_name}", command=command) from None
         except OSError as exc:
-            raise CompileError(f"cannot run the preprocessor on {file_name}: {exc}", command=command) from None
+            raise CompileError(
+                f"cannot run the preprocessor on {file_name}: {exc}", command=command
+            ) from None
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

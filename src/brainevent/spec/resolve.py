@@ -216,7 +216,9 @@ def _locate_anywhere(name: str, scanned: list[_Source], expander: _Expander) -> 
     return expanded
 
 
-def _locate(name: str, scanned: list[_Source], functions_of: Callable[[_Source], Sequence[CxxSignature]]) -> CxxSignature:
+def _locate(
+    name: str, scanned: list[_Source], functions_of: Callable[[_Source], Sequence[CxxSignature]]
+) -> CxxSignature:
     """The single host definition of ``name`` across all sources."""
     per_file: list[CxxSignature] = []
     for src in scanned:
