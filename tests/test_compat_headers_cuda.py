@@ -206,9 +206,11 @@ def test_half_word_detection(word: str, needs: bool) -> None:
     assert names_half_type(word) is needs
 
 
-def test_half_detection_reads_code_not_comments_or_directives() -> None:
-    assert not needs_half_headers(["// uses __half later\n#include <cuda_fp16.h>\nvoid f(float x);\n"])
+def test_half_detection_reads_code_and_directives_not_comments() -> None:
+    assert not needs_half_headers(["// half of the rows, __half later\n/* bf16 */ void f(float x);\n"])
     assert needs_half_headers(["void f(__half x);"])
+    assert needs_half_headers(["#define MY_DISPATCH \\\n    BE_DISPATCH_ALL\nvoid f(float x);"])
+    assert needs_half_headers(["#include <cuda_fp16.h>\nvoid f(float x);"])
     assert needs_half_headers(["#define BE_CUDA_HALF_TYPES 0\nvoid f(float x);"])  # theirs to decide
 
 

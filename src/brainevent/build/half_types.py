@@ -3,9 +3,10 @@
 ``brainevent/half.h`` includes ``<cuda_fp16.h>`` and ``<cuda_bf16.h>`` under nvcc, as
 brainevent 0.2.1 did, which costs about half a second per compile. A unit that never
 names a half type, a half intrinsic or a dispatch macro with half cases is compiled
-with ``-DBE_CUDA_HALF_TYPES=0`` instead. The test reads identifiers, so a false
-positive only costs that half second; a unit (or one of its project headers) that
-mentions ``BE_CUDA_HALF_TYPES`` itself is left alone.
+with ``-DBE_CUDA_HALF_TYPES=0`` instead. The test reads the identifiers of the code and
+of its preprocessor lines (not comments), so a false positive only costs that half
+second; a unit (or one of its project headers) that mentions ``BE_CUDA_HALF_TYPES``
+itself is left alone.
 """
 
 from __future__ import annotations
@@ -46,9 +47,25 @@ def needs_half_headers(texts: Iterable[str]) -> bool:
     for text in texts:
         if MACRO in text:
             return True  # the user decides; never contradict a define of theirs
-        if any(tok.kind == "ident" and names_half_type(tok.text) for tok in lex(text).tokens):
-            return True
+        # Code and the bodies of directives (``#define MY_DISPATCH BE_DISPATCH_ALL``);
+        # comments are left out, where "half" is just a word.
+        for part in (text, *_directives(text)):
+            if any(tok.kind == "ident" and names_half_type(tok.text) for tok in lex(part).tokens):
+                return True
     return False
+
+
+def _directives(text: str) -> Iterable[str]:
+    """The text after ``#`` of each preprocessor line, continuation lines joined."""
+    lines = iter(text.splitlines())
+    for line in lines:
+        stripped = line.lstrip()
+        if not stripped.startswith("#"):
+            continue
+        body = stripped[1:]
+        while body.endswith("\\"):
+            body = body[:-1] + " " + next(lines, "")
+        yield body
 
 
 def half_type_flags(
