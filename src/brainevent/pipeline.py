@@ -97,6 +97,12 @@ class Backend(Protocol):
         """None if this process's JAX can run the artifact, else why not."""
         ...
 
+    def preprocess_command(
+        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
+    ) -> list[str]:
+        """The unit's compile command with -E instead of -c (see build/preprocess.py)."""
+        ...
+
 
 def check_name(value: Any, what: str) -> str:
     if not isinstance(value, str) or not _NAME_RE.fullmatch(value) or len(value) > 100:
@@ -257,6 +263,7 @@ def _build(
     from .build.depfile import read_depfile
     from .build.diagnostics import compile_error
     from .build.ninja import run_build
+    from .build.preprocess import Preprocessor
     from .cache.deps import record as record_dependencies
     from .cache.deps import snapshot
     from .cache.objects import ObjectCache
@@ -264,7 +271,11 @@ def _build(
     from .codegen import render_binding, render_kernel_unit
     from .spec.resolve import resolve_functions
 
-    specs = resolve_functions(options.functions, [(u.display_name, u.text) for u in units])
+    specs = resolve_functions(
+        options.functions,
+        [(u.display_name, u.text) for u in units],
+        preprocess=Preprocessor(staging, units, options, backend),
+    )
     per_unit = _assign_functions(units, specs)
     file_names = _unit_file_names(units)
     (staging / "src").mkdir()

@@ -53,7 +53,9 @@ def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
                 attribute=name,
             )
         return np.bool_(value)
-    if kind == "f" or dtype == "bfloat16":
+    if dtype in ("float16", "bfloat16"):
+        return _half_bits(target, name, dtype, np_type, value)
+    if kind == "f":
         if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
             raise KernelCallError(
                 f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__})",
@@ -95,6 +97,29 @@ def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:
                 attribute=name,
             )
     return np.array([number.real, number.imag], dtype=part)
+
+
+def _half_bits(target: str, name: str, dtype: str, np_type: Any, value: Any) -> Any:
+    """A 16-bit float attribute as a NumPy uint16 of its bits: XLA has no 16-bit float
+    attributes, and the binding takes a uint16 as the raw bits (as brainevent 0.2.1 did)."""
+    if isinstance(value, np.uint16):
+        return value  # already the bits
+    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+        raise KernelCallError(
+            f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__})",
+            target=target,
+            attribute=name,
+        )
+    import ml_dtypes
+
+    limit = float(ml_dtypes.finfo(np_type).max)
+    if np.isfinite(float(value)) and abs(float(value)) > limit:
+        raise KernelCallError(
+            f"{target}: attribute {name!r} = {value} is out of range for {dtype} (|x| <= {limit:g})",
+            target=target,
+            attribute=name,
+        )
+    return np.asarray(float(value), dtype=np_type).view(np.uint16)[()]
 
 
 @dataclass(eq=False)  # hashable by identity, so jax.jit(mod.func) works
