@@ -30,7 +30,7 @@ class EnvVar(Generic[T]):
     help: str
 
     def get(self) -> T:
-        raw = os.environ.get(self.name)
+        raw = _overrides[self.name] if self.name in _overrides else os.environ.get(self.name)
         if raw is None or raw == "":
             return self.default()
         try:
@@ -41,6 +41,32 @@ class EnvVar(Generic[T]):
                 variable=self.name,
                 value=raw,
             ) from None
+
+    def source(self) -> str:
+        """Where the value comes from: "set in code", "environment" or "default"."""
+        if self.name in _overrides:
+            return "set in code"
+        return "environment" if os.environ.get(self.name) else "default"
+
+
+# Values set in code for this process (``brainevent.set_cache_dir``); they win over the
+# environment. The only mutable state of this module, changed through ``set_override``.
+_overrides: dict[str, str] = {}
+
+
+def set_override(var: EnvVar[T], raw: str | None) -> None:
+    """Makes ``var`` read ``raw`` (as if the environment held it) in this process; None undoes it.
+
+    ``raw`` is parsed now, so a bad value is refused here rather than at its first use.
+    """
+    if raw is None:
+        _overrides.pop(var.name, None)
+        return
+    try:
+        var.parse(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{raw!r} is not valid for {var.name}: {exc}. {var.help}", value=raw) from None
+    _overrides[var.name] = raw
 
 
 def _bool(raw: str) -> bool:

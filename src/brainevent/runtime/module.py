@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import KernelCallError
 from ..spec.model import FunctionSpec
+from .artifact_path import ArtifactPathField
 
 
 def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
@@ -199,19 +200,27 @@ class KernelFunction:
 class CompiledModule:
     """A compiled and (usually) registered module.
 
-    ``path`` is the shared object; ``functions`` maps each entry point to its
+    ``path`` is the shared object (a ``str`` that also has ``Path``'s methods, see
+    :class:`ArtifactPath`); ``functions`` maps each entry point to its
     :class:`FunctionSpec`; ``targets`` maps it to its FFI target name.
     """
 
     name: str
-    path: Path
     platform: str  # "cpu" or "cuda"
     functions: Mapping[str, FunctionSpec]
     targets: Mapping[str, str]
     registered: bool
     built_now: bool
     cache_dir: Path
+    # Required at run time (the field raises AttributeError on the class, so dataclass sees
+    # no default); placed last because type checkers take the descriptor for a default.
+    path: ArtifactPathField = ArtifactPathField()  # noqa: RUF009
     _calls: dict[str, KernelFunction] = field(default_factory=dict, repr=False)
+
+    @property
+    def function_names(self) -> list[str]:
+        """The module's function names, in the order they were declared."""
+        return list(self.functions)
 
     @property
     def specs(self) -> dict[str, list[str]]:
