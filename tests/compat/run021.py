@@ -263,7 +263,7 @@ def prepare(wheel: Path, folder: Path) -> list[Path]:
     )
     (folder / "conftest.py").write_text(_CONFTEST)
     # Its own rootdir: the project's pytest settings (strict markers, testpaths) stay out.
-    (folder / "pytest.ini").write_text("[pytest]\naddopts = -ra -p no:cacheprovider\n")
+    (folder / "pytest.ini").write_text("[pytest]\naddopts = -ra -p no:cacheprovider --continue-on-collection-errors\n")
     return written
 
 

@@ -35,7 +35,7 @@ def preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
         launcher = cpu_launcher_for(len(signature.inputs), len(signature.outputs))
         entry = compile_entry(func, signature)
         kernel_id = content_id("numba-cpu", entry.llvm_ir, repr(signature))
-        register_cfunc(launcher, kernel_id, entry.address, signature)
+        register_cfunc(launcher, kernel_id, entry.address, getattr(func, "__name__", "?"), signature)
         with _lock:
             _prepared[key] = (func, launcher.target, kernel_id, entry)
         return launcher.target, kernel_id
