@@ -41,12 +41,12 @@ def test_launch_dims_cover_every_thread(dims: object, tpb: int, grid: tuple, blo
         (None, 256, None, "grid is missing"),
         (4, 256, 1024, "not both"),
         (None, 256, 1024, "not both"),
-        (0, 256, None, "positive"),
+        (4, 0, None, "positive"),
         ((1, 2, 3, 4), 32, None, "1, 2 or 3"),
         (4, (64, 32), None, "more than 1024"),
         (None, None, (1, 2, 3, 4), "1, 2 or 3"),
-        (None, None, -5, "positive"),
-        (4.0, 256, None, "positive integers"),
+        (None, None, -5, "non-negative"),
+        (4.0, 256, None, "non-negative integers"),
     ],
 )
 def test_bad_launch_configurations_raise_value_error(

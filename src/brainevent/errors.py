@@ -149,6 +149,14 @@ class RegistrationError(KernelRegistrationError, RuntimeError):
     """An FFI target could not be registered with JAX."""
 
 
+class KernelTypeError(KernelError, TypeError, AssertionError):
+    """The object given as a kernel is not one of the kind expected.
+
+    A ``TypeError`` (what 0.2.1 raised) and an ``AssertionError`` (what its documentation
+    names), so either ``except`` clause catches it.
+    """
+
+
 class KernelCallError(KernelError, ValueError):
     """A call to a compiled function got operands or attributes it cannot take."""
 
@@ -171,6 +179,7 @@ __all__ = [
     "KernelNotAvailableError",
     "KernelRegistrationError",
     "KernelToolchainError",
+    "KernelTypeError",
     "LoadError",
     "NvccNotFoundError",
     "RegistrationError",

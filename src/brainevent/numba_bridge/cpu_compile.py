@@ -17,7 +17,7 @@ class CompiledEntry:
 
 def _entry_source(signature: Signature) -> str:
     """``entry(data, shapes)``: NumPy-like views of each buffer, then the user's function; 1 if it
-returned, 0 if it raised."""
+    returned, 0 if it raised."""
     lines = ["def entry(data, shapes):"]
     offset = 0
     names = []

@@ -46,7 +46,8 @@ def add_receiver(library: ctypes.CDLL) -> None:
 
         def hook(unraisable: Any) -> None:
             obj = unraisable.object
-            if isinstance(obj, str) and obj.startswith(_NUMBA_CPU_CONTEXT) and _deliver(_describe(unraisable)):
+            ours = isinstance(obj, str) and obj.startswith(_NUMBA_CPU_CONTEXT)
+            if ours and _deliver(_describe(unraisable)):
                 return
             previous(unraisable)
 
