@@ -219,7 +219,7 @@ class CompiledModule:
 
     @property
     def function_names(self) -> list[str]:
-        """The module's function names, in the order they were declared."""
+        """The module's function names (the keys of ``functions``), as 0.2.1 listed them."""
         return list(self.functions)
 
     @property
