@@ -156,6 +156,17 @@ def test_function_names_lists_the_functions(scale_module: brainevent.CompiledMod
     assert names == list(scale_module.functions)
 
 
+def test_get_handler_registers_by_hand(scale_module: brainevent.CompiledModule) -> None:
+    jax.ffi.register_ffi_target(
+        "compat_by_hand.negate", jax.ffi.pycapsule(scale_module.get_handler("negate")), platform="cpu"
+    )
+    x = jnp.arange(4, dtype=jnp.float32)
+    out = jax.ffi.ffi_call("compat_by_hand.negate", jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    np.testing.assert_array_equal(out, -np.arange(4))
+    with pytest.raises(brainevent.KernelCallError, match="no function 'nope'"):
+        scale_module.get_handler("nope")
+
+
 def test_path_is_a_string_as_in_0_2_1(scale_module: brainevent.CompiledModule) -> None:
     path = scale_module.path
     assert isinstance(path, str) and os.fspath(path) == str(path)

@@ -19,7 +19,7 @@ _NUMBA_CPU_CONTEXT = "<numba.core.cpu.CPUContext"
 
 _lock = threading.Lock()
 _receivers: list[Callable[[bytes], int]] = []  # be_numba_cpu_raised of each handler library
-_installed = False
+_previous: Callable[[Any], None] | None = None  # the hook before ours; set when ours goes in
 
 
 def _deliver(text: str) -> bool:
@@ -32,24 +32,23 @@ def _describe(unraisable: Any) -> str:
     return f"{type(exc).__name__}: {exc}" if exc is not None else str(unraisable.exc_type)
 
 
+def _hook(unraisable: Any) -> None:
+    obj = unraisable.object
+    ours = isinstance(obj, str) and obj.startswith(_NUMBA_CPU_CONTEXT)
+    if ours and _deliver(_describe(unraisable)):
+        return
+    if _previous is not None:
+        _previous(unraisable)
+
+
 def add_receiver(library: ctypes.CDLL) -> None:
     """Route exceptions raised inside ``library``'s Numba entries to it; installs the hook once."""
-    global _installed
+    global _previous
     receiver = library.be_numba_cpu_raised
     receiver.restype = ctypes.c_int
     receiver.argtypes = [ctypes.c_char_p]
     with _lock:
         _receivers.append(receiver)
-        if _installed:
-            return
-        previous = sys.unraisablehook
-
-        def hook(unraisable: Any) -> None:
-            obj = unraisable.object
-            ours = isinstance(obj, str) and obj.startswith(_NUMBA_CPU_CONTEXT)
-            if ours and _deliver(_describe(unraisable)):
-                return
-            previous(unraisable)
-
-        sys.unraisablehook = hook
-        _installed = True
+        if _previous is None:
+            _previous = sys.unraisablehook
+            sys.unraisablehook = _hook

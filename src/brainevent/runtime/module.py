@@ -222,6 +222,25 @@ class CompiledModule:
         """The module's function names (the keys of ``functions``), as 0.2.1 listed them."""
         return list(self.functions)
 
+    def get_handler(self, name: str) -> Any:
+        """The XLA FFI handler of function ``name`` as a ctypes function pointer (0.2.1's API):
+        ``jax.ffi.pycapsule(mod.get_handler("f"))`` registers it by hand."""
+        import ctypes
+
+        from ..codegen.binding import handler_symbol
+        from ..errors import KernelCallError
+
+        if name not in self.functions:
+            raise KernelCallError(
+                f"module {self.name!r} has no function {name!r}; it has {sorted(self.functions)}",
+                function=name,
+            )
+        library = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_LOCAL)  # the handle already open
+        handler = getattr(library, handler_symbol(name, command_buffer=False))
+        handler.restype = ctypes.c_void_p
+        handler.argtypes = [ctypes.c_void_p]
+        return handler
+
     @property
     def specs(self) -> dict[str, list[str]]:
         return {name: spec.tokens() for name, spec in self.functions.items()}
