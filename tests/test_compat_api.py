@@ -167,6 +167,13 @@ def test_get_handler_registers_by_hand(scale_module: brainevent.CompiledModule) 
         scale_module.get_handler("nope")
 
 
+def test_content_hash_is_the_library_digest(scale_module: brainevent.CompiledModule) -> None:
+    import hashlib
+
+    digest = hashlib.sha256(Path(scale_module.path).read_bytes()).hexdigest()
+    assert scale_module.content_hash == "sha256:" + digest[:16]
+
+
 def test_path_is_a_string_as_in_0_2_1(scale_module: brainevent.CompiledModule) -> None:
     path = scale_module.path
     assert isinstance(path, str) and os.fspath(path) == str(path)

@@ -242,6 +242,14 @@ class CompiledModule:
         return handler
 
     @property
+    def content_hash(self) -> str:
+        """``"sha256:"`` and the first 16 hex digits of the library's SHA-256 (0.2.1's identity
+        of a build)."""
+        import hashlib
+
+        return "sha256:" + hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
+
+    @property
     def specs(self) -> dict[str, list[str]]:
         return {name: spec.tokens() for name, spec in self.functions.items()}
 
