@@ -335,3 +335,82 @@ def test_a_too_new_host_compiler_is_host_compiler_incompatible(monkeypatch: pyte
     with pytest.raises(brainevent.HostCompilerIncompatibleError, match="gcc 99") as info:
         host_compat.check_host_compiler(nvcc, "/usr/bin/g++")
     assert isinstance(info.value, brainevent.KernelToolchainError)
+
+
+# ------------------------------------------------------------ brainevent.config (0.2.1)
+
+
+@pytest.fixture
+def undo_config() -> Iterator[None]:
+    yield
+    config.set_override(config.CUDA_ARCH, None)
+    config.set_override(config.NVCC_PREFER, None)
+
+
+def test_set_compute_capability_pins_the_build_architectures(
+    monkeypatch: pytest.MonkeyPatch, undo_config: None
+) -> None:
+    from brainevent.toolchain.cuda_arch import resolve_archs
+
+    monkeypatch.setenv("BRAINEVENT_CUDA_ARCH", "sm_75")
+    assert config.get_compute_capability() is None
+    config.set_compute_capability("8.6, 8.0")
+    assert config.get_compute_capability() == ["sm_80", "sm_86"]
+    assert [a.sm for a in resolve_archs()] == ["sm_80", "sm_86"]  # before the environment
+    config.set_compute_capability(["compute_90"])
+    assert config.get_compute_capability() == ["sm_90"]
+    config.set_compute_capability(None)
+    assert config.get_compute_capability() is None
+    assert [a.sm for a in resolve_archs()] == ["sm_75"]
+
+
+def test_set_compute_capability_refuses_a_bad_value(undo_config: None) -> None:
+    with pytest.raises(brainevent.ToolchainError, match="'banana'"):
+        config.set_compute_capability("banana")
+    assert config.get_compute_capability() is None
+
+
+@pytest.mark.nvcc
+def test_prefer_system_nvcc_reorders_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, undo_config: None
+) -> None:
+    from brainevent.toolchain.nvcc import find_nvcc
+
+    real = find_nvcc().path
+    site = tmp_path / "site"
+    (site / "nvidia" / "cu13" / "bin").mkdir(parents=True)
+    (site / "nvidia" / "cu13" / "bin" / "nvcc").symlink_to(real)
+    (tmp_path / "toolkit" / "bin").mkdir(parents=True)
+    (tmp_path / "toolkit" / "bin" / "nvcc").symlink_to(real)
+    for name in ("BRAINEVENT_NVCC", "CONDA_PREFIX", "CUDA_PATH", "BRAINEVENT_NVCC_PREFER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "toolkit"))
+
+    def found_via() -> str:
+        return find_nvcc(site_dirs=[str(site)], default_roots=[]).found_via
+
+    assert found_via() == "pip-wheel:nvidia-cuda-nvcc"
+    config.prefer_system_nvcc()
+    assert found_via() == "env:CUDA_HOME"
+    config.prefer_system_nvcc(False)
+    assert found_via() == "pip-wheel:nvidia-cuda-nvcc"
+    monkeypatch.setenv("BRAINEVENT_NVCC_PREFER", "system")
+    config.set_override(config.NVCC_PREFER, None)
+    assert found_via() == "env:CUDA_HOME"
+    with pytest.raises(config.ConfigError, match="True or False"):
+        config.prefer_system_nvcc("yes")  # type: ignore[arg-type]
+
+
+def test_numba_parallel_setting_is_recorded() -> None:
+    numba = pytest.importorskip("numba")
+    before = numba.get_num_threads()
+    try:
+        config.set_numba_parallel(True, num_threads=1)
+        assert config.get_numba_parallel() and config.get_numba_num_threads() == 1
+        assert numba.get_num_threads() == 1
+        with pytest.raises(config.ConfigError, match="positive int"):
+            config.set_numba_parallel(True, num_threads=1.5)  # type: ignore[arg-type]
+    finally:
+        config.set_numba_parallel(False)
+        numba.set_num_threads(before)
+    assert not config.get_numba_parallel() and config.get_numba_num_threads() is None

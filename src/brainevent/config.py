@@ -89,6 +89,16 @@ def _optional_str(raw: str) -> str | None:
     return raw
 
 
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}")
+        return value
+
+    return parse
+
+
 def _default_cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
@@ -118,6 +128,13 @@ CUDA_ARCH: EnvVar[str | None] = EnvVar(
     _optional_str,
     lambda: None,
     "Compute capabilities to build for, e.g. 'sm_80,sm_90'; pins them when no GPU is present.",
+)
+NVCC_PREFER: EnvVar[str] = EnvVar(
+    "BRAINEVENT_NVCC_PREFER",
+    _choice("pip", "system"),
+    lambda: "pip",
+    "Where the nvcc search looks first: 'pip' (NVIDIA's wheels; the default) or 'system' "
+    "(conda, CUDA_HOME/CUDA_PATH, PATH, then the usual toolkit roots).",
 )
 LOCK_TIMEOUT: EnvVar[float] = EnvVar(
     "BRAINEVENT_LOCK_TIMEOUT",
@@ -156,9 +173,74 @@ ALL: tuple[EnvVar[object], ...] = (
     CXX,
     NVCC,
     CUDA_ARCH,
+    NVCC_PREFER,
     LOCK_TIMEOUT,
     COMPILE_TIMEOUT,
     USE_LOCKS,
     ALLOW_UNSUPPORTED_COMPILER,
     REQUIRE_ALL_TESTS,
 )  # type: ignore[assignment]
+
+
+# ------------------------------------------------- settings made in code (0.2.1's names)
+
+
+def prefer_system_nvcc(enable: bool = True) -> None:
+    """Look for nvcc in the system toolkits (conda, ``CUDA_HOME``, ``PATH``) before NVIDIA's
+    pip wheels, or (``False``) the other way round, for the rest of the process; the same as
+    ``BRAINEVENT_NVCC_PREFER=system`` / ``pip``."""
+    if not isinstance(enable, bool):
+        raise ConfigError(f"prefer_system_nvcc(enable={enable!r}): pass True or False", value=repr(enable))
+    set_override(NVCC_PREFER, "system" if enable else "pip")
+
+
+def set_compute_capability(value: str | list[str] | tuple[str, ...] | None = None) -> None:
+    """Build CUDA modules for these GPU architectures for the rest of the process, whatever
+    GPU is present (``"8.6"``, ``"sm_86"``, ``"compute_86"``, ``"8.6,9.0"`` or a list);
+    ``None`` goes back to ``BRAINEVENT_CUDA_ARCH`` or the GPUs found. A loader's
+    ``compute_capability=`` still wins for its call."""
+    if value is None:
+        set_override(CUDA_ARCH, None)
+        return
+    from .toolchain.cuda_arch import parse_compute_capability
+
+    archs = parse_compute_capability(value)
+    set_override(CUDA_ARCH, ",".join(arch.sm for arch in archs))
+
+
+def get_compute_capability() -> list[str] | None:
+    """The architectures :func:`set_compute_capability` pinned (``["sm_86"]``), or None."""
+    if CUDA_ARCH.name not in _overrides:
+        return None
+    return _overrides[CUDA_ARCH.name].split(",")
+
+
+# Numba's parallel setting as 0.2.1 kept it: brainevent's bridges run the user's function as
+# compiled (its own `parallel=True` decides), so this is a record for code that reads it.
+_numba_parallel = False
+_numba_num_threads: int | None = None
+
+
+def set_numba_parallel(parallel: bool = True, num_threads: int | None = None) -> None:
+    """Record whether Numba kernels should run in parallel; with ``num_threads``, also size
+    Numba's thread pool (``numba.set_num_threads``)."""
+    global _numba_parallel, _numba_num_threads
+    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)):
+        raise ConfigError(
+            f"set_numba_parallel(num_threads={num_threads!r}): pass a positive int or None",
+            value=repr(num_threads),
+        )
+    if num_threads is not None:
+        import numba
+
+        numba.set_num_threads(num_threads)  # raises ValueError naming the allowed range
+    _numba_parallel = bool(parallel)
+    _numba_num_threads = num_threads
+
+
+def get_numba_parallel() -> bool:
+    return _numba_parallel
+
+
+def get_numba_num_threads() -> int | None:
+    return _numba_num_threads

@@ -136,6 +136,7 @@ class SearchContext:
     cuda_path: str | None
     path_env: str | None
     default_roots: tuple[str, ...]
+    prefer: str = "pip"  # "system": the toolkit steps come before NVIDIA's wheels
 
 
 # -------------------------------------------------------------- identity and version
@@ -401,6 +402,14 @@ SEARCH_STEPS: tuple[SearchStep, ...] = (
 )
 
 
+def ordered_steps(prefer: str) -> tuple[SearchStep, ...]:
+    """The search steps in the order of ``BRAINEVENT_NVCC_PREFER`` ("pip" or "system")."""
+    if prefer != "system":
+        return SEARCH_STEPS
+    explicit, wheels, *system = SEARCH_STEPS
+    return (explicit, *system, wheels)
+
+
 # ------------------------------------------------------------------------ the search
 
 
@@ -446,6 +455,7 @@ def _context(
         cuda_path=env.get("CUDA_PATH") or None,
         path_env=env.get("PATH"),
         default_roots=tuple(default_roots),
+        prefer=config.NVCC_PREFER.get(),
     )
 
 
@@ -468,7 +478,7 @@ def find_nvcc(
 def _find_in_context(ctx: SearchContext) -> NvccInfo:
     considered: list[Candidate] = []
     per_step: list[tuple[SearchStep, list[Candidate]]] = []
-    for step in SEARCH_STEPS:
+    for step in ordered_steps(ctx.prefer):
         seen: list[Candidate] = []
         per_step.append((step, seen))
         for cand in step.run(ctx):
