@@ -355,7 +355,7 @@ def test_set_compute_capability_pins_the_build_architectures(
     monkeypatch.setenv("BRAINEVENT_CUDA_ARCH", "sm_75")
     assert config.get_compute_capability() is None
     config.set_compute_capability("8.6, 8.0")
-    assert config.get_compute_capability() == ["sm_80", "sm_86"]
+    assert config.get_compute_capability() == ["sm_86", "sm_80"]  # as given
     assert [a.sm for a in resolve_archs()] == ["sm_80", "sm_86"]  # before the environment
     config.set_compute_capability(["compute_90"])
     assert config.get_compute_capability() == ["sm_90"]

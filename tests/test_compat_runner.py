@@ -88,6 +88,8 @@ def test_tables_name_only_known_files_and_do_not_overlap() -> None:
         for prefix, reason in table.items():
             assert prefix.split("::")[0] in run021.SUITES, prefix
             assert reason.strip() and not reason.endswith(".")
+    for name in run021.APPLICABLE:
+        assert any(name.startswith(p) for p in run021.NOT_APPLICABLE), name
     for prefix in run021.DELIBERATE:
         assert not any(prefix.startswith(n) or n.startswith(prefix) for n in run021.NOT_APPLICABLE), prefix
         assert "docs/compatibility.md" in run021.DELIBERATE[prefix]

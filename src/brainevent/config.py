@@ -204,8 +204,12 @@ def set_compute_capability(value: str | list[str] | tuple[str, ...] | None = Non
         return
     from .toolchain.cuda_arch import parse_compute_capability
 
-    archs = parse_compute_capability(value)
-    set_override(CUDA_ARCH, ",".join(arch.sm for arch in archs))
+    parse_compute_capability(value)  # the whole value, so an error names all of it
+    items = value.replace(",", " ").split() if isinstance(value, str) else list(value)
+    names: list[str] = []
+    for item in items:  # kept in the caller's order, as 0.2.1 reported them
+        names += [a.sm for a in parse_compute_capability(item) if a.sm not in names]
+    set_override(CUDA_ARCH, ",".join(names))
 
 
 def get_compute_capability() -> list[str] | None:
