@@ -414,3 +414,59 @@ def test_numba_parallel_setting_is_recorded() -> None:
         config.set_numba_parallel(False)
         numba.set_num_threads(before)
     assert not config.get_numba_parallel() and config.get_numba_num_threads() is None
+
+
+# 0.2.1's public names of this subsystem that this package provides (docs/compatibility.md).
+PROVIDED = (
+    "load_cpp_inline",
+    "load_cpp_file",
+    "load_cuda_inline",
+    "load_cuda_file",
+    "load_cuda_dir",
+    "set_cache_dir",
+    "get_cache_dir",
+    "clear_cache",
+    "print_diagnostics",
+    "CompiledModule",
+    "register_ffi_target",
+    "list_registered_targets",
+    "normalize_tokens",
+    "numba_kernel",
+    "numba_cuda_kernel",
+    "numba_cuda_callable",
+    "XLACustomKernel",
+    "config",
+    "BrainEventError",
+    "KernelError",
+    "KernelNotAvailableError",
+    "KernelCompilationError",
+    "KernelExecutionError",
+    "KernelToolchainError",
+    "CompilationError",
+    "KernelRegistrationError",
+    "CUDANotInstalledError",
+    "NvccNotFoundError",
+    "HostCompilerNotFoundError",
+    "HeaderNotFoundError",
+    "GpuArchDetectionError",
+    "HostCompilerIncompatibleError",
+    "UnsupportedArchError",
+    "KernelLoadError",
+)
+
+
+def test_0_2_1_names_are_reachable_after_a_bare_import() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import brainevent\n"
+        f"missing = [n for n in {PROVIDED!r} if not hasattr(brainevent, n)]\n"
+        "assert not missing, missing\n"
+        "brainevent.config.set_compute_capability('sm_80')\n"
+        "assert brainevent.config.get_compute_capability() == ['sm_80']\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import config  # cheap (no third-party imports); 0.2.1 code uses brainevent.config.*
 from ._version import __version__
 from .errors import (
     BrainEventError,
@@ -98,6 +99,7 @@ __all__ = [
     "XLACustomKernel",
     "__version__",
     "clear_cache",
+    "config",
     "enable_cuda_graphs",
     "get_cache_dir",
     "include_dir",
