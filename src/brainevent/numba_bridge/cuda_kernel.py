@@ -118,7 +118,9 @@ def numba_cuda_kernel(
         KernelTypeError: ``kernel`` is not a ``numba.cuda.dispatcher.CUDADispatcher`` (both
             a ``TypeError`` and an ``AssertionError``).
     """
-    config = resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem, vmap_method=vmap_method)
+    config = resolve_launch(
+        grid, block, launch_dims, threads_per_block, shared_mem, vmap_method=vmap_method, allow_empty=True
+    )
     check_vmap_method(vmap_method)
     specs, _ = flatten_outs(outs)
     _refuse_bfloat16([s.dtype for s in specs], "output")

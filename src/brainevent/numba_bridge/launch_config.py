@@ -66,12 +66,14 @@ def resolve_launch(
     shared_mem: int,
     *,
     vmap_method: str | None = None,
+    allow_empty: bool = False,
 ) -> LaunchConfig:
     """Validates the user's choice; ValueError for every inconsistent combination.
 
     The checks run in brainevent 0.2.1's order: which of ``(grid, block)`` and
     ``launch_dims`` is given, then ``vmap_method`` against a fixed grid, then the values.
-    A zero extent in ``launch_dims`` or ``grid`` is allowed: that launch does nothing.
+    With ``allow_empty`` a zero extent in ``launch_dims`` or ``grid`` is accepted (the
+    caller then launches nothing: see ``LaunchConfig.empty``).
     """
     explicit = grid is not None or block is not None
     if explicit and launch_dims is not None:
@@ -100,11 +102,11 @@ def resolve_launch(
                 f"got {threads_per_block!r}"
             )
         ndim = 1 if not isinstance(launch_dims, (tuple, list)) else len(launch_dims)
-        total = _dims(launch_dims, "launch_dims", allow_zero=True)
+        total = _dims(launch_dims, "launch_dims", allow_zero=allow_empty)
         block3 = _block_for(ndim, threads_per_block)
         grid3 = tuple(-(-n // b) for n, b in zip(total, block3, strict=True))
         return LaunchConfig((grid3[0], grid3[1], grid3[2]), block3, shared_mem)
-    grid3, block3 = _dims(grid, "grid", allow_zero=True), _dims(block, "block")
+    grid3, block3 = _dims(grid, "grid", allow_zero=allow_empty), _dims(block, "block")
     if block3[0] * block3[1] * block3[2] > _MAX_THREADS_PER_BLOCK:
         raise ValueError(f"block {block!r} has more than {_MAX_THREADS_PER_BLOCK} threads")
     return LaunchConfig(grid3, block3, shared_mem)
