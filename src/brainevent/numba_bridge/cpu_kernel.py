@@ -68,6 +68,9 @@ def numba_kernel(
         vmap_method: As for :func:`numba_cuda_kernel`.
         input_output_aliases: ``{input index: output index}`` for in-place updates.
 
+    An exception raised by ``func`` while it runs makes the call fail with a JAX runtime error
+    whose message names ``func`` and what it raised.
+
     Raises:
         ImportError: Numba is not installed.
     """
