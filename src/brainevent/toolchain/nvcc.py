@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .. import config
-from ..errors import ToolchainError
+from ..errors import NvccNotFoundError
 from .memo import remembered
 
 logger = logging.getLogger(__name__)
@@ -136,6 +136,7 @@ class SearchContext:
     cuda_path: str | None
     path_env: str | None
     default_roots: tuple[str, ...]
+    prefer: str = "pip"  # "system": the toolkit steps come before NVIDIA's wheels
 
 
 # -------------------------------------------------------------- identity and version
@@ -207,7 +208,7 @@ def nvcc_version(path: str | os.PathLike[str]) -> tuple[int, int]:
     try:
         return _version_of(nvcc_identity(real), real)
     except (_Unusable, OSError) as exc:
-        raise ToolchainError(f"nvcc at {real} is unusable: {exc}", path=real) from None
+        raise NvccNotFoundError(f"nvcc at {real} is unusable: {exc}", path=real) from None
 
 
 def clear_version_cache() -> None:
@@ -401,6 +402,14 @@ SEARCH_STEPS: tuple[SearchStep, ...] = (
 )
 
 
+def ordered_steps(prefer: str) -> tuple[SearchStep, ...]:
+    """The search steps in the order of ``BRAINEVENT_NVCC_PREFER`` ("pip" or "system")."""
+    if prefer != "system":
+        return SEARCH_STEPS
+    explicit, wheels, *system = SEARCH_STEPS
+    return (explicit, *system, wheels)
+
+
 # ------------------------------------------------------------------------ the search
 
 
@@ -446,6 +455,7 @@ def _context(
         cuda_path=env.get("CUDA_PATH") or None,
         path_env=env.get("PATH"),
         default_roots=tuple(default_roots),
+        prefer=config.NVCC_PREFER.get(),
     )
 
 
@@ -455,7 +465,7 @@ def find_nvcc(
     site_dirs: Sequence[str] | None = None,
     default_roots: Sequence[str] = DEFAULT_ROOTS,
 ) -> NvccInfo:
-    """Find a usable nvcc; raises :class:`ToolchainError` listing every place searched.
+    """Find a usable nvcc; raises :class:`NvccNotFoundError` listing every place searched.
 
     ``site_dirs`` and ``default_roots`` replace the real ones (for tests). The result
     is remembered per search context (environment and arguments) for the process, so
@@ -468,7 +478,7 @@ def find_nvcc(
 def _find_in_context(ctx: SearchContext) -> NvccInfo:
     considered: list[Candidate] = []
     per_step: list[tuple[SearchStep, list[Candidate]]] = []
-    for step in SEARCH_STEPS:
+    for step in ordered_steps(ctx.prefer):
         seen: list[Candidate] = []
         per_step.append((step, seen))
         for cand in step.run(ctx):
@@ -483,7 +493,7 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
                 seen.append(rejected)
                 considered.append(rejected)
                 if step.strict:
-                    raise ToolchainError(
+                    raise NvccNotFoundError(
                         f"nvcc given via {cand.found_via} ({cand.path}) is not usable: {exc}. "
                         "Name an nvcc binary or a CUDA toolkit root.",
                         path=cand.path,
@@ -503,7 +513,7 @@ def _not_found(
     ctx: SearchContext,
     per_step: Iterable[tuple[SearchStep, list[Candidate]]],
     considered: list[Candidate],
-) -> ToolchainError:
+) -> NvccNotFoundError:
     lines = []
     for step, seen in per_step:
         if not seen:
@@ -512,7 +522,7 @@ def _not_found(
             lines.append(f"  - {cand.found_via}: {cand.path} ({cand.note})")
     cu12 = any(c.found_via == "pip-wheel:nvidia-cuda-nvcc-cu12" for c in considered)
     hint = _CU12_HINT if cu12 else _INSTALL_HINT
-    return ToolchainError(
+    return NvccNotFoundError(
         "nvcc was not found. Searched, in order:\n" + "\n".join(lines) + "\n" + hint,
         candidates=tuple(considered),
         cuda12_wheels_only=cu12,
