@@ -7,6 +7,10 @@
   before pytest starts. The CUDA 13 wheels carry nvcc; the CUDA 12 wheels do not, so
   tests-cuda12 needs a CUDA 12 toolkit (conda's ``cuda-nvcc``, a system toolkit, or
   ``BRAINEVENT_NVCC``) to test the real stack, and says so when it finds another.
+- ``tests-here``: the suite in the environment nox runs in (a conda environment made from
+  ``environment*.yml``, or any venv): no environment is created. It first checks that
+  this checkout is what ``brainevent`` imports and that the ``test`` extra is installed,
+  and prints the JAX, CUDA and nvcc it will test.
 - ``tests-slow``: only the long variants (``pytest -m slow``): 16 processes loading at once,
   12 builds killed at random points, nvcc from the CUDA 13 wheel in a fresh venv.
 - ``lint``: ruff (check and format), mypy, hadolint (Dockerfile), shellcheck (docker/*.sh).
@@ -97,6 +101,36 @@ def tests_slow(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-m", "slow", *pytest_args(session))
 
 
+_HERE_CHECK = """
+import importlib.metadata as md, json, os, re, sys
+from pathlib import Path
+root = Path(sys.argv[1])
+out = {"python": sys.executable, "prefix": sys.prefix, "conda_prefix": os.environ.get("CONDA_PREFIX")}
+try:
+    import brainevent
+    out["brainevent"] = brainevent.__file__
+except ImportError as exc:
+    out["brainevent"] = None
+    out["import_error"] = str(exc)
+missing = []
+for req in md.requires("brainevent") or []:
+    if 'extra == "test"' not in req:
+        continue
+    name = re.split(r"[\\[<>=!~;\\s]", req, maxsplit=1)[0]
+    try:
+        md.version(name)
+    except md.PackageNotFoundError:
+        missing.append(name)
+out["missing_test_tools"] = missing
+out["versions"] = {}
+for dist in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin", "numpy", "numba"):
+    try:
+        out["versions"][dist] = md.version(dist)
+    except md.PackageNotFoundError:
+        pass
+print("HERE " + json.dumps(out))
+"""
+
 _PROBE = """
 import json
 from brainevent.toolchain.cuda_driver import probe_devices
@@ -122,6 +156,44 @@ def _probe(session: nox.Session, env: dict[str, str]) -> dict[str, object]:
             return result
     session.error(f"the toolchain probe printed no result:\n{output}")
     return {}  # not reached
+
+
+def _json_line(session: nox.Session, prefix: str, code: str, *args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    output = session.run("python", "-c", code, *args, env=env or {}, silent=True, external=True, log=False) or ""
+    for line in str(output).splitlines():
+        if line.startswith(prefix):
+            return json.loads(line[len(prefix) :])
+    session.error(f"the check printed no result:\n{output}")
+    return {}  # not reached
+
+
+@nox.session(name="tests-here", venv_backend="none")
+def tests_here(session: nox.Session) -> None:
+    """The suite in the current environment (e.g. a conda environment): nothing is installed."""
+    here = _json_line(session, "HERE ", _HERE_CHECK, str(ROOT))
+    session.log(f"python {here['python']} (prefix {here['prefix']})")
+    conda = here.get("conda_prefix")
+    if conda and os.path.realpath(conda) != os.path.realpath(here["prefix"]):
+        session.warn(f"CONDA_PREFIX is {conda} but `python` is {here['python']}: not the active environment's")
+    module = here.get("brainevent")
+    if module is None:
+        session.error(f"brainevent does not import ({here.get('import_error')}): pip install -e '.[test]'")
+    if not Path(module).resolve().is_relative_to(ROOT / "src"):
+        session.error(f"brainevent is imported from {module}, not from this checkout: pip install -e '.[test]'")
+    if here["missing_test_tools"]:
+        missing = ", ".join(here["missing_test_tools"])
+        session.error(f"the test extra is not installed (missing: {missing}): pip install -e '.[test]'")
+    session.log("versions: " + ", ".join(f"{k} {v}" for k, v in here["versions"].items()))
+    probe = _json_line(session, "PROBE ", _PROBE, env={"JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu")})
+    gpus = probe.get("gpus") or []
+    session.log(f"GPUs: {', '.join(gpus)}" if gpus else f"no CUDA device ({probe.get('gpu_reason')})")
+    nvcc = probe.get("nvcc")
+    if isinstance(nvcc, dict):
+        version = ".".join(map(str, nvcc["version"]))
+        session.log(f"nvcc {nvcc['path']} (CUDA {version}, found via {nvcc['found_via']})")
+    else:
+        session.log(f"no nvcc: compile-only tests skip ({str(probe.get('nvcc_error', '')).splitlines()[:1]})")
+    session.run("python", "-m", "pytest", *pytest_args(session), external=True)
 
 
 def cuda_session(session: nox.Session, major: int) -> None:
