@@ -159,7 +159,9 @@ def _probe(session: nox.Session, env: dict[str, str]) -> dict[str, object]:
 
 
 def _json_line(session: nox.Session, prefix: str, code: str, *args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-    output = session.run("python", "-c", code, *args, env=env or {}, silent=True, external=True, log=False) or ""
+    """Runs `python -c code` quietly and returns the JSON it prints after `prefix`."""
+    run = {"env": env or {}, "silent": True, "external": True, "log": False}
+    output = session.run("python", "-c", code, *args, **run) or ""
     for line in str(output).splitlines():
         if line.startswith(prefix):
             return json.loads(line[len(prefix) :])
@@ -174,17 +176,19 @@ def tests_here(session: nox.Session) -> None:
     session.log(f"python {here['python']} (prefix {here['prefix']})")
     conda = here.get("conda_prefix")
     if conda and os.path.realpath(conda) != os.path.realpath(here["prefix"]):
-        session.warn(f"CONDA_PREFIX is {conda} but `python` is {here['python']}: not the active environment's")
+        session.warn(f"CONDA_PREFIX is {conda} but `python` is {here['python']}: not that environment's")
+    fix = "pip install -e '.[test]'"
     module = here.get("brainevent")
     if module is None:
-        session.error(f"brainevent does not import ({here.get('import_error')}): pip install -e '.[test]'")
+        session.error(f"brainevent does not import ({here.get('import_error')}): {fix}")
     if not Path(module).resolve().is_relative_to(ROOT / "src"):
-        session.error(f"brainevent is imported from {module}, not from this checkout: pip install -e '.[test]'")
+        session.error(f"brainevent is imported from {module}, not from this checkout: {fix}")
     if here["missing_test_tools"]:
         missing = ", ".join(here["missing_test_tools"])
-        session.error(f"the test extra is not installed (missing: {missing}): pip install -e '.[test]'")
+        session.error(f"the test extra is not installed (missing: {missing}): {fix}")
     session.log("versions: " + ", ".join(f"{k} {v}" for k, v in here["versions"].items()))
-    probe = _json_line(session, "PROBE ", _PROBE, env={"JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu")})
+    platforms = os.environ.get("JAX_PLATFORMS", "cpu")  # for the probe only: no plugin traceback
+    probe = _json_line(session, "PROBE ", _PROBE, env={"JAX_PLATFORMS": platforms})
     gpus = probe.get("gpus") or []
     session.log(f"GPUs: {', '.join(gpus)}" if gpus else f"no CUDA device ({probe.get('gpu_reason')})")
     nvcc = probe.get("nvcc")

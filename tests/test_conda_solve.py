@@ -192,7 +192,8 @@ virtual = [
     for n, v in request["virtual"]
 ]
 try:
-    solved = asyncio.run(rattler.solve_with_sparse_repodata(request["specs"], sources, virtual_packages=virtual))
+    job = rattler.solve_with_sparse_repodata(request["specs"], sources, virtual_packages=virtual)
+    solved = asyncio.run(job)
     answer = {"solved": {r.name.normalized: [str(r.version), str(r.build)] for r in solved}}
 except Exception as exc:
     answer = {"error": f"{type(exc).__name__}: {exc}"}

@@ -15,7 +15,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(not (ROOT / "noxfile.py").is_file(), reason="no noxfile.py: not a source checkout")
+pytestmark = pytest.mark.skipif(
+    not (ROOT / "noxfile.py").is_file(), reason="no noxfile.py: not a source checkout"
+)
 
 
 def _nox(*args: str, pythonpath: str) -> subprocess.CompletedProcess[str]:
