@@ -88,6 +88,54 @@ def test_doctor_fails_without_a_host_compiler(tmp_path: Path) -> None:
     assert "does not name an executable C++ compiler" in done.stdout
 
 
+def _without_compilers(tmp_path: Path, cache: Path) -> dict[str, str]:
+    """The environment of a node without compilers: nothing on PATH, no CXX, no conda."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CXX", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH")}
+    env = {k: v for k, v in env.items() if not k.startswith(("BRAINEVENT_CXX", "BRAINEVENT_NVCC"))}
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    return dict(env, PATH=str(empty), PYTHONPATH=SRC, JAX_PLATFORMS="cpu", BRAINEVENT_CACHE_DIR=str(cache))
+
+
+def test_doctor_on_a_node_without_compilers_is_load_only(fresh_cache: Path, tmp_path: Path) -> None:
+    brainevent.load_cpp_inline(name="aot_doc", cpp_sources=KERNEL, auto_register=False)
+    env = _without_compilers(tmp_path, fresh_cache)
+    done = subprocess.run(
+        [sys.executable, "-m", "brainevent", "doctor"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "PROBLEM" not in out
+    assert "load-only: OK" in out and "ok: C++ builds work" not in out
+    assert "cannot build C++ modules: no host compiler" in out
+    assert "load check         1 of 1 cached libraries load" in out
+    if "smoke compile      skipped: nvcc needs a host compiler" in out:  # nvcc in a default root
+        assert "cannot build CUDA modules: nvcc needs a host compiler" in out
+    required = subprocess.run(
+        [sys.executable, "-m", "brainevent", "doctor", "--require-build"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert required.returncode == 1 and "--require-build: this node must build" in required.stdout
+
+
+def test_doctor_load_only_reports_a_library_that_does_not_load(fresh_cache: Path, tmp_path: Path) -> None:
+    mod = brainevent.load_cpp_inline(name="aot_broken", cpp_sources=KERNEL, auto_register=False)
+    Path(mod.path).write_bytes(b"not an ELF file")  # what a half-copied cache would hold
+    done = subprocess.run(
+        [sys.executable, "-m", "brainevent", "doctor", "--no-compile"],
+        env=_without_compilers(tmp_path, fresh_cache),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stdout
+    assert "load check         0 of 1 cached libraries load" in done.stdout
+    assert "PROBLEM: a cached library does not load: aot_broken/" in done.stdout
+
+
 def test_cache_list_info_clear(fresh_cache: Path) -> None:
     brainevent.load_cpp_inline(name="cli_one", cpp_sources=KERNEL, auto_register=False)
     brainevent.load_cpp_inline(name="cli_two", cpp_sources=KERNEL, auto_register=False)

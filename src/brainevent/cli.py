@@ -24,6 +24,11 @@ def _parser() -> argparse.ArgumentParser:
         "doctor", help="report the toolchain, GPUs and cache; exit 1 if the stack is broken"
     )
     doctor.add_argument("--no-compile", action="store_true", help="skip the smoke compiles")
+    doctor.add_argument(
+        "--require-build",
+        action="store_true",
+        help="exit 1 on a load-only node too (no compiler for C++ or, with a CUDA stack, CUDA)",
+    )
 
     cache = sub.add_parser("cache", help="inspect or trim the kernel cache")
     cache.add_argument(
@@ -56,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import run_doctor
 
-    report = run_doctor(compile_checks=not args.no_compile)
+    report = run_doctor(compile_checks=not args.no_compile, require_build=args.require_build)
     print("brainevent doctor" + "\n".join(report.lines))
     return report.exit_code
 
