@@ -96,7 +96,7 @@ _CU12_HINT = (
     "(NVIDIA's cuda-toolkit-12-9 package, found through CUDA_HOME, PATH or /usr/local/cuda); "
     "an nvidia/cuda:12.x-devel image has one. Or switch to the CUDA 13 wheels, which carry "
     'nvcc: pip install "nvidia-cuda-nvcc>=13" nvidia-cuda-cccl (with jax[cuda13]; '
-    'brainevent[cuda13] installs all three). Or point BRAINEVENT_NVCC at an nvcc binary. '
+    "brainevent[cuda13] installs all three). Or point BRAINEVENT_NVCC at an nvcc binary. "
     "brainevent's Installation page (CUDA 12) gives a recipe for each."
 )
 
