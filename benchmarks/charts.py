@@ -62,9 +62,9 @@ def draw(page: Path, out: Path, title: str) -> int:
     bars = bars_of(page.read_text())
     if not bars:
         raise SystemExit(f"{page}: no verdicts to draw (a table with a verdict column is needed)")
-    labels = [textwrap.fill(b.label, 60) for b in bars]
-    height = 1.2 + 0.3 * sum(label.count("\n") + 1.4 for label in labels)
-    fig, ax = plt.subplots(figsize=(10, height))
+    labels = [textwrap.fill(b.label, 46) for b in bars]
+    height = 1.3 + 0.32 * sum(label.count("\n") + 1.5 for label in labels)
+    fig, ax = plt.subplots(figsize=(9, height))
     y = range(len(bars))[::-1]
     ax.barh(
         list(y), [b.share for b in bars], color=[MET if b.check.met else NOT_MET for b in bars], height=0.6
@@ -73,17 +73,17 @@ def draw(page: Path, out: Path, title: str) -> int:
     for pos, bar in zip(y, bars, strict=True):
         shown = str(replace(bar.check, label=""))  # the label is on the axis already
         box = {"facecolor": "white", "edgecolor": "none", "pad": 1}
-        ax.text(max(bar.share, 0) + 0.02, pos, shown, va="center", fontsize=8, bbox=box, zorder=2)
-    ax.set_yticks(list(y), labels, fontsize=8)
+        ax.text(max(bar.share, 0) + 0.02, pos, shown, va="center", fontsize=9, bbox=box, zorder=2)
+    ax.set_yticks(list(y), labels, fontsize=9)
     right = max(1.35, max(b.share for b in bars) * 1.45)
     ax.set_xlim(min(0.0, min(b.share for b in bars) * 1.1), right)
-    ax.set_xlabel("measured / target  (dashed line: the target; green: met, red: not met)")
-    ax.set_title(f"{title} benchmarks: each target's measured value as a share of it", fontsize=10)
+    ax.set_xlabel("measured / target  (dashed line: the target; green: met, red: not met)", fontsize=9)
+    ax.set_title(f"{title} benchmarks: each target's measured value as a share of it", fontsize=11)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=100, metadata={"Software": None})  # no version stamp: same figures, same file
+    fig.savefig(out, dpi=110, metadata={"Software": None})  # no version stamp: same figures, same file
     plt.close(fig)
     return len(bars)
 
