@@ -193,6 +193,52 @@ def test_prune_respects_limits_while_another_process_holds_an_entry(fresh_cache:
     assert "removed 2 entries" in done.stdout
 
 
+def test_prune_without_arguments_keeps_the_newest_version_of_each_build(fresh_cache: Path) -> None:
+    """Three edits of one module leave four entries; a bare prune keeps the latest (and the O1 build)."""
+    versions = [KERNEL.replace("-x.data_ptr", f"-{1 + i}.0f * x.data_ptr") for i in range(4)]
+    mods = [
+        brainevent.load_cpp_inline(name="edited", cpp_sources=src, auto_register=False) for src in versions
+    ]
+    o1 = brainevent.load_cpp_inline(
+        name="edited", cpp_sources=versions[0], optimization_level=1, auto_register=False
+    )
+    now = time.time()
+    for age, mod in zip((400, 300, 200, 100, 500), [*mods, o1], strict=True):  # o1: least recently used
+        os.utime(mod.cache_dir / "manifest.json", (now - age, now - age))
+    env = {"BRAINEVENT_CACHE_DIR": str(fresh_cache)}
+    assert "5 entries" in _cli("cache", "list", env=env).stdout
+    done = _cli("cache", "prune", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "--keep-newest 1" in done.stdout and "removed 3 entries" in done.stdout
+    assert [m.cache_dir.is_dir() for m in mods] == [False, False, False, True]
+    assert o1.cache_dir.is_dir()  # another build of the module (its options differ), kept
+    again = brainevent.load_cpp_inline(name="edited", cpp_sources=versions[3], auto_register=False)
+    assert not again.built_now and again.cache_dir == mods[3].cache_dir
+
+
+def test_prune_without_arguments_removes_damaged_entries(fresh_cache: Path) -> None:
+    mod = brainevent.load_cpp_inline(name="damaged", cpp_sources=KERNEL, auto_register=False)
+    (mod.cache_dir / "manifest.json").write_text("{truncated")
+    env = {"BRAINEVENT_CACHE_DIR": str(fresh_cache)}
+    assert "DAMAGED" in _cli("cache", "list", env=env).stdout
+    done = _cli("cache", "prune", env=env)
+    assert "removed 1 entries" in done.stdout and not mod.cache_dir.exists()
+
+
+def test_prune_keep_newest_n(fresh_cache: Path) -> None:
+    versions = [KERNEL.replace("-x.data_ptr", f"-{1 + i}.0f * x.data_ptr") for i in range(3)]
+    mods = [brainevent.load_cpp_inline(name="kept", cpp_sources=src, auto_register=False) for src in versions]
+    now = time.time()
+    for age, mod in zip((30, 10, 20), mods, strict=True):  # most recently used: 1, then 2
+        os.utime(mod.cache_dir / "manifest.json", (now - age, now - age))
+    env = {"BRAINEVENT_CACHE_DIR": str(fresh_cache)}
+    done = _cli("cache", "prune", "--keep-newest", "2", env=env)
+    assert done.returncode == 0 and "removed 1 entries" in done.stdout, done.stdout + done.stderr
+    assert [m.cache_dir.is_dir() for m in mods] == [False, True, True]
+    refused = _cli("cache", "prune", "--keep-newest", "0", env=env)
+    assert refused.returncode == 2 and "--keep-newest 0: keep at least 1" in refused.stderr
+
+
 def test_prune_rejects_bad_sizes(fresh_cache: Path) -> None:
     done = _cli("cache", "prune", "--max-size", "lots", env={"BRAINEVENT_CACHE_DIR": str(fresh_cache)})
     assert done.returncode == 2 and "size 'lots' is not valid" in done.stderr
