@@ -6,7 +6,7 @@ ends left of the line meets it (green), one that ends right of it does not (red)
 
     python benchmarks/charts.py            # redraw docs/img/benchmarks-{cpu,gpu}.png from the tables
 
-benchmarks/run.py calls it after writing the tables. Needs matplotlib (the bench or docs extra).
+benchmarks/run.py calls it after writing the tables. Needs matplotlib (the bench extra).
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def test_table_rejects_a_row_of_the_wrong_width(results: Any) -> None:
 
 
 def test_charts_are_drawn_from_the_verdicts(results: Any, tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib", reason="matplotlib is not installed (the bench or docs extra)")
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (the bench extra)")
     import charts
 
     page = ROOT / "docs" / "benchmarks-cpu.md"
