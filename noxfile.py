@@ -15,7 +15,8 @@
   12 builds killed at random points, nvcc from the CUDA 13 wheel in a fresh venv.
 - ``lint``: ruff (check and format), mypy, hadolint (Dockerfile), shellcheck (docker/*.sh).
 - ``docs``: builds the site (``mkdocs build --strict``), renders README.md and docs/*.md
-  and checks every local link, runs the README's Python example.
+  and checks every local link and that every table renders as written, runs the README's
+  Python example.
 - ``docker``: builds and runs the images (``nox -s docker -- cpu cuda13``; default ``cpu``)
   with docker when a daemon answers, else podman (docker/build-podman.sh), else skips.
 - ``lock``: rewrites docker/constraints.txt, the pinned stack every session installs.
@@ -312,6 +313,18 @@ def broken_links(page: Path, links: list[str]) -> list[str]:
     return broken
 
 
+def _table_problems(pages: list[Path]) -> list[str]:
+    """Tables that would not render as written (text glued to a table, wrong cell counts)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from markdown_tables import table_problems
+    finally:
+        sys.path.pop(0)
+    return [p for page in pages for p in table_problems(page.read_text(), str(page.relative_to(ROOT)))]
+
+
 @nox.session(python="3.11")
 def docs(session: nox.Session) -> None:
     """The site builds (strict); every local link in README.md and docs/ resolves; the README example runs."""
@@ -333,6 +346,10 @@ def docs(session: nox.Session) -> None:
     if problems:
         session.error("broken links:\n  " + "\n  ".join(problems))
     session.log(f"{len(pages)} pages, {checked} links: every local link resolves")
+    tables = _table_problems(pages)
+    if tables:
+        session.error("tables that do not render as written:\n  " + "\n  ".join(tables))
+    session.log("every table renders as written (tests/markdown_tables.py)")
     if not readme_blocks:
         session.error("README.md has no Python example to run")
     env = {"BRAINEVENT_CACHE_DIR": str(tmp / "cache")}
