@@ -13,6 +13,8 @@
   and prints the JAX, CUDA and nvcc it will test.
 - ``tests-slow``: only the long variants (``pytest -m slow``): 16 processes loading at once,
   12 builds killed at random points, nvcc from the CUDA 13 wheel in a fresh venv.
+- ``compat``: the published brainevent 0.2.1's own tests of its kernel toolchain, imports
+  rewritten to this package (``-- --gpu`` on a GPU machine); see docs/compatibility.md.
 - ``lint``: ruff (check and format), mypy, hadolint (Dockerfile), shellcheck (docker/*.sh).
 - ``docs``: builds the site (``mkdocs build --strict``), renders README.md and docs/*.md
   and checks every local link and that every table renders as written, runs the README's
@@ -246,6 +248,31 @@ def tests_cuda12(session: nox.Session) -> None:
 def tests_cuda13(session: nox.Session) -> None:
     """The suite with jax[cuda13]; compile-only tests use the wheel's nvcc."""
     cuda_session(session, 13)
+
+
+# ----------------------------------------------------------------------- compatibility
+
+
+@nox.session(python="3.11")
+def compat(session: nox.Session) -> None:
+    """brainevent 0.2.1's own kernel-toolchain tests, imports rewritten, run against this checkout.
+
+    ``nox -s compat`` runs them on the CPU; ``nox -s compat -- --gpu`` installs the CUDA 13
+    stack and Numba-CUDA and needs a GPU. Other arguments go to pytest. The 0.2.1 wheel is
+    downloaded at run time (tests/compat/run021.py says what is skipped and why).
+    """
+    gpu = "--gpu" in session.posargs
+    pytest_rest = [arg for arg in session.posargs if arg != "--gpu"]
+    install_project(session, "cuda13" if gpu else "cpu", "numba-cuda" if gpu else "numba", "test")
+    # 0.2.1's Numba tests import brainstate (its x64 switch); nothing of ours needs it.
+    args = ["brainstate"]
+    if CONSTRAINTS.is_file():
+        args += ["-c", str(CONSTRAINTS)]
+    session.install(*args)
+    runner = ["python", str(ROOT / "tests" / "compat" / "run021.py")]
+    if gpu:
+        runner.append("--gpu")
+    session.run(*runner, "--workdir", session.create_tmp(), "--", *(pytest_rest or ["-q"]))
 
 
 # ----------------------------------------------------------------------------- lint

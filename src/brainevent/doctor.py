@@ -252,7 +252,9 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     from .cache.store import cache_root
 
     root = cache_root()
-    source = f" (from {config.CACHE_DIR.name})" if os.environ.get(config.CACHE_DIR.name) else ""
+    source = {"environment": f" (from {config.CACHE_DIR.name})", "set in code": " (set_cache_dir)"}.get(
+        config.CACHE_DIR.source(), ""
+    )
     report.item("directory", f"{root}{source}")
     entries = list(iter_entries(root)) if root.is_dir() else []
     modules = {e.module for e in entries}
@@ -282,3 +284,16 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     if report.require_build and report.cannot_build:
         report.lines.append("  --require-build: this node must build, so the exit status is 1")
     return report
+
+
+def print_diagnostics() -> None:
+    """Print what this machine can build and run (``brainevent doctor`` without its test
+    compiles) and the FFI targets registered in this process."""
+    from .runtime.targets import list_registered_targets
+
+    report = run_doctor(compile_checks=False)
+    targets = list_registered_targets()
+    report.section("Registered FFI targets")
+    report.item("count", str(len(targets)))
+    report.lines.extend(f"    {name}" for name in targets)
+    print("brainevent diagnostics" + "\n".join(report.lines))

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .. import config
-from ..errors import ToolchainError
+from ..errors import NvccNotFoundError
 from .memo import remembered
 
 logger = logging.getLogger(__name__)
@@ -139,6 +139,7 @@ class SearchContext:
     cuda_path: str | None
     path_env: str | None
     default_roots: tuple[str, ...]
+    prefer: str = "pip"  # "system": the toolkit steps come before NVIDIA's wheels
 
 
 # -------------------------------------------------------------- identity and version
@@ -210,7 +211,7 @@ def nvcc_version(path: str | os.PathLike[str]) -> tuple[int, int]:
     try:
         return _version_of(nvcc_identity(real), real)
     except (_Unusable, OSError) as exc:
-        raise ToolchainError(f"nvcc at {real} is unusable: {exc}", path=real) from None
+        raise NvccNotFoundError(f"nvcc at {real} is unusable: {exc}", path=real) from None
 
 
 def clear_version_cache() -> None:
@@ -404,6 +405,14 @@ SEARCH_STEPS: tuple[SearchStep, ...] = (
 )
 
 
+def ordered_steps(prefer: str) -> tuple[SearchStep, ...]:
+    """The search steps in the order of ``BRAINEVENT_NVCC_PREFER`` ("pip" or "system")."""
+    if prefer != "system":
+        return SEARCH_STEPS
+    explicit, wheels, *system = SEARCH_STEPS
+    return (explicit, *system, wheels)
+
+
 # ------------------------------------------------------------------------ the search
 
 
@@ -449,6 +458,7 @@ def _context(
         cuda_path=env.get("CUDA_PATH") or None,
         path_env=env.get("PATH"),
         default_roots=tuple(default_roots),
+        prefer=config.NVCC_PREFER.get(),
     )
 
 
@@ -458,7 +468,7 @@ def find_nvcc(
     site_dirs: Sequence[str] | None = None,
     default_roots: Sequence[str] = DEFAULT_ROOTS,
 ) -> NvccInfo:
-    """Find a usable nvcc; raises :class:`ToolchainError` listing every place searched.
+    """Find a usable nvcc; raises :class:`NvccNotFoundError` listing every place searched.
 
     ``site_dirs`` and ``default_roots`` replace the real ones (for tests). The result
     is remembered per search context (environment and arguments) for the process, so
@@ -471,7 +481,7 @@ def find_nvcc(
 def _find_in_context(ctx: SearchContext) -> NvccInfo:
     considered: list[Candidate] = []
     per_step: list[tuple[SearchStep, list[Candidate]]] = []
-    for step in SEARCH_STEPS:
+    for step in ordered_steps(ctx.prefer):
         seen: list[Candidate] = []
         per_step.append((step, seen))
         for cand in step.run(ctx):
@@ -486,7 +496,7 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
                 seen.append(rejected)
                 considered.append(rejected)
                 if step.strict:
-                    raise ToolchainError(
+                    raise NvccNotFoundError(
                         f"nvcc given via {cand.found_via} ({cand.path}) is not usable: {exc}. "
                         "Name an nvcc binary or a CUDA toolkit root.",
                         path=cand.path,
@@ -506,7 +516,7 @@ def _not_found(
     ctx: SearchContext,
     per_step: Iterable[tuple[SearchStep, list[Candidate]]],
     considered: list[Candidate],
-) -> ToolchainError:
+) -> NvccNotFoundError:
     lines = []
     for step, seen in per_step:
         if not seen:
@@ -517,7 +527,7 @@ def _not_found(
     hint = _CU12_HINT if cu12 else _INSTALL_HINT
     # The first line is what a user of pip's CUDA 12 stack reads first: say it there.
     first = "nvcc was not found (pip's CUDA 12 wheels carry none)" if cu12 else "nvcc was not found"
-    return ToolchainError(
+    return NvccNotFoundError(
         first + ". Searched, in order:\n" + "\n".join(lines) + "\n" + hint,
         candidates=tuple(considered),
         cuda12_wheels_only=cu12,
