@@ -89,12 +89,15 @@ _INSTALL_HINT = (
 )
 
 _CU12_HINT = (
-    "CUDA 12 pip wheels (nvidia-cuda-nvcc-cu12, as installed by jax[cuda12]) ship no nvcc, "
-    "only ptxas. Install a CUDA 12 toolkit: "
-    "conda install -c conda-forge cuda-nvcc cuda-version=12, or a system CUDA 12 toolkit, "
-    "or use an nvidia/cuda:12.x-devel image; or switch to the CUDA 13 wheels: "
-    'pip install "nvidia-cuda-nvcc>=13" nvidia-cuda-cccl (with jax[cuda13]). '
-    "Or point BRAINEVENT_NVCC at an nvcc binary."
+    "CUDA 12 pip wheels (nvidia-cuda-nvcc-cu12, as installed by jax[cuda12] and "
+    "brainevent[cuda12]) ship no nvcc, only ptxas. Get a CUDA 12 nvcc in one of two ways: "
+    "conda install -c conda-forge cuda-nvcc cuda-version=12.9 in the active conda environment "
+    "(environment.yml in brainevent's repository creates one), or a system CUDA 12 toolkit "
+    "(NVIDIA's cuda-toolkit-12-9 package, found through CUDA_HOME, PATH or /usr/local/cuda); "
+    "an nvidia/cuda:12.x-devel image has one. Or switch to the CUDA 13 wheels, which carry "
+    'nvcc: pip install "nvidia-cuda-nvcc>=13" nvidia-cuda-cccl (with jax[cuda13]; '
+    "brainevent[cuda13] installs all three). Or point BRAINEVENT_NVCC at an nvcc binary. "
+    "brainevent's Installation page (CUDA 12) gives a recipe for each."
 )
 
 
@@ -522,8 +525,10 @@ def _not_found(
             lines.append(f"  - {cand.found_via}: {cand.path} ({cand.note})")
     cu12 = any(c.found_via == "pip-wheel:nvidia-cuda-nvcc-cu12" for c in considered)
     hint = _CU12_HINT if cu12 else _INSTALL_HINT
+    # The first line is what a user of pip's CUDA 12 stack reads first: say it there.
+    first = "nvcc was not found (pip's CUDA 12 wheels carry none)" if cu12 else "nvcc was not found"
     return NvccNotFoundError(
-        "nvcc was not found. Searched, in order:\n" + "\n".join(lines) + "\n" + hint,
+        first + ". Searched, in order:\n" + "\n".join(lines) + "\n" + hint,
         candidates=tuple(considered),
         cuda12_wheels_only=cu12,
     )
