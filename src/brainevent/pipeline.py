@@ -287,7 +287,10 @@ def _build(
     library = f"lib{options.name}.so"
     steps = backend.compile_steps(options, kernel_units, "src/binding.cpp", library)
     objects = ObjectCache(store.module_dir / "objects")
-    salt = json.dumps([key_record.get(k) for k in sorted(backend.key_inputs(options))], default=str)
+    # An object depends on the toolchain and on our own headers and generated code, which
+    # its dependency record does not list (they are keyed here instead).
+    salted = sorted([*backend.key_inputs(options), "package", "binding_schema", "package_headers"])
+    salt = json.dumps([[k, key_record.get(k)] for k in salted], default=str)
     object_keys = {s.output: objects.key(staging, s, salt) for s in steps if s.output.endswith(".o")}
     reused: dict[str, DependencyRecord] = {}
     for out, object_key in object_keys.items():
