@@ -42,6 +42,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "get_registry": ("custom_kernel", "get_registry"),
     "get_primitives_by_tags": ("custom_kernel", "get_primitives_by_tags"),
     "get_all_primitive_names": ("custom_kernel", "get_all_primitive_names"),
+    "triton_kernel": ("custom_kernel", "triton_kernel"),
 }
 
 
@@ -91,4 +92,5 @@ __all__ = [
     "numba_cuda_callable",
     "numba_cuda_kernel",
     "numba_kernel",
+    "triton_kernel",
 ]

@@ -10,6 +10,7 @@ from ..config import PLATFORM_ALIASES as ALIASES
 from ..errors import KernelCallError
 from .entries import CallSiteLowering, KernelEntry
 from .kernels import LaunchValue, ModuleFunctionKernel, NumbaCpuKernel, NumbaCudaKernel
+from .libraries import check_platform
 
 PLATFORMS = ("cpu", "gpu", "tpu")
 # A compiled function's backend name, and the KernelFunction.platform it must have.
@@ -113,6 +114,7 @@ class BackendTable:
 
     def _add(self, entry: KernelEntry, asdefault: bool) -> Self:
         platform = entry.platform
+        check_platform(entry.backend, platform)
         entries = self._kernels.setdefault(platform, {})
         replaced = entry.backend in entries
         entries[entry.backend] = entry
@@ -180,10 +182,13 @@ class BackendTable:
         given = kernel if kernel is not None else generator
         return self._add(KernelEntry("numba_cuda", "gpu", given, CallSiteLowering(cuda_kernel)), asdefault)
 
-    def def_warp_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> Self:
-        """Backend ``"warp"`` on the GPU: ``kg(outs=..., **attrs)`` returns Warp's JAX callable.
-        Needs ``pip install warp-lang`` when the backend is first lowered."""
-        return self.def_kernel("warp", "gpu", kg, asdefault)
+    def def_warp_kernel(
+        self, kg: Callable[..., Any], asdefault: bool = False, *, platform: str = "gpu"
+    ) -> Self:
+        """Backend ``"warp"``: ``kg(outs=..., **attrs)`` returns Warp's JAX callable
+        (``warp.jax_kernel(kernel, ...)``). On the GPU by default; ``platform="cpu"`` runs the
+        kernel on Warp's CPU device. Needs ``pip install warp-lang`` when first lowered."""
+        return self.def_kernel("warp", platform_name(platform, ("cpu", "gpu")), kg, asdefault)
 
     def def_triton_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> Self:
         """Backend ``"triton"`` on the GPU: ``kg(outs=..., **attrs)`` returns a JAX callable that
