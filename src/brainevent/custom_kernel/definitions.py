@@ -41,6 +41,7 @@ class BackendTable:
     _defaults: dict[str, str]
     _lowered: set[str]
     _warned: set[str]
+    _pinned: set[str]  # platforms whose default set_default() chose: no remembered choice beats it
 
     def def_kernel(self, *args: Any, **kwargs: Any) -> Self:
         """Defines a backend, in one of two forms told apart by their arguments:
@@ -213,8 +214,12 @@ class BackendTable:
         return self.def_kernel("cuda_raw", "gpu", kg, asdefault)
 
     def set_default(self, platform: str, backend: str) -> None:
-        """Makes ``backend`` the default on ``platform``. A real change clears JAX's caches, so
-        already-compiled functions use it on their next call."""
+        """Makes ``backend`` the default on ``platform``, for every operand shape: it also beats
+        choices remembered by ``benchmark(remember=True)``. A real change clears JAX's caches,
+        so already-compiled functions use it on their next call."""
+        self._set_default(platform, backend, pin=True)
+
+    def _set_default(self, platform: str, backend: str, *, pin: bool) -> None:
         resolved = platform_name(platform)
         defined = self.available_backends(resolved)
         if not defined:
@@ -230,6 +235,8 @@ class BackendTable:
                 kernel=self.name,
                 backend=backend,
             )
+        if pin:
+            self._pinned.add(resolved)
         if self._defaults.get(resolved) != backend:
             self._defaults[resolved] = backend
             config._clear_jax_caches()

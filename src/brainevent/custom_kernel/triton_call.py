@@ -58,7 +58,9 @@ def visible_capabilities() -> list[int]:
         devices = jax.devices("gpu")
     except RuntimeError:
         devices = []
-    found = {parse_capability(d.compute_capability) for d in devices if getattr(d, "compute_capability", None)}
+    found = {
+        parse_capability(d.compute_capability) for d in devices if getattr(d, "compute_capability", None)
+    }
     if not found:
         from ..toolchain.cuda_driver import probe_devices
 

@@ -265,7 +265,9 @@ def _check_supported(meta: Any, name: str) -> None:
         )
 
 
-def trailing_params(compiled: Compiled, n_runtime: int, scratch_operands: Sequence[int | None]) -> list[Param]:
+def trailing_params(
+    compiled: Compiled, n_runtime: int, scratch_operands: Sequence[int | None]
+) -> list[Param]:
     """Triton's trailing pointer parameters (global scratch, then profile scratch), each the
     scratch operand's address or null; their number is what the PTX entry has beyond ours."""
     extra = compiled.n_ptx_params - n_runtime
