@@ -360,7 +360,11 @@ def test_a_backend_whose_library_is_missing_names_the_pip_package(monkeypatch: p
 
 @pytest.mark.parametrize(
     ("backend", "module", "package"),
-    [("triton", "triton", "triton"), ("warp", "warp", "warp-lang"), ("numba_cuda", "numba.cuda", "numba-cuda")],
+    [
+        ("triton", "triton", "triton"),
+        ("warp", "warp", "warp-lang"),
+        ("numba_cuda", "numba.cuda", "numba-cuda"),
+    ],
 )
 def test_a_gpu_backend_without_its_library_fails_when_lowered_for_the_gpu(
     monkeypatch: pytest.MonkeyPatch, backend: str, module: str, package: str
@@ -399,7 +403,9 @@ def test_def_warp_kernel_takes_cpu_or_gpu() -> None:
     op.def_warp_kernel(adds(1.0))
     op.def_warp_kernel(adds(1.0), platform="cpu")
     assert op.available_backends("gpu") == ["warp"] and op.available_backends("cpu") == ["warp"]
-    with pytest.raises(ValueError, match=r"platform must be one of \['cpu', 'cuda', 'gpu', 'rocm'\], got 'tpu'"):
+    with pytest.raises(
+        ValueError, match=r"platform must be one of \['cpu', 'cuda', 'gpu', 'rocm'\], got 'tpu'"
+    ):
         op.def_warp_kernel(adds(1.0), platform="tpu")
 
 
