@@ -149,7 +149,8 @@ def fast(outs):
 
 
 def make():
-    op = brainevent.XLACustomKernel("remembered_double", outs=lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype))
+    spec = lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype)
+    op = brainevent.XLACustomKernel("remembered_double", outs=spec)
     op.def_kernel("slow", "cpu", slow)  # the default: defined first
     op.def_kernel("fast", "cpu", fast)
     op.def_benchmark_data(
@@ -180,7 +181,8 @@ else:
     x = np.arange(20_000, dtype=np.float32)
     np.testing.assert_allclose(jax.jit(op)(x), 2 * x, rtol=1e-4)
     best, remembered = None, None
-print("RESULT " + json.dumps({"timed": len(timed), "calls": kernels.CALLS, "best": best, "remembered": remembered}))
+found = {"timed": len(timed), "calls": kernels.CALLS, "best": best, "remembered": remembered}
+print("RESULT " + json.dumps(found))
 """
 
 
