@@ -188,7 +188,7 @@ print("RESULT " + json.dumps(found))
 
 def fresh_process(directory: Path, cache: Path, mode: str) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=f"{SRC}{os.pathsep}{directory}", BRAINEVENT_CACHE_DIR=str(cache))
-    env["JAX_PLATFORMS"] = "cpu"
+    env.update(JAX_PLATFORMS="cpu", PYTHONDONTWRITEBYTECODE="1")  # kernels.py is rewritten within a second
     done = subprocess.run(
         [sys.executable, str(directory / "driver.py"), mode],
         cwd=directory,
@@ -209,13 +209,13 @@ def test_a_fresh_process_uses_the_remembered_winner_without_measuring(
     (tmp_path / "kernels.py").write_text(KERNELS)
     (tmp_path / "driver.py").write_text(DRIVER)
     first = fresh_process(tmp_path, private_cache, "benchmark")
-    assert first["timed"] == 1 and first["best"] == "fast" and not first["remembered"]
+    assert first["timed"] == 1 and first["best"] == "fast" and not first["remembered"], first
     # A new process: the same benchmark is answered from the cache, with no timing and no kernel built...
     again = fresh_process(tmp_path, private_cache, "benchmark")
-    assert again == {"timed": 0, "calls": {"slow": 0, "fast": 0}, "best": "fast", "remembered": True}
+    assert again == {"timed": 0, "calls": {"slow": 0, "fast": 0}, "best": "fast", "remembered": True}, again
     # ...and a call lowers the remembered winner, not the default ("slow", defined first).
     call = fresh_process(tmp_path, private_cache, "call")
-    assert call["calls"] == {"slow": 0, "fast": 1} and call["timed"] == 0
+    assert call["calls"] == {"slow": 0, "fast": 1} and call["timed"] == 0, call
 
 
 def test_a_changed_kernel_source_makes_the_choice_stale(tmp_path: Path, private_cache: Path) -> None:
