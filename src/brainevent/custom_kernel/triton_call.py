@@ -39,8 +39,9 @@ def parse_capability(value: Any) -> int:
     try:
         if "." in text:
             major, minor = text.split(".", 1)
-            return int(major) * 10 + int(minor)
-        number = int(text)
+            number = int(major) * 10 + int(minor)
+        else:
+            number = int(text)
     except ValueError:
         number = -1
     if number < 50:
