@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import sys
 import sysconfig
 import types
@@ -135,6 +134,8 @@ class _Hasher:
             if name not in scope:
                 continue
             found = scope[name]
+            if isinstance(found, types.ModuleType):
+                continue  # a library, stood for by its version
             if isinstance(found, _PLAIN) or type(found).__module__ == "numpy":
                 self.put("global", name)
                 self.value(found, depth + 1, fn.__module__)
@@ -207,15 +208,3 @@ def sources_fingerprint(entries: Mapping[str, KernelEntry]) -> str:
         hasher.update(f"{backend}={entry_fingerprint(entry)};".encode())
     hasher.update(repr(sorted(versions(list(entries)).items())).encode())
     return hasher.hexdigest()
-
-
-def describe(obj: Any) -> str:
-    """Where a backend was defined, for messages: ``module.qualname (file:line)``."""
-    function = _unwrap(obj)
-    if function is None:
-        return type(obj).__qualname__
-    try:
-        line = inspect.getsourcelines(function)[1]
-    except (OSError, TypeError):
-        line = function.__code__.co_firstlineno
-    return f"{function.__module__}.{function.__qualname__} ({function.__code__.co_filename}:{line})"
