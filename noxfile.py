@@ -11,6 +11,9 @@
   ``environment*.yml``, or any venv): no environment is created. It first checks that
   this checkout is what ``brainevent`` imports and that the ``test`` extra is installed,
   and prints the JAX, CUDA and nvcc it will test.
+- ``tests-backends``: the kernel-library backends where they run without a GPU: Warp on its
+  CPU device, Pallas's interpreter, Triton's compiler for an explicit architecture (and the
+  launcher's nvcc build when an nvcc is found), remembered backend choices.
 - ``tests-slow``: only the long variants (``pytest -m slow``): 16 processes loading at once,
   12 builds killed at random points, nvcc from the CUDA 13 wheel in a fresh venv.
 - ``compat``: the published brainevent 0.2.1's own tests of its kernel toolchain, imports
@@ -95,6 +98,22 @@ def tests_cpu(session: nox.Session) -> None:
     """The suite with CPU-only JAX."""
     install_project(session, "cpu", "numba", "test")
     session.run("python", "-m", "pytest", *pytest_args(session))
+
+
+BACKEND_TESTS = [
+    "tests/test_custom_kernel_cpu_backends.py",
+    "tests/test_custom_kernel_backends.py",
+    "tests/test_triton_kernel.py",
+    "tests/test_custom_kernel_remember.py",
+    "tests/test_custom_kernel_fingerprint.py",
+]
+
+
+@nox.session(name="tests-backends", python="3.11")
+def tests_backends(session: nox.Session) -> None:
+    """XLACustomKernel's library backends with CPU-only JAX, Warp and Triton installed."""
+    install_project(session, "cpu", "numba", "test", "warp", "triton")
+    session.run("python", "-m", "pytest", *BACKEND_TESTS, *pytest_args(session))
 
 
 @nox.session(name="tests-slow", python="3.11")
@@ -204,7 +223,8 @@ def tests_here(session: nox.Session) -> None:
 
 
 def cuda_session(session: nox.Session, major: int) -> None:
-    install_project(session, f"cuda{major}", "numba", "test")
+    # warp and triton: the GPU tests of every XLACustomKernel backend run where a GPU is found.
+    install_project(session, f"cuda{major}", "numba", "test", "warp", "triton")
     env: dict[str, str] = {}
     if "JAX_PLATFORMS" not in os.environ:
         env["JAX_PLATFORMS"] = "cpu"  # for the probe only: no plugin traceback without a GPU

@@ -68,6 +68,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "list_registered_targets": ("runtime.targets", "list_registered_targets"),
     "print_diagnostics": ("doctor", "print_diagnostics"),
     "normalize_tokens": ("spec.normalize", "normalize_tokens"),
+    "triton_kernel": ("custom_kernel", "triton_kernel"),
 }
 
 
@@ -142,4 +143,5 @@ __all__ = [
     "print_diagnostics",
     "register_ffi_target",
     "set_cache_dir",
+    "triton_kernel",
 ]

@@ -54,6 +54,10 @@ def _parser() -> argparse.ArgumentParser:
         "(versions differ in sources, compiler or brainevent version; builds in options or archs)",
     )
 
+    sub.add_parser("choices", help="backends remembered by benchmark(remember=True)").add_argument(
+        "action", nargs="?", choices=("list", "clear"), default="list"
+    )
+
     build = sub.add_parser("build", help="compile kernel files or directories ahead of time")
     build.add_argument("paths", nargs="+", help=".cu/.cpp files or directories of them")
     build.add_argument("--arch", action="append", default=[], help="CUDA arch, e.g. sm_80 (repeatable)")
@@ -161,6 +165,18 @@ def _print_entry(entry: object) -> None:
         print(f"  archs       {', '.join(m.inputs.get('archs', []))}")
 
 
+def _cmd_choices(args: argparse.Namespace) -> int:
+    from .custom_kernel import remembered
+
+    root = remembered.root_dir()
+    if args.action == "clear":
+        removed = remembered.clear(root)
+        print(f"removed {removed} file(s) of remembered choices from {root / remembered.DIRECTORY}")
+        return 0
+    print("\n".join(remembered.describe(root)))
+    return 0
+
+
 def _cmd_build(args: argparse.Namespace) -> int:
     from . import cuda_loaders, loaders
 
@@ -211,5 +227,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .demo import run_demo
 
         return run_demo()
-    handlers = {"doctor": _cmd_doctor, "cache": _cmd_cache, "build": _cmd_build}
+    handlers = {"doctor": _cmd_doctor, "cache": _cmd_cache, "build": _cmd_build, "choices": _cmd_choices}
     return handlers[args.command](args)
