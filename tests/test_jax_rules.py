@@ -73,3 +73,15 @@ def test_general_batching_rule_loops_over_batched_operands_only() -> None:
     once, none = brainevent.general_batching_rule(prim, (b, b), (None, None))
     assert none is None
     np.testing.assert_allclose(np.asarray(once), np.asarray(b) ** 2)
+
+
+def test_warp_type_helpers() -> None:
+    warp = pytest.importorskip("warp", reason="warp-lang is not installed (the `warp` extra)")
+    assert brainevent.jaxtype_to_warptype(float) is warp.float64
+    assert brainevent.jaxtype_to_warptype(jnp.int32) is warp.int32
+    assert brainevent.jaxtype_to_warptype(bool) is warp.bool
+    with pytest.raises(ValueError, match="no scalar type for dtype complex64"):
+        brainevent.jaxtype_to_warptype(np.complex64)
+    assert brainevent.jaxinfo_to_warpinfo(jax.ShapeDtypeStruct((4, 5), jnp.float32)).ndim == 2
+    with pytest.raises(ValueError, match="0-dimensional"):
+        brainevent.jaxinfo_to_warpinfo(jax.ShapeDtypeStruct((), jnp.float32))

@@ -69,6 +69,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "print_diagnostics": ("doctor", "print_diagnostics"),
     "normalize_tokens": ("spec.normalize", "normalize_tokens"),
     "triton_kernel": ("custom_kernel", "triton_kernel"),
+    "jaxtype_to_warptype": ("custom_kernel.warp_types", "jaxtype_to_warptype"),
+    "jaxinfo_to_warpinfo": ("custom_kernel.warp_types", "jaxinfo_to_warpinfo"),
 }
 
 
@@ -130,6 +132,8 @@ __all__ = [
     "get_primitives_by_tags",
     "get_registry",
     "include_dir",
+    "jaxinfo_to_warpinfo",
+    "jaxtype_to_warptype",
     "list_registered_targets",
     "load_cpp_file",
     "load_cpp_inline",

@@ -1,0 +1,61 @@
+"""JAX/NumPy dtypes and shapes as Warp types, under brainevent 0.2.1's names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .libraries import require_library
+
+_NAMES = (
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bool",
+)
+
+
+def jaxtype_to_warptype(dtype: Any) -> Any:
+    """The Warp scalar type for ``dtype`` (a NumPy/JAX dtype, a scalar type or a Python builtin).
+
+    ``float``, ``int`` and ``bool`` mean what ``numpy.dtype`` makes of them. Warp has no
+    bfloat16 or complex scalar: those are a ValueError naming the dtype.
+    """
+    require_library("warp")
+    import warp
+
+    try:
+        name = np.dtype(dtype).name
+    except TypeError as exc:
+        raise ValueError(f"{dtype!r} is not a dtype Warp can compute with") from exc
+    if name not in _NAMES:
+        raise ValueError(
+            f"Warp has no scalar type for dtype {name} (it supports {', '.join(_NAMES)}); "
+            "convert the operand first, e.g. to float32"
+        )
+    return getattr(warp, name)
+
+
+def jaxinfo_to_warpinfo(info: Any) -> Any:
+    """The Warp array type for a ``jax.ShapeDtypeStruct`` (same dtype and number of dimensions).
+
+    A 0-d struct is a ValueError: a Warp array has at least one dimension, and quietly making
+    it 1-d would disagree with JAX about the shape.
+    """
+    require_library("warp")
+    import warp
+
+    if len(info.shape) == 0:
+        raise ValueError(
+            f"{info} is 0-dimensional; Warp arrays have at least one dimension: reshape it to (1,)"
+        )
+    return warp.array(dtype=jaxtype_to_warptype(info.dtype), ndim=len(info.shape))
