@@ -66,7 +66,8 @@ def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     for pattern, (module, package) in OPTIONAL.items():
         if re.search(pattern, script, re.MULTILINE) and importlib.util.find_spec(module) is None:
             pytest.skip(f"{page.name} needs {module} (pip install {package})")
-    env = dict(os.environ, PYTHONPATH=SRC, BRAINEVENT_CACHE_DIR=str(tmp_path / "cache"))
+    path = os.pathsep.join([SRC, *filter(None, [os.environ.get("PYTHONPATH")])])  # keep what the run added
+    env = dict(os.environ, PYTHONPATH=path, BRAINEVENT_CACHE_DIR=str(tmp_path / "cache"))
     if not _marks(page):
         env["JAX_PLATFORMS"] = "cpu"
     path = tmp_path / f"{page.stem.replace('-', '_')}_examples.py"
