@@ -345,6 +345,10 @@ def main(argv: list[str] | None = None) -> int:
     folder = workdir / "tests"
     prepare(wheel, folder)
     env = dict(os.environ)
+    # The tests run from their own folder: a relative PYTHONPATH entry (``src``) must not change meaning.
+    if env.get("PYTHONPATH"):
+        entries = env["PYTHONPATH"].split(os.pathsep)
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in entries if p)
     if args.gpu:
         env.pop("JAX_PLATFORMS", None)
         code = "from _compat_support import _has_gpu; raise SystemExit(0 if _has_gpu() else 1)"
