@@ -172,13 +172,14 @@ LOAD_CASES: list[tuple[str, dict[str, Any], type[Exception], str]] = [
         {"cpp_sources": NO_OUTPUT, "functions": {"probe": ["arg", "attr.n"]}},
         SpecError,
         "probe (corpus_no_output__explicit_spec.cpp:3): the arg_spec from functions=, "
-        "['arg', 'attr.n:int32'], has no output ('ret')",
+        "['arg', 'attr.n'], has no output: an entry point needs at least one 'ret'",
     ),
     (
         "no output, inferred",
         {"cpp_sources": NO_OUTPUT, "functions": ["probe"]},
         SpecError,
-        "the spec inferred from its signature, ['arg', 'attr.n:int32'], has no output ('ret')",
+        "the spec inferred from its signature, ['arg', 'attr.n:int32'], has no output: an entry point "
+        "needs at least one 'ret'",
     ),
     (
         "no output, annotation",

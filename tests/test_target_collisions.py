@@ -87,7 +87,7 @@ def test_replace_true_takes_the_target_over_on_purpose() -> None:
     # The target now belongs to coll_new: coll_new reloads freely, coll_old needs replace=True.
     brainevent.load_cpp_inline("coll_new", ADD.format(step=60), ["add"], target_prefix="coll_taken")
     np.testing.assert_array_equal(compiled(x), np.full(3, 60.0))
-    with pytest.raises(RegistrationError, match=r"module 'coll_new' registered it first"):
+    with pytest.raises(RegistrationError, match=r"already registered to different module 'coll_new'"):
         brainevent.load_cpp_inline("coll_old", ADD.format(step=1), ["add"], target_prefix="coll_taken")
     brainevent.load_cpp_inline(
         "coll_old", ADD.format(step=1), ["add"], target_prefix="coll_taken", replace=True

@@ -56,8 +56,8 @@ def _check_owners(targets: Mapping[str, str], module: str, platform: str) -> Non
     what = f"FFI target {names[0]!r}" if len(names) == 1 else f"FFI targets {names}"
     by = " and ".join(repr(o) for o in owners)
     raise RegistrationError(
-        f"module {module!r} cannot register {what} on platform {platform!r}: module {by} "
-        f"registered {'it' if len(names) == 1 else 'them'} first, and taking over would make code "
+        f"module {module!r} cannot register {what} on platform {platform!r}: already registered to "
+        f"different module {by}, and taking over would make code "
         f"written for {by} silently run {module!r}. Pass another target_prefix= (or name=) when "
         f"loading {module!r}, or replace=True to point the target(s) at {module!r} on purpose.",
         target=names[0],

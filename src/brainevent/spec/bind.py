@@ -45,8 +45,9 @@ def bind_tokens(sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = ""
         problem = _mismatch(tok, cls, cparam)
         if problem is not None:
             expected, fix = problem
+            unmappable = f"Cannot map C++ type {cparam.type!r}. " if cls.kind == "unmappable" else ""
             raise SpecError(
-                f"{head}: token {position} {tok.shown()!r} does not fit C++ parameter "
+                f"{unmappable}{head}: token {position} {tok.shown()!r} does not fit C++ parameter "
                 f"{position} `{cparam.display()}` (line {cparam.line}): expected {expected}. "
                 f"Fix: {fix}.",
                 function=sig.name,
@@ -73,7 +74,7 @@ def _check_attr_name(head: str, sig: CxxSignature, position: int, tok: SpecToken
         where = f"'{tok.attr_name}' is parameter {names.index(tok.attr_name) + 1}, not {position}"
         fix = "put the tokens in the order of the C++ parameters"
     else:
-        where = f"the function has no parameter '{tok.attr_name}'"
+        where = f"'{tok.attr_name}' not found in signature: the function has no such parameter"
         fix = f"write 'attr.{cparam.name}' for parameter {position}, or rename the C++ parameter"
     raise SpecError(
         f"{head}: token {position} {tok.shown()!r} names attribute '{tok.attr_name}', but C++ "

@@ -26,7 +26,7 @@ from brainevent.spec.annotations import discover_annotations
 from brainevent.spec.bind import bind_tokens
 from brainevent.spec.cxx_lexer import LexResult, lex
 from brainevent.spec.infer import infer_spec
-from brainevent.spec.model import FunctionSpec
+from brainevent.spec.model import FunctionSpec, Role
 from brainevent.spec.names import CXX_KEYWORDS, did_you_mean, is_c_identifier
 from brainevent.spec.signature import CxxSignature, classify, pick_one, scan_functions
 from brainevent.spec.tokens import SpecToken, parse_tokens
@@ -91,6 +91,8 @@ def resolve_functions(
     for req in requests:
         sig = _locate_anywhere(req.name, scanned, expander)
         tokens = req.tokens if req.tokens is not None else infer_spec(sig)
+        if req.tokens is not None and not any(t.role is Role.RET for t in req.tokens):
+            _no_output(req.name, sig, f"the arg_spec from {req.origin}", [t.shown() for t in req.tokens])
         params = bind_tokens(sig, tokens, req.origin)
         spec = FunctionSpec(req.name, params, sig.file_name, sig.line, sig.scope)
         _check_has_output(spec, sig, req.origin)
@@ -102,15 +104,19 @@ def _check_has_output(spec: FunctionSpec, sig: CxxSignature, origin: str) -> Non
     if spec.rets:
         return
     given = f"the arg_spec from {origin}" if origin else "the spec inferred from its signature"
+    _no_output(spec.name, sig, given, spec.tokens())
+
+
+def _no_output(name: str, sig: CxxSignature, given: str, tokens: list[str]) -> None:
     raise SpecError(
-        f"{spec.name} ({sig.where}): {given}, {spec.tokens()}, has no output ('ret'). XLA drops "
-        "a custom call whose results are unused, so this function would never run. Fix: give it "
-        "a BE::Tensor output parameter (non-const) and a 'ret' token for it, and write the "
-        "result (or a status) there.",
-        function=spec.name,
+        f"{name} ({sig.where}): {given}, {tokens}, has no output: an entry point needs at least "
+        "one 'ret'. XLA drops a custom call whose results are unused, so this function would never "
+        "run. Fix: give it a BE::Tensor output parameter (non-const) and a 'ret' token for it, and "
+        "write the result (or a status) there.",
+        function=name,
         line=sig.line,
         file=sig.file_name,
-        tokens=spec.tokens(),
+        tokens=tokens,
     )
 
 

@@ -178,7 +178,8 @@ def _parse_one(function: str, position: int, raw: object) -> SpecToken:
     if dot and prefix in _ATTR_PREFIXES:
         return _parse_attr(where, function, position, raw, rest)
     raise SpecError(
-        f"{where} {raw!r} is not a known token. Expected one of: {EXPECTED_TOKENS}." + _token_hint(text),
+        f"Invalid arg_spec token: {where} {raw!r} is not a known token. Expected one of: {EXPECTED_TOKENS}."
+        + _token_hint(text),
         function=function,
         token=raw,
         position=position,
@@ -208,7 +209,7 @@ def _parse_attr(where: str, function: str, position: int, raw: str, rest: str) -
         )
         shown = repr(type_name) if type_name else "nothing"
         raise SpecError(
-            f"{where} {raw!r}: {shown} after ':' is not a known scalar type. "
+            f"Invalid arg_spec token: {where} {raw!r}: {shown} after ':' is not a known scalar type. "
             f"Expected one of: {', '.join(SCALAR_TYPES)}." + fix,
             **data,
             dtype=type_name,
