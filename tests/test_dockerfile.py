@@ -164,13 +164,26 @@ def test_default_command_runs_the_suite(dockerfile: Dockerfile, target: str) -> 
     assert cmd == '["test"]'
 
 
+# What the suite needs to run in an image. The rest of the `test` extra (linters, mkdocs,
+# py-rattler) checks files only a checkout holds, so the images leave it out.
+SUITE_RUNTIME = {"pytest", "hypothesis"}
+
+
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_target_installs_its_extra_with_the_pins(dockerfile: Dockerfile, target: str) -> None:
     runs = [rest for kw, rest in dockerfile.stage(target).instructions if kw == "RUN"]
     installs = [r for r in runs if "pip install" in r and "-c constraints.txt" in r]
     assert installs, f"{target}: no pip install with -c constraints.txt"
     extras = set(re.findall(r"\[([\w,]+)\]", installs[0])[0].split(","))
-    assert {TARGETS[target], "test"} <= extras, extras
+    assert {TARGETS[target], "numba"} <= extras, extras
+    assert SUITE_RUNTIME <= set(installs[0].split()), installs[0]
+
+
+def test_suite_runtime_packages_are_in_the_test_extra() -> None:
+    # So that they are pinned by docker/constraints.txt like the rest.
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0] for r in extras["test"]}
+    assert SUITE_RUNTIME <= names
 
 
 def test_cuda12_base_is_a_cuda12_devel_image_with_a_supported_gcc(dockerfile: Dockerfile) -> None:
