@@ -11,6 +11,11 @@ sets of shared objects must be byte-identical. For the CUDA targets, before that
 (`pytest -m nvcc`) must pass; each CUDA artifact must hold SASS for every --arch and PTX
 for the newest (read with brainevent's own fat-binary reader).
 
+Then, from the first build's volume mounted read-only in fresh containers, the programs'
+own load calls (the tutorial's load_cuda_inline, load_cuda_dir) must find those
+artifacts without compiling: once with the image's toolchain (the same image on a GPU
+node) and once with no compiler at all (a node that only loads).
+
 --outside PYTHON builds the same kernels with that interpreter's brainevent (a venv
 installed with docker/constraints.txt's pins) and requires the same bytes. The kernels
 are mounted in the container at the path they have on this machine, because a file
@@ -200,20 +205,90 @@ def check_compile_only_tests(engine: Engine) -> str:
     return summary.strip("= ")
 
 
-def build_in_image(engine: Engine, target: str, kernels: Path, archs: list[str], dest: Path) -> float:
-    volume = f"brainevent-check-{target}-{dest.name}-{os.getpid()}"
+def build_in_image(engine: Engine, target: str, kernels: Path, archs: list[str], volume: str) -> float:
+    """`brainevent build` in a fresh container into the fresh volume `volume`."""
     engine.run("volume", "rm", "-f", volume, capture=True, check=False)
     engine.run("volume", "create", volume, capture=True)
+    command = build_command(target, kernels, "/cache", archs)
+    log(f"{shlex.join(command)} (fresh volume {volume})")
+    t0 = time.monotonic()
+    engine.container("-v", f"{kernels}:{kernels}:ro", "-v", f"{volume}:/cache", engine.image, *command)
+    return time.monotonic() - t0
+
+
+# What a program on the GPU node runs: the tutorial's own call, and load_cuda_dir.
+LOAD_PROGRAM = r"""
+import sys
+from pathlib import Path
+
+import brainevent
+
+kernels = Path(sys.argv[1])
+if sys.argv[2] == "cuda":
+    modules = [
+        brainevent.load_cuda_inline(
+            name="my_kernels", cuda_sources=(kernels / "my_kernels.cu").read_text(), functions=None
+        ),
+        brainevent.load_cuda_dir(kernels / "my_ops"),
+    ]
+else:
+    modules = [brainevent.load_cpp_file(kernels / "scale.cpp")]
+for module in modules:
+    print("LOADED", module.name, "built" if module.built_now else "cached", module.path)
+from brainevent.errors import BrainEventError
+from brainevent.toolchain import find_host_compiler
+from brainevent.toolchain.nvcc import find_nvcc
+
+for tool, find in (("host-compiler", find_host_compiler), ("nvcc", find_nvcc)):
     try:
-        command = build_command(target, kernels, "/cache", archs)
-        log(f"{dest.name}: {shlex.join(command)} (fresh volume {volume})")
-        t0 = time.monotonic()
-        engine.container("-v", f"{kernels}:{kernels}:ro", "-v", f"{volume}:/cache", engine.image, *command)
-        seconds = time.monotonic() - t0
-        engine.export_volume(volume, dest)
-    finally:
-        engine.run("volume", "rm", "-f", volume, capture=True, check=False)
-    return seconds
+        print("TOOL", tool, find().path)
+    except BrainEventError:
+        print("TOOL", tool, "none")
+"""
+
+
+def check_loads(
+    engine: Engine, target: str, kernels: Path, archs: list[str], volume: str, built: dict[str, str]
+) -> dict[str, str]:
+    """Loads from the filled volume, read-only: with the image's toolchain, then with none.
+
+    `built` maps each module to its artifact's path in the volume; every load must
+    return that file without building anything."""
+    env = ["-e", f"BRAINEVENT_CUDA_ARCH={','.join(archs)}"] if target in CUDA_TARGETS else []
+    # No compiler: names that do not exist, and a PATH without g++ (the wheel's nvcc
+    # stays installed, but BRAINEVENT_NVCC takes precedence over every search).
+    bare = ["-e", "BRAINEVENT_NVCC=/nonexistent/nvcc", "-e", "BRAINEVENT_CXX=/nonexistent/g++"]
+    bare += ["-e", "PATH=/nonexistent", "-e", "JAX_PLATFORMS=cpu"]
+    kind = "cuda" if target in CUDA_TARGETS else "cpu"
+    results = {}
+    for label, extra, python in (
+        ("with the toolchain", [], "python"),
+        ("without a compiler", bare, "/opt/venv/bin/python"),
+    ):
+        proc = engine.container(
+            "-v", f"{kernels}:{kernels}:ro", "-v", f"{volume}:/cache:ro", *env, *extra,
+            engine.image, python, "-c", LOAD_PROGRAM, str(kernels), kind,
+            capture=True, check=False,
+        )  # fmt: skip
+        lines = [line.split() for line in (proc.stdout or "").splitlines() if line.startswith("LOADED ")]
+        loaded = {words[1]: (words[2], words[3]) for words in lines if len(words) == 4}
+        if proc.returncode != 0 or sorted(loaded) != sorted(built):
+            raise CheckFailed(
+                f"loading {label} failed (status {proc.returncode}):\n{(proc.stdout or '')[-3000:]}"
+            )
+        for name, (state, path) in loaded.items():
+            if state != "cached" or path != built[name]:
+                raise CheckFailed(
+                    f"loading {label}: {name} was {state} at {path}, expected the build {built[name]}"
+                )
+        tools = dict(
+            line.split()[1:3] for line in (proc.stdout or "").splitlines() if line.startswith("TOOL ")
+        )
+        if label == "without a compiler" and set(tools.values()) != {"none"}:
+            raise CheckFailed(f"loading {label}: a compiler was still found: {tools}")
+        results[label] = f"every module loaded from the cache, nothing built (compilers: {tools})"
+        log(f"load {label}: {', '.join(sorted(loaded))} loaded from the cache")
+    return results
 
 
 def build_outside(python: str, target: str, kernels: Path, archs: list[str], dest: Path) -> float:
@@ -271,16 +346,23 @@ def main(argv: list[str] | None = None) -> int:
     summary: dict[str, object] = {"image": args.image, "target": args.target, "archs": archs if cuda else []}
     problems: list[str] = []
     work = Path(tempfile.mkdtemp(prefix=f"brainevent-check-{args.target}-"))
+    volumes = {run: f"brainevent-check-{args.target}-{run}-{os.getpid()}" for run in ("run1", "run2")}
     try:
         if cuda and not args.skip_tests:
-            summary["nvcc_in_image"] = check_doctor(engine, args.target)
-            summary["compile_only_tests"] = check_compile_only_tests(engine)
+            try:
+                summary["nvcc_in_image"] = check_doctor(engine, args.target)
+            except CheckFailed as exc:  # report it, go on with the other checks
+                problems.append(str(exc))
+            try:
+                summary["compile_only_tests"] = check_compile_only_tests(engine)
+            except CheckFailed as exc:
+                problems.append(str(exc))
         kernels = stage_kernels(args.target, work)
         runs = {}
-        for run in ("run1", "run2"):
-            summary[f"{run}_seconds"] = round(
-                build_in_image(engine, args.target, kernels, archs, work / run), 1
-            )
+        for run, volume in volumes.items():
+            seconds = build_in_image(engine, args.target, kernels, archs, volume)
+            summary[f"{run}_seconds"] = round(seconds, 1)
+            engine.export_volume(volume, work / run)
             runs[run] = artifacts(work / run)
         if not runs["run1"]:
             raise CheckFailed("brainevent build produced no shared object")
@@ -294,11 +376,17 @@ def main(argv: list[str] | None = None) -> int:
                 if code != expected_gpu_code(archs):
                     problems.append(f"{name}: fat binary holds {code}, expected {expected_gpu_code(archs)}")
         summary["modules"] = modules
+        in_volume = {
+            name: "/cache/" + str(path.relative_to(work / "run1")) for name, path in runs["run1"].items()
+        }
+        try:
+            summary["loads"] = check_loads(engine, args.target, kernels, archs, volumes["run1"], in_volume)
+        except CheckFailed as exc:
+            problems.append(str(exc))
         if args.outside:
             summary["outside_toolchain"] = outside_toolchain(args.outside)
-            summary["outside_seconds"] = round(
-                build_outside(args.outside, args.target, kernels, archs, work / "outside"), 1
-            )
+            seconds = build_outside(args.outside, args.target, kernels, archs, work / "outside")
+            summary["outside_seconds"] = round(seconds, 1)
             outside = artifacts(work / "outside")
             mismatch = compare("image vs outside", runs["run1"], outside)
             summary["outside_identical"] = not mismatch
@@ -311,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     except CheckFailed as exc:
         problems.append(str(exc))
     finally:
+        for volume in volumes.values():
+            engine.run("volume", "rm", "-f", volume, capture=True, check=False)
         summary["problems"] = problems
         text = json.dumps(summary, indent=1)
         print(text)
