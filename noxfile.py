@@ -7,11 +7,21 @@
   before pytest starts. The CUDA 13 wheels carry nvcc; the CUDA 12 wheels do not, so
   tests-cuda12 needs a CUDA 12 toolkit (conda's ``cuda-nvcc``, a system toolkit, or
   ``BRAINEVENT_NVCC``) to test the real stack, and says so when it finds another.
+- ``tests-here``: the suite in the environment nox runs in (a conda environment made from
+  ``environment*.yml``, or any venv): no environment is created. It first checks that
+  this checkout is what ``brainevent`` imports and that the ``test`` extra is installed,
+  and prints the JAX, CUDA and nvcc it will test.
+- ``tests-backends``: the kernel-library backends where they run without a GPU: Warp on its
+  CPU device, Pallas's interpreter, Triton's compiler for an explicit architecture (and the
+  launcher's nvcc build when an nvcc is found), remembered backend choices.
 - ``tests-slow``: only the long variants (``pytest -m slow``): 16 processes loading at once,
   12 builds killed at random points, nvcc from the CUDA 13 wheel in a fresh venv.
+- ``compat``: the published brainevent 0.2.1's own tests of its kernel toolchain, imports
+  rewritten to this package (``-- --gpu`` on a GPU machine); see docs/compatibility.md.
 - ``lint``: ruff (check and format), mypy, hadolint (Dockerfile), shellcheck (docker/*.sh).
 - ``docs``: builds the site (``mkdocs build --strict``), renders README.md and docs/*.md
-  and checks every local link, runs the README's Python example.
+  and checks every local link and that every table renders as written, runs the README's
+  Python example.
 - ``docker``: builds and runs the images (``nox -s docker -- cpu cuda13``; default ``cpu``)
   with docker when a daemon answers, else podman (docker/build-podman.sh), else skips:
   the suite in the image, then docker/check_image.py (two clean precompiles, identical).
@@ -96,12 +106,58 @@ def tests_cpu(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *pytest_args(session))
 
 
+BACKEND_TESTS = [
+    "tests/test_custom_kernel_cpu_backends.py",
+    "tests/test_custom_kernel_backends.py",
+    "tests/test_triton_kernel.py",
+    "tests/test_custom_kernel_remember.py",
+    "tests/test_custom_kernel_fingerprint.py",
+]
+
+
+@nox.session(name="tests-backends", python="3.11")
+def tests_backends(session: nox.Session) -> None:
+    """XLACustomKernel's library backends with CPU-only JAX, Warp and Triton installed."""
+    install_project(session, "cpu", "numba", "test", "warp", "triton")
+    session.run("python", "-m", "pytest", *BACKEND_TESTS, *pytest_args(session))
+
+
 @nox.session(name="tests-slow", python="3.11")
 def tests_slow(session: nox.Session) -> None:
     """The long variants (marker ``slow``) with CPU-only JAX: stress, many kill trials."""
     install_project(session, "cpu", "numba", "test")
     session.run("python", "-m", "pytest", "-m", "slow", *pytest_args(session))
 
+
+_HERE_CHECK = """
+import importlib.metadata as md, json, os, re, sys
+from pathlib import Path
+root = Path(sys.argv[1])
+out = {"python": sys.executable, "prefix": sys.prefix, "conda_prefix": os.environ.get("CONDA_PREFIX")}
+try:
+    import brainevent
+    out["brainevent"] = brainevent.__file__
+except ImportError as exc:
+    out["brainevent"] = None
+    out["import_error"] = str(exc)
+missing = []
+for req in md.requires("brainevent") or []:
+    if 'extra == "test"' not in req:
+        continue
+    name = re.split(r"[\\[<>=!~;\\s]", req, maxsplit=1)[0]
+    try:
+        md.version(name)
+    except md.PackageNotFoundError:
+        missing.append(name)
+out["missing_test_tools"] = missing
+out["versions"] = {}
+for dist in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin", "numpy", "numba"):
+    try:
+        out["versions"][dist] = md.version(dist)
+    except md.PackageNotFoundError:
+        pass
+print("HERE " + json.dumps(out))
+"""
 
 _PROBE = """
 import json
@@ -130,8 +186,51 @@ def _probe(session: nox.Session, env: dict[str, str]) -> dict[str, object]:
     return {}  # not reached
 
 
+def _json_line(session: nox.Session, prefix: str, code: str, *args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    """Runs `python -c code` quietly and returns the JSON it prints after `prefix`."""
+    run = {"env": env or {}, "silent": True, "external": True, "log": False}
+    output = session.run("python", "-c", code, *args, **run) or ""
+    for line in str(output).splitlines():
+        if line.startswith(prefix):
+            return json.loads(line[len(prefix) :])
+    session.error(f"the check printed no result:\n{output}")
+    return {}  # not reached
+
+
+@nox.session(name="tests-here", venv_backend="none")
+def tests_here(session: nox.Session) -> None:
+    """The suite in the current environment (e.g. a conda environment): nothing is installed."""
+    here = _json_line(session, "HERE ", _HERE_CHECK, str(ROOT))
+    session.log(f"python {here['python']} (prefix {here['prefix']})")
+    conda = here.get("conda_prefix")
+    if conda and os.path.realpath(conda) != os.path.realpath(here["prefix"]):
+        session.warn(f"CONDA_PREFIX is {conda} but `python` is {here['python']}: not that environment's")
+    fix = "pip install -e '.[test]'"
+    module = here.get("brainevent")
+    if module is None:
+        session.error(f"brainevent does not import ({here.get('import_error')}): {fix}")
+    if not Path(module).resolve().is_relative_to(ROOT / "src"):
+        session.error(f"brainevent is imported from {module}, not from this checkout: {fix}")
+    if here["missing_test_tools"]:
+        missing = ", ".join(here["missing_test_tools"])
+        session.error(f"the test extra is not installed (missing: {missing}): {fix}")
+    session.log("versions: " + ", ".join(f"{k} {v}" for k, v in here["versions"].items()))
+    platforms = os.environ.get("JAX_PLATFORMS", "cpu")  # for the probe only: no plugin traceback
+    probe = _json_line(session, "PROBE ", _PROBE, env={"JAX_PLATFORMS": platforms})
+    gpus = probe.get("gpus") or []
+    session.log(f"GPUs: {', '.join(gpus)}" if gpus else f"no CUDA device ({probe.get('gpu_reason')})")
+    nvcc = probe.get("nvcc")
+    if isinstance(nvcc, dict):
+        version = ".".join(map(str, nvcc["version"]))
+        session.log(f"nvcc {nvcc['path']} (CUDA {version}, found via {nvcc['found_via']})")
+    else:
+        session.log(f"no nvcc: compile-only tests skip ({str(probe.get('nvcc_error', '')).splitlines()[:1]})")
+    session.run("python", "-m", "pytest", *pytest_args(session), external=True)
+
+
 def cuda_session(session: nox.Session, major: int) -> None:
-    install_project(session, f"cuda{major}", "numba", "test")
+    # warp and triton: the GPU tests of every XLACustomKernel backend run where a GPU is found.
+    install_project(session, f"cuda{major}", "numba", "test", "warp", "triton")
     env: dict[str, str] = {}
     if "JAX_PLATFORMS" not in os.environ:
         env["JAX_PLATFORMS"] = "cpu"  # for the probe only: no plugin traceback without a GPU
@@ -175,6 +274,31 @@ def tests_cuda12(session: nox.Session) -> None:
 def tests_cuda13(session: nox.Session) -> None:
     """The suite with jax[cuda13]; compile-only tests use the wheel's nvcc."""
     cuda_session(session, 13)
+
+
+# ----------------------------------------------------------------------- compatibility
+
+
+@nox.session(python="3.11")
+def compat(session: nox.Session) -> None:
+    """brainevent 0.2.1's own kernel-toolchain tests, imports rewritten, run against this checkout.
+
+    ``nox -s compat`` runs them on the CPU; ``nox -s compat -- --gpu`` installs the CUDA 13
+    stack and Numba-CUDA and needs a GPU. Other arguments go to pytest. The 0.2.1 wheel is
+    downloaded at run time (tests/compat/run021.py says what is skipped and why).
+    """
+    gpu = "--gpu" in session.posargs
+    pytest_rest = [arg for arg in session.posargs if arg != "--gpu"]
+    install_project(session, "cuda13" if gpu else "cpu", "numba-cuda" if gpu else "numba", "test")
+    # 0.2.1's Numba tests import brainstate (its x64 switch); nothing of ours needs it.
+    args = ["brainstate"]
+    if CONSTRAINTS.is_file():
+        args += ["-c", str(CONSTRAINTS)]
+    session.install(*args)
+    runner = ["python", str(ROOT / "tests" / "compat" / "run021.py")]
+    if gpu:
+        runner.append("--gpu")
+    session.run(*runner, "--workdir", session.create_tmp(), "--", *(pytest_rest or ["-q"]))
 
 
 # ----------------------------------------------------------------------------- lint
@@ -242,6 +366,18 @@ def broken_links(page: Path, links: list[str]) -> list[str]:
     return broken
 
 
+def _table_problems(pages: list[Path]) -> list[str]:
+    """Tables that would not render as written (text glued to a table, wrong cell counts)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from markdown_tables import table_problems
+    finally:
+        sys.path.pop(0)
+    return [p for page in pages for p in table_problems(page.read_text(), str(page.relative_to(ROOT)))]
+
+
 @nox.session(python="3.11")
 def docs(session: nox.Session) -> None:
     """The site builds (strict); every local link in README.md and docs/ resolves; the README example runs."""
@@ -263,6 +399,10 @@ def docs(session: nox.Session) -> None:
     if problems:
         session.error("broken links:\n  " + "\n  ".join(problems))
     session.log(f"{len(pages)} pages, {checked} links: every local link resolves")
+    tables = _table_problems(pages)
+    if tables:
+        session.error("tables that do not render as written:\n  " + "\n  ".join(tables))
+    session.log("every table renders as written (tests/markdown_tables.py)")
     if not readme_blocks:
         session.error("README.md has no Python example to run")
     env = {"BRAINEVENT_CACHE_DIR": str(tmp / "cache")}

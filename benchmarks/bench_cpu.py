@@ -34,8 +34,8 @@ from common import (
     median_time,
     precompile,
     run_python,
-    table,
 )
+from results import NO_TARGET, Check, table, verdict, write_generated
 
 sys.path.insert(0, str(SRC))
 
@@ -264,7 +264,7 @@ def published_rows(pub: dict[str, Any], ours: dict[str, Any]) -> list[list[str]]
                 "report",
             ]
         )
-    return rows
+    return [[*row, NO_TARGET] for row in rows]
 
 
 def main() -> None:
@@ -302,6 +302,7 @@ def main() -> None:
             f"`g++ -c` of the source alone: {gxx_s * 1000:.0f} ms",
             f"{build_s / gxx_s:.2f}x ({(build_s - gxx_s) * 1000:+.0f} ms)",
             "within +500 ms",
+            verdict(Check("", (build_s - gxx_s) * 1000, 500, " ms", 0, signed=True)),
         ],
         [
             "cache-hit load per module, fresh process",
@@ -309,6 +310,7 @@ def main() -> None:
             f"dlopen + register: {raw_s * 1000:.2f} ms",
             f"{hit_s / raw_s:.2f}x",
             "<= 2 ms",
+            verdict(Check("", hit_s * 1000, 2, " ms")),
         ],
         [
             "first cache-hit load, fresh process (loads the loader modules)",
@@ -316,6 +318,7 @@ def main() -> None:
             f"`import brainevent` alone: {import_s * 1000:.1f} ms",
             "-",
             "report",
+            NO_TARGET,
         ],
         [
             "per call, jit dispatch (16 floats)",
@@ -323,6 +326,7 @@ def main() -> None:
             f"hand-written handler: {hw_d * 1e6:.2f} us",
             f"{be_d / hw_d:.3f}x",
             "<= 1.05x",
+            verdict(Check("", be_d / hw_d, 1.05, digits=3)),
         ],
         [
             "per step, 1000-step fori_loop",
@@ -330,6 +334,7 @@ def main() -> None:
             f"hand-written handler: {hw_l * 1e6:.3f} us",
             f"{be_l / hw_l:.3f}x",
             "<= 1.05x",
+            verdict(Check("", be_l / hw_l, 1.05, digits=3)),
         ],
         [
             "16 processes cold-load one module at once",
@@ -337,6 +342,11 @@ def main() -> None:
             f"one process alone: {one_s:.2f} s; the 16 on a built cache: {warm_s:.2f} s",
             f"{many_s / one_s:.2f}x; {many_s - warm_s:+.2f} s over the built cache",
             "1 build; the excess about one process alone",
+            # "About one process alone" read as at most 1.5 times it.
+            verdict(
+                Check("builds per round", max(r[3] for r in rounds), 1, "", 0),
+                Check("excess over one process", (many_s - warm_s) / one_s, 1.5),
+            ),
         ],
         [
             "per call vs jnp (dispatch / loop step)",
@@ -344,6 +354,7 @@ def main() -> None:
             f"jnp: {np_d * 1e6:.2f} / {np_l * 1e6:.3f} us",
             f"{be_d / np_d:.2f}x / {be_l / np_l:.2f}x",
             "report",
+            NO_TARGET,
         ],
     ]
     if "numba_kernel" in calls:
@@ -356,6 +367,10 @@ def main() -> None:
                 f"jnp: {np_d * 1e6:.2f} / {np_l * 1e6:.3f} us",
                 f"{nb_d / be_d:.3f}x / {nb_l / be_l:.3f}x vs load_cpp_inline",
                 "<= 1.15x vs load_cpp_inline",
+                verdict(
+                    Check("per call", nb_d / be_d, 1.15, digits=3),
+                    Check("per step", nb_l / be_l, 1.15, digits=3),
+                ),
             ]
         )
     if pub is not None:
@@ -364,13 +379,11 @@ def main() -> None:
     text = (
         "### CPU\n\n"
         f"Measured {machine_line()}, JAX {jax_version()} on CPU; "
-        f"median of {args.repeat} (builds, loads) / 7 (calls) runs.\n\n"
-        + table(rows, ["what", "brainevent", "baseline (same run)", "ratio", "target"])
-        + "\n"
+        f"median of {args.repeat} (builds, loads) / 7 (calls) runs.\n\n" + table(rows) + "\n"
     )
     print(text)
     if args.write:
-        Path(args.write).write_text(text)
+        write_generated(Path(args.write), "bench_cpu.py", text)
     shutil.rmtree(cache, ignore_errors=True)
 
 

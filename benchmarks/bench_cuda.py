@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import SRC, machine_line, median_time, precompile, run_python, table
+from common import SRC, machine_line, median_time, precompile, run_python
+from results import NO_TARGET, Check, table, verdict, write_generated
 
 sys.path.insert(0, str(SRC))
 
@@ -298,14 +299,23 @@ def main() -> None:
             f"nvcc, kernel + ffi.h handler in one TU: {builds['single_tu']:.2f} s",
             f"{builds['ours'] / builds['single_tu']:.2f}x",
             "<= 0.4x",
+            verdict(Check("", builds["ours"] / builds["single_tu"], 0.4)),
         ],
-        ["(for reference) nvcc -c of the kernel alone", f"{builds['kernel_only']:.2f} s", "-", "-", "-"],
+        [
+            "(for reference) nvcc -c of the kernel alone",
+            f"{builds['kernel_only']:.2f} s",
+            "-",
+            "-",
+            "-",
+            NO_TARGET,
+        ],
         [
             "edit one file of a 3-file load_cuda_dir",
             f"{builds['dir_edit']:.2f} s",
             f"cold build of the directory: {builds['dir_cold']:.2f} s",
             f"{builds['dir_edit'] / builds['dir_cold']:.2f}x",
             "report",
+            NO_TARGET,
         ],
         [
             "cache-hit load per module, fresh process, GPU initialised",
@@ -313,6 +323,7 @@ def main() -> None:
             f"dlopen + register: {hit['raw'] * 1000:.2f} ms",
             f"{hit['second'] / hit['raw']:.2f}x",
             "<= 2 ms",
+            verdict(Check("", hit["second"] * 1000, 2, " ms")),
         ],
         [
             "first cache-hit load (loads the loader modules)",
@@ -320,6 +331,7 @@ def main() -> None:
             f"`import brainevent`: {hit['import'] * 1000:.1f} ms",
             "-",
             "report",
+            NO_TARGET,
         ],
     ]
     for label, data in (("default XLA flags", default), ("command buffers incl. CUSTOM_CALL", graphs)):
@@ -331,6 +343,7 @@ def main() -> None:
                 f"hand-written: {us(hw[0])}, jnp: {us(jn[0])}",
                 f"{be[0] / hw[0]:.3f}x / {be[0] / jn[0]:.2f}x",
                 "<= 1.05x vs hand-written",
+                verdict(Check("vs hand-written", be[0] / hw[0], 1.05, digits=3)),
             ]
         )
         rows.append(
@@ -340,12 +353,23 @@ def main() -> None:
                 f"hand-written: {us(hw[1])}, jnp: {us(jn[1])}",
                 f"{be[1] / hw[1]:.3f}x / {be[1] / jn[1]:.2f}x",
                 "<= 1.2x vs jnp",
+                verdict(Check("vs jnp", be[1] / jn[1], 1.2)),
             ]
         )
     bridges = (
         ("custom_kernel", "XLACustomKernel (Numba-CUDA kernel)", "<= 1.15x"),
         ("numba_callable", "numba_cuda_callable (Python per call)", "report"),
     )
+
+    def bridge_verdict(target: str, got: list[float], be: list[float]) -> str:
+        if target == "report":
+            return NO_TARGET
+        limit = float(target.removeprefix("<= ").removesuffix("x"))
+        return verdict(
+            Check("per call", got[0] / be[0], limit, digits=3),
+            Check("per step", got[1] / be[1], limit, digits=3),
+        )
+
     for label, data in (("default XLA flags", default), ("command buffers incl. CUSTOM_CALL", graphs)):
         for key, what, target in bridges:
             if key in data:
@@ -357,6 +381,7 @@ def main() -> None:
                         f"load_cuda_inline: {us(be[0])} / {us(be[1])}",
                         f"{got[0] / be[0]:.3f}x / {got[1] / be[1]:.3f}x",
                         target,
+                        bridge_verdict(target, got, be),
                     ]
                 )
         if "numba" in data:
@@ -368,6 +393,7 @@ def main() -> None:
                     f"load_cuda_inline: {us(be[0])} / {us(be[1])}",
                     f"{nb[0] / be[0]:.3f}x / {nb[1] / be[1]:.3f}x",
                     "<= 1.15x",
+                    bridge_verdict("<= 1.15x", nb, be),
                 ]
             )
     import jax
@@ -377,13 +403,11 @@ def main() -> None:
         "### GPU\n\n"
         f"Measured {machine_line()}, GPU {device}, JAX {jax.__version__}, nvcc {find_nvcc().version_string}; "
         f"median of {args.repeat} builds/loads, 7 call timings. "
-        f'Command buffers: `XLA_FLAGS="{GRAPH_FLAGS}"`.\n\n'
-        + table(rows, ["what", "brainevent", "baseline (same run)", "ratio", "target"])
-        + "\n"
+        f'Command buffers: `XLA_FLAGS="{GRAPH_FLAGS}"`.\n\n' + table(rows) + "\n"
     )
     print(text)
     if args.write:
-        Path(args.write).write_text(text)
+        write_generated(Path(args.write), "bench_cuda.py", text)
 
 
 if __name__ == "__main__":

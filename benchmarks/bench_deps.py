@@ -50,7 +50,8 @@ for _ in range(int(sys.argv[3])):
     start = time.perf_counter()
     again = brainevent.load_cpp_file(source, name="deps_bench", build_directory=cache)
     later.append(time.perf_counter() - start)
-print(json.dumps({"built": mod.built_now or again.built_now, "first": first, "later": statistics.median(later)}))
+built = mod.built_now or again.built_now
+print(json.dumps({"built": built, "first": first, "later": statistics.median(later)}))
 """
 
 
@@ -83,7 +84,9 @@ def run_child(src: str, source: Path, cache: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--baseline-src", help="src/ of another checkout to compare with")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--headers", type=int, nargs="+", default=[0, 50, 500])
@@ -96,9 +99,10 @@ def main() -> None:
 
         compileall.compile_dir(impls["baseline"], quiet=1)
     print(machine_line())
-    print(f"| headers | {' | '.join(f'{n} fresh (ms) | {n} same (ms)' for n in impls)}" + (
-        " | fresh ours/base | same ours/base |" if len(impls) > 1 else " |"
-    ))
+    print(
+        f"| headers | {' | '.join(f'{n} fresh (ms) | {n} same (ms)' for n in impls)}"
+        + (" | fresh ours/base | same ours/base |" if len(impls) > 1 else " |")
+    )
     print("|---" * (1 + 2 * len(impls) + (2 if len(impls) > 1 else 0)) + "|")
     with tempfile.TemporaryDirectory() as tmp:
         for count in args.headers:

@@ -133,9 +133,3 @@ def _source_changed() -> bool:
     except OSError:
         return False
     return bool(status.strip())
-
-
-def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)

@@ -20,6 +20,42 @@ _SESSION_CACHE = Path(tempfile.mkdtemp(prefix="brainevent-test-cache-"))
 os.environ["BRAINEVENT_CACHE_DIR"] = str(_SESSION_CACHE)
 
 
+def _hypothesis_database_usable() -> bool:
+    """Whether Hypothesis can keep its example database where it would by default.
+
+    That is ``.hypothesis/`` under the working directory (or HYPOTHESIS_STORAGE_DIRECTORY):
+    the nearest existing directory on the way must be writable, as Hypothesis checks.
+    """
+    home = os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY") or os.path.join(os.getcwd(), ".hypothesis")
+    path = Path(home) / "examples"
+    try:
+        while not path.exists():
+            path = path.parent
+        return path.is_dir() and os.access(path, os.R_OK | os.W_OK | os.X_OK)
+    except OSError:
+        return False
+
+
+def _configure_hypothesis() -> None:
+    """No example database where none can be written, instead of a warning in every test.
+
+    The container images run the suite as an unprivileged user in a directory it cannot
+    write; Hypothesis would then warn once per property test and keep examples in memory.
+    Where the default location works, Hypothesis' own default (and any profile) is kept.
+    """
+    try:
+        from hypothesis import settings
+    except ImportError:  # the test extra is not installed: the property tests skip
+        return
+    if _hypothesis_database_usable():
+        return
+    settings.register_profile("brainevent-no-database", parent=settings.default, database=None)
+    settings.load_profile("brainevent-no-database")
+
+
+_configure_hypothesis()
+
+
 def _require_all() -> bool:
     return os.environ.get("BRAINEVENT_REQUIRE_ALL_TESTS", "").lower() in ("1", "true", "yes", "on")
 

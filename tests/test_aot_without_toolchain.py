@@ -100,3 +100,56 @@ def test_cuda_module_loads_without_nvcc(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.startswith("loaded")
+
+
+HEADER_LOAD = r"""
+import sys, brainevent, numpy as np, jax.numpy as jnp
+cache, src, inc = sys.argv[1], sys.argv[2], sys.argv[3]
+mod = brainevent.load_cpp_inline(
+    name="aot_hdr", cpp_sources=src, build_directory=cache, extra_include_paths=[inc]
+)
+print("value", float(np.asarray(mod.f(jnp.zeros(1, jnp.float32)))[0]))
+"""
+
+HEADER_CPP = r"""
+#include "brainevent/common.h"
+#include "val.h"
+// @BE f arg ret
+void f(const BE::Tensor x, BE::Tensor out) { out.data_ptr<float>()[0] = x.data_ptr<float>()[0] + VAL; }
+"""
+
+
+def test_prebuilt_module_whose_header_changed_is_refused_without_a_compiler(tmp_path: Path) -> None:
+    """The ahead-of-time entry lists the headers it was built from; a node without compilers
+    tells that one changed and says so instead of loading the stale library."""
+    cache, inc = tmp_path / "cache", tmp_path / "inc"
+    inc.mkdir()
+    header = inc / "val.h"
+    header.write_text("#define VAL 3\n")
+    os.utime(header, (1_600_000_000, 1_600_000_000))  # long before the build
+    brainevent.load_cpp_inline(
+        name="aot_hdr",
+        cpp_sources=HEADER_CPP,
+        build_directory=str(cache),
+        extra_include_paths=[str(inc)],
+        auto_register=False,
+    )
+
+    def load() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", HEADER_LOAD, str(cache), HEADER_CPP, str(inc)],
+            env=_without_compilers(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    done = load()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "value 3.0" in done.stdout
+    header.write_text("#define VAL 9\n")
+    done = load()
+    assert done.returncode != 0
+    assert "ahead-of-time build of module 'aot_hdr'" in done.stderr
+    assert f"{header} changed" in done.stderr
+    assert "brainevent build" in done.stderr

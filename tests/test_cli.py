@@ -88,6 +88,54 @@ def test_doctor_fails_without_a_host_compiler(tmp_path: Path) -> None:
     assert "does not name an executable C++ compiler" in done.stdout
 
 
+def _without_compilers(tmp_path: Path, cache: Path) -> dict[str, str]:
+    """The environment of a node without compilers: nothing on PATH, no CXX, no conda."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CXX", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH")}
+    env = {k: v for k, v in env.items() if not k.startswith(("BRAINEVENT_CXX", "BRAINEVENT_NVCC"))}
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    return dict(env, PATH=str(empty), PYTHONPATH=SRC, JAX_PLATFORMS="cpu", BRAINEVENT_CACHE_DIR=str(cache))
+
+
+def test_doctor_on_a_node_without_compilers_is_load_only(fresh_cache: Path, tmp_path: Path) -> None:
+    brainevent.load_cpp_inline(name="aot_doc", cpp_sources=KERNEL, auto_register=False)
+    env = _without_compilers(tmp_path, fresh_cache)
+    done = subprocess.run(
+        [sys.executable, "-m", "brainevent", "doctor"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "PROBLEM" not in out
+    assert "load-only: OK" in out and "ok: C++ builds work" not in out
+    assert "cannot build C++ modules: no host compiler" in out
+    assert "load check         1 of 1 cached libraries load" in out
+    if "smoke compile      skipped: nvcc needs a host compiler" in out:  # nvcc in a default root
+        assert "cannot build CUDA modules: nvcc needs a host compiler" in out
+    required = subprocess.run(
+        [sys.executable, "-m", "brainevent", "doctor", "--require-build"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert required.returncode == 1 and "--require-build: this node must build" in required.stdout
+
+
+def test_doctor_load_only_reports_a_library_that_does_not_load(fresh_cache: Path, tmp_path: Path) -> None:
+    mod = brainevent.load_cpp_inline(name="aot_broken", cpp_sources=KERNEL, auto_register=False)
+    Path(mod.path).write_bytes(b"not an ELF file")  # what a half-copied cache would hold
+    done = subprocess.run(
+        [sys.executable, "-m", "brainevent", "doctor", "--no-compile"],
+        env=_without_compilers(tmp_path, fresh_cache),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stdout
+    assert "load check         0 of 1 cached libraries load" in done.stdout
+    assert "PROBLEM: a cached library does not load: aot_broken/" in done.stdout
+
+
 def test_cache_list_info_clear(fresh_cache: Path) -> None:
     brainevent.load_cpp_inline(name="cli_one", cpp_sources=KERNEL, auto_register=False)
     brainevent.load_cpp_inline(name="cli_two", cpp_sources=KERNEL, auto_register=False)
@@ -143,6 +191,52 @@ def test_prune_respects_limits_while_another_process_holds_an_entry(fresh_cache:
     assert mods[2].cache_dir.is_dir()  # the limit was met with it kept
     done = _cli("cache", "prune", "--older-than", "1s", env={"BRAINEVENT_CACHE_DIR": str(fresh_cache)})
     assert "removed 2 entries" in done.stdout
+
+
+def test_prune_without_arguments_keeps_the_newest_version_of_each_build(fresh_cache: Path) -> None:
+    """Three edits of one module leave four entries; a bare prune keeps the latest (and the O1 build)."""
+    versions = [KERNEL.replace("-x.data_ptr", f"-{1 + i}.0f * x.data_ptr") for i in range(4)]
+    mods = [
+        brainevent.load_cpp_inline(name="edited", cpp_sources=src, auto_register=False) for src in versions
+    ]
+    o1 = brainevent.load_cpp_inline(
+        name="edited", cpp_sources=versions[0], optimization_level=1, auto_register=False
+    )
+    now = time.time()
+    for age, mod in zip((400, 300, 200, 100, 500), [*mods, o1], strict=True):  # o1: least recently used
+        os.utime(mod.cache_dir / "manifest.json", (now - age, now - age))
+    env = {"BRAINEVENT_CACHE_DIR": str(fresh_cache)}
+    assert "5 entries" in _cli("cache", "list", env=env).stdout
+    done = _cli("cache", "prune", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "--keep-newest 1" in done.stdout and "removed 3 entries" in done.stdout
+    assert [m.cache_dir.is_dir() for m in mods] == [False, False, False, True]
+    assert o1.cache_dir.is_dir()  # another build of the module (its options differ), kept
+    again = brainevent.load_cpp_inline(name="edited", cpp_sources=versions[3], auto_register=False)
+    assert not again.built_now and again.cache_dir == mods[3].cache_dir
+
+
+def test_prune_without_arguments_removes_damaged_entries(fresh_cache: Path) -> None:
+    mod = brainevent.load_cpp_inline(name="damaged", cpp_sources=KERNEL, auto_register=False)
+    (mod.cache_dir / "manifest.json").write_text("{truncated")
+    env = {"BRAINEVENT_CACHE_DIR": str(fresh_cache)}
+    assert "DAMAGED" in _cli("cache", "list", env=env).stdout
+    done = _cli("cache", "prune", env=env)
+    assert "removed 1 entries" in done.stdout and not mod.cache_dir.exists()
+
+
+def test_prune_keep_newest_n(fresh_cache: Path) -> None:
+    versions = [KERNEL.replace("-x.data_ptr", f"-{1 + i}.0f * x.data_ptr") for i in range(3)]
+    mods = [brainevent.load_cpp_inline(name="kept", cpp_sources=src, auto_register=False) for src in versions]
+    now = time.time()
+    for age, mod in zip((30, 10, 20), mods, strict=True):  # most recently used: 1, then 2
+        os.utime(mod.cache_dir / "manifest.json", (now - age, now - age))
+    env = {"BRAINEVENT_CACHE_DIR": str(fresh_cache)}
+    done = _cli("cache", "prune", "--keep-newest", "2", env=env)
+    assert done.returncode == 0 and "removed 1 entries" in done.stdout, done.stdout + done.stderr
+    assert [m.cache_dir.is_dir() for m in mods] == [False, True, True]
+    refused = _cli("cache", "prune", "--keep-newest", "0", env=env)
+    assert refused.returncode == 2 and "--keep-newest 0: keep at least 1" in refused.stderr
 
 
 def test_prune_rejects_bad_sizes(fresh_cache: Path) -> None:

@@ -78,7 +78,7 @@ DISPATCH = r"""
 
 // @BE square arg ret
 void square(const BE::Tensor x, BE::Tensor out) {
-    BE_DISPATCH_ALL_TYPES(x.dtype(), "square", [&] {
+    BE_DISPATCH_ALL_TYPES(x.dtype(), scalar_t, {
         const scalar_t* px = x.data_ptr<scalar_t>();
         scalar_t* po = out.data_ptr<scalar_t>();
         for (int64_t i = 0; i < x.numel(); ++i) po[i] = px[i] * px[i];
@@ -164,7 +164,8 @@ def test_dispatch_rejects_unsupported_dtype() -> None:
     mod = brainevent.load_cpp_inline(name="tut_dispatch", cpp_sources=DISPATCH)
     x = jnp.ones(4, dtype=jnp.complex64)
     with pytest.raises(
-        jax.errors.JaxRuntimeError, match=r"square: unsupported dtype complex64 \(expected one of"
+        jax.errors.JaxRuntimeError,
+        match=r"BE_DISPATCH_ALL_TYPES: unsupported dtype complex64 \(expected one of",
     ):
         mod.square(x).block_until_ready()
 

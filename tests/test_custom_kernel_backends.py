@@ -4,9 +4,9 @@ and plain-JAX kernels, compared with NumPy."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import re
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -340,23 +340,73 @@ def test_a_missing_platform_names_it_and_the_def_call_to_add() -> None:
         gpu(X, outs=SPEC)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triton") is not None, reason="triton is installed here")
-def test_a_backend_whose_library_is_missing_names_the_pip_package() -> None:
-    op = XLACustomKernel(fresh("lib")).def_kernel("triton", "cpu", adds(1.0))
-    with pytest.raises(BackendNotInstalledError, match="pip install triton") as info:
+def lowered_for_gpu(op: XLACustomKernel) -> str:
+    """The StableHLO of a call lowered for CUDA (works on a machine without a GPU)."""
+    traced = jax.jit(lambda x: op(x, outs=SPEC)).trace(SPEC)
+    return str(traced.lower(lowering_platforms=("cuda",)).as_text())
+
+
+def test_a_backend_whose_library_is_missing_names_the_pip_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "warp", None)  # as if warp-lang were not installed
+    op = XLACustomKernel(fresh("lib")).def_warp_kernel(adds(1.0), platform="cpu")  # defining needs no Warp
+    with pytest.raises(BackendNotInstalledError, match="pip install warp-lang") as info:
         run(op)
-    assert isinstance(info.value, ImportError) and info.value.package == "triton"
+    assert isinstance(info.value, ImportError) and info.value.package == "warp-lang"
     # With another backend defined, the missing library is a reason to fall back.
     op.def_kernel("plain", "cpu", adds(2.0))
     with pytest.warns(UserWarning, match="BackendNotInstalledError"):
         np.testing.assert_array_equal(run(op), X + 2)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("warp") is not None, reason="warp is installed here")
-def test_a_warp_backend_without_warp_fails_when_lowered_for_the_gpu() -> None:
-    op = XLACustomKernel(fresh("lib")).def_warp_kernel(adds(1.0))  # defining it needs no Warp
-    with pytest.raises(BackendNotInstalledError, match="pip install warp-lang"):
-        jax.export.export(jax.jit(lambda x: op(x, outs=SPEC)), platforms=["cuda"])(SPEC)
+@pytest.mark.parametrize(
+    ("backend", "module", "package"),
+    [
+        ("triton", "triton", "triton"),
+        ("warp", "warp", "warp-lang"),
+        ("numba_cuda", "numba.cuda", "numba-cuda"),
+    ],
+)
+def test_a_gpu_backend_without_its_library_fails_when_lowered_for_the_gpu(
+    monkeypatch: pytest.MonkeyPatch, backend: str, module: str, package: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)
+    op = XLACustomKernel(fresh("lib")).def_kernel(backend, "gpu", adds(1.0))
+    with pytest.raises(BackendNotInstalledError, match=f"'{backend}' backend needs .*pip install {package}"):
+        lowered_for_gpu(op)
+
+
+def test_triton_kernel_without_triton_names_the_pip_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "triton", None)
+    with pytest.raises(BackendNotInstalledError, match="pip install triton"):
+        brainevent.triton_kernel(object(), SPEC, grid=1)
+
+
+@pytest.mark.parametrize(
+    ("backend", "platform", "runs_on"),
+    [
+        ("triton", "cpu", "'gpu'"),
+        ("triton", "tpu", "'gpu'"),
+        ("numba_cuda", "cpu", "'gpu'"),
+        ("numba", "gpu", "'cpu'"),
+        ("warp", "tpu", "'cpu' and 'gpu'"),
+    ],
+)
+def test_a_backend_on_a_platform_its_library_cannot_run_on_is_refused(
+    backend: str, platform: str, runs_on: str
+) -> None:
+    with pytest.raises(ValueError, match=f"the '{backend}' backend runs on {runs_on}, not on '{platform}'"):
+        XLACustomKernel(fresh("plat")).def_kernel(backend, platform, adds(1.0))
+
+
+def test_def_warp_kernel_takes_cpu_or_gpu() -> None:
+    op = XLACustomKernel(fresh("warp_plat"))
+    op.def_warp_kernel(adds(1.0))
+    op.def_warp_kernel(adds(1.0), platform="cpu")
+    assert op.available_backends("gpu") == ["warp"] and op.available_backends("cpu") == ["warp"]
+    with pytest.raises(
+        ValueError, match=r"platform must be one of \['cpu', 'cuda', 'gpu', 'rocm'\], got 'tpu'"
+    ):
+        op.def_warp_kernel(adds(1.0), platform="tpu")
 
 
 # -- real kernels: Numba, g++, Pallas's interpreter ---------------------------------------------

@@ -4,8 +4,12 @@
 - every conda dependency is a valid MatchSpec (py-rattler);
 - what each file must hold: Python within requires-python, the project's dependencies,
   the test tools, a host compiler that the file's nvcc accepts (HOST_LIMITS);
-- the pip section installs this checkout, and pip can resolve it (``--dry-run``;
-  skipped without network).
+- the pip section installs this checkout with the ``test`` extra (the comments say to run
+  the suite), and pip can resolve it (``--dry-run``; skipped without network);
+- lower bounds of packages that pyproject.toml also names are the same as there (one
+  source of truth); the comments point at a command that tests this environment.
+
+tests/test_conda_solve.py solves the files against a model of conda-forge's recipes.
 """
 
 from __future__ import annotations
@@ -210,6 +214,56 @@ def test_pip_section_installs_the_checkout(path: Path) -> None:
     known = set(project()["optional-dependencies"])
     for extra in project_extras(path):
         assert extra in known, f"{path.name}: extra {extra!r} is not in pyproject.toml"
+
+
+@pytest.mark.parametrize("path", ENV_FILES, ids=ids)
+def test_pip_section_installs_the_test_extra(path: Path) -> None:
+    """The comments say to run the suite: without this extra the lint, docs and env checks skip."""
+    assert "test" in project_extras(path), f"{path.name}: install the checkout as -e .[...,test]"
+
+
+def pyproject_lower_bounds() -> dict[str, str]:
+    """{name: lower bound} over the dependencies and every extra (the highest where named twice)."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    bounds: dict[str, str] = {}
+    extras = project()["optional-dependencies"].values()
+    for text in [*project()["dependencies"], *(r for extra in extras for r in extra)]:
+        requirement = Requirement(text)
+        for spec in requirement.specifier:
+            if spec.operator == ">=":
+                name = _norm(requirement.name)
+                if name not in bounds or Version(spec.version) > Version(bounds[name]):
+                    bounds[name] = spec.version
+    return bounds
+
+
+def _conda_lower_bound(spec: Any) -> str | None:
+    match = re.search(r">=\s*([\w.]+)", str(spec.version or ""))
+    return match.group(1) if match else None
+
+
+@pytest.mark.parametrize("path", ENV_FILES, ids=ids)
+def test_lower_bounds_are_pyprojects(path: Path) -> None:
+    bounds = pyproject_lower_bounds()
+    shared = {name: spec for name, spec in matchspecs(path).items() if name in bounds}
+    assert {"numpy", "pytest", "hypothesis", "nox"} <= set(shared), sorted(shared)
+    for name, spec in shared.items():
+        assert _conda_lower_bound(spec) == bounds[name], (
+            f"{path.name}: {name} {spec.version} but pyproject.toml says >={bounds[name]}"
+        )
+    jaxlib = matchspecs(path).get("jaxlib")
+    if jaxlib is not None:  # conda's jaxlib moves with jax
+        assert _conda_lower_bound(jaxlib) == bounds["jax"]
+
+
+@pytest.mark.parametrize("path", ENV_FILES, ids=ids)
+def test_instructions_test_this_environment(path: Path) -> None:
+    """nox's tests-cpu builds a fresh CPU venv: it would not test what the file created."""
+    comments = "\n".join(line for line in path.read_text().splitlines() if line.startswith("#"))
+    assert "nox -s tests-here" in comments, f"{path.name}: suggest `nox -s tests-here`"
+    assert "tests-cpu" not in comments, f"{path.name}: tests-cpu does not use this environment"
 
 
 _NETWORK_TROUBLE = (

@@ -67,11 +67,12 @@ def add_kernel(x, y, out):
 
 
 @cuda.jit
-def add_rows(x, y, out):
-    # Batch axis first (vmap "broadcast_all"/"expand_dims" compile this for rank 2).
-    b, i = cuda.grid(2)
-    if b < out.shape[0] and i < out.shape[1]:
-        out[b, i] = x[b, i] + y[0 if y.shape[0] == 1 else b, i]
+def reverse_kernel(x, out):
+    # Each element depends on another of the same row: wrong if rows of a batch ran together.
+    i = cuda.grid(1)
+    n = out.size
+    if i < n:
+        out[i] = x[n - 1 - i]
 
 
 @cuda.jit
@@ -101,12 +102,49 @@ def test_vmap_sequential() -> None:
 
 
 @pytest.mark.parametrize("method", ["broadcast_all", "expand_dims"])
-def test_vmap_rank_changing(method: str) -> None:
-    f = numba_cuda_kernel(add_rows, outs=spec((1024,)), launch_dims=(8, 1024), vmap_method=method)
+def test_vmap_batching_methods_launch_the_unbatched_kernel_per_element(method: str) -> None:
+    # As in 0.2.1: launch_dims stays the unbatched size and every batch element is computed.
+    f = numba_cuda_kernel(add_kernel, outs=spec((1024,)), launch_dims=1024, vmap_method=method)
     a = jnp.arange(4 * 1024, dtype=jnp.float32).reshape(4, 1024)
     b = jnp.arange(1024, dtype=jnp.float32)
     out = jax.jit(jax.vmap(f, in_axes=(0, None)))(a, b)
     np.testing.assert_array_equal(np.asarray(out), np.asarray(a) + np.asarray(b))
+    both = jax.vmap(f)(a, a)
+    np.testing.assert_array_equal(np.asarray(both), 2 * np.asarray(a))
+    one = jax.vmap(f)(a[:1], a[:1])  # a batch of one is still a batch
+    assert one.shape == (1, 1024)
+    np.testing.assert_array_equal(np.asarray(one), 2 * np.asarray(a[:1]))
+    r = numba_cuda_kernel(reverse_kernel, outs=spec((4,)), launch_dims=4, vmap_method=method)
+    rows = jnp.arange(16, dtype=jnp.float32).reshape(4, 4)
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(r))(rows)), np.asarray(rows)[:, ::-1])
+
+
+def test_nested_vmap_computes_every_element() -> None:
+    f = numba_cuda_kernel(add_kernel, outs=spec((8,)), launch_dims=8, vmap_method="expand_dims")
+    x = jnp.arange(2 * 3 * 8, dtype=jnp.float32).reshape(2, 3, 8)
+    out = jax.jit(jax.vmap(jax.vmap(f)))(x, jnp.ones_like(x))
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x) + 1)
+
+
+def test_launch_dims_zero_zero_fills_even_an_aliased_output() -> None:
+    f = numba_cuda_kernel(add_kernel, outs=spec((128,)), launch_dims=0, input_output_aliases={0: 0})
+    x = jnp.arange(1, 129, dtype=jnp.float32)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(x, x)), np.zeros(128))
+    empty = numba_cuda_kernel(add_kernel, outs=spec((0,)), launch_dims=0)
+    none = jnp.zeros((0,), jnp.float32)
+    assert jax.jit(empty)(none, none).shape == (0,)
+
+
+def test_float16_round_trips() -> None:
+    @cuda.jit
+    def copy(x, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i]
+
+    f = numba_cuda_kernel(copy, outs=spec((256,), jnp.float16), launch_dims=256)
+    x = jnp.arange(256, dtype=jnp.float16)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(x)), np.arange(256, dtype=np.float16))
 
 
 def test_fori_loop_1000_steps() -> None:

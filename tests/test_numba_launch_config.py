@@ -42,10 +42,11 @@ def test_launch_dims_cover_every_thread(dims: object, tpb: int, grid: tuple, blo
         (4, 256, 1024, "not both"),
         (None, 256, 1024, "not both"),
         (0, 256, None, "positive"),
+        (4, 0, None, "positive"),
         ((1, 2, 3, 4), 32, None, "1, 2 or 3"),
         (4, (64, 32), None, "more than 1024"),
         (None, None, (1, 2, 3, 4), "1, 2 or 3"),
-        (None, None, -5, "positive"),
+        (None, None, 0, "positive"),
         (4.0, 256, None, "positive integers"),
     ],
 )
@@ -69,3 +70,23 @@ def test_import_brainevent_does_not_import_numba() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_empty_launches_are_accepted_only_when_asked_for() -> None:
+    for grid, launch_dims in ((None, 0), (None, (16, 0)), (0, None)):
+        block = 128 if grid is not None else None
+        config = resolve_launch(grid, block, launch_dims, 256, 0, allow_empty=True)
+        assert config.empty
+    assert not resolve_launch(None, None, 5, 256, 0, allow_empty=True).empty
+    with pytest.raises(ValueError, match="non-negative"):
+        resolve_launch(None, None, -1, 256, 0, allow_empty=True)
+    with pytest.raises(ValueError, match="block must hold positive"):
+        resolve_launch(4, 0, None, 256, 0, allow_empty=True)
+
+
+@pytest.mark.parametrize("method", ["expand_dims", "broadcast_all"])
+def test_a_batching_vmap_method_needs_launch_dims(method: str) -> None:
+    with pytest.raises(ValueError, match="needs launch_dims"):
+        resolve_launch(4, 256, None, 256, 0, vmap_method=method)
+    assert resolve_launch(4, 256, None, 256, 0, vmap_method="sequential").grid == (4, 1, 1)
+    assert resolve_launch(None, None, 64, 256, 0, vmap_method=method).grid == (1, 1, 1)

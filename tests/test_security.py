@@ -88,3 +88,13 @@ def test_paths_with_shell_metacharacters_are_never_interpreted(tmp_path: Path, f
     for leftover in ("pwned", "pwned2", "pwned3"):
         assert not (odd / leftover).exists() and not Path(leftover).exists()
     assert not list(fresh_cache.rglob("pwned*"))
+
+
+def test_cache_root_below_missing_directories_is_created_private(tmp_path: Path) -> None:
+    root = tmp_path / "not" / "yet" / "cache"
+    mod = brainevent.load_cpp_inline(name="sec_deep", cpp_sources=KERNEL, build_directory=str(root))
+    assert mod.built_now
+    for path in (tmp_path / "not", tmp_path / "not" / "yet", root):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
+    again = brainevent.load_cpp_inline(name="sec_deep", cpp_sources=KERNEL, build_directory=str(root))
+    assert not again.built_now

@@ -104,16 +104,17 @@ def test_list_of_names_infers(names: object) -> None:
 
 
 def test_list_ignores_annotations() -> None:
-    # The annotation renames nothing here, so inference and annotation agree; a
-    # renamed attr shows the list really infers.
+    # An annotation that names a parameter wrongly is an error, so a list that resolves
+    # the same source shows the list really infers.
     src = KERNELS.replace("attr.scale_factor:float32", "attr.s")
     assert resolve(["scale_by"], src)[0].attrs[0].name == "scale_factor"
-    assert resolve(None, src)[1].attrs[0].name == "s"
+    with pytest.raises(SpecError, match=r"token 3 'attr\.s' names attribute 's'"):
+        resolve(None, src)
 
 
-def test_attr_name_comes_from_the_token() -> None:
-    (spec,) = resolve({"scale_by": ["arg", "ret", "attr.alpha", "stream"]})
-    assert spec.params[2] == Param(Role.ATTR, "alpha", "float32", "float")
+def test_attr_token_binds_by_name() -> None:
+    (spec,) = resolve({"scale_by": ["arg", "ret", "attr.scale_factor", "stream"]})
+    assert spec.params[2] == Param(Role.ATTR, "scale_factor", "float32", "float")
 
 
 def test_inferred_spec_for_unannotated_function() -> None:

@@ -142,14 +142,17 @@ def test_cuda12_wheels_only_explains_there_is_no_nvcc(bare_env: Path, tmp_path: 
     with pytest.raises(ToolchainError) as info:
         find_nvcc(site_dirs=[str(site_dir)], default_roots=())
     text = str(info.value)
+    assert text.startswith("nvcc was not found (pip's CUDA 12 wheels carry none). Searched, in order:")
     nvcc_path = ptxas.with_name("nvcc")
     assert (
         f"pip-wheel:nvidia-cuda-nvcc-cu12: {nvcc_path} "
         "(rejected: CUDA 12 pip wheels ship ptxas but no nvcc)" in text
     )
     for expected in (
-        "CUDA 12 pip wheels (nvidia-cuda-nvcc-cu12, as installed by jax[cuda12]) ship no nvcc",
-        "conda install -c conda-forge cuda-nvcc cuda-version=12",
+        "CUDA 12 pip wheels (nvidia-cuda-nvcc-cu12, as installed by jax[cuda12] and "
+        "brainevent[cuda12]) ship no nvcc",
+        "conda install -c conda-forge cuda-nvcc cuda-version=12.9",
+        "a system CUDA 12 toolkit",
         "nvidia/cuda:12.x-devel",
         'pip install "nvidia-cuda-nvcc>=13" nvidia-cuda-cccl',
     ):

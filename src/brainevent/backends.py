@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .build.step import BUILD_DIR, BuildStep
@@ -91,28 +92,17 @@ class CpuBackend:
         library: str,
     ) -> list[BuildStep]:
         cxx = find_host_compiler().command
-        opt = [f"-O{options.optimization_level}"] + (["-ffast-math"] if options.use_fast_math else [])
         steps = []
         objects = []
         for i, (path, unit) in enumerate(kernel_units):
             obj = f"k{i}.o"
             objects.append(obj)
+            command = (*self._unit_command(options, unit), *depfile_flags(obj), "-c", path, "-o", obj)
             steps.append(
                 BuildStep(
                     output=obj,
                     inputs=(path,),
-                    command=(
-                        *cxx,
-                        *HOST_BASE_FLAGS,
-                        *opt,
-                        *user_include_flags(options, unit),
-                        *options.extra_cflags,
-                        *depfile_flags(obj),
-                        "-c",
-                        path,
-                        "-o",
-                        obj,
-                    ),
+                    command=command,
                     description=unit.display_name,
                     depfile=f"{obj}.d",
                 )
@@ -131,6 +121,22 @@ class CpuBackend:
 
     def covered_dirs(self) -> list[str]:
         return toolchain_header_dirs()
+
+    def _unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
+        opt = [f"-O{options.optimization_level}"] + (["-ffast-math"] if options.use_fast_math else [])
+        return (
+            *find_host_compiler().command,
+            *HOST_BASE_FLAGS,
+            *opt,
+            *user_include_flags(options, unit),
+            *options.extra_cflags,
+        )
+
+    def preprocess_command(
+        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
+    ) -> list[str]:
+        """The unit's compile command with -E: what the compiler sees after macro expansion."""
+        return [*self._unit_command(options, unit), "-E", source, "-o", output]
 
     def can_register(self) -> str | None:
         return None
@@ -225,11 +231,6 @@ class CudaBackend:
         for i, (path, unit) in enumerate(kernel_units):
             obj = f"k{i}.o"
             objects.append(obj)
-            includes = user_include_flags(options, unit)
-            # nvcc has no -iquote; the unit's directory goes on -I. .cpp units go through
-            # nvcc as well (it hands them to the host compiler), so extra_cuda_cflags mean
-            # the same for every unit and the CUDA headers are on the path.
-            includes = [("-I" if f == "-iquote" else f) for f in includes]
             # Kept intermediates are named after the unit, unlike nvcc's default temporary
             # files (tmpxft_<pid>_...), whose names end up in the symbol table.
             keep = ("--keep", f"--keep-dir={BUILD_DIR}/nvcc-tmp/k{i}")
@@ -237,8 +238,7 @@ class CudaBackend:
                 self.nvcc.path,
                 *nvcc_flags,
                 *keep,
-                *includes,
-                *options.extra_cflags,
+                *self._unit_flags(options, unit),
                 *depfile_flags(obj),
                 "-c",
                 path,
@@ -265,6 +265,28 @@ class CudaBackend:
 
     def covered_dirs(self) -> list[str]:
         return [*toolchain_header_dirs(), os.path.realpath(self.nvcc.root)]
+
+    def _unit_flags(self, options: LoadOptions, unit: SourceUnit) -> list[str]:
+        includes = user_include_flags(options, unit)
+        # nvcc has no -iquote; the unit's directory goes on -I. .cpp units go through
+        # nvcc as well (it hands them to the host compiler), so extra_cuda_cflags mean
+        # the same for every unit and the CUDA headers are on the path.
+        includes = [("-I" if f == "-iquote" else f) for f in includes]
+        half = []
+        if unit.suffix == ".cu":
+            from .build.half_types import half_type_flags
+
+            search = [Path(p) for p in options.extra_include_paths]
+            half = half_type_flags(unit.text, unit.directory, search, options.extra_cflags)
+        return [*includes, *half, *options.extra_cflags]
+
+    def preprocess_command(
+        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
+    ) -> list[str]:
+        """The unit's compile command with -E, as the host compiler sees it: nvcc's -E
+        preprocesses for the device (__CUDA_ARCH__ defined); -U after nvcc's own -D undoes that."""
+        flags = [*self._nvcc_flags(options), *self._unit_flags(options, unit)]
+        return [self.nvcc.path, *flags, "-Xcompiler=-U__CUDA_ARCH__", "-E", source, "-o", output]
 
     def can_register(self) -> str | None:
         return cuda_runtime_unavailable()

@@ -24,6 +24,11 @@ def _parser() -> argparse.ArgumentParser:
         "doctor", help="report the toolchain, GPUs and cache; exit 1 if the stack is broken"
     )
     doctor.add_argument("--no-compile", action="store_true", help="skip the smoke compiles")
+    doctor.add_argument(
+        "--require-build",
+        action="store_true",
+        help="exit 1 on a load-only node too (no compiler for C++ or, with a CUDA stack, CUDA)",
+    )
 
     cache = sub.add_parser("cache", help="inspect or trim the kernel cache")
     cache.add_argument(
@@ -35,9 +40,23 @@ def _parser() -> argparse.ArgumentParser:
     info.add_argument("name")
     clear = cache_sub.add_parser("clear", help="remove all entries, or one module's")
     clear.add_argument("name", nargs="?")
-    prune = cache_sub.add_parser("prune", help="remove old or least recently used entries")
+    prune = cache_sub.add_parser(
+        "prune",
+        help="remove old versions, old or least recently used entries (default: --keep-newest 1)",
+    )
     prune.add_argument("--max-size", help="keep the cache under this size, e.g. 2G")
     prune.add_argument("--older-than", help="remove entries unused for this long, e.g. 7d")
+    prune.add_argument(
+        "--keep-newest",
+        type=int,
+        metavar="N",
+        help="keep only the N most recently used versions of each build of a module "
+        "(versions differ in sources, compiler or brainevent version; builds in options or archs)",
+    )
+
+    sub.add_parser("choices", help="backends remembered by benchmark(remember=True)").add_argument(
+        "action", nargs="?", choices=("list", "clear"), default="list"
+    )
 
     build = sub.add_parser("build", help="compile kernel files or directories ahead of time")
     build.add_argument("paths", nargs="+", help=".cu/.cpp files or directories of them")
@@ -56,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import run_doctor
 
-    report = run_doctor(compile_checks=not args.no_compile)
+    report = run_doctor(compile_checks=not args.no_compile, require_build=args.require_build)
     print("brainevent doctor" + "\n".join(report.lines))
     return report.exit_code
 
@@ -99,8 +118,12 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         removed, skipped = admin.clear(root, args.name)
         print(f"removed {removed} entries" + (f"; {skipped} skipped (being built)" if skipped else ""))
         return 0
-    if args.max_size is None and args.older_than is None:
-        print("cache prune needs --max-size and/or --older-than", file=sys.stderr)
+    keep = args.keep_newest
+    if args.max_size is None and args.older_than is None and keep is None:
+        keep = 1  # the default: drop what edits and upgrades left behind
+        print("no limit given: removing all but the newest version of each module's builds (--keep-newest 1)")
+    if keep is not None and keep < 1:
+        print(f"--keep-newest {keep}: keep at least 1 (`cache clear` removes everything)", file=sys.stderr)
         return 2
     try:
         max_size = admin.parse_size(args.max_size) if args.max_size else None
@@ -108,7 +131,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
-    removed, skipped, left = admin.prune(root, max_size=max_size, older_than=older)
+    removed, skipped, left = admin.prune(root, max_size=max_size, older_than=older, keep_newest=keep)
     print(
         f"removed {removed} entries, {_size(left)} left"
         + (f"; {skipped} skipped (being built)" if skipped else "")
@@ -140,6 +163,18 @@ def _print_entry(entry: object) -> None:
         code = sorted({f"{e.kind} {e.arch}" for e in fatbin_entries(entry.directory / m.artifact)})
         print(f"  gpu code    {', '.join(code)}")
         print(f"  archs       {', '.join(m.inputs.get('archs', []))}")
+
+
+def _cmd_choices(args: argparse.Namespace) -> int:
+    from .custom_kernel import remembered
+
+    root = remembered.root_dir()
+    if args.action == "clear":
+        removed = remembered.clear(root)
+        print(f"removed {removed} file(s) of remembered choices from {root / remembered.DIRECTORY}")
+        return 0
+    print("\n".join(remembered.describe(root)))
+    return 0
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -192,5 +227,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .demo import run_demo
 
         return run_demo()
-    handlers = {"doctor": _cmd_doctor, "cache": _cmd_cache, "build": _cmd_build}
+    handlers = {"doctor": _cmd_doctor, "cache": _cmd_cache, "build": _cmd_build, "choices": _cmd_choices}
     return handlers[args.command](args)

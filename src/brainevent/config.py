@@ -30,7 +30,7 @@ class EnvVar(Generic[T]):
     help: str
 
     def get(self) -> T:
-        raw = os.environ.get(self.name)
+        raw = _overrides[self.name] if self.name in _overrides else os.environ.get(self.name)
         if raw is None or raw == "":
             return self.default()
         try:
@@ -41,6 +41,32 @@ class EnvVar(Generic[T]):
                 variable=self.name,
                 value=raw,
             ) from None
+
+    def source(self) -> str:
+        """Where the value comes from: "set in code", "environment" or "default"."""
+        if self.name in _overrides:
+            return "set in code"
+        return "environment" if os.environ.get(self.name) else "default"
+
+
+# Values set in code for this process (``brainevent.set_cache_dir``); they win over the
+# environment. The only mutable state of this module, changed through ``set_override``.
+_overrides: dict[str, str] = {}
+
+
+def set_override(var: EnvVar[T], raw: str | None) -> None:
+    """Makes ``var`` read ``raw`` (as if the environment held it) in this process; None undoes it.
+
+    ``raw`` is parsed now, so a bad value is refused here rather than at its first use.
+    """
+    if raw is None:
+        _overrides.pop(var.name, None)
+        return
+    try:
+        var.parse(raw)
+    except ValueError as exc:
+        raise ConfigError(f"{raw!r} is not valid for {var.name}: {exc}. {var.help}", value=raw) from None
+    _overrides[var.name] = raw
 
 
 def _bool(raw: str) -> bool:
@@ -61,6 +87,16 @@ def _positive_float(raw: str) -> float:
 
 def _optional_str(raw: str) -> str | None:
     return raw
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}")
+        return value
+
+    return parse
 
 
 def _default_cache_dir() -> Path:
@@ -92,6 +128,13 @@ CUDA_ARCH: EnvVar[str | None] = EnvVar(
     _optional_str,
     lambda: None,
     "Compute capabilities to build for, e.g. 'sm_80,sm_90'; pins them when no GPU is present.",
+)
+NVCC_PREFER: EnvVar[str] = EnvVar(
+    "BRAINEVENT_NVCC_PREFER",
+    _choice("pip", "system"),
+    lambda: "pip",
+    "Where the nvcc search looks first: 'pip' (NVIDIA's wheels; the default) or 'system' "
+    "(conda, CUDA_HOME/CUDA_PATH, PATH, then the usual toolkit roots).",
 )
 LOCK_TIMEOUT: EnvVar[float] = EnvVar(
     "BRAINEVENT_LOCK_TIMEOUT",
@@ -130,6 +173,7 @@ ALL: tuple[EnvVar[object], ...] = (
     CXX,
     NVCC,
     CUDA_ARCH,
+    NVCC_PREFER,
     LOCK_TIMEOUT,
     COMPILE_TIMEOUT,
     USE_LOCKS,
@@ -195,3 +239,71 @@ def _clear_jax_caches() -> None:
     import jax
 
     jax.clear_caches()  # looked up at call time, so a test may patch it
+
+
+# ------------------------------------------------- settings made in code (0.2.1's names)
+
+
+def prefer_system_nvcc(enable: bool = True) -> None:
+    """Look for nvcc in the system toolkits (conda, ``CUDA_HOME``, ``PATH``) before NVIDIA's
+    pip wheels, or (``False``) the other way round, for the rest of the process; the same as
+    ``BRAINEVENT_NVCC_PREFER=system`` / ``pip``."""
+    if not isinstance(enable, bool):
+        raise ConfigError(f"prefer_system_nvcc(enable={enable!r}): pass True or False", value=repr(enable))
+    set_override(NVCC_PREFER, "system" if enable else "pip")
+
+
+def set_compute_capability(value: str | list[str] | tuple[str, ...] | None = None) -> None:
+    """Build CUDA modules for these GPU architectures for the rest of the process, whatever
+    GPU is present (``"8.6"``, ``"sm_86"``, ``"compute_86"``, ``"8.6,9.0"`` or a list);
+    ``None`` goes back to ``BRAINEVENT_CUDA_ARCH`` or the GPUs found. A loader's
+    ``compute_capability=`` still wins for its call."""
+    if value is None:
+        set_override(CUDA_ARCH, None)
+        return
+    from .toolchain.cuda_arch import parse_compute_capability
+
+    parse_compute_capability(value)  # the whole value, so an error names all of it
+    items = value.replace(",", " ").split() if isinstance(value, str) else list(value)
+    names: list[str] = []
+    for item in items:  # kept in the caller's order, as 0.2.1 reported them
+        names += [a.sm for a in parse_compute_capability(item) if a.sm not in names]
+    set_override(CUDA_ARCH, ",".join(names))
+
+
+def get_compute_capability() -> list[str] | None:
+    """The architectures :func:`set_compute_capability` pinned (``["sm_86"]``), or None."""
+    if CUDA_ARCH.name not in _overrides:
+        return None
+    return _overrides[CUDA_ARCH.name].split(",")
+
+
+# Numba's parallel setting as 0.2.1 kept it: brainevent's bridges run the user's function as
+# compiled (its own `parallel=True` decides), so this is a record for code that reads it.
+_numba_parallel = False
+_numba_num_threads: int | None = None
+
+
+def set_numba_parallel(parallel: bool = True, num_threads: int | None = None) -> None:
+    """Record whether Numba kernels should run in parallel; with ``num_threads``, also size
+    Numba's thread pool (``numba.set_num_threads``)."""
+    global _numba_parallel, _numba_num_threads
+    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)):
+        raise ConfigError(
+            f"set_numba_parallel(num_threads={num_threads!r}): pass a positive int or None",
+            value=repr(num_threads),
+        )
+    if num_threads is not None:
+        import numba
+
+        numba.set_num_threads(num_threads)  # raises ValueError naming the allowed range
+    _numba_parallel = bool(parallel)
+    _numba_num_threads = num_threads
+
+
+def get_numba_parallel() -> bool:
+    return _numba_parallel
+
+
+def get_numba_num_threads() -> int | None:
+    return _numba_num_threads

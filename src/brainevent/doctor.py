@@ -17,15 +17,21 @@ import tempfile
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import config
 from .headers import INCLUDE_DIR
+
+if TYPE_CHECKING:
+    from .cache.admin import EntryInfo
 
 
 @dataclass
 class Report:
     lines: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    cannot_build: list[str] = field(default_factory=list)  # what this node cannot build, and why
+    require_build: bool = False
 
     def section(self, title: str) -> None:
         self.lines.append(f"\n{title}")
@@ -39,7 +45,7 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.problems else 0
+        return 1 if self.problems or (self.require_build and self.cannot_build) else 0
 
 
 def _version(dist: str) -> str | None:
@@ -78,12 +84,48 @@ def _smoke_compile(command: list[str], source: str, suffix: str) -> str | None:
     return None
 
 
-def run_doctor(*, compile_checks: bool = True) -> Report:
+# pip's CUDA 12 wheels are the one install route that looks complete but has no nvcc.
+CUDA12_NOTE = (
+    "pip's CUDA 12 wheels (jax[cuda12], brainevent[cuda12]) carry no nvcc, only ptxas: get a "
+    "CUDA 12 nvcc from conda (conda install -c conda-forge cuda-nvcc cuda-version=12.9) or a "
+    "system CUDA 12 toolkit (see the Installation page, CUDA 12)"
+)
+
+
+def _configured(*names: str) -> str | None:
+    """The first of these environment variables that is set (an explicit choice), if any."""
+    return next((name for name in names if os.environ.get(name)), None)
+
+
+def _load_check(report: Report, entries: list[EntryInfo], gpu_present: bool) -> None:
+    """dlopen each intact cached library this node could use: what a load-only node relies on."""
+    import ctypes
+
+    usable = [
+        (e, e.manifest.artifact)
+        for e in entries
+        if e.manifest is not None and (e.manifest.platform == "cpu" or gpu_present)
+    ]
+    failed = []
+    for entry, artifact in usable:
+        try:
+            ctypes.CDLL(str(entry.directory / artifact))
+        except OSError as exc:
+            failed.append(f"{entry.module}/{entry.directory.name}: {exc}")
+    if not usable:
+        report.item("load check", "no ahead-of-time builds to load (fill the cache with `brainevent build`)")
+        return
+    report.item("load check", f"{len(usable) - len(failed)} of {len(usable)} cached libraries load")
+    for failure in failed:
+        report.problem(f"a cached library does not load: {failure}")
+
+
+def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> Report:
     from .errors import BrainEventError
     from .toolchain.cuda_driver import probe_devices
     from .toolchain.host import find_host_compiler
 
-    report = Report()
+    report = Report(require_build=require_build)
     report.section("Python and JAX")
     report.item("python", f"{platform.python_version()} ({sys.executable})")
     report.item("platform", f"{platform.system()} {platform.machine()}")
@@ -113,7 +155,14 @@ def run_doctor(*, compile_checks: bool = True) -> Report:
             else:
                 report.item("smoke compile", "ok")
     except BrainEventError as exc:
-        report.problem(str(exc))
+        named = _configured(config.CXX.name, "CXX")
+        if named:  # an explicit choice that does not work is broken, not absent
+            report.problem(str(exc))
+        else:
+            report.item("compiler", exc.message.splitlines()[0])
+            report.cannot_build.append(
+                "C++ modules: no host compiler (install g++, e.g. apt-get install g++, or set CXX)"
+            )
 
     report.section("XLA FFI headers")
     try:
@@ -151,10 +200,12 @@ def run_doctor(*, compile_checks: bool = True) -> Report:
     report.section("CUDA compiler (nvcc)")
     claims_cuda = bool(plugins) or bool(probe.devices) or config.NVCC.get() is not None
     cuda_ok = False
+    nvcc_major = None
     try:
         from .toolchain.nvcc import check_jax_plugin_match, find_nvcc
 
         nvcc = find_nvcc()
+        nvcc_major = nvcc.version[0]
         report.item("path", f"{nvcc.path} (CUDA {nvcc.version_string})")
         report.item("found_via", nvcc.found_via)
         for candidate in nvcc.candidates:
@@ -166,7 +217,10 @@ def run_doctor(*, compile_checks: bool = True) -> Report:
             mismatch = check_jax_plugin_match(nvcc)
         if mismatch:
             report.item("warning", mismatch)
-        if compile_checks:
+        if cxx is None:
+            report.item("smoke compile", "skipped: nvcc needs a host compiler and there is none")
+            report.cannot_build.append("CUDA modules: nvcc needs a host compiler (install g++)")
+        elif compile_checks:
             flags = ["-std=c++17", "-gencode=arch=compute_80,code=sm_80"]
             if cxx is not None:
                 from .toolchain.host_compat import check_host_compiler
@@ -182,22 +236,25 @@ def run_doctor(*, compile_checks: bool = True) -> Report:
                 report.item("smoke compile", "ok (sm_80)")
                 cuda_ok = True
     except BrainEventError as exc:
-        if claims_cuda:
-            why = (
-                "a JAX CUDA plugin is installed"
-                if plugins
-                else ("a GPU is present" if probe.devices else f"{config.NVCC.name} is set")
-            )
-            report.problem(f"{why}, but no usable nvcc: {exc}")
+        if config.NVCC.get() is not None:  # named explicitly but unusable: broken
+            report.problem(f"{config.NVCC.name} is set, but no usable nvcc: {exc}")
+        elif claims_cuda:
+            why = "a JAX CUDA plugin is installed" if plugins else "a GPU is present"
+            report.item("nvcc", f"not found ({why}): {exc.message.splitlines()[0]}")
+            report.cannot_build.append(f"CUDA modules: {why}, but no nvcc was found")
         else:
             report.item("nvcc", f"not found (fine for CPU-only use): {exc.message.splitlines()[0]}")
+    if "jax-cuda12-plugin" in plugins and nvcc_major != 12:
+        report.item("note", CUDA12_NOTE)
 
     report.section("Kernel cache")
     from .cache.admin import iter_entries, object_cache_size
     from .cache.store import cache_root
 
     root = cache_root()
-    source = f" (from {config.CACHE_DIR.name})" if os.environ.get(config.CACHE_DIR.name) else ""
+    source = {"environment": f" (from {config.CACHE_DIR.name})", "set in code": " (set_cache_dir)"}.get(
+        config.CACHE_DIR.source(), ""
+    )
     report.item("directory", f"{root}{source}")
     entries = list(iter_entries(root)) if root.is_dir() else []
     modules = {e.module for e in entries}
@@ -210,12 +267,33 @@ def run_doctor(*, compile_checks: bool = True) -> Report:
         )
     if shutil.disk_usage(root if root.exists() else Path.home()).free < 1 << 30:
         report.item("warning", "less than 1 GiB free where the cache lives")
+    if report.cannot_build:
+        _load_check(report, entries, bool(probe.devices))
 
     report.section("Verdict")
     if report.problems:
+        report.lines.append(f"  {len(report.problems)} problem(s): fix them (each is marked PROBLEM above).")
+    elif cxx is None:
         report.lines.append(
-            f"  {len(report.problems)} problem(s): this stack cannot build what it claims to support."
+            "  load-only: OK. This node loads modules built ahead of time (`brainevent build`)."
         )
     else:
         report.lines.append("  ok: C++ builds work" + (", CUDA builds work" if cuda_ok else ""))
+    for what in report.cannot_build:
+        report.lines.append(f"  cannot build {what}")
+    if report.require_build and report.cannot_build:
+        report.lines.append("  --require-build: this node must build, so the exit status is 1")
     return report
+
+
+def print_diagnostics() -> None:
+    """Print what this machine can build and run (``brainevent doctor`` without its test
+    compiles) and the FFI targets registered in this process."""
+    from .runtime.targets import list_registered_targets
+
+    report = run_doctor(compile_checks=False)
+    targets = list_registered_targets()
+    report.section("Registered FFI targets")
+    report.item("count", str(len(targets)))
+    report.lines.extend(f"    {name}" for name in targets)
+    print("brainevent diagnostics" + "\n".join(report.lines))

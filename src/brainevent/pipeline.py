@@ -97,6 +97,12 @@ class Backend(Protocol):
         """None if this process's JAX can run the artifact, else why not."""
         ...
 
+    def preprocess_command(
+        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
+    ) -> list[str]:
+        """The unit's compile command with -E instead of -c (see build/preprocess.py)."""
+        ...
+
 
 def check_name(value: Any, what: str) -> str:
     if not isinstance(value, str) or not _NAME_RE.fullmatch(value) or len(value) > 100:
@@ -254,17 +260,20 @@ def _build(
     store: EntryStore,
 ) -> Manifest:
     # Imported here: only a cache miss needs the C++ reader, the generator and ninja.
-    from .build.depfile import read_depfile
     from .build.diagnostics import compile_error
     from .build.ninja import run_build
-    from .cache.deps import record as record_dependencies
+    from .build.preprocess import Preprocessor
     from .cache.deps import snapshot
     from .cache.objects import ObjectCache
     from .cache.trust import write_private
     from .codegen import render_binding, render_kernel_unit
     from .spec.resolve import resolve_functions
 
-    specs = resolve_functions(options.functions, [(u.display_name, u.text) for u in units])
+    specs = resolve_functions(
+        options.functions,
+        [(u.display_name, u.text) for u in units],
+        preprocess=Preprocessor(staging, units, options, backend),
+    )
     per_unit = _assign_functions(units, specs)
     file_names = _unit_file_names(units)
     (staging / "src").mkdir()
@@ -278,7 +287,10 @@ def _build(
     library = f"lib{options.name}.so"
     steps = backend.compile_steps(options, kernel_units, "src/binding.cpp", library)
     objects = ObjectCache(store.module_dir / "objects")
-    salt = json.dumps([key_record.get(k) for k in sorted(backend.key_inputs(options))], default=str)
+    # An object depends on the toolchain and on our own headers and generated code, which
+    # its dependency record does not list (they are keyed here instead).
+    salted = sorted([*backend.key_inputs(options), "package", "binding_schema", "package_headers"])
+    salt = json.dumps([[k, key_record.get(k)] for k in salted], default=str)
     object_keys = {s.output: objects.key(staging, s, salt) for s in steps if s.output.endswith(".o")}
     reused: dict[str, DependencyRecord] = {}
     for out, object_key in object_keys.items():
@@ -320,23 +332,7 @@ def _build(
             timed_out=bool(exc.data.get("timed_out")),
             timeout_s=exc.data.get("timeout_s"),
         ) from None
-    covered = backend.covered_dirs()
-    # The sources themselves (named by #line, so the compiler lists them) are in the key.
-    keyed = {os.path.normpath(u.display_name) for u in units if u.directory is not None}
-    dependencies: dict[str, list[Any]] = {}
-    for step in todo:
-        if step.output not in object_keys:
-            continue  # the link
-        deps: DependencyRecord = {}
-        if step.depfile is not None:  # the binding reads only our and XLA's headers
-            read = [
-                p
-                for p in read_depfile(staging / step.depfile, staging)
-                if not _inside(p, staging) and p not in keyed
-            ]
-            deps = record_dependencies(read, before=before, started_ns=started_ns, skip_dirs=covered)
-        objects.publish(object_keys[step.output], staging / step.output, deps, started_ns)
-        dependencies.update(deps)
+    dependencies = _record_objects(todo, object_keys, objects, staging, units, backend, before, started_ns)
     for cached in reused.values():
         dependencies.update(cached)
     if options.verbose:
@@ -377,6 +373,40 @@ def _user_file_names(log_text: str, kernel_units: Sequence[tuple[str, SourceUnit
     for path, unit in kernel_units:
         log_text = log_text.replace(path, unit.display_name)
     return log_text
+
+
+def _record_objects(
+    todo: Sequence[BuildStep],
+    object_keys: Mapping[str, str],
+    objects: Any,
+    staging: Path,
+    units: Sequence[SourceUnit],
+    backend: Backend,
+    before: Mapping[str, tuple[int, int]],
+    started_ns: int,
+) -> dict[str, list[Any]]:
+    """Publishes each freshly compiled object with the files its compiler read; returns them all."""
+    from .build.depfile import read_depfile
+    from .cache.deps import record as record_dependencies
+
+    covered = backend.covered_dirs()
+    # The sources themselves (named by #line, so the compiler lists them) are in the key.
+    keyed = {os.path.normpath(u.display_name) for u in units if u.directory is not None}
+    dependencies: dict[str, list[Any]] = {}
+    for step in todo:
+        if step.output not in object_keys:
+            continue  # the link
+        deps: DependencyRecord = {}
+        if step.depfile is not None:  # the binding reads only our and XLA's headers
+            read = [
+                p
+                for p in read_depfile(staging / step.depfile, staging)
+                if not _inside(p, staging) and p not in keyed
+            ]
+            deps = record_dependencies(read, before=before, started_ns=started_ns, skip_dirs=covered)
+        objects.publish(object_keys[step.output], staging / step.output, deps, started_ns)
+        dependencies.update(deps)
+    return dependencies
 
 
 def _scanned_headers(units: Sequence[SourceUnit], options: LoadOptions) -> list[str]:

@@ -9,11 +9,12 @@ its mapping).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,17 +116,65 @@ def clear(root: Path, module: str | None = None) -> tuple[int, int]:
     return removed, skipped
 
 
+# The load options that make two entries of one module different builds, both worth
+# keeping. Entries that differ in anything else (the sources, the compiler, brainevent's
+# version) are versions of one build, and only the newest versions are worth keeping.
+VARIANT_INPUTS = (
+    "functions",
+    "optimization_level",
+    "use_fast_math",
+    "extra_cflags",
+    "extra_ldflags",
+    "extra_include_paths",
+    "archs",
+)
+
+
+def _variant(entry: EntryInfo) -> tuple[str, str, str]:
+    assert entry.manifest is not None
+    chosen = {k: entry.manifest.inputs.get(k) for k in VARIANT_INPUTS}
+    return entry.module, entry.manifest.platform, json.dumps(chosen, sort_keys=True, default=str)
+
+
+def superseded(entries: Iterable[EntryInfo], keep: int) -> list[EntryInfo]:
+    """Entries beyond the ``keep`` most recently used versions of each build of a module.
+
+    A damaged entry (no readable manifest) never loads as it is, so it is always included.
+    """
+    if keep < 1:
+        raise ValueError(f"keep must be at least 1, got {keep}: `cache clear` removes every entry")
+    versions: dict[tuple[str, str, str], list[EntryInfo]] = {}
+    old = []
+    for entry in entries:
+        if entry.manifest is None:
+            old.append(entry)
+        else:
+            versions.setdefault(_variant(entry), []).append(entry)
+    for group in versions.values():
+        group.sort(key=lambda e: e.last_used, reverse=True)
+        old += group[keep:]
+    return old
+
+
 def prune(
-    root: Path, *, max_size: int | None = None, older_than: float | None = None
+    root: Path,
+    *,
+    max_size: int | None = None,
+    older_than: float | None = None,
+    keep_newest: int | None = None,
 ) -> tuple[int, int, int]:
-    """Removes entries unused for ``older_than`` seconds, then least recently used ones until the
-    cache fits ``max_size`` bytes. Returns (removed, skipped because busy, bytes left)."""
+    """Removes entries unused for ``older_than`` seconds, then all but the ``keep_newest`` most
+    recently used versions of each build of a module (see ``superseded``), then least recently
+    used ones until the cache fits ``max_size`` bytes. Returns (removed, skipped because busy,
+    bytes left)."""
     entries = sorted(iter_entries(root), key=lambda e: e.last_used)
     now = time.time()
     removed = skipped = 0
     kept: list[EntryInfo] = []
+    old = {e.directory for e in superseded(entries, keep_newest)} if keep_newest is not None else set()
     for entry in entries:
-        if older_than is not None and now - entry.last_used > older_than:
+        expired = older_than is not None and now - entry.last_used > older_than
+        if expired or entry.directory in old:
             if remove_entry(entry):
                 removed += 1
                 continue

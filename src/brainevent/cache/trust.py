@@ -54,11 +54,16 @@ def _foreign_owner(st: os.stat_result, *, allow_root: bool) -> bool:
     return st.st_uid != os.getuid() and not (allow_root and st.st_uid == 0)
 
 
-def _check_ancestors(root: Path) -> None:
-    """The directories above the root: nobody else may be able to rename the root away."""
+def _check_ancestors(root: Path) -> bool:
+    """The directories above the root: nobody else may be able to rename the root away.
+
+    Returns False when some of them do not exist yet (the caller creates them, as its own).
+    """
     for parent in reversed(root.parents):
         try:
             st = os.stat(parent)
+        except FileNotFoundError:
+            return False
         except OSError as exc:
             raise _refuse(parent, f"cannot be examined ({exc.strerror})") from None
         if _foreign_owner(st, allow_root=True):
@@ -70,6 +75,7 @@ def _check_ancestors(root: Path) -> None:
                 f"(mode {stat.S_IMODE(st.st_mode):o}), so they could replace the cache",
                 f"Run `chmod go-w {parent}`, or choose another cache directory.",
             )
+    return True
 
 
 def private_dir(path: Path, *, create: bool, fix: str = _FIX) -> bool:
@@ -114,13 +120,15 @@ def check_root(root: Path, *, create: bool) -> bool:
     root = Path(os.path.abspath(root))
     key = str(root)
     if key not in _checked_ancestors:
-        _check_ancestors(root)
-        with _lock:
-            _checked_ancestors.add(key)
-    if create:
-        for parent in reversed(root.parents):  # missing levels are ours: create them 0700
-            if not parent.exists():
-                private_dir(parent, create=True)
+        if _check_ancestors(root):
+            with _lock:
+                _checked_ancestors.add(key)
+        elif not create:
+            return False  # no cache there yet
+        else:
+            for parent in reversed(root.parents):  # the missing levels are ours: made 0700
+                if not parent.exists():
+                    private_dir(parent, create=True)
     try:
         st = os.lstat(root)
     except FileNotFoundError:

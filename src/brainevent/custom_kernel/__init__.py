@@ -6,6 +6,7 @@ from .benchmark import BenchmarkConfig, BenchmarkRecord, BenchmarkResult, benchm
 from .entries import KernelEntry
 from .primitive import XLACustomKernel
 from .registry import get_all_primitive_names, get_primitives_by_tags, get_registry, register_primitive
+from .triton_call import triton_kernel
 
 __all__ = [
     "BenchmarkConfig",
@@ -18,4 +19,5 @@ __all__ = [
     "get_primitives_by_tags",
     "get_registry",
     "register_primitive",
+    "triton_kernel",
 ]

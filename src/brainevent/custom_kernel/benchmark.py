@@ -133,6 +133,7 @@ class BenchmarkResult:
         self._records = list(records)
         self.primitive_name = primitive_name
         self.chosen: str | None = None  # the backend benchmark(set_default=True) made the default
+        self.remembered = False  # True when benchmark(remember=True) returned a stored run untimed
 
     @property
     def records(self) -> list[BenchmarkRecord]:
@@ -201,6 +202,8 @@ class BenchmarkResult:
         lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
         lines.append("  ".join("-" * w for w in widths))
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        if self.remembered:
+            lines.append("(remembered from an earlier run: not timed again)")
         if self.chosen is not None:
             lines.append(f"default backend set to {self.chosen!r}")
         return "\n".join(lines)
@@ -213,6 +216,7 @@ class BenchmarkResult:
         return {
             "primitive_name": self.primitive_name,
             "chosen": self.chosen,
+            "remembered": self.remembered,
             "records": [dict(vars(r)) for r in self._records],
         }
 

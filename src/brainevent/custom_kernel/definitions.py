@@ -10,6 +10,7 @@ from ..config import PLATFORM_ALIASES as ALIASES
 from ..errors import KernelCallError
 from .entries import CallSiteLowering, KernelEntry
 from .kernels import LaunchValue, ModuleFunctionKernel, NumbaCpuKernel, NumbaCudaKernel
+from .libraries import check_platform
 
 PLATFORMS = ("cpu", "gpu", "tpu")
 # A compiled function's backend name, and the KernelFunction.platform it must have.
@@ -40,6 +41,7 @@ class BackendTable:
     _defaults: dict[str, str]
     _lowered: set[str]
     _warned: set[str]
+    _pinned: set[str]  # platforms whose default set_default() chose: no remembered choice beats it
 
     def def_kernel(self, *args: Any, **kwargs: Any) -> Self:
         """Defines a backend, in one of two forms told apart by their arguments:
@@ -113,6 +115,7 @@ class BackendTable:
 
     def _add(self, entry: KernelEntry, asdefault: bool) -> Self:
         platform = entry.platform
+        check_platform(entry.backend, platform)
         entries = self._kernels.setdefault(platform, {})
         replaced = entry.backend in entries
         entries[entry.backend] = entry
@@ -180,10 +183,13 @@ class BackendTable:
         given = kernel if kernel is not None else generator
         return self._add(KernelEntry("numba_cuda", "gpu", given, CallSiteLowering(cuda_kernel)), asdefault)
 
-    def def_warp_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> Self:
-        """Backend ``"warp"`` on the GPU: ``kg(outs=..., **attrs)`` returns Warp's JAX callable.
-        Needs ``pip install warp-lang`` when the backend is first lowered."""
-        return self.def_kernel("warp", "gpu", kg, asdefault)
+    def def_warp_kernel(
+        self, kg: Callable[..., Any], asdefault: bool = False, *, platform: str = "gpu"
+    ) -> Self:
+        """Backend ``"warp"``: ``kg(outs=..., **attrs)`` returns Warp's JAX callable
+        (``warp.jax_kernel(kernel, ...)``). On the GPU by default; ``platform="cpu"`` runs the
+        kernel on Warp's CPU device. Needs ``pip install warp-lang`` when first lowered."""
+        return self.def_kernel("warp", platform_name(platform, ("cpu", "gpu")), kg, asdefault)
 
     def def_triton_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> Self:
         """Backend ``"triton"`` on the GPU: ``kg(outs=..., **attrs)`` returns a JAX callable that
@@ -208,8 +214,12 @@ class BackendTable:
         return self.def_kernel("cuda_raw", "gpu", kg, asdefault)
 
     def set_default(self, platform: str, backend: str) -> None:
-        """Makes ``backend`` the default on ``platform``. A real change clears JAX's caches, so
-        already-compiled functions use it on their next call."""
+        """Makes ``backend`` the default on ``platform``, for every operand shape: it also beats
+        choices remembered by ``benchmark(remember=True)``. A real change clears JAX's caches,
+        so already-compiled functions use it on their next call."""
+        self._set_default(platform, backend, pin=True)
+
+    def _set_default(self, platform: str, backend: str, *, pin: bool) -> None:
         resolved = platform_name(platform)
         defined = self.available_backends(resolved)
         if not defined:
@@ -225,6 +235,8 @@ class BackendTable:
                 kernel=self.name,
                 backend=backend,
             )
+        if pin:
+            self._pinned.add(resolved)
         if self._defaults.get(resolved) != backend:
             self._defaults[resolved] = backend
             config._clear_jax_caches()

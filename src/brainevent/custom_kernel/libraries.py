@@ -1,7 +1,9 @@
 """Which library each named backend needs, checked when the backend is first lowered.
 
 Checked at lowering, not at definition: a library of operators may define a Warp or
-Triton backend for every user, and only those who select it need the package.
+Triton backend for every user, and only those who select it need the package. Where a
+backend can run is checked at definition: a Triton backend on the CPU is a mistake on
+every machine.
 """
 
 from __future__ import annotations
@@ -16,14 +18,16 @@ from ..errors import BackendNotInstalledError
 class Library:
     module: str  # what the backend imports
     package: str  # what to pip install
+    platforms: tuple[str, ...]  # where its kernels can run
 
 
 LIBRARIES: dict[str, Library] = {
-    "numba": Library("numba", "numba"),
-    "numba_cuda": Library("numba.cuda", "numba-cuda"),
-    "warp": Library("warp", "warp-lang"),
-    "triton": Library("triton", "triton"),
-    "pallas": Library("jax.experimental.pallas", "jax"),
+    "numba": Library("numba", "numba", ("cpu",)),
+    "numba_cuda": Library("numba.cuda", "numba-cuda", ("gpu",)),
+    "warp": Library("warp", "warp-lang", ("cpu", "gpu")),
+    "triton": Library("triton", "triton", ("gpu",)),
+    # On the CPU through Pallas's interpreter (pallas_call(..., interpret=True)).
+    "pallas": Library("jax.experimental.pallas", "jax", ("cpu", "gpu", "tpu")),
 }
 
 
@@ -45,4 +49,16 @@ def require_library(backend: str) -> None:
         backend=backend,
         module=library.module,
         package=library.package,
+    )
+
+
+def check_platform(backend: str, platform: str) -> None:
+    """ValueError when ``backend`` names a library whose kernels cannot run on ``platform``."""
+    library = LIBRARIES.get(backend)
+    if library is None or platform in library.platforms:
+        return
+    raise ValueError(
+        f"the {backend!r} backend runs on {' and '.join(repr(p) for p in library.platforms)}, not on "
+        f"{platform!r}: define it for {library.platforms[0]!r}, or give a kernel for {platform!r} another "
+        "backend name"
     )

@@ -96,6 +96,7 @@ class XLACustomKernel(BackendTable, Rules, Tools):
         self._defaults: dict[str, str] = {}
         self._lowered: set[str] = set()  # platforms lowered at least once (caches to clear)
         self._warned: set[str] = set()
+        self._pinned: set[str] = set()
         self._tags: set[str] = set()
         self._call_fn: Callable[..., Any] | None = None
         self._benchmark_data_fn: Callable[..., Any] | None = None
@@ -205,7 +206,10 @@ class XLACustomKernel(BackendTable, Rules, Tools):
             order = [requested]
         else:
             chosen = config.get_backend(platform)
-            order, ignored = selection.preference(list(entries), self._defaults.get(platform), chosen)
+            default = self._defaults.get(platform)
+            if chosen is None and platform not in self._pinned:
+                default = self._remembered(platform, ctx, outs) or default
+            order, ignored = selection.preference(list(entries), default, chosen)
             if ignored:
                 self._warn_backend_once(
                     f"the global backend {chosen!r} (brainevent.config.set_backend) is not defined for "
@@ -234,6 +238,22 @@ class XLACustomKernel(BackendTable, Rules, Tools):
                 )
             return lowered
         raise selection.failure(self.name, platform, failures, list(entries), requested is not None)
+
+    def _remembered(self, platform: str, ctx: Any, outs: Sequence[Any]) -> str | None:
+        """The backend ``benchmark(remember=True)`` found fastest for these operands on this kind
+        of device, if it is remembered, still valid, and defined here."""
+        from . import remembered
+        from .fingerprint import sources_fingerprint
+
+        entries = self._kernels[platform]
+        found = remembered.lookup(
+            self.name,
+            platform,
+            [remembered.aval_text(a) for a in ctx.avals_in],
+            [remembered.aval_text(o) for o in outs],
+            lambda: sources_fingerprint(entries),
+        )
+        return found if found in entries else None
 
     def __repr__(self) -> str:
         backends = {p: list(e) for p, e in sorted(self._kernels.items()) if e}

@@ -18,9 +18,11 @@ class Tools:
     _call_fn: Callable[..., Any] | None
     _benchmark_data_fn: Callable[..., Any] | None
 
-    # Provided by BackendTable (XLACustomKernel has both).
+    # Provided by BackendTable and XLACustomKernel.
     available_backends: Callable[[str], list[str]]
     set_default: Callable[[str, str], None]
+    _set_default: Callable[..., None]
+    _lowered: set[str]
 
     def def_call(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """The user-facing function that prepares arguments and calls this primitive; it must
@@ -71,6 +73,7 @@ class Tools:
         backends: Sequence[str] | None = None,
         configs: Sequence[BenchmarkConfig] | None = None,
         set_default: bool = False,
+        remember: bool = False,
     ) -> BenchmarkResult:
         """Times every backend of ``platform`` (default: JAX's default device's) on each
         configuration from :meth:`def_benchmark_data` (or ``configs=``), in interleaved rounds,
@@ -82,6 +85,15 @@ class Tools:
         the table to stderr.
         A backend that fails is recorded as failed (``catch_errors=False`` raises instead);
         results that differ between backends beyond ``rtol``/``atol`` warn.
+
+        ``remember=True`` keeps the outcome in the cache directory: per configuration, the
+        fastest backend for the primitive's operand shapes and dtypes on this kind of device,
+        which later lowerings with those operands use (in this process and later ones) unless
+        ``set_default()``, ``brainevent.config.set_backend`` or a call's ``backend=`` decide;
+        and the run itself, which a later ``benchmark(remember=True)`` of the same
+        configurations returns without timing again (``result.remembered`` is then True).
+        Both go stale when a backend's source or a library version changes. With
+        ``remember=True``, ``set_default=True`` sets the default for the shapes not measured.
         """
         import jax
 
@@ -114,21 +126,31 @@ class Tools:
             raise TypeError(
                 f"benchmark data must be a non-empty list of BenchmarkConfig, got {configs!r:.200}"
             )
-        with verbosity(verbose):
-            result = benchmark_backends(
-                self.name,
-                self._call_fn or cast(Callable[..., Any], self),  # the primitive itself
-                resolved,
-                chosen,
-                configs,
-                n_warmup=n_warmup,
-                n_runs=n_runs,
-                n_batch_per_run=n_batch_per_run,
-                compare_results=compare_results,
-                rtol=rtol,
-                atol=atol,
-                catch_errors=catch_errors,
-            )
+        call = self._call_fn or cast(Callable[..., Any], self)  # the primitive itself
+        measurement = self._measurement(call, resolved, chosen, configs) if remember else None
+        result = measurement.result(self.name) if measurement is not None else None
+        if result is None:
+            with verbosity(verbose):
+                result = benchmark_backends(
+                    self.name,
+                    call,
+                    resolved,
+                    chosen,
+                    configs,
+                    n_warmup=n_warmup,
+                    n_runs=n_runs,
+                    n_batch_per_run=n_batch_per_run,
+                    compare_results=compare_results,
+                    rtol=rtol,
+                    atol=atol,
+                    catch_errors=catch_errors,
+                )
+            if measurement is not None:
+                measurement.store(result)
+                if resolved in self._lowered:
+                    from .. import config
+
+                    config._clear_jax_caches()  # compiled functions hold the choices made before
         if set_default:
             best = result.best_backend()
             if best is None:
@@ -137,9 +159,20 @@ class Tools:
                     f"so none was made the default:\n{result.table()}",
                     kernel=self.name,
                 )
-            self.set_default(resolved, best)
+            self._set_default(resolved, best, pin=not remember)
             result.chosen = best
         if verbose:
             with verbosity(True):
                 log.info("%s", result.table())
         return result
+
+    def _measurement(
+        self,
+        call: Callable[..., Any],
+        platform: str,
+        backends: Sequence[str],
+        configs: Sequence[BenchmarkConfig],
+    ) -> Any:
+        from .remembered import Run
+
+        return Run.describe(self, call, platform, list(backends), list(configs))

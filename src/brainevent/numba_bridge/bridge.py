@@ -18,9 +18,20 @@ FFI_METHODS = (None, "sequential", "sequential_unrolled", *RANK_CHANGING)
 Preparer = Callable[[Signature], tuple[str, int]]
 
 
+def check_vmap_method(vmap_method: object) -> None:
+    if vmap_method not in FFI_METHODS:
+        raise ValueError(f"vmap_method must be one of {FFI_METHODS}, got {vmap_method!r}")
+
+
 class BridgedFunction:
     """Calls a prepared Numba kernel through ``jax.ffi.ffi_call``; ``prepare`` compiles and
-    registers it for a signature and returns ``(target, kernel id)``."""
+    registers it for a signature and returns ``(target, kernel id)``.
+
+    ``per_slice_vmap``: under a batching ``vmap_method`` the kernel keeps its unbatched ranks
+    and runs once per batch element (what ``numba_cuda_kernel`` does). ``launch=False``, or
+    outputs that are all empty: nothing runs and the results are zeros. ``check_args`` sees
+    the arguments of every call before anything else.
+    """
 
     def __init__(
         self,
@@ -30,21 +41,38 @@ class BridgedFunction:
         vmap_method: str | None,
         input_output_aliases: dict[int, int] | None,
         name: str,
+        *,
+        per_slice_vmap: bool = False,
+        launch: bool = True,
+        check_args: Callable[[tuple[Any, ...]], None] | None = None,
     ) -> None:
-        if vmap_method not in FFI_METHODS:
-            raise ValueError(f"vmap_method must be one of {FFI_METHODS}, got {vmap_method!r}")
+        check_vmap_method(vmap_method)
         self._prepare = prepare
         self._target_for = target_for
         self._specs, self._treedef = flatten_outs(outs)
+        self._rank_changing = vmap_method in RANK_CHANGING
         self._vmap_method = vmap_method
+        if per_slice_vmap and self._rank_changing:
+            # JAX's sequential method calls the unbatched launch once per batch element,
+            # passing an unbatched input whole to every one.
+            self._vmap_method, self._rank_changing = "sequential", False
         self._aliases = dict(input_output_aliases) if input_output_aliases else None
         self._vmappable: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        self._launch = launch and any(int(np.prod(s.shape)) > 0 for s in self._specs)
+        self._check_args = check_args
         self.__name__ = name
 
     def __call__(self, *args: Any) -> Any:
         import jax
 
-        if self._vmap_method in RANK_CHANGING:
+        if self._check_args is not None:
+            self._check_args(args)
+        if not self._launch:
+            import jax.numpy as jnp
+
+            signature_of(args, self._specs)  # the arguments must still be arrays
+            flat = [jnp.zeros(s.shape, s.dtype) for s in self._specs]
+        elif self._rank_changing:
             flat = self._batchable(tuple(self._specs))(*args)
         else:
             flat = self._invoke(args, self._specs)
@@ -63,7 +91,7 @@ class BridgedFunction:
             # a kernel written for the batched ranks may not compile unbatched. An id that is
             # never registered makes an actual unbatched call fail at run time instead.
             target, kernel_id = self._prepare_target_only(signature), 0
-        method = None if self._vmap_method in RANK_CHANGING else self._vmap_method
+        method = None if self._rank_changing else self._vmap_method
         call = jax.ffi.ffi_call(target, specs, vmap_method=method, input_output_aliases=self._aliases)
         return list(call(*args, kernel_id=np.int64(kernel_id)))
 

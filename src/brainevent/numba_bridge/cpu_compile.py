@@ -16,7 +16,8 @@ class CompiledEntry:
 
 
 def _entry_source(signature: Signature) -> str:
-    """``entry(data, shapes)``: NumPy-like views of each buffer, then the user's function."""
+    """``entry(data, shapes)``: NumPy-like views of each buffer, then the user's function; 1 if it
+    returned, 0 if it raised."""
     lines = ["def entry(data, shapes):"]
     offset = 0
     names = []
@@ -27,6 +28,9 @@ def _entry_source(signature: Signature) -> str:
         names.append(f"a{i}")
         offset += operand.ndim
     lines.append(f"    func({', '.join(names)})")
+    # 1 on success: when func raises, Numba's cfunc wrapper reports the exception through
+    # sys.unraisablehook and returns 0 instead.
+    lines.append("    return 1")
     return "\n".join(lines) + "\n"
 
 
@@ -39,6 +43,6 @@ def compile_entry(func: Any, signature: Signature) -> CompiledEntry:
         namespace[f"dtype{i}"] = operand.dtype
     # Generated code, compiled by Numba; nothing from the user reaches this text.
     exec(compile(_entry_source(signature), "<brainevent numba entry>", "exec"), namespace)
-    sig = types.void(types.CPointer(types.voidptr), types.CPointer(types.int64))
+    sig = types.int32(types.CPointer(types.voidptr), types.CPointer(types.int64))
     compiled = numba.cfunc(sig)(namespace["entry"])  # cfuncs are always nopython
     return CompiledEntry(int(compiled.address or 0), compiled.inspect_llvm(), compiled)

@@ -35,7 +35,7 @@ def preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
         launcher = cpu_launcher_for(len(signature.inputs), len(signature.outputs))
         entry = compile_entry(func, signature)
         kernel_id = content_id("numba-cpu", entry.llvm_ir, repr(signature))
-        register_cfunc(launcher, kernel_id, entry.address, signature)
+        register_cfunc(launcher, kernel_id, entry.address, getattr(func, "__name__", "?"), signature)
         with _lock:
             _prepared[key] = (func, launcher.target, kernel_id, entry)
         return launcher.target, kernel_id
@@ -67,6 +67,9 @@ def numba_kernel(
         outs: A ``jax.ShapeDtypeStruct`` or a pytree of them; results come back in that shape.
         vmap_method: As for :func:`numba_cuda_kernel`.
         input_output_aliases: ``{input index: output index}`` for in-place updates.
+
+    An exception raised by ``func`` while it runs makes the call fail with a JAX runtime error
+    whose message names ``func`` and what it raised.
 
     Raises:
         ImportError: Numba is not installed.

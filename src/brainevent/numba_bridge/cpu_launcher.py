@@ -6,6 +6,7 @@ import ctypes
 import threading
 from dataclasses import dataclass
 
+from .cpu_errors import add_receiver
 from .cpu_launcher_source import CORE, entry_source
 from .operands import Signature
 
@@ -37,21 +38,26 @@ def cpu_launcher_for(n_inputs: int, n_outputs: int) -> CpuLauncher:
         library.be_numba_cpu_register.argtypes = [
             ctypes.c_int64,
             ctypes.c_int64,
+            ctypes.c_char_p,
             ctypes.POINTER(ctypes.c_int64),
             ctypes.POINTER(ctypes.c_int64),
             ctypes.c_int64,
         ]
+        add_receiver(library)
         found = CpuLauncher(module.targets["call"], library)
         _launchers[key] = found
         return found
 
 
-def register_cfunc(launcher: CpuLauncher, kernel_id: int, address: int, signature: Signature) -> None:
+def register_cfunc(
+    launcher: CpuLauncher, kernel_id: int, address: int, name: str, signature: Signature
+) -> None:
     operands = signature.operands
     n = max(len(operands), 1)
     launcher.library.be_numba_cpu_register(
         kernel_id,
         address,
+        name.encode("utf-8", errors="replace"),
         (ctypes.c_int64 * n)(*[o.ndim for o in operands]),
         (ctypes.c_int64 * n)(*[o.itemsize for o in operands]),
         len(operands),

@@ -1,7 +1,10 @@
 """C++ source of the compiled handler that calls a Numba ``cfunc`` on XLA's CPU buffers.
 
 The cfunc takes ``(void** data, int64_t* shapes)``: every operand's data pointer, then all
-shapes concatenated. It is found in a table by a content id (the ``kernel_id`` attribute).
+shapes concatenated, and returns 1, or 0 when the Numba function raised. It is found in a
+table by a content id (the ``kernel_id`` attribute). What the function raised reaches the
+handler through ``be_numba_cpu_raised`` (called by the hook in ``cpu_errors``) and becomes
+the call's error.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ CORE = r"""
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -19,12 +23,17 @@ CORE = r"""
 
 namespace be_numba_cpu {
 
-using Entry = void (*)(void* const*, const int64_t*);
+using Entry = int32_t (*)(void* const*, const int64_t*);
 
 struct Kernel {
   Entry entry;
+  std::string name;
   std::vector<int64_t> ndims, itemsizes;
 };
+
+// Set while this thread runs a Numba entry; `raised` receives what it raised.
+thread_local bool in_entry = false;
+thread_local std::string raised;
 
 std::mutex table_mutex;
 std::unordered_map<int64_t, Kernel>& table() {
@@ -60,22 +69,39 @@ void call_kernel(int64_t id, const BE::Tensor* const* operands, int64_t count) {
     data[i] = t.data_ptr();
     for (int64_t j = 0; j < t.ndim(); ++j) shapes[used++] = t.size(j);
   }
-  k->entry(data, shapes);
+  in_entry = true;
+  raised.clear();
+  const int32_t returned = k->entry(data, shapes);
+  in_entry = false;
+  if (returned != 1) {
+    BE_FAIL() << "the Numba function " << k->name << " raised "
+              << (raised.empty() ? std::string("an exception (reported on stderr)") : raised);
+  }
 }
 
 }  // namespace be_numba_cpu
 
 extern "C" __attribute__((visibility("default"))) int be_numba_cpu_register(
-    int64_t id, int64_t address, const int64_t* ndims, const int64_t* itemsizes, int64_t count) {
+    int64_t id, int64_t address, const char* name, const int64_t* ndims, const int64_t* itemsizes,
+    int64_t count) {
   using namespace be_numba_cpu;
   std::lock_guard<std::mutex> lock(table_mutex);
   if (table().count(id) != 0) return 1;
   Kernel k;
   k.entry = reinterpret_cast<Entry>(address);
+  k.name = name;
   k.ndims.assign(ndims, ndims + count);
   k.itemsizes.assign(itemsizes, itemsizes + count);
   table().emplace(id, std::move(k));
   return 0;
+}
+
+// Called (with the GIL, on the thread of the failing entry) by the sys.unraisablehook that
+// Numba's cfunc wrapper reports through. 1 if this thread is inside one of our entries.
+extern "C" __attribute__((visibility("default"))) int be_numba_cpu_raised(const char* text) {
+  if (!be_numba_cpu::in_entry) return 0;
+  be_numba_cpu::raised = text;
+  return 1;
 }
 """
 

@@ -6,9 +6,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .bridge import BridgedFunction
+import numpy as np
+
+from ..errors import KernelTypeError
+from .bridge import BridgedFunction, check_vmap_method
 from .launch_config import LaunchConfig, resolve_launch
-from .operands import Signature, content_id
+from .operands import Signature, content_id, flatten_outs
 
 
 def require_numba_cuda() -> Any:
@@ -96,23 +99,65 @@ def numba_cuda_kernel(
             ``threads_per_block`` (2-D blocks are 32 x n, 3-D 32 x n x m).
         threads_per_block: Threads per block with ``launch_dims`` (default 256).
         shared_mem: Dynamic shared memory in bytes.
-        vmap_method: ``jax.ffi.ffi_call``'s vmap method. ``"sequential"`` keeps the kernel's
-            ranks; ``"expand_dims"``/``"broadcast_all"`` compile the kernel again for the
-            batched ranks (the kernel then sees the batch axis first).
+        vmap_method: How ``jax.vmap`` runs it: ``"sequential"``, ``"expand_dims"`` or
+            ``"broadcast_all"`` launch the kernel once per batch element with its unbatched
+            ranks (the last two need ``launch_dims``); ``None`` cannot be vmapped.
         input_output_aliases: ``{input index: output index}`` for in-place updates.
+
+    Checks run in brainevent 0.2.1's order: the launch configuration, ``vmap_method``,
+    ``outs`` (no bfloat16: Numba-CUDA has no such type), then Numba-CUDA and the kernel. A
+    launch with nothing to do (``launch_dims=0``, a zero grid, or only empty outputs) does
+    not run the kernel and returns zeros. Under ``jax.vmap`` a ``launch_dims`` kernel keeps
+    its unbatched ranks and runs once per batch element.
 
     Raises:
         ImportError: Numba with CUDA support is not installed.
-        ValueError: Neither or both of ``(grid, block)`` and ``launch_dims``, or bad values.
-        AssertionError: ``kernel`` is not a ``numba.cuda.dispatcher.CUDADispatcher``.
+        ValueError: Neither or both of ``(grid, block)`` and ``launch_dims``, a batching
+            ``vmap_method`` with an explicit grid, bad values, or a bfloat16 output; when
+            called, a 0-d or bfloat16 input.
+        KernelTypeError: ``kernel`` is not a ``numba.cuda.dispatcher.CUDADispatcher`` (both
+            a ``TypeError`` and an ``AssertionError``).
     """
+    config = resolve_launch(
+        grid, block, launch_dims, threads_per_block, shared_mem, vmap_method=vmap_method, allow_empty=True
+    )
+    check_vmap_method(vmap_method)
+    specs, _ = flatten_outs(outs)
+    _refuse_bfloat16([s.dtype for s in specs], "output")
     _, dispatcher_type = require_numba_cuda()
     if not isinstance(kernel, dispatcher_type):
-        raise AssertionError(
-            f"kernel must be a @numba.cuda.jit kernel (CUDADispatcher), got {type(kernel).__name__}"
+        raise KernelTypeError(
+            f"kernel must be a @numba.cuda.jit kernel (CUDADispatcher), got {type(kernel).__name__}",
+            kernel=type(kernel).__name__,
         )
-    config = resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)
     name = getattr(kernel, "__name__", "numba_cuda_kernel")
     return BridgedFunction(
-        preparer(kernel, config), _target_for, outs, vmap_method, input_output_aliases, name
+        preparer(kernel, config),
+        _target_for,
+        outs,
+        vmap_method,
+        input_output_aliases,
+        name,
+        per_slice_vmap=True,
+        launch=not config.empty,
+        check_args=_check_inputs,
     )
+
+
+def _refuse_bfloat16(dtypes: list[Any], what: str) -> None:
+    for i, dtype in enumerate(dtypes):
+        if np.dtype(dtype).name == "bfloat16":
+            raise ValueError(
+                f"numba_cuda_kernel: {what} {i} is bfloat16, which Numba-CUDA cannot compile "
+                "kernels for; use float16 or float32 (and cast with .astype)."
+            )
+
+
+def _check_inputs(args: tuple[Any, ...]) -> None:
+    for i, arg in enumerate(args):
+        if hasattr(arg, "dtype") and np.ndim(arg) == 0:
+            raise ValueError(
+                f"numba_cuda_kernel: input {i} is a 0-d array (a scalar); Numba-CUDA kernels "
+                "take arrays of rank 1 or more: pass jnp.atleast_1d(x) (or jnp.array([value]))."
+            )
+    _refuse_bfloat16([a.dtype for a in args if hasattr(a, "dtype")], "input")

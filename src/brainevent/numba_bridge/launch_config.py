@@ -18,16 +18,24 @@ class LaunchConfig:
     def as_ints(self) -> tuple[int, ...]:
         return (*self.grid, *self.block, self.shared_mem)
 
+    @property
+    def empty(self) -> bool:
+        """A grid with no block (``launch_dims=0``, ``grid=0``): nothing is launched."""
+        return 0 in self.grid
 
-def _dims(value: Any, name: str) -> tuple[int, int, int]:
-    """An int or a 1-3 tuple of positive ints, padded with 1s to three dimensions."""
+
+def _dims(value: Any, name: str, *, allow_zero: bool = False) -> tuple[int, int, int]:
+    """An int or a 1-3 tuple of positive (or, with ``allow_zero``, non-negative) ints,
+    padded with 1s to three dimensions."""
     items: Sequence[Any] = (value,) if not isinstance(value, (tuple, list)) else value
     if not 1 <= len(items) <= 3:
         raise ValueError(f"{name} must have 1, 2 or 3 dimensions, got {value!r}")
+    lowest = 0 if allow_zero else 1
     out = []
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, int) or item < 1:
-            raise ValueError(f"{name} must hold positive integers, got {value!r}")
+        if isinstance(item, bool) or not isinstance(item, int) or item < lowest:
+            kind = "non-negative" if allow_zero else "positive"
+            raise ValueError(f"{name} must hold {kind} integers, got {value!r}")
         out.append(int(item))
     while len(out) < 3:
         out.append(1)
@@ -46,15 +54,44 @@ def _block_for(ndim: int, threads_per_block: int) -> tuple[int, int, int]:
     return x, y, max(rest // y, 1)
 
 
+# vmap methods that hand a launch batched arrays; a fixed grid cannot follow them.
+_BATCHING_METHODS = ("expand_dims", "broadcast_all")
+
+
 def resolve_launch(
-    grid: Any, block: Any, launch_dims: Any, threads_per_block: int, shared_mem: int
+    grid: Any,
+    block: Any,
+    launch_dims: Any,
+    threads_per_block: int,
+    shared_mem: int,
+    *,
+    vmap_method: str | None = None,
+    allow_empty: bool = False,
 ) -> LaunchConfig:
-    """Validates the user's choice; ValueError for every inconsistent combination."""
+    """Validates the user's choice; ValueError for every inconsistent combination.
+
+    The checks run in brainevent 0.2.1's order: which of ``(grid, block)`` and
+    ``launch_dims`` is given, then ``vmap_method`` against a fixed grid, then the values.
+    With ``allow_empty`` a zero extent in ``launch_dims`` or ``grid`` is accepted (the
+    caller then launches nothing: see ``LaunchConfig.empty``).
+    """
+    explicit = grid is not None or block is not None
+    if explicit and launch_dims is not None:
+        raise ValueError("give either (grid, block) or launch_dims, not both")
+    if explicit and (grid is None or block is None):
+        missing = "block" if block is None else "grid"
+        raise ValueError(f"grid and block must be given together ({missing} is missing)")
+    if not explicit and launch_dims is None:
+        raise ValueError("a launch configuration is required: pass grid= and block=, or launch_dims=")
+    if explicit and vmap_method in _BATCHING_METHODS:
+        raise ValueError(
+            f"vmap_method={vmap_method!r} needs launch_dims=: an explicit grid/block cannot be "
+            "adapted to a batch. Pass launch_dims= (each batch element is then launched with "
+            "it), or vmap_method='sequential'."
+        )
     if isinstance(shared_mem, bool) or not isinstance(shared_mem, int) or shared_mem < 0:
         raise ValueError(f"shared_mem must be a non-negative int (bytes), got {shared_mem!r}")
     if launch_dims is not None:
-        if grid is not None or block is not None:
-            raise ValueError("give either (grid, block) or launch_dims, not both")
         if (
             isinstance(threads_per_block, bool)
             or not isinstance(threads_per_block, int)
@@ -65,16 +102,11 @@ def resolve_launch(
                 f"got {threads_per_block!r}"
             )
         ndim = 1 if not isinstance(launch_dims, (tuple, list)) else len(launch_dims)
-        total = _dims(launch_dims, "launch_dims")
+        total = _dims(launch_dims, "launch_dims", allow_zero=allow_empty)
         block3 = _block_for(ndim, threads_per_block)
         grid3 = tuple(-(-n // b) for n, b in zip(total, block3, strict=True))
         return LaunchConfig((grid3[0], grid3[1], grid3[2]), block3, shared_mem)
-    if grid is None and block is None:
-        raise ValueError("a launch configuration is required: pass grid= and block=, or launch_dims=")
-    if grid is None or block is None:
-        missing = "block" if block is None else "grid"
-        raise ValueError(f"grid and block must be given together ({missing} is missing)")
-    grid3, block3 = _dims(grid, "grid"), _dims(block, "block")
+    grid3, block3 = _dims(grid, "grid", allow_zero=allow_empty), _dims(block, "block")
     if block3[0] * block3[1] * block3[2] > _MAX_THREADS_PER_BLOCK:
         raise ValueError(f"block {block!r} has more than {_MAX_THREADS_PER_BLOCK} threads")
     return LaunchConfig(grid3, block3, shared_mem)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import KernelCallError
 from ..spec.model import FunctionSpec
+from .artifact_path import ArtifactPathField
 
 
 def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
@@ -53,7 +54,9 @@ def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
                 attribute=name,
             )
         return np.bool_(value)
-    if kind == "f" or dtype == "bfloat16":
+    if dtype in ("float16", "bfloat16"):
+        return _half_bits(target, name, dtype, np_type, value)
+    if kind == "f":
         if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
             raise KernelCallError(
                 f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__})",
@@ -95,6 +98,29 @@ def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:
                 attribute=name,
             )
     return np.array([number.real, number.imag], dtype=part)
+
+
+def _half_bits(target: str, name: str, dtype: str, np_type: Any, value: Any) -> Any:
+    """A 16-bit float attribute as a NumPy uint16 of its bits: XLA has no 16-bit float
+    attributes, and the binding takes a uint16 as the raw bits (as brainevent 0.2.1 did)."""
+    if isinstance(value, np.uint16):
+        return value  # already the bits
+    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+        raise KernelCallError(
+            f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__})",
+            target=target,
+            attribute=name,
+        )
+    import ml_dtypes
+
+    limit = float(ml_dtypes.finfo(np_type).max)
+    if np.isfinite(float(value)) and abs(float(value)) > limit:
+        raise KernelCallError(
+            f"{target}: attribute {name!r} = {value} is out of range for {dtype} (|x| <= {limit:g})",
+            target=target,
+            attribute=name,
+        )
+    return np.asarray(float(value), dtype=np_type).view(np.uint16)[()]
 
 
 @dataclass(eq=False)  # hashable by identity, so jax.jit(mod.func) works
@@ -219,19 +245,54 @@ class KernelFunction:
 class CompiledModule:
     """A compiled and (usually) registered module.
 
-    ``path`` is the shared object; ``functions`` maps each entry point to its
+    ``path`` is the shared object (a ``str`` that also has ``Path``'s methods, see
+    :class:`ArtifactPath`); ``functions`` maps each entry point to its
     :class:`FunctionSpec`; ``targets`` maps it to its FFI target name.
     """
 
     name: str
-    path: Path
     platform: str  # "cpu" or "cuda"
     functions: Mapping[str, FunctionSpec]
     targets: Mapping[str, str]
     registered: bool
     built_now: bool
     cache_dir: Path
+    # Required at run time (the field raises AttributeError on the class, so dataclass sees
+    # no default); placed last because type checkers take the descriptor for a default.
+    path: ArtifactPathField = ArtifactPathField()  # noqa: RUF009
     _calls: dict[str, KernelFunction] = field(default_factory=dict, repr=False)
+
+    @property
+    def function_names(self) -> list[str]:
+        """The module's function names (the keys of ``functions``), as 0.2.1 listed them."""
+        return list(self.functions)
+
+    def get_handler(self, name: str) -> Any:
+        """The XLA FFI handler of function ``name`` as a ctypes function pointer (0.2.1's API):
+        ``jax.ffi.pycapsule(mod.get_handler("f"))`` registers it by hand."""
+        import ctypes
+
+        from ..codegen.binding import handler_symbol
+        from ..errors import KernelCallError
+
+        if name not in self.functions:
+            raise KernelCallError(
+                f"module {self.name!r} has no function {name!r}; it has {sorted(self.functions)}",
+                function=name,
+            )
+        library = ctypes.CDLL(str(self.path), mode=ctypes.RTLD_LOCAL)  # the handle already open
+        handler = getattr(library, handler_symbol(name, command_buffer=False))
+        handler.restype = ctypes.c_void_p
+        handler.argtypes = [ctypes.c_void_p]
+        return handler
+
+    @property
+    def content_hash(self) -> str:
+        """``"sha256:"`` and the first 16 hex digits of the library's SHA-256 (0.2.1's identity
+        of a build)."""
+        import hashlib
+
+        return "sha256:" + hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
 
     @property
     def specs(self) -> dict[str, list[str]]:

@@ -15,6 +15,9 @@ from brainevent.spec.signature import CxxParam, CxxSignature, classify
 from brainevent.spec.tokens import SpecToken
 
 _STREAM_INTS = ("int64", "uint64")
+# A 16-bit float attribute may land in a uint16_t parameter as its raw bits (brainevent
+# 0.2.1 passed it so), or in a __half / __nv_bfloat16 / BE::float16_t one.
+_RAW_BITS = {"float16": "uint16", "bfloat16": "uint16"}
 
 
 def bind_tokens(sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = "") -> tuple[Param, ...]:
@@ -54,8 +57,36 @@ def bind_tokens(sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = ""
                 line=cparam.line,
                 file=sig.file_name,
             )
+        _check_attr_name(head, sig, position, tok, cparam)  # after the type: a tensor's name is no news
         params.append(_param(tok, cls, cparam, position))
     return tuple(params)
+
+
+def _check_attr_name(head: str, sig: CxxSignature, position: int, tok: SpecToken, cparam: CxxParam) -> None:
+    """An attribute is passed by name, so its token must name the parameter it binds to
+    (an unnamed parameter takes any name: there is nothing to contradict)."""
+    if tok.role is not Role.ATTR or not cparam.name or tok.attr_name == cparam.name:
+        return
+    names = [p.name for p in sig.params]
+    shown_params = ", ".join(p.display() for p in sig.params)
+    if tok.attr_name in names:
+        where = f"'{tok.attr_name}' is parameter {names.index(tok.attr_name) + 1}, not {position}"
+        fix = "put the tokens in the order of the C++ parameters"
+    else:
+        where = f"the function has no parameter '{tok.attr_name}'"
+        fix = f"write 'attr.{cparam.name}' for parameter {position}, or rename the C++ parameter"
+    raise SpecError(
+        f"{head}: token {position} {tok.shown()!r} names attribute '{tok.attr_name}', but C++ "
+        f"parameter {position} is `{cparam.display()}` ({where}; the parameters are: {shown_params}). "
+        f"Fix: {fix}.",
+        function=sig.name,
+        token=tok.shown(),
+        position=position,
+        parameter=cparam.name,
+        parameters=names,
+        line=cparam.line,
+        file=sig.file_name,
+    )
 
 
 def _param(tok: SpecToken, cls: TypeClass, cparam: CxxParam, position: int) -> Param:
@@ -92,7 +123,7 @@ def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, st
     # Role.ATTR
     if cls.kind != "scalar":
         return (f"a scalar parameter for {tok.shown()!r}", _fix_for(cls, cparam))
-    if tok.dtype is not None and tok.dtype != cls.detail:
+    if tok.dtype is not None and tok.dtype != cls.detail and _RAW_BITS.get(tok.dtype) != cls.detail:
         return (
             f"type {tok.dtype} as the token says, but `{cparam.display()}` is {cls.detail}",
             f"write 'attr.{tok.attr_name}:{cls.detail}' (or bare 'attr.{tok.attr_name}'), "

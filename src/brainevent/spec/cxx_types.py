@@ -36,6 +36,11 @@ _NAMED_SCALARS.update(
         "BE::bfloat16": "bfloat16",
         "BE::complex64": "complex64",
         "BE::complex128": "complex128",
+        # brainevent 0.2.1's names (see brainevent/half.h and dtype.h)
+        "BE::float16_t": "float16",
+        "BE::bfloat16_t": "bfloat16",
+        "BE::complex64_t": "complex64",
+        "BE::complex128_t": "complex128",
     }
 )
 

@@ -10,21 +10,25 @@
 
 Every entry point needs at least one output (``ret``): XLA drops a custom call whose
 results nobody uses, so a function without one would silently never run.
+
+A function the plain reading of the sources cannot find (or whose parameter types it
+cannot map, e.g. a type spelled through a macro) is looked up again after macro
+expansion, when the caller can run the preprocessor (``preprocess``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
-from brainevent.errors import SpecError
+from brainevent.errors import BrainEventError, SpecError
 from brainevent.spec.annotations import discover_annotations
 from brainevent.spec.bind import bind_tokens
 from brainevent.spec.cxx_lexer import LexResult, lex
 from brainevent.spec.infer import infer_spec
 from brainevent.spec.model import FunctionSpec
 from brainevent.spec.names import CXX_KEYWORDS, did_you_mean, is_c_identifier
-from brainevent.spec.signature import CxxSignature, pick_one, scan_functions
+from brainevent.spec.signature import CxxSignature, classify, pick_one, scan_functions
 from brainevent.spec.tokens import SpecToken, parse_tokens
 
 Functions = Mapping[str, Sequence[str] | str | None] | Sequence[str] | None
@@ -41,6 +45,11 @@ class _Request:
     origin: str  # where the spec was given, for messages
 
 
+# Preprocessed text of a source, by its file name; raises BrainEventError when the
+# preprocessor fails.
+Preprocess = Callable[[str], str]
+
+
 @dataclass(frozen=True)
 class _Source:
     file_name: str
@@ -48,13 +57,39 @@ class _Source:
     functions: tuple[CxxSignature, ...]
 
 
-def resolve_functions(functions: Functions, sources: Sequence[tuple[str, str]]) -> list[FunctionSpec]:
+@dataclass
+class _Expander:
+    """Signatures after macro expansion, one preprocessor run per source at most."""
+
+    preprocess: Preprocess | None
+    done: dict[str, list[CxxSignature]] = field(default_factory=dict)
+    failure: str = ""  # why the preprocessor failed, for the not-found message
+
+    def functions(self, src: _Source) -> list[CxxSignature]:
+        if self.preprocess is None:
+            return []
+        if src.file_name not in self.done:
+            from brainevent.spec.expanded import expanded_functions
+
+            try:
+                text = self.preprocess(src.file_name)
+            except BrainEventError as exc:
+                self.failure = self.failure or exc.message
+                text = ""
+            self.done[src.file_name] = expanded_functions(text, src.file_name) if text else []
+        return self.done[src.file_name]
+
+
+def resolve_functions(
+    functions: Functions, sources: Sequence[tuple[str, str]], preprocess: Preprocess | None = None
+) -> list[FunctionSpec]:
     """Checked specs for the requested entry points, in request order."""
     scanned = [_scan(name, text) for name, text in _check_sources(sources)]
     requests = _requests(functions, scanned)
+    expander = _Expander(preprocess)
     specs: list[FunctionSpec] = []
     for req in requests:
-        sig = _locate(req.name, scanned)
+        sig = _locate_anywhere(req.name, scanned, expander)
         tokens = req.tokens if req.tokens is not None else infer_spec(sig)
         params = bind_tokens(sig, tokens, req.origin)
         spec = FunctionSpec(req.name, params, sig.file_name, sig.line, sig.scope)
@@ -177,11 +212,39 @@ def _check_name(name: object) -> None:
         )
 
 
-def _locate(name: str, scanned: list[_Source]) -> CxxSignature:
+def _locate_anywhere(name: str, scanned: list[_Source], expander: _Expander) -> CxxSignature:
+    """The plain reading's signature of ``name``, or the expanded one where the plain reading
+    finds none or one with a type it cannot map."""
+    try:
+        plain: CxxSignature | None = _locate(name, scanned, lambda src: src.functions)
+    except SpecError:
+        if expander.preprocess is None:
+            raise
+        plain = None
+    if plain is not None and all(classify(p).kind != "unmappable" for p in plain.params):
+        return plain
+    if expander.preprocess is None:
+        assert plain is not None
+        return plain
+    try:
+        expanded = _locate(name, scanned, expander.functions)
+    except SpecError as exc:
+        if plain is not None:
+            return plain  # the plain reading's complaint is about the user's own text
+        if expander.failure:
+            note = f" Reading the sources after macro expansion failed too: {expander.failure}"
+            raise SpecError(exc.message + note, **exc.data) from None
+        raise
+    return expanded
+
+
+def _locate(
+    name: str, scanned: list[_Source], functions_of: Callable[[_Source], Sequence[CxxSignature]]
+) -> CxxSignature:
     """The single host definition of ``name`` across all sources."""
     per_file: list[CxxSignature] = []
     for src in scanned:
-        hosts = [s for s in src.functions if s.name == name and s.kind == "host"]
+        hosts = [s for s in functions_of(src) if s.name == name and s.kind == "host"]
         found = pick_one(name, hosts)
         if found is not None:
             per_file.append(found)
@@ -199,12 +262,14 @@ def _locate(name: str, scanned: list[_Source]) -> CxxSignature:
         return pick_one(name, per_file) or definitions[0]
     if per_file:
         return per_file[0]
-    raise _not_found(name, scanned)
+    raise _not_found(name, scanned, functions_of)
 
 
-def _not_found(name: str, scanned: list[_Source]) -> SpecError:
+def _not_found(
+    name: str, scanned: list[_Source], functions_of: Callable[[_Source], Sequence[CxxSignature]]
+) -> SpecError:
     files = ", ".join(s.file_name for s in scanned)
-    device = [s for src in scanned for s in src.functions if s.name == name]
+    device = [s for src in scanned for s in functions_of(src) if s.name == name]
     if device:
         kind = "__global__ kernel" if device[0].kind == "kernel" else "__device__ function"
         return SpecError(
@@ -215,7 +280,7 @@ def _not_found(name: str, scanned: list[_Source]) -> SpecError:
             files=[s.file_name for s in scanned],
             line=device[0].line,
         )
-    known = {s.name for src in scanned for s in src.functions if s.kind == "host"}
+    known = {s.name for src in scanned for s in functions_of(src) if s.kind == "host"}
     hint = did_you_mean(name, known)
     return SpecError(
         f"{name}: no function with this name is defined at namespace scope in {files}."

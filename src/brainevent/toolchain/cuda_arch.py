@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import config
-from ..errors import ToolchainError
+from ..errors import GpuArchDetectionError, ToolchainError, UnsupportedArchError
 
 logger = logging.getLogger(__name__)
 
@@ -263,7 +263,7 @@ def check_archs_supported(archs: Iterable[CudaArch], nvcc_version: tuple[int, in
             " CUDA 13 dropped sm_70 and older: build those GPUs with a CUDA 12 nvcc"
             " (BRAINEVENT_NVCC=/path/to/cuda-12/bin/nvcc)."
         )
-    raise ToolchainError(
+    raise UnsupportedArchError(
         f"nvcc {nvcc_version[0]}.{nvcc_version[1]} cannot build for {listed}.{hint}",
         archs=tuple(a.sm for a, _ in problems),
         nvcc_version=tuple(nvcc_version),
@@ -313,7 +313,7 @@ def _archs_from_driver() -> tuple[CudaArch, ...]:
         archs = tuple(sorted({CudaArch(d.major, d.minor) for d in probe.devices}))
         logger.debug("CUDA archs from the driver: %s", archs)
         return archs
-    raise ToolchainError(
+    raise GpuArchDetectionError(
         "cannot tell which GPU architecture to build for: no GPU was found ("
         f"{probe.reason}). To build without a GPU, name the target: pass "
         'compute_capability="sm_90" (or a list such as ["sm_80", "sm_90"]), or set '

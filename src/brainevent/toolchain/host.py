@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from .. import config
-from ..errors import ToolchainError
+from ..errors import HostCompilerNotFoundError
 
 _PATH_NAMES = ("g++", "c++", "clang++")
 _CONDA_NAMES = ("x86_64-conda-linux-gnu-c++", "aarch64-conda-linux-gnu-c++", "g++", "c++")
@@ -50,12 +50,12 @@ def file_identity(path: str) -> str:
 def _from_command(raw: str, found_via: str, searched: list[str]) -> HostCompiler:
     words = shlex.split(raw)
     if not words:
-        raise ToolchainError(f"{found_via} is empty; set it to a C++ compiler such as g++.")
+        raise HostCompilerNotFoundError(f"{found_via} is empty; set it to a C++ compiler such as g++.")
     # "ccache g++" keeps ccache as a wrapper; "g++ -m64" keeps flags after the compiler.
     exe_index = 1 if Path(words[0]).name in ("ccache", "sccache") and len(words) > 1 else 0
     resolved = shutil.which(words[exe_index])
     if resolved is None:
-        raise ToolchainError(
+        raise HostCompilerNotFoundError(
             f"{found_via}={raw!r} does not name an executable C++ compiler. "
             "Point it at a compiler on PATH (for example g++) or an absolute path.",
             value=raw,
@@ -92,7 +92,7 @@ def _find_host_compiler(
         found = shutil.which(name, path=path)
         if found:
             return HostCompiler(found, "PATH", searched=tuple(searched))
-    raise ToolchainError(
+    raise HostCompilerNotFoundError(
         "No C++ compiler found. Searched: " + "; ".join(searched) + ". Install g++ "
         "(e.g. `apt-get install g++`, or `conda install -c conda-forge cxx-compiler`) "
         "or set CXX to its path.",

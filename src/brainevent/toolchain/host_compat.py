@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .. import config
-from ..errors import ToolchainError
+from ..errors import HostCompilerIncompatibleError, HostCompilerNotFoundError, ToolchainError
 from .memo import remembered
 from .nvcc import NvccInfo
 
@@ -117,7 +117,7 @@ def _macro_version(identity: tuple[str, int, int]) -> tuple[CompilerKind, int]:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(
+        raise HostCompilerNotFoundError(
             f"cannot run the host compiler {path}: {exc}", compiler=path, command=cmd
         ) from None
     macros: dict[str, str] = {}
@@ -141,7 +141,7 @@ def _macro_version(identity: tuple[str, int, int]) -> tuple[CompilerKind, int]:
 def _resolve(cxx_path: str) -> str:
     found = cxx_path if os.sep in cxx_path else shutil.which(cxx_path)
     if not found or not os.path.isfile(found):
-        raise ToolchainError(
+        raise HostCompilerNotFoundError(
             f"host compiler {cxx_path!r} was not found. Point CXX or BRAINEVENT_CXX at a g++ or clang++.",
             compiler=cxx_path,
         )
@@ -199,7 +199,7 @@ def check_host_compiler(
         )
         return ["-allow-unsupported-compiler"]
     example = f"{'g++' if kind == 'gcc' else 'clang++'}-{newest}"
-    raise ToolchainError(
+    raise HostCompilerIncompatibleError(
         f"host compiler {cxx_path} is {kind} {major}, but nvcc {nvcc.version_string} "
         f"({nvcc.path}) accepts {kind} <= {newest}. Fix: point CXX or {config.CXX.name} "
         f"at an older compiler (e.g. {config.CXX.name}={example}), or opt in with "

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .. import config
-from ..errors import ToolchainError
+from ..errors import NvccNotFoundError
 from .memo import remembered
 
 logger = logging.getLogger(__name__)
@@ -89,12 +89,15 @@ _INSTALL_HINT = (
 )
 
 _CU12_HINT = (
-    "CUDA 12 pip wheels (nvidia-cuda-nvcc-cu12, as installed by jax[cuda12]) ship no nvcc, "
-    "only ptxas. Install a CUDA 12 toolkit: "
-    "conda install -c conda-forge cuda-nvcc cuda-version=12, or a system CUDA 12 toolkit, "
-    "or use an nvidia/cuda:12.x-devel image; or switch to the CUDA 13 wheels: "
-    'pip install "nvidia-cuda-nvcc>=13" nvidia-cuda-cccl (with jax[cuda13]). '
-    "Or point BRAINEVENT_NVCC at an nvcc binary."
+    "CUDA 12 pip wheels (nvidia-cuda-nvcc-cu12, as installed by jax[cuda12] and "
+    "brainevent[cuda12]) ship no nvcc, only ptxas. Get a CUDA 12 nvcc in one of two ways: "
+    "conda install -c conda-forge cuda-nvcc cuda-version=12.9 in the active conda environment "
+    "(environment.yml in brainevent's repository creates one), or a system CUDA 12 toolkit "
+    "(NVIDIA's cuda-toolkit-12-9 package, found through CUDA_HOME, PATH or /usr/local/cuda); "
+    "an nvidia/cuda:12.x-devel image has one. Or switch to the CUDA 13 wheels, which carry "
+    'nvcc: pip install "nvidia-cuda-nvcc>=13" nvidia-cuda-cccl (with jax[cuda13]; '
+    "brainevent[cuda13] installs all three). Or point BRAINEVENT_NVCC at an nvcc binary. "
+    "brainevent's Installation page (CUDA 12) gives a recipe for each."
 )
 
 
@@ -136,6 +139,7 @@ class SearchContext:
     cuda_path: str | None
     path_env: str | None
     default_roots: tuple[str, ...]
+    prefer: str = "pip"  # "system": the toolkit steps come before NVIDIA's wheels
 
 
 # -------------------------------------------------------------- identity and version
@@ -207,7 +211,7 @@ def nvcc_version(path: str | os.PathLike[str]) -> tuple[int, int]:
     try:
         return _version_of(nvcc_identity(real), real)
     except (_Unusable, OSError) as exc:
-        raise ToolchainError(f"nvcc at {real} is unusable: {exc}", path=real) from None
+        raise NvccNotFoundError(f"nvcc at {real} is unusable: {exc}", path=real) from None
 
 
 def clear_version_cache() -> None:
@@ -401,6 +405,14 @@ SEARCH_STEPS: tuple[SearchStep, ...] = (
 )
 
 
+def ordered_steps(prefer: str) -> tuple[SearchStep, ...]:
+    """The search steps in the order of ``BRAINEVENT_NVCC_PREFER`` ("pip" or "system")."""
+    if prefer != "system":
+        return SEARCH_STEPS
+    explicit, wheels, *system = SEARCH_STEPS
+    return (explicit, *system, wheels)
+
+
 # ------------------------------------------------------------------------ the search
 
 
@@ -446,6 +458,7 @@ def _context(
         cuda_path=env.get("CUDA_PATH") or None,
         path_env=env.get("PATH"),
         default_roots=tuple(default_roots),
+        prefer=config.NVCC_PREFER.get(),
     )
 
 
@@ -455,7 +468,7 @@ def find_nvcc(
     site_dirs: Sequence[str] | None = None,
     default_roots: Sequence[str] = DEFAULT_ROOTS,
 ) -> NvccInfo:
-    """Find a usable nvcc; raises :class:`ToolchainError` listing every place searched.
+    """Find a usable nvcc; raises :class:`NvccNotFoundError` listing every place searched.
 
     ``site_dirs`` and ``default_roots`` replace the real ones (for tests). The result
     is remembered per search context (environment and arguments) for the process, so
@@ -468,7 +481,7 @@ def find_nvcc(
 def _find_in_context(ctx: SearchContext) -> NvccInfo:
     considered: list[Candidate] = []
     per_step: list[tuple[SearchStep, list[Candidate]]] = []
-    for step in SEARCH_STEPS:
+    for step in ordered_steps(ctx.prefer):
         seen: list[Candidate] = []
         per_step.append((step, seen))
         for cand in step.run(ctx):
@@ -483,7 +496,7 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
                 seen.append(rejected)
                 considered.append(rejected)
                 if step.strict:
-                    raise ToolchainError(
+                    raise NvccNotFoundError(
                         f"nvcc given via {cand.found_via} ({cand.path}) is not usable: {exc}. "
                         "Name an nvcc binary or a CUDA toolkit root.",
                         path=cand.path,
@@ -503,7 +516,7 @@ def _not_found(
     ctx: SearchContext,
     per_step: Iterable[tuple[SearchStep, list[Candidate]]],
     considered: list[Candidate],
-) -> ToolchainError:
+) -> NvccNotFoundError:
     lines = []
     for step, seen in per_step:
         if not seen:
@@ -512,8 +525,10 @@ def _not_found(
             lines.append(f"  - {cand.found_via}: {cand.path} ({cand.note})")
     cu12 = any(c.found_via == "pip-wheel:nvidia-cuda-nvcc-cu12" for c in considered)
     hint = _CU12_HINT if cu12 else _INSTALL_HINT
-    return ToolchainError(
-        "nvcc was not found. Searched, in order:\n" + "\n".join(lines) + "\n" + hint,
+    # The first line is what a user of pip's CUDA 12 stack reads first: say it there.
+    first = "nvcc was not found (pip's CUDA 12 wheels carry none)" if cu12 else "nvcc was not found"
+    return NvccNotFoundError(
+        first + ". Searched, in order:\n" + "\n".join(lines) + "\n" + hint,
         candidates=tuple(considered),
         cuda12_wheels_only=cu12,
     )

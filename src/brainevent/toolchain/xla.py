@@ -11,7 +11,7 @@ import importlib.util
 from functools import cache
 from pathlib import Path
 
-from ..errors import ToolchainError
+from ..errors import HeaderNotFoundError
 
 _C_API = Path("xla") / "ffi" / "api" / "c_api.h"
 
@@ -20,14 +20,14 @@ _C_API = Path("xla") / "ffi" / "api" / "c_api.h"
 def xla_include_dir() -> Path:
     spec = importlib.util.find_spec("jaxlib")
     if spec is None or not spec.submodule_search_locations:
-        raise ToolchainError(
+        raise HeaderNotFoundError(
             "jaxlib is not installed, so the XLA FFI headers are missing. Install JAX: `pip install jax`.",
         )
     for location in spec.submodule_search_locations:
         include = Path(location) / "include"
         if (include / _C_API).is_file():
             return include
-    raise ToolchainError(
+    raise HeaderNotFoundError(
         f"jaxlib at {list(spec.submodule_search_locations)} has no {_C_API}; "
         "this jaxlib is too old for XLA FFI. Upgrade it: `pip install -U jax jaxlib`.",
     )

@@ -1,7 +1,7 @@
 // brainevent/check.h - BE::Error and the BE_CHECK macro.
 //
-// BE_CHECK(cond) << "message" throws BE::Error; the generated entry point
-// catches it and hands it to XLA, so a failed check becomes a Python
+// BE_CHECK(cond) << "message" throws BE::CheckError (a BE::Error); the generated
+// entry point catches it and hands it to XLA, so a failed check becomes a Python
 // exception instead of an abort. Messages accept strings, characters,
 // numbers, pointers and BE::DType (no <sstream>: it is slow to compile).
 #pragma once
@@ -28,12 +28,25 @@ class Error : public std::runtime_error {
   int line_;
 };
 
+// What BE_CHECK and BE_CUDA_CHECK throw; catching BE::Error catches both.
+class CheckError : public Error {
+ public:
+  using Error::Error;
+};
+class CudaError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
+
+enum class ErrorKind { Generic, Check, Cuda };
 
 // Collects the streamed message of a failed check.
 class ErrorBuilder {
  public:
-  ErrorBuilder(const char* file, int line, const char* condition) : file_(file), line_(line) {
+  ErrorBuilder(const char* file, int line, const char* condition, ErrorKind kind = ErrorKind::Generic)
+      : file_(file), line_(line), kind_(kind) {
     text_ = file;
     if (line > 0) {
       text_ += ':';
@@ -55,7 +68,11 @@ class ErrorBuilder {
     return *this;
   }
 
-  [[noreturn]] void raise() const { throw ::BE::Error(text_, file_, line_); }
+  [[noreturn]] void raise() const {
+    if (kind_ == ErrorKind::Check) throw ::BE::CheckError(text_, file_, line_);
+    if (kind_ == ErrorKind::Cuda) throw ::BE::CudaError(text_, file_, line_);
+    throw ::BE::Error(text_, file_, line_);
+  }
 
  private:
   void append(const char* s) { text_ += s ? s : "(null)"; }
@@ -89,6 +106,7 @@ class ErrorBuilder {
   std::string text_;
   const char* file_;
   int line_;
+  ErrorKind kind_;
   bool has_message_ = false;
 };
 
@@ -105,6 +123,9 @@ template <typename Unused>
     error << "dimension index " << a << " is out of range for a tensor of rank " << b;
   } else if (kind == "size") {
     error << "data_ptr<T>() with sizeof(T)=" << a << " on a tensor of dtype " << dtype;
+  } else if (kind == "int") {
+    error << "numel_checked_int(): the tensor has " << a << " elements, more than an int holds (" << b
+          << "); index it with int64_t";
   } else {
     error << "data_ptr<" << static_cast<DType>(a) << ">() on a tensor of dtype " << dtype;
   }
@@ -121,8 +142,10 @@ template <typename Unused>
 #endif
 
 // A `while` (not `if`) keeps a following `else` from binding to the macro.
-#define BE_CHECK(cond) \
-  while (BE_UNLIKELY(!(cond))) ::BE::detail::ErrorRaiser() & ::BE::detail::ErrorBuilder(__FILE__, __LINE__, #cond)
+#define BE_CHECK(cond)                                                                   \
+  while (BE_UNLIKELY(!(cond)))                                                           \
+  ::BE::detail::ErrorRaiser() & ::BE::detail::ErrorBuilder(__FILE__, __LINE__, #cond,   \
+                                                           ::BE::detail::ErrorKind::Check)
 
 // BE_FAIL() << "message": unconditional error.
 #define BE_FAIL() ::BE::detail::ErrorRaiser() & ::BE::detail::ErrorBuilder(__FILE__, __LINE__, nullptr)

@@ -1,16 +1,27 @@
 // brainevent/common.h - the one header kernels include.
 //
-// BE::Tensor, BE::DType, BE_CHECK, the dtype dispatch macros and, when the
-// CUDA runtime is visible (nvcc, or <cuda_runtime.h> included first), the
-// CUDA error checks BE_CUDA_CHECK and BE_CHECK_KERNEL_LAUNCH.
+// BE::Tensor, BE::DType, the element types (BE::float16_t, BE::bfloat16_t,
+// BE::complex64_t, ...), BE_CHECK, the dtype dispatch macros and, when the CUDA
+// runtime is visible (nvcc, or <cuda_runtime.h> included first), the CUDA error
+// checks BE_CUDA_CHECK, BE_CHECK_KERNEL_LAUNCH and BE_CHECK_KERNEL_LAUNCH_SYNC.
 #pragma once
 
+// Cheap C and C++ headers that kernels written for brainevent 0.2.1 got through its
+// headers (assert, INT_MAX, PRId64, printf, abort, std::string, std::runtime_error).
+#include <cassert>
+#include <cinttypes>
+#include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include "brainevent/check.h"
 #include "brainevent/dispatch.h"
 #include "brainevent/dtype.h"
 #include "brainevent/dtype_complex.h"
+#include "brainevent/half.h"
 #include "brainevent/tensor.h"
 
 #if defined(__CUDACC__) || defined(__CUDA_RUNTIME_H__)

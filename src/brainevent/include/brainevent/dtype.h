@@ -71,9 +71,23 @@ struct bfloat16 {
   uint16_t bits;
 };
 
-// dtype_of<T>(): the DType of a C++ element type. Half types have no portable
-// C++ spelling, so they are matched by size in data_ptr<T>() instead; complex
-// types are mapped in dtype_complex.h (kept apart: <complex> is slow to parse).
+// Complex numbers as plain pairs, usable in host and device code alike (std::complex
+// is host-only); the layout of XLA's complex64 / complex128 elements.
+struct complex64_t {
+  float real;
+  float imag;
+};
+struct complex128_t {
+  double real;
+  double imag;
+};
+
+// The element size under the name brainevent 0.2.1 used.
+inline constexpr std::size_t dtype_size(DType t) noexcept { return element_size(t); }
+
+// dtype_of<T>(): the DType of a C++ element type. CUDA's __half / __nv_bfloat16 are
+// mapped in half.h and std::complex in dtype_complex.h (kept apart: their headers are
+// slow to parse); data_ptr<T>() checks a type without a mapping by its size.
 template <typename T> struct DTypeOf { static constexpr DType value = DType::Invalid; };
 template <> struct DTypeOf<bool> { static constexpr DType value = DType::Bool; };
 template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::Int8; };
@@ -88,6 +102,11 @@ template <> struct DTypeOf<float> { static constexpr DType value = DType::Float3
 template <> struct DTypeOf<double> { static constexpr DType value = DType::Float64; };
 template <> struct DTypeOf<float16> { static constexpr DType value = DType::Float16; };
 template <> struct DTypeOf<bfloat16> { static constexpr DType value = DType::BFloat16; };
+template <> struct DTypeOf<complex64_t> { static constexpr DType value = DType::Complex64; };
+template <> struct DTypeOf<complex128_t> { static constexpr DType value = DType::Complex128; };
+
+// data_ptr<const float>() checks like data_ptr<float>().
+template <typename T> struct DTypeOf<const T> : DTypeOf<T> {};
 
 template <typename T> inline constexpr DType dtype_of() noexcept { return DTypeOf<T>::value; }
 

@@ -414,6 +414,13 @@ inline XLA_FFI_Error* decode_attrs(XLA_FFI_CallFrame* frame, const FunctionDesc&
       value = read_scalar(*raw);
       raw_dtype = raw->dtype;
     }
+    pointers[slot] = slots[slot].bytes;
+    if (raw_dtype == XLA_FFI_DataType_U16 &&
+        (param.attr_type == DType::Float16 || param.attr_type == DType::BFloat16)) {
+      const auto* raw = static_cast<const XLA_FFI_Scalar*>(frame->attrs.attrs[where]);
+      store(&slots[slot], load_as<uint16_t>(raw->value));  // a uint16 is the raw bits, as in 0.2.1
+      continue;
+    }
     if (const char* why = convert_scalar(value, param.attr_type, &slots[slot])) {
       Message m = start_message(fn);
       m.add("attribute '%s' expects %s, got ", param.attr_name, dtype_name(param.attr_type));
@@ -421,7 +428,6 @@ inline XLA_FFI_Error* decode_attrs(XLA_FFI_CallFrame* frame, const FunctionDesc&
       m.add(": %s", why);
       return invalid(frame, m);
     }
-    pointers[slot] = slots[slot].bytes;
   }
   if (found == frame->attrs.size) return nullptr;
   for (int64_t j = 0; j < frame->attrs.size; ++j) {

@@ -4,6 +4,7 @@
 // shape; they are measured in elements, like NumPy's strides divided by itemsize.
 #pragma once
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 
@@ -50,6 +51,12 @@ class Tensor {
     int64_t n = 1;
     for (int64_t i = 0; i < ndim_; ++i) n *= shape_[i];
     return n;
+  }
+  // numel() as an int, for launch arithmetic that uses int; throws BE::Error when it does not fit.
+  int numel_checked_int() const {
+    const int64_t n = numel();
+    if (n > INT_MAX) detail::raise_tensor_error<>("int", n, INT_MAX, dtype_);
+    return static_cast<int>(n);
   }
   std::size_t nbytes() const noexcept { return static_cast<std::size_t>(numel()) * element_size(); }
   bool is_contiguous() const noexcept { return true; }

@@ -1,0 +1,84 @@
+"""Choosing and emptying the kernel cache from Python: ``set_cache_dir``, ``get_cache_dir``,
+``clear_cache`` (the names brainevent 0.2.1 users call; ``brainevent cache`` is the CLI twin).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from . import config
+from .errors import CacheError, SpecError
+
+log = logging.getLogger("brainevent")
+
+
+def set_cache_dir(path: str | os.PathLike[str]) -> None:
+    """Use ``path`` as the kernel cache for the rest of this process (created if missing).
+
+    It wins over ``BRAINEVENT_CACHE_DIR``; modules already loaded stay where they are, and
+    nothing is moved. A ``build_directory=`` given to a loader still wins for that call.
+    """
+    if isinstance(path, bool) or not isinstance(path, str | os.PathLike):
+        raise SpecError(
+            f"set_cache_dir() needs a directory path (str or os.PathLike), got {type(path).__name__} "
+            f"{path!r}",
+            value=repr(path),
+        )
+    raw = os.fspath(path)
+    if not isinstance(raw, str) or not raw.strip():
+        raise SpecError(
+            f"set_cache_dir() got {raw!r}, which is not a directory path; pass e.g. '~/.cache/brainevent'",
+            value=repr(raw),
+        )
+    directory = Path(raw).expanduser()
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CacheError(
+            f"set_cache_dir({raw!r}): cannot create {directory}: {exc.strerror}. "
+            "Pass a directory this user can write.",
+            path=str(directory),
+        ) from exc
+    if not directory.is_dir():
+        raise CacheError(
+            f"set_cache_dir({raw!r}): {directory} exists and is not a directory; pass a directory.",
+            path=str(directory),
+        )
+    config.set_override(config.CACHE_DIR, str(directory))
+    log.debug("kernel cache set to %s", directory)
+
+
+def get_cache_dir() -> str:
+    """The kernel cache directory in use: ``set_cache_dir``'s, else ``BRAINEVENT_CACHE_DIR``,
+    else ``$XDG_CACHE_HOME/brainevent`` (``~/.cache/brainevent``)."""
+    return str(config.CACHE_DIR.get())
+
+
+def _check_module_name(name: object) -> str:
+    # A module's entries live in one folder named after it: anything that is not a single
+    # plain path component could reach outside the cache.
+    if not isinstance(name, str) or not name or name != Path(name).name or name.startswith("."):
+        raise SpecError(
+            f"clear_cache(name={name!r}): expected the name of a loaded module (e.g. 'my_kernels'), "
+            "or None to clear every module",
+            value=repr(name),
+        )
+    return name
+
+
+def clear_cache(name: str | None = None) -> int:
+    """Remove the cached builds of module ``name`` (of every module when None); returns how
+    many were removed.
+
+    Safe while other processes use the cache: an entry being built is skipped (and logged),
+    and a process that already loaded a module keeps running it.
+    """
+    from .cache.admin import clear
+
+    module = None if name is None else _check_module_name(name)
+    removed, skipped = clear(config.CACHE_DIR.get(), module)
+    if skipped:
+        log.warning("clear_cache: %d entries being built were left in place", skipped)
+    return removed

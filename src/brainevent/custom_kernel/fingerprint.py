@@ -1,0 +1,210 @@
+"""What "the source" of a backend is, so that a remembered benchmark winner goes stale with it.
+
+A backend defined in Python has no source file of its own, so its source is taken to be:
+
+- for a function (a kernel generator, or the Python function inside a Numba, Triton or Warp
+  kernel): its code object (bytecode, constants, nested functions, the names it uses), the
+  values of plain constants and user functions it reaches through its closure, defaults
+  and module globals, recursively; editing the generator, the kernel it returns, or a
+  helper beside them changes it. Code installed as a library (site-packages, the standard
+  library) is not hashed: the library's version stands for it;
+- for a compiled function (``load_cpp_*`` / ``load_cuda_*``): its FFI target and the content
+  key of the build registered under it, which the cache computes from the sources, headers,
+  flags and toolchain;
+- for every backend: the versions of Python, JAX, jaxlib, brainevent and the backend's
+  library (a new Triton may change which backend is fastest).
+
+Comments and formatting do not count; a changed constant, operator or called helper does.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import sys
+import sysconfig
+import types
+from collections.abc import Mapping
+from typing import Any
+
+from .entries import KernelEntry
+from .libraries import LIBRARIES
+
+_PLAIN = (int, float, complex, str, bytes, bool, type(None))
+_MAX_DEPTH = 8
+# Attributes under which kernel objects keep the Python function they were made from:
+# Numba dispatchers (py_func), Triton JITFunction (fn), Warp Kernel (func), functools.wraps.
+_WRAPPED = ("py_func", "fn", "func", "__wrapped__")
+
+
+@functools.lru_cache(maxsize=1)
+def _library_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    roots = {paths.get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(sorted(r for r in roots if r))
+
+
+def _is_library_code(code: types.CodeType) -> bool:
+    name = code.co_filename
+    return (
+        "site-packages" in name
+        or "dist-packages" in name
+        or name.startswith("<frozen")
+        or any(name.startswith(root) for root in _library_roots())
+    )
+
+
+def _unwrap(obj: Any) -> types.FunctionType | None:
+    """The Python function behind a function or a kernel object, if any."""
+    for _ in range(4):
+        if isinstance(obj, types.FunctionType):
+            return obj
+        if isinstance(obj, types.MethodType):
+            obj = obj.__func__
+            continue
+        inner = next((getattr(obj, a) for a in _WRAPPED if callable(getattr(obj, a, None))), None)
+        if inner is None:
+            return None
+        obj = inner
+    return None
+
+
+class _Hasher:
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256()
+        self._seen: set[int] = set()
+
+    def put(self, tag: str, data: str | bytes) -> None:
+        raw = data.encode() if isinstance(data, str) else data
+        self._digest.update(f"{tag}:{len(raw)}:".encode())
+        self._digest.update(raw)
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
+
+    def value(self, obj: Any, depth: int, home: str | None) -> None:
+        """Adds ``obj``. Globals are followed only into functions of ``home`` (the module of the
+        function that named them); closures and defaults are followed into any user code."""
+        if isinstance(obj, _PLAIN):
+            self.put("const", repr(obj))
+            return
+        if isinstance(obj, (tuple, list)):
+            self.put("seq", str(len(obj)))
+            for item in obj:
+                self.value(item, depth + 1, home)
+            return
+        if isinstance(obj, frozenset):
+            self.put("set", repr(sorted(map(repr, obj))))
+            return
+        if type(obj).__module__ == "numpy":  # NumPy scalars and dtypes
+            self.put("numpy", repr(obj))
+            return
+        if id(obj) in self._seen or depth > _MAX_DEPTH:
+            self.put("again", type(obj).__qualname__)
+            return
+        self._seen.add(id(obj))
+        if isinstance(obj, functools.partial):
+            self.put("partial", "")
+            self.value(obj.func, depth + 1, home)
+            self.value(obj.args, depth + 1, home)
+            self.value(sorted(obj.keywords.items()), depth + 1, home)
+            return
+        target = getattr(obj, "target", None)
+        if type(obj).__name__ == "KernelFunction" and isinstance(target, str):
+            self.put("compiled", f"{target}:{_artifact_key(target)}")
+            return
+        function = _unwrap(obj)
+        if function is None or _is_library_code(function.__code__):
+            self.put("object", f"{type(obj).__module__}.{type(obj).__qualname__}")
+            return
+        self.function(function, depth)
+
+    def function(self, fn: types.FunctionType, depth: int) -> None:
+        self.put("function", fn.__qualname__)
+        names = self.code(fn.__code__)
+        for cell in fn.__closure__ or ():
+            try:
+                self.value(cell.cell_contents, depth + 1, fn.__module__)
+            except ValueError:  # an empty cell
+                self.put("cell", "empty")
+        self.value(fn.__defaults__ or (), depth + 1, fn.__module__)
+        self.value(sorted((fn.__kwdefaults__ or {}).items()), depth + 1, fn.__module__)
+        scope = fn.__globals__
+        for name in sorted(names):
+            if name not in scope:
+                continue
+            found = scope[name]
+            if isinstance(found, types.ModuleType):
+                continue  # a library, stood for by its version
+            if isinstance(found, _PLAIN) or type(found).__module__ == "numpy":
+                self.put("global", name)
+                self.value(found, depth + 1, fn.__module__)
+                continue
+            inner = _unwrap(found)
+            if inner is not None and inner.__module__ == fn.__module__:
+                self.put("global", name)
+                self.value(found, depth + 1, fn.__module__)
+
+    def code(self, code: types.CodeType) -> set[str]:
+        """Adds a code object and its nested ones; returns every global name they use."""
+        self.put("code", code.co_code)
+        self.put("names", " ".join(code.co_names))
+        names = set(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                names |= self.code(const)
+            else:
+                self.value(const, _MAX_DEPTH, None)
+        return names
+
+
+def _artifact_key(target: str) -> str:
+    """The content key of the build registered under ``target`` in this process, or "" if none."""
+    from ..runtime import registry
+
+    with registry._lock:
+        keys = sorted(r.artifact_key for (name, _), r in registry._targets.items() if name == target)
+    return ",".join(keys)
+
+
+def entry_fingerprint(entry: KernelEntry) -> str:
+    hasher = _Hasher()
+    hasher.put("backend", f"{entry.backend}@{entry.platform}")
+    hasher.value(entry.kernel_generator, 0, None)
+    return hasher.hexdigest()
+
+
+@functools.cache
+def _version(package: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def versions(backends: list[str]) -> dict[str, str]:
+    """The versions a measurement depends on: Python, JAX, jaxlib, brainevent, each backend's library."""
+    from .._version import __version__
+
+    found = {
+        "python": ".".join(map(str, sys.version_info[:3])),
+        "jax": _version("jax"),
+        "jaxlib": _version("jaxlib"),
+        "brainevent": __version__,
+    }
+    for backend in backends:
+        library = LIBRARIES.get(backend)
+        if library is not None:
+            found[library.package] = _version(library.package)
+    return found
+
+
+def sources_fingerprint(entries: Mapping[str, KernelEntry]) -> str:
+    """One digest of every backend of a platform, in definition order, and the versions."""
+    hasher = hashlib.sha256()
+    for backend, entry in entries.items():
+        hasher.update(f"{backend}={entry_fingerprint(entry)};".encode())
+    hasher.update(repr(sorted(versions(list(entries)).items())).encode())
+    return hasher.hexdigest()

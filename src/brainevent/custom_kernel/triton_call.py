@@ -1,0 +1,252 @@
+"""``triton_kernel``: a ``@triton.jit`` kernel as a JAX function, with plain ``triton`` and JAX.
+
+At trace time the kernel is compiled by Triton's compiler for each GPU architecture present
+and handed to a compiled launcher; the call itself is one XLA FFI custom call that launches
+the cubin with ``cuLaunchKernel`` on XLA's stream: no Python runs per call, and the launch
+can be captured in a CUDA graph. It needs neither jax-triton nor a Triton launcher.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import KernelCallError
+from .libraries import require_library
+
+GridValue = int | tuple[int, ...] | Callable[[dict[str, Any]], Any]
+
+
+def _grid3(value: Any, name: str) -> tuple[int, int, int]:
+    items = value if isinstance(value, (tuple, list)) else (value,)
+    if not 1 <= len(items) <= 3 or any(
+        isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in items
+    ):
+        raise KernelCallError(
+            f"{name}: grid must be 1 to 3 non-negative ints (or a function of the parameters returning "
+            f"them), got {value!r}",
+            grid=repr(value),
+        )
+    dims = [int(v) for v in items] + [1] * (3 - len(items))
+    return dims[0], dims[1], dims[2]
+
+
+def parse_capability(value: Any) -> int:
+    """90 from ``90``, ``"90"``, ``"9.0"``, ``"sm_90"`` or ``"sm_90a"``."""
+    text = str(value).strip().lower().removeprefix("sm_").removeprefix("compute_").rstrip("af")
+    try:
+        if "." in text:
+            major, minor = text.split(".", 1)
+            number = int(major) * 10 + int(minor)
+        else:
+            number = int(text)
+    except ValueError:
+        number = -1
+    if number < 50:
+        raise KernelCallError(
+            f"compute_capability must look like 90, '9.0' or 'sm_90', got {value!r}", value=repr(value)
+        )
+    return number
+
+
+def visible_capabilities() -> list[int]:
+    """Compute capabilities of the GPUs JAX uses, else of those the CUDA driver reports."""
+    import jax
+
+    try:
+        devices = jax.devices("gpu")
+    except RuntimeError:
+        devices = []
+    found = {
+        parse_capability(d.compute_capability) for d in devices if getattr(d, "compute_capability", None)
+    }
+    if not found:
+        from ..toolchain.cuda_driver import probe_devices
+
+        probe = probe_devices()
+        if probe.available:
+            found = {d.major * 10 + d.minor for d in probe.devices}
+    return sorted(found)
+
+
+class TritonCall:
+    """The JAX function ``triton_kernel`` returns; see there."""
+
+    def __init__(
+        self,
+        kernel: Any,
+        outs: Any,
+        grid: GridValue,
+        params: dict[str, Any],
+        options: dict[str, Any],
+        compute_capability: Sequence[int] | None,
+        input_output_aliases: dict[int, int] | None,
+        vmap_method: str | None,
+    ) -> None:
+        from ..numba_bridge.operands import flatten_outs
+
+        self._kernel = kernel
+        self._specs, self._treedef = flatten_outs(outs)
+        self._grid = grid
+        self._params = params
+        self._options = options
+        self._capabilities = list(compute_capability) if compute_capability else None
+        self._aliases = dict(input_output_aliases) if input_output_aliases else None
+        self._vmap_method = vmap_method
+        self.__name__ = getattr(kernel, "__name__", "triton_kernel")
+
+    def _grid_for(self, values: dict[str, Any]) -> tuple[int, int, int]:
+        grid = self._grid(dict(values)) if callable(self._grid) else self._grid
+        return _grid3(grid, self.__name__)
+
+    def __call__(self, *arrays: Any) -> Any:
+        import jax
+
+        from ..numba_bridge.operands import content_id
+        from .cubin_launcher import launcher_for, register
+        from .triton_compile import bind, compile_for, trailing_params
+
+        for i, a in enumerate(arrays):
+            if not hasattr(a, "dtype") or not hasattr(a, "shape"):
+                raise KernelCallError(
+                    f"{self.__name__}: argument {i} must be an array, got {type(a).__name__}; pass scalars "
+                    "as keywords of triton_kernel",
+                    kernel=self.__name__,
+                )
+        bound = bind(self._kernel, [a.dtype for a in arrays], [s.dtype for s in self._specs], self._params)
+        grid = self._grid_for(bound.values)
+        capabilities = self._capabilities or visible_capabilities()
+        if not capabilities:
+            raise KernelCallError(
+                f"{self.__name__}: Triton kernels are compiled for the GPUs present, and neither JAX nor the "
+                "CUDA driver reports one; run on a GPU machine, or pass compute_capability='sm_90' (for "
+                "example) to triton_kernel to compile without one",
+                kernel=self.__name__,
+            )
+        compiled = {cc: compile_for(self._kernel, bound, cc, self._options) for cc in capabilities}
+        first = compiled[capabilities[0]]
+        shape = (first.entry, first.num_warps, first.n_ptx_params)
+        if any((c.entry, c.num_warps, c.n_ptx_params) != shape for c in compiled.values()):
+            raise KernelCallError(
+                f"{self.__name__}: Triton compiled different entry points for {capabilities}; use one "
+                "GPU architecture (CUDA_VISIBLE_DEVICES) or pass compute_capability=",
+                kernel=self.__name__,
+            )
+        programs = grid[0] * grid[1] * grid[2]
+        scratch_specs: list[Any] = []
+        scratch_operands: list[int | None] = []
+        for kind in range(2):  # global scratch, then profile scratch
+            size = max(c.scratch[kind][0] for c in compiled.values())
+            align = max(c.scratch[kind][1] for c in compiled.values())
+            if size == 0:
+                scratch_operands.append(None)
+                continue
+            scratch_operands.append(len(arrays) + len(self._specs) + len(scratch_specs))
+            scratch_specs.append(jax.ShapeDtypeStruct((programs * size + align,), np.uint8))
+        params = [*bound.params, *trailing_params(first, len(bound.params), scratch_operands)]
+        block = (32 * first.num_warps, 1, 1)
+        n_outputs = len(self._specs) + len(scratch_specs)
+        launcher = launcher_for(len(arrays), n_outputs)
+        kernel_id = content_id(
+            "triton",
+            first.entry,
+            repr((grid, block, [(p.kind, p.value, p.size) for p in params], first.cooperative)),
+            *(f"{cc}:{compiled[cc].image.shared_mem}" for cc in capabilities),
+            *(compiled[cc].image.code for cc in capabilities),
+        )
+        register(
+            launcher,
+            kernel_id,
+            first.entry,
+            grid,
+            block,
+            params,
+            len(arrays) + n_outputs,
+            {cc: c.image for cc, c in compiled.items()},
+            cooperative=first.cooperative,
+        )
+        call = jax.ffi.ffi_call(
+            launcher.target,
+            [*self._specs, *scratch_specs],
+            vmap_method=self._vmap_method,
+            input_output_aliases=self._aliases,
+        )
+        results = list(call(*arrays, kernel_id=np.int64(kernel_id)))
+        return jax.tree_util.tree_unflatten(self._treedef, results[: len(self._specs)])
+
+
+def triton_kernel(
+    kernel: Any,
+    outs: Any,
+    *,
+    grid: GridValue,
+    num_warps: int = 4,
+    num_stages: int = 3,
+    compile_options: Mapping[str, Any] | None = None,
+    compute_capability: Any = None,
+    input_output_aliases: dict[int, int] | None = None,
+    vmap_method: str | None = None,
+    **params: Any,
+) -> Callable[..., Any]:
+    """Create a JAX-callable function from a ``@triton.jit`` kernel.
+
+    The kernel's first parameters receive the input arrays, then one array per leaf of
+    ``outs`` (to write); its other parameters come from ``params`` by name (scalars and
+    ``tl.constexpr`` values), or from their defaults. It is compiled with Triton's compiler
+    when traced (once per parameter types, constants and GPU architecture) and launched from
+    compiled code on XLA's stream with ``num_warps * 32`` threads per program.
+
+    Args:
+        kernel: A ``@triton.jit`` function.
+        outs: A ``jax.ShapeDtypeStruct`` or a pytree of them; results come back in that shape.
+        grid: The launch grid: 1 to 3 ints, or a function of a dict of the non-array
+            parameters (``lambda meta: (triton.cdiv(n, meta["BLOCK"]),)``) returning them.
+        num_warps: Warps per program (Triton's option).
+        num_stages: Software pipelining stages (Triton's option).
+        compile_options: Further options for ``triton.compile`` (e.g. ``{"enable_fp_fusion": False}``).
+        compute_capability: Architecture(s) to compile for (``"sm_90"``, ``"9.0"``, ``90`` or a
+            list); by default those of the visible GPUs.
+        input_output_aliases: ``{input index: output index}`` for in-place updates.
+        vmap_method: ``jax.ffi.ffi_call``'s vmap method, for calls outside an ``XLACustomKernel``.
+        **params: The kernel's remaining parameters by name.
+
+    Raises:
+        BackendNotInstalledError: Triton is not installed (``pip install triton``).
+        KernelCallError: ``kernel`` is not a ``@triton.jit`` function, or a parameter or the grid
+            is wrong (raised when the function is traced, for what depends on the arrays).
+    """
+    require_library("triton")
+    from triton.runtime.jit import JITFunction
+
+    name = getattr(kernel, "__name__", type(kernel).__name__)
+    if not isinstance(kernel, JITFunction):
+        inner = getattr(kernel, "fn", None)
+        hint = (
+            "; autotuned or heuristic kernels are not supported: pick a configuration and pass its values "
+            "as parameters to the inner @triton.jit kernel"
+            if isinstance(inner, JITFunction) or hasattr(kernel, "configs")
+            else ""
+        )
+        raise KernelCallError(
+            f"triton_kernel needs a @triton.jit function, got {type(kernel).__name__} {name!r}{hint}",
+            kernel=name,
+        )
+    for key, value in (("num_warps", num_warps), ("num_stages", num_stages)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise KernelCallError(f"triton_kernel: {key} must be a positive int, got {value!r}", kernel=name)
+    if num_warps & (num_warps - 1) or num_warps > 32:
+        raise KernelCallError(
+            f"triton_kernel: num_warps must be a power of two up to 32, got {num_warps}", kernel=name
+        )
+    if not callable(grid):
+        _grid3(grid, name)  # fail early on a fixed grid
+    options = {"num_warps": num_warps, "num_stages": num_stages, **dict(compile_options or {})}
+    capabilities = None
+    if compute_capability is not None:
+        values = compute_capability if isinstance(compute_capability, (list, tuple)) else [compute_capability]
+        capabilities = sorted({parse_capability(v) for v in values})
+    return TritonCall(
+        kernel, outs, grid, dict(params), options, capabilities, input_output_aliases, vmap_method
+    )

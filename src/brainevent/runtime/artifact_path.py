@@ -1,0 +1,52 @@
+"""``CompiledModule.path``: a string (as in brainevent 0.2.1) that also answers like a ``Path``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+
+class ArtifactPath(str):
+    """The path of a compiled library.
+
+    A ``str``, so code written for 0.2.1 keeps working (``mod.path + ".bak"``,
+    ``mod.path.endswith(".so")``, ``json.dumps``, ``ctypes.CDLL(mod.path)``), and it also offers
+    ``pathlib.Path``'s reading methods and properties (``mod.path.parent``,
+    ``mod.path.is_file()``, ``mod.path / "x"``); where both have a name (``replace``, ``split``,
+    ``count``, ...) the string method wins. ``as_path()`` gives a real ``Path``.
+    """
+
+    __slots__ = ()
+
+    def as_path(self) -> Path:
+        return Path(self)
+
+    def __truediv__(self, other: str | os.PathLike[str]) -> Path:
+        return Path(self) / other
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names str lacks; private and dunder names stay str's (pickling,
+        # copying and the like must not see Path's).
+        if name.startswith("_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(Path(self), name)
+
+    def __repr__(self) -> str:
+        return f"ArtifactPath({str.__repr__(self)})"
+
+
+class ArtifactPathField:
+    """A dataclass field that stores whatever path it is given as an :class:`ArtifactPath`."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}"
+
+    def __get__(self, instance: object, owner: type | None = None) -> ArtifactPath:
+        if instance is None:
+            raise AttributeError("no class-level default")  # dataclass: the field is required
+        value: ArtifactPath = instance.__dict__[self._slot]
+        return value
+
+    def __set__(self, instance: object, value: str | os.PathLike[str]) -> None:
+        instance.__dict__[self._slot] = ArtifactPath(os.fspath(value))

@@ -1,0 +1,113 @@
+"""Registering a loaded module's function under a name of the caller's choice, and listing
+what is registered: ``register_ffi_target`` and ``list_registered_targets`` (0.2.1's names).
+
+The loaders register ``"<name>.<function>"`` themselves; these are for a module loaded with
+``auto_register=False`` or for a second name of one function.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+
+from ..errors import LoadError, RegistrationError
+from .module import CompiledModule
+from .registry import register_targets, registered_targets
+
+# Platform spellings accepted (0.2.1 took "cpu" and "CUDA") -> JAX's platform name.
+_PLATFORMS = {"cpu": "cpu", "host": "cpu", "cuda": "CUDA", "gpu": "CUDA"}
+_MODULE_TO_JAX = {"cpu": "cpu", "cuda": "CUDA"}
+
+
+def _jax_platform(platform: object, target: str) -> str:
+    key = platform.lower() if isinstance(platform, str) else None
+    if key not in _PLATFORMS:
+        raise RegistrationError(
+            f"register_ffi_target({target!r}): platform={platform!r} is not known; "
+            "expected 'cpu' or 'CUDA' ('gpu' and 'host' are accepted too)",
+            target=target,
+            platform=platform,
+        )
+    return _PLATFORMS[key]
+
+
+def _artifact_key(module: CompiledModule, content_id: str | None) -> str:
+    if content_id is not None:
+        return f"content:{content_id}"
+    digest = hashlib.sha256()
+    with open(module.path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def register_ffi_target(
+    target_name: str,
+    module: CompiledModule,
+    func_name: str,
+    *,
+    platform: str | None = None,
+    replace: bool = False,
+    content_id: str | None = None,
+    allow_cuda_graph: bool = True,
+) -> None:
+    """Register ``module``'s function ``func_name`` as the JAX FFI target ``target_name``.
+
+    Afterwards ``jax.ffi.ffi_call(target_name, ...)`` runs it, under ``jax.jit`` or not.
+    ``platform`` defaults to the module's own ("cpu" for C++ modules, "CUDA" for CUDA ones);
+    naming the other one is an error. Registering the same library again is a no-op; a new
+    build of the same module under a name it registered re-points that target to the new
+    code (so a notebook can edit and reload); a name another module registered is a
+    RegistrationError unless ``replace=True``. ``content_id`` identifies the library's
+    content (default: a hash of the file).
+    """
+    if not isinstance(target_name, str) or not target_name.strip():
+        raise RegistrationError(
+            f"register_ffi_target(): target_name must be a non-empty string, got {target_name!r}",
+            target=repr(target_name),
+        )
+    if not isinstance(module, CompiledModule):
+        raise RegistrationError(
+            f"register_ffi_target({target_name!r}): module must be a CompiledModule returned by a "
+            f"brainevent loader, got {type(module).__name__}",
+            target=target_name,
+        )
+    if func_name not in module.functions:
+        raise RegistrationError(
+            f"register_ffi_target({target_name!r}): module {module.name!r} has no function "
+            f"{func_name!r}; it has {sorted(module.functions)}",
+            target=target_name,
+            function=func_name,
+        )
+    expected = _MODULE_TO_JAX[module.platform]
+    jax_platform = expected if platform is None else _jax_platform(platform, target_name)
+    if jax_platform != expected:
+        raise RegistrationError(
+            f"register_ffi_target({target_name!r}): platform={platform!r}, but module "
+            f"{module.name!r} was built for {module.platform!r}; drop platform= or load the "
+            f"module for {jax_platform}",
+            target=target_name,
+            platform=platform,
+        )
+    try:
+        library = ctypes.CDLL(os.fspath(module.path), mode=ctypes.RTLD_LOCAL)
+    except OSError as exc:
+        raise LoadError(
+            f"register_ffi_target({target_name!r}): cannot load {module.path}: {exc}",
+            path=str(module.path),
+        ) from exc
+    register_targets(
+        {func_name: target_name},
+        library,
+        module=module.name,
+        platform=jax_platform,
+        artifact_key=_artifact_key(module, content_id),
+        command_buffer=allow_cuda_graph,
+        replace=replace,
+    )
+
+
+def list_registered_targets() -> list[str]:
+    """The names of every FFI target brainevent registered in this process, sorted."""
+    return sorted(registered_targets())

@@ -1,0 +1,101 @@
+"""Read function signatures after macro expansion.
+
+Functions written through a macro (``#define GEN(S, T) void gen##S(...)`` then
+``GEN(_f32, float)``) exist only once the preprocessor has run. Given the compiler's
+``-E`` output of one source, this finds the functions that source defines and reports
+each at the line of the user's file it came from (for a generated function, the line
+of the macro's use), using the preprocessor's line markers (``# 12 "file" ...``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from brainevent.spec.cxx_lexer import lex
+from brainevent.spec.signature import CxxSignature, scan_functions
+
+
+def expanded_functions(preprocessed: str, file_name: str) -> list[CxxSignature]:
+    """The namespace-scope functions of ``file_name`` in its preprocessed text.
+
+    Lines that came from included headers are blanked before scanning, so only the
+    source's own declarations count, as in a plain reading.
+    """
+    kept, origin = _own_lines(preprocessed, file_name)
+    found = scan_functions(lex("\n".join(kept)), file_name)
+    return [_relocate(sig, origin) for sig in found]
+
+
+def _own_lines(preprocessed: str, file_name: str) -> tuple[list[str], list[int]]:
+    """The text with other files' lines blanked, and each line's number in ``file_name``
+    (0 where the line is not from it); both indexed by preprocessed line - 1."""
+    kept: list[str] = []
+    origin: list[int] = []
+    current, line = "", 0
+    for text in preprocessed.split("\n"):
+        marker = _line_marker(text)
+        if marker is not None:
+            line, current = marker[0], marker[1] if marker[1] is not None else current
+            kept.append("")
+            origin.append(0)
+            continue
+        ours = current == file_name
+        kept.append(text if ours else "")
+        origin.append(line if ours else 0)
+        line += 1
+    return kept, origin
+
+
+def _line_marker(text: str) -> tuple[int, str | None] | None:
+    """(next line's number, file or None) for ``# 12 "f" 2`` or ``#line 12 "f"``, else None."""
+    stripped = text.lstrip()
+    if not stripped.startswith("#"):
+        return None
+    rest = stripped[1:].lstrip()
+    if rest.startswith("line"):
+        rest = rest[4:].lstrip()
+    digits = len(rest) - len(rest.lstrip("0123456789"))
+    if digits == 0:
+        return None
+    number = int(rest[:digits])
+    rest = rest[digits:].lstrip()
+    if not rest.startswith('"'):
+        return number, None
+    return number, _unquote(rest)
+
+
+def _unquote(text: str) -> str:
+    """The file name in a line marker: a C string literal (\\\\, \\" and octal escapes)."""
+    out: list[str] = []
+    raw = bytearray()
+    k = 1
+    while k < len(text) and text[k] != '"':
+        ch = text[k]
+        if ch == "\\" and k + 1 < len(text):
+            nxt = text[k + 1]
+            octal = text[k + 1 : k + 4]
+            if octal[:1] and octal[0] in "01234567":
+                width = len(octal) - len(octal.lstrip("01234567"))
+                raw.append(int(text[k + 1 : k + 1 + width], 8) & 0xFF)
+                k += 1 + width
+                continue
+            out.append(raw.decode("utf-8", "replace"))
+            raw.clear()
+            out.append(nxt)
+            k += 2
+            continue
+        out.append(raw.decode("utf-8", "replace"))
+        raw.clear()
+        out.append(ch)
+        k += 1
+    out.append(raw.decode("utf-8", "replace"))
+    return "".join(out)
+
+
+def _relocate(sig: CxxSignature, origin: list[int]) -> CxxSignature:
+    def mapped(line: int) -> int:
+        return origin[line - 1] if 0 < line <= len(origin) else 0
+
+    line = mapped(sig.line)
+    params = tuple(dataclasses.replace(p, line=mapped(p.line) or line) for p in sig.params)
+    return dataclasses.replace(sig, line=line, params=params)
