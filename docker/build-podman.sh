@@ -145,6 +145,11 @@ for arg in "$@"; do
     case "$arg" in
         --print-runtime) print_runtime=1 ;;
         cpu | cuda13) targets+=("$arg") ;;
+        cuda12)
+            die "cuda12 builds on an nvidia/cuda:12.x-devel image (NVIDIA's CUDA 12 wheels carry no nvcc)," \
+                "which cannot be debootstrapped: use docker, or podman build --target cuda12" \
+                "--build-arg CUDA12_BASE_IMAGE=<a local CUDA 12 devel image> ."
+            ;;
         -h | --help)
             sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
             exit 0
