@@ -54,39 +54,47 @@ ENV SOURCE_DATE_EPOCH=1700000000
 ARG PIP_CERT
 RUN pip wheel --no-deps --no-cache-dir --wheel-dir /wheels /build
 
-# ------------------------------------------------------------- the images
-FROM system AS cpu
-COPY docker/constraints.txt /opt/brainevent/constraints.txt
-COPY --from=wheel /wheels /wheels
-ARG PIP_CERT
-RUN set -- /wheels/brainevent-*.whl \
-    && pip install --no-cache-dir -c constraints.txt "$1[cpu,numba,test]" \
-    && rm -rf /wheels
-COPY pyproject.toml README.md /opt/brainevent/
+# ------------------------------------------------------------- what the images carry
+# The suite, the docs and the pins, copied into each image in one layer after the
+# install, so editing a test does not re-run the install.
+FROM system AS suite
+COPY docker/constraints.txt pyproject.toml README.md /opt/brainevent/
 COPY docs /opt/brainevent/docs
 COPY tests /opt/brainevent/tests
+
+# ------------------------------------------------------------- the images
+# Each image installs its extra and what the suite needs to run there (pytest,
+# hypothesis), not the rest of the `test` extra: the linters, mkdocs and py-rattler check
+# the checkout, which an image does not hold, so their tests skip there anyway (about
+# 280 MB). The pins are bind-mounted into the install step. (The wheel is copied, not
+# bind-mounted from its stage: podman 4.3 cannot bind-mount from a cached stage.)
+FROM system AS cpu
+COPY --from=wheel /wheels /wheels
+ARG PIP_CERT
+RUN --mount=type=bind,source=docker/constraints.txt,target=/opt/brainevent/constraints.txt \
+    set -- /wheels/brainevent-*.whl \
+    && pip install --no-cache-dir -c constraints.txt "$1[cpu,numba]" pytest hypothesis \
+    && rm -rf /wheels
+COPY --from=suite /opt/brainevent /opt/brainevent
 USER 10001:10001
 
 FROM system AS cuda13
-COPY docker/constraints.txt /opt/brainevent/constraints.txt
 COPY --from=wheel /wheels /wheels
 ARG PIP_CERT
-RUN set -- /wheels/brainevent-*.whl \
-    && pip install --no-cache-dir -c constraints.txt "$1[cuda13,numba,test]" \
+RUN --mount=type=bind,source=docker/constraints.txt,target=/opt/brainevent/constraints.txt \
+    set -- /wheels/brainevent-*.whl \
+    && pip install --no-cache-dir -c constraints.txt "$1[cuda13,numba]" pytest hypothesis \
     && rm -rf /wheels
-COPY pyproject.toml README.md /opt/brainevent/
-COPY docs /opt/brainevent/docs
-COPY tests /opt/brainevent/tests
+COPY --from=suite /opt/brainevent /opt/brainevent
 USER 10001:10001
 
+# Not buildable without a registry that serves nvidia/cuda (see docs/install.md).
 FROM system-cuda12 AS cuda12
-COPY docker/constraints.txt /opt/brainevent/constraints.txt
 COPY --from=wheel /wheels /wheels
 ARG PIP_CERT
-RUN set -- /wheels/brainevent-*.whl \
-    && pip install --no-cache-dir -c constraints.txt "$1[cuda12,numba,test]" \
+RUN --mount=type=bind,source=docker/constraints.txt,target=/opt/brainevent/constraints.txt \
+    set -- /wheels/brainevent-*.whl \
+    && pip install --no-cache-dir -c constraints.txt "$1[cuda12,numba]" pytest hypothesis \
     && rm -rf /wheels
-COPY pyproject.toml README.md /opt/brainevent/
-COPY docs /opt/brainevent/docs
-COPY tests /opt/brainevent/tests
+COPY --from=suite /opt/brainevent /opt/brainevent
 USER 10001:10001

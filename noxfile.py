@@ -23,7 +23,12 @@
   and checks every local link and that every table renders as written, runs the README's
   Python example.
 - ``docker``: builds and runs the images (``nox -s docker -- cpu cuda13``; default ``cpu``)
-  with docker when a daemon answers, else podman (docker/build-podman.sh), else skips.
+  with docker when a daemon answers, else podman (docker/build-podman.sh), else skips:
+  the suite in the image, then docker/check_image.py (two clean precompiles, identical).
+- ``docker-cuda13``: the ``cuda13`` image as a reproducible CUDA build machine, no GPU
+  needed: doctor finds the wheel's nvcc, the compile-only tests pass, ``brainevent build``
+  for sm_80 and sm_90 twice in fresh volumes gives identical fat binaries, and the same
+  build outside the image (this session's venv, same pins) gives the same bytes.
 - ``lock``: rewrites docker/constraints.txt, the pinned stack every session installs.
 
 Interpreters come from the machine: nothing is downloaded (``UV_PYTHON_DOWNLOADS=never``).
@@ -36,6 +41,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -421,9 +427,22 @@ def _docker_daemon() -> bool:
         return False
 
 
+def _check_image(target: str, tag: str, *args: str) -> list[str]:
+    return [
+        str(ROOT / "docker" / "check_image.py"),
+        "--engine",
+        "docker",
+        "--image",
+        tag,
+        "--target",
+        target,
+        *args,
+    ]
+
+
 @nox.session(venv_backend="none")
 def docker(session: nox.Session) -> None:
-    """Build each image target and run the suite in it (default target: cpu)."""
+    """Build each image target, run the suite in it, check its builds (default target: cpu)."""
     targets = list(session.posargs) or ["cpu"]
     if _docker_daemon():
         for target in targets:
@@ -433,10 +452,40 @@ def docker(session: nox.Session) -> None:
             if target != "cpu" and shutil.which("nvidia-smi"):
                 run += ["--gpus", "all"]
             session.run(*run, tag, external=True)
+            session.run(sys.executable, *_check_image(target, tag), external=True)
     elif shutil.which("podman"):
         session.run("bash", str(ROOT / "docker" / "build-podman.sh"), *targets, external=True)
     else:
         session.skip("no container engine: no docker daemon answers and podman is not installed")
+
+
+@nox.session(name="docker-cuda13", python="3.11")
+def docker_cuda13(session: nox.Session) -> None:
+    """The cuda13 image as a reproducible CUDA build machine (no GPU needed).
+
+    Builds the image; in it, `brainevent doctor` must find nvcc in the pip wheel and the
+    compile-only tests (`-m nvcc`) must pass; `brainevent build` of docker/kernels/cuda
+    for sm_80 and sm_90 runs twice into fresh volumes and must give byte-identical
+    artifacts with SASS for both archs and PTX for sm_90. Then this session's venv (the
+    same wheel and pins, outside any container) builds the same sources, which must give
+    the same bytes. The artifacts and summary.json land in .nox/docker-cuda13/tmp/artifacts.
+    The full suite in the image is `nox -s docker -- cuda13`.
+    """
+    if not _docker_daemon() and not shutil.which("podman"):
+        session.skip("no container engine: no docker daemon answers and podman is not installed")
+    args = ["-c", str(CONSTRAINTS)] if CONSTRAINTS.is_file() else []
+    session.install(*args, ".[cuda13]")  # what the image installs: the wheel, not editable
+    artifacts = Path(session.create_tmp()) / "artifacts"
+    shutil.rmtree(artifacts, ignore_errors=True)
+    check = ["--outside", str(Path(session.bin) / "python"), "--artifacts", str(artifacts)]
+    if _docker_daemon():
+        tag = "brainevent:cuda13"
+        session.run("docker", "build", "--target", "cuda13", "-t", tag, ".", external=True)
+        session.run("python", *_check_image("cuda13", tag, *check))
+    else:
+        env = {"SUITE_ARGS": "skip", "CHECK_ARGS": " ".join(check)}
+        session.run("bash", str(ROOT / "docker" / "build-podman.sh"), "cuda13", env=env, external=True)
+    session.log(f"artifacts and summary.json: {artifacts}")
 
 
 # ------------------------------------------------------------------------------ lock
