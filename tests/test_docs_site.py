@@ -11,7 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.skipif(not (ROOT / "mkdocs.yml").is_file(), reason="no mkdocs.yml: not a source checkout")
+@pytest.mark.skipif(
+    not (ROOT / "mkdocs.yml").is_file(), reason="not applicable: no mkdocs.yml, not a source checkout"
+)
 def test_mkdocs_strict_build(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs")
     pytest.importorskip("mkdocstrings")
