@@ -21,10 +21,17 @@ from pathlib import Path
 
 import pytest
 
-# Tests never touch the user's real cache: from the start of the session the default
+# Tests never touch the user's real cache: from the start of each session the default
 # root is a private temporary directory (module-scoped fixtures run before autouse ones).
-_SESSION_CACHE = Path(tempfile.mkdtemp(prefix="brainevent-test-cache-"))
-os.environ["BRAINEVENT_CACHE_DIR"] = str(_SESSION_CACHE)
+# Made per session, not per import, so that sessions run one after another in one process
+# (mutation testing forks them from a process that imported this file) never share it.
+_session_cache = Path(tempfile.gettempdir()) / "brainevent-test-cache-unset"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _session_cache
+    _session_cache = Path(tempfile.mkdtemp(prefix="brainevent-test-cache-"))
+    os.environ["BRAINEVENT_CACHE_DIR"] = str(_session_cache)
 
 
 def _require_all() -> bool:
@@ -61,7 +68,7 @@ def _probe(name: str) -> object:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+    shutil.rmtree(_session_cache, ignore_errors=True)
 
 
 NOT_APPLICABLE = "not applicable"
@@ -131,8 +138,8 @@ def cpu_default_device(request: pytest.FixtureRequest):  # type: ignore[no-untyp
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets the session's private cache root (shared across tests, so hits happen)."""
-    monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(_SESSION_CACHE))
-    return _SESSION_CACHE
+    monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(_session_cache))
+    return _session_cache
 
 
 @pytest.fixture
