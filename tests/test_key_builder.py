@@ -95,6 +95,28 @@ def test_known_near_collisions_stay_apart(a: Any, b: Any) -> None:
     assert digest(("v", a)) != digest(("v", b))
 
 
+# One of each kind and shape, nested the ways a naive serialisation would confuse: every
+# one must get a key of its own (checked pairwise, deterministically).
+REPRESENTATIVES: list[Any] = [
+    None, True, False, 0, 1, -1, 10, "", "0", "1", "a", "b", "ab", "True", "None",
+    b"", b"0", b"a", [], [None], [[]], [[], []], ["a"], ["b"], ["a", "b"], ["b", "a"], ["ab"],
+    [["a"], "b"], [["a", "b"]], ["a", ["b"]], [True], [1], [False], [0],
+    {}, {"a": None}, {"b": None}, {"a": "b"}, {"b": "a"}, {"a": 1}, {"b": 1}, {"a": True},
+    {"a": {}}, {"a": []}, {"a": [None]}, {"": None},
+    {"x": {"a": "b"}, "c": "d"}, {"x": {"a": "b", "c": "d"}},
+    [{"a": "b"}, "c", "d"], [{"a": "b", "c": "d"}], [{"a": "b"}, {"c": "d"}],
+]  # fmt: skip
+
+
+def test_every_representative_has_its_own_key() -> None:
+    keys: dict[str, Any] = {}
+    for value in REPRESENTATIVES:
+        key = digest(("v", value))
+        assert key not in keys, (value, keys.get(key))
+        keys[key] = value
+    assert len({canonical(v) for v in REPRESENTATIVES}) == len(REPRESENTATIVES)  # all truly distinct
+
+
 def test_tag_and_value_boundaries() -> None:
     assert digest(("ab", "c")) != digest(("a", "bc"))
     assert digest(("a", "b"), ("c", "d")) != digest(("a", ["b", "c", "d"]))
