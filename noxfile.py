@@ -9,6 +9,8 @@
   ``BRAINEVENT_NVCC``) to test the real stack, and says so when it finds another.
 - ``tests-slow``: only the long variants (``pytest -m slow``): 16 processes loading at once,
   12 builds killed at random points, nvcc from the CUDA 13 wheel in a fresh venv.
+- ``mutation``: mutation testing (mutmut) of the core modules named in pyproject.toml's
+  ``[tool.mutmut]``, against the fast tests; docs/mutation-testing.md has the last score.
 - ``lint``: ruff (check and format), mypy, hadolint (Dockerfile), shellcheck (docker/*.sh).
 - ``docs``: builds the site (``mkdocs build --strict``), renders README.md and docs/*.md
   and checks every local link, runs the README's Python example.
@@ -169,6 +171,24 @@ def tests_cuda12(session: nox.Session) -> None:
 def tests_cuda13(session: nox.Session) -> None:
     """The suite with jax[cuda13]; compile-only tests use the wheel's nvcc."""
     cuda_session(session, 13)
+
+
+# ------------------------------------------------------------------------- mutation
+
+
+@nox.session(python="3.11")
+def mutation(session: nox.Session) -> None:
+    """mutmut over [tool.mutmut]'s modules; ``-- <mutant names>`` re-runs only those.
+
+    Two workers by default (``BRAINEVENT_MUTATION_JOBS`` sets another number): the run is
+    sized for a 2-CPU machine, about 20 minutes there. Survivors are listed at the end;
+    ``mutmut show <name>`` prints one's diff.
+    """
+    install_project(session, "cpu", "dev")
+    jobs = os.environ.get("BRAINEVENT_MUTATION_JOBS", "2")
+    env = {"JAX_PLATFORMS": "cpu"}  # the tests it runs are CPU tests
+    session.run("mutmut", "run", "--max-children", jobs, *session.posargs, env=env)
+    session.run("mutmut", "results", env=env)
 
 
 # ----------------------------------------------------------------------------- lint

@@ -171,7 +171,15 @@ def test_result_specs() -> None:
         two._result_specs([x], [spec])
     with call_error(r"outs= entries need \.shape and \.dtype .*got 4$", attribute=None):
         one._result_specs([x], 4)
-    with call_error(r"has no inputs to take result shapes from; pass outs=", attribute=None):
+    for half in (SimpleNamespace(shape=(3,)), SimpleNamespace(dtype=np.float32)):
+        with call_error(
+            r"outs= entries need \.shape and \.dtype \(use jax\.ShapeDtypeStruct\)", attribute=None
+        ):
+            one._result_specs([x], half)
+    with call_error(
+        r"has no inputs to take result shapes from; pass outs=jax\.ShapeDtypeStruct\(\.\.\.\)$",
+        attribute=None,
+    ):
         function("ret")._result_specs([], None)
 
 
@@ -209,6 +217,10 @@ def test_a_cpu_kernel_refuses_inputs_on_another_device() -> None:
     )
     with call_error(pattern, attribute=None, target="nowhere.f"):
         f(x, _Placed("gpu"))
+    # An input whose placement cannot be read does not end the check of the ones after it.
+    for unreadable in (_Placed(None), object()):
+        with call_error(r"but input 1 lives on \['gpu'\]", attribute=None, target="nowhere.f"):
+            f(unreadable, _Placed("gpu"))
     # CPU inputs, and inputs whose placement cannot be read (tracers, plain objects), pass
     # the check: here JAX then refuses them as operands.
     for other in (_Placed(None), _Placed("cpu"), object()):

@@ -104,6 +104,7 @@ REPRESENTATIVES: list[Any] = [
     {}, {"a": None}, {"b": None}, {"a": "b"}, {"b": "a"}, {"a": 1}, {"b": 1}, {"a": True},
     {"a": {}}, {"a": []}, {"a": [None]}, {"": None},
     {"x": {"a": "b"}, "c": "d"}, {"x": {"a": "b", "c": "d"}},
+    {"a": {"b": "c"}, "d": "e"}, {"a": {"b": "c", "d": "e"}},  # same order once sorted
     [{"a": "b"}, "c", "d"], [{"a": "b", "c": "d"}], [{"a": "b"}, {"c": "d"}],
 ]  # fmt: skip
 
