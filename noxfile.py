@@ -18,6 +18,8 @@
   12 builds killed at random points, nvcc from the CUDA 13 wheel in a fresh venv.
 - ``compat``: the published brainevent 0.2.1's own tests of its kernel toolchain, imports
   rewritten to this package (``-- --gpu`` on a GPU machine); see docs/compatibility.md.
+- ``mutation``: mutation testing (mutmut) of the core modules named in pyproject.toml's
+  ``[tool.mutmut]``, against the fast tests; docs/mutation-testing.md has the last score.
 - ``lint``: ruff (check and format), mypy, hadolint (Dockerfile), shellcheck (docker/*.sh).
 - ``docs``: builds the site (``mkdocs build --strict``), renders README.md and docs/*.md
   and checks every local link and that every table renders as written, runs the README's
@@ -299,6 +301,24 @@ def compat(session: nox.Session) -> None:
     if gpu:
         runner.append("--gpu")
     session.run(*runner, "--workdir", session.create_tmp(), "--", *(pytest_rest or ["-q"]))
+
+
+# ------------------------------------------------------------------------- mutation
+
+
+@nox.session(python="3.11")
+def mutation(session: nox.Session) -> None:
+    """mutmut over [tool.mutmut]'s modules; ``-- <mutant names>`` re-runs only those.
+
+    Two workers by default (``BRAINEVENT_MUTATION_JOBS`` sets another number): the run is
+    sized for a 2-CPU machine, about 20 minutes there. Survivors are listed at the end;
+    ``mutmut show <name>`` prints one's diff.
+    """
+    install_project(session, "cpu", "dev")
+    jobs = os.environ.get("BRAINEVENT_MUTATION_JOBS", "2")
+    env = {"JAX_PLATFORMS": "cpu"}  # the tests it runs are CPU tests
+    session.run("mutmut", "run", "--max-children", jobs, *session.posargs, env=env)
+    session.run("mutmut", "results", env=env)
 
 
 # ----------------------------------------------------------------------------- lint

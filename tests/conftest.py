@@ -3,6 +3,13 @@
 Tiers: pure Python (always), host compiler (`g++`), nvcc (marker `nvcc`), GPU
 (marker `gpu`, found through the CUDA driver API). Each is gated by a probe of
 what the machine can do; BRAINEVENT_REQUIRE_ALL_TESTS=1 turns skips into failures.
+
+That holds for every skip, whatever raised it (a marker, ``pytest.skip``,
+``importorskip``, ``skipif``): a skipped test fails, and a module skipped while it was
+collected fails the session. The one exception is a skip whose reason starts with
+"not applicable": the test checks a situation this machine is not in (a GPU is present,
+so the no-GPU path cannot be seen; not a source checkout; not root), and another test
+covers the situation it is in.
 """
 
 from __future__ import annotations
@@ -14,10 +21,17 @@ from pathlib import Path
 
 import pytest
 
-# Tests never touch the user's real cache: from the start of the session the default
+# Tests never touch the user's real cache: from the start of each session the default
 # root is a private temporary directory (module-scoped fixtures run before autouse ones).
-_SESSION_CACHE = Path(tempfile.mkdtemp(prefix="brainevent-test-cache-"))
-os.environ["BRAINEVENT_CACHE_DIR"] = str(_SESSION_CACHE)
+# Made per session, not per import, so that sessions run one after another in one process
+# (mutation testing forks them from a process that imported this file) never share it.
+_session_cache = Path(tempfile.gettempdir()) / "brainevent-test-cache-unset"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _session_cache
+    _session_cache = Path(tempfile.mkdtemp(prefix="brainevent-test-cache-"))
+    os.environ["BRAINEVENT_CACHE_DIR"] = str(_session_cache)
 
 
 def _hypothesis_database_usable() -> bool:
@@ -90,7 +104,48 @@ def _probe(name: str) -> object:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+    shutil.rmtree(_session_cache, ignore_errors=True)
+
+
+NOT_APPLICABLE = "not applicable"
+_collection_skips: list[str] = []
+
+
+def _required_skip(report: pytest.CollectReport | pytest.TestReport) -> str | None:
+    """The reason of a skip that BRAINEVENT_REQUIRE_ALL_TESTS turns into a failure, else None."""
+    if not report.skipped or hasattr(report, "wasxfail") or not _require_all():
+        return None
+    longrepr = report.longrepr
+    reason = str(longrepr[2] if isinstance(longrepr, tuple) else longrepr).removeprefix("Skipped: ")
+    return None if reason.startswith(NOT_APPLICABLE) else reason
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    outcome = yield
+    report = outcome.get_result()
+    reason = _required_skip(report)
+    if reason is not None:
+        report.outcome = "failed"
+        report.longrepr = f"BRAINEVENT_REQUIRE_ALL_TESTS is set, but this test was skipped: {reason}"
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    reason = _required_skip(report)
+    if reason is not None:
+        _collection_skips.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _collection_skips and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _collection_skips:
+        terminalreporter.section("BRAINEVENT_REQUIRE_ALL_TESTS is set, but modules were skipped")
+        for line in _collection_skips:
+            terminalreporter.line(line)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -119,8 +174,8 @@ def cpu_default_device(request: pytest.FixtureRequest):  # type: ignore[no-untyp
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets the session's private cache root (shared across tests, so hits happen)."""
-    monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(_SESSION_CACHE))
-    return _SESSION_CACHE
+    monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(_session_cache))
+    return _session_cache
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import jax
@@ -27,11 +28,25 @@ void throws_std(const BE::Tensor x, BE::Tensor out) {
     throw std::out_of_range("index 7 is past the end");
 }
 
+// @BE small_count arg ret attr.count:uint8
+void small_count(const BE::Tensor x, BE::Tensor out, uint8_t count) {
+    for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<float>()[i] = count;
+}
+
 // @BE wrong_type arg ret
 void wrong_type(const BE::Tensor x, BE::Tensor out) {
     (void)x.data_ptr<double>();
 }
 """
+
+
+# A generated translation unit (src/k0_<stem>.cpp) followed by a line number: what the
+# compiler and __FILE__ would show without the #line directives.
+GENERATED_WITH_LINE = re.compile(r"k\d+_\w+\.(?:cpp|cu):\d")
+
+
+def _error_lines(log_text: str) -> list[str]:
+    return [line for line in log_text.splitlines() if ": error" in line]
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +66,10 @@ def test_be_check_failure_raises_with_function_line_and_message(
     with pytest.raises(jax.errors.JaxRuntimeError) as info:
         _run("err_failing.checked", x, limit=3)
     text = str(info.value)
-    assert "err_failing.checked" in text
-    assert "err_failing.cpp:7: check failed: x.numel() <= limit: too many elements: 10 > 3" in text
+    # The user's file name and line (from #line), not the generated unit (src/k0_err_failing.cpp).
+    assert "err_failing.checked (err_failing.cpp:6): err_failing.cpp:7: check failed: " in text
+    assert "x.numel() <= limit: too many elements: 10 > 3" in text
+    assert "k0_" not in text and "src/" not in text
     # The process survives and the kernel still works afterwards.
     np.testing.assert_array_equal(_run("err_failing.checked", x, limit=100), np.ones(10))
 
@@ -77,6 +94,11 @@ def test_typed_data_ptr_checks_dtype(failing: brainevent.CompiledModule) -> None
             {"limit": 2**40},
             r"attribute 'limit' expects int32, got int64 1099511627776: the value is out of range",
         ),
+        # Below the type's minimum: the lower bound of the range check.
+        (
+            {"limit": -(2**31) - 1},
+            r"attribute 'limit' expects int32, got int64 -2147483649: the value is out of range",
+        ),
         ({"limit": 2.5}, r"attribute 'limit' expects int32, got float64 2.5.*pass an int"),
         ({}, r"missing attribute 'limit' \(int32\)"),
         ({"limit": 1, "bogus": 2}, r"unexpected attribute 'bogus'; this function takes limit"),
@@ -87,6 +109,29 @@ def test_raw_ffi_call_attribute_errors(
 ) -> None:
     with pytest.raises(jax.errors.JaxRuntimeError, match=pattern):
         _run("err_failing.checked", jnp.ones(1, jnp.float32), **attrs)
+
+
+@pytest.mark.parametrize("count", [0, 255])
+def test_raw_ffi_call_unsigned_attribute_bounds_are_accepted(
+    failing: brainevent.CompiledModule, count: int
+) -> None:
+    out = _run("err_failing.small_count", jnp.ones(2, jnp.float32), count=count)
+    np.testing.assert_array_equal(out, [count, count])
+
+
+@pytest.mark.parametrize(("count", "shown"), [(-1, "int64 -1"), (256, "int64 256")])
+def test_raw_ffi_call_unsigned_attribute_out_of_range(
+    failing: brainevent.CompiledModule, count: int, shown: str
+) -> None:
+    pattern = rf"attribute 'count' expects uint8, got {shown}: the value is out of range"
+    with pytest.raises(jax.errors.JaxRuntimeError, match=pattern):
+        _run("err_failing.small_count", jnp.ones(2, jnp.float32), count=count)
+
+
+def test_raw_ffi_call_int32_minimum_is_accepted(failing: brainevent.CompiledModule) -> None:
+    # The lowest int32 is in range (the check is not off by one); the BE_CHECK then fails.
+    with pytest.raises(jax.errors.JaxRuntimeError, match=r"too many elements: 1 > -2147483648"):
+        _run("err_failing.checked", jnp.ones(1, jnp.float32), limit=-(2**31))
 
 
 def test_raw_ffi_call_wrong_operand_count(failing: brainevent.CompiledModule) -> None:
@@ -105,6 +150,11 @@ def test_raw_ffi_call_wrong_operand_count(failing: brainevent.CompiledModule) ->
         (1, {}, r"missing attribute\(s\) \['limit'\]"),
         (1, {"limit": 1, "x": 2}, r"unexpected attribute\(s\) \['x'\]"),
         (1, {"limit": 2**31}, r"attribute 'limit' = 2147483648 is out of range for int32"),
+        (
+            1,
+            {"limit": -(2**31) - 1},
+            r"attribute 'limit' = -2147483649 is out of range for int32 \[-2147483648, 2147483647\]",
+        ),
         (1, {"limit": "3"}, r"attribute 'limit' expects int32, got '3'"),
     ],
 )
@@ -125,10 +175,18 @@ def test_compile_error_points_at_inline_line() -> None:
         brainevent.load_cpp_inline(name="err_broken_inline", cpp_sources=source)
     message = str(info.value)
     first_line = message.splitlines()[0]
-    assert "err_broken_inline.cpp:5:" in first_line and "undeclared_symbol" in first_line
+    headline = "compiling module 'err_broken_inline' failed: err_broken_inline.cpp:5:5: error"
+    assert first_line.startswith(headline)
+    assert "undeclared_symbol" in first_line
     log_path = info.value.log_path
-    assert "undeclared_symbol" in Path(log_path).read_text()
     assert f"Full build log: {log_path}" in message
+    # The compiler itself named the user's file (through #line), before any rewriting of
+    # the log: its raw output names no generated unit with a line number.
+    raw = Path(log_path).read_text()
+    errors = _error_lines(raw)
+    assert len(errors) == 1 and errors[0].startswith("err_broken_inline.cpp:5:5: error:"), errors
+    assert "undeclared_symbol" in errors[0]
+    assert not GENERATED_WITH_LINE.search(raw) and not GENERATED_WITH_LINE.search(message)
 
 
 def test_compile_error_points_at_file_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -139,7 +197,12 @@ def test_compile_error_points_at_file_line(tmp_path) -> None:  # type: ignore[no
     )
     with pytest.raises(CompileError) as info:
         brainevent.load_cpp_file(src)
-    assert f"{src}:4:" in str(info.value).splitlines()[0]
+    message = str(info.value)
+    assert message.splitlines()[0].startswith(f"compiling module 'broken_file' failed: {src}:4:")
+    raw = Path(info.value.log_path).read_text()
+    errors = _error_lines(raw)
+    assert errors and all(line.startswith(f"{src}:4:") for line in errors), errors
+    assert not GENERATED_WITH_LINE.search(raw) and not GENERATED_WITH_LINE.search(message)
 
 
 def test_failed_build_is_not_cached(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -108,7 +108,7 @@ def test_no_gpu_and_no_pin_explains_how_to_pin(monkeypatch: pytest.MonkeyPatch) 
     from brainevent.toolchain.cuda_driver import probe_devices
 
     if probe_devices().devices:
-        pytest.skip("a GPU is present")
+        pytest.skip("not applicable: a GPU is present")
     monkeypatch.delenv("BRAINEVENT_CUDA_ARCH", raising=False)
     with pytest.raises(ToolchainError, match=r'compute_capability="sm_90".*BRAINEVENT_CUDA_ARCH'):
         brainevent.load_cuda_inline(name="cu_nopin", cuda_sources=VECTOR_ADD)

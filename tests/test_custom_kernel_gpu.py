@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,6 +12,7 @@ from jax.interpreters import ad
 
 import brainevent
 from brainevent import KernelCallError, XLACustomKernel
+from xla_dumps import custom_call_placement, run_dumping
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 cuda = pytest.importorskip("numba.cuda")
@@ -85,12 +88,43 @@ def test_compiled_cuda_function_and_a_cpu_twin() -> None:
         jax.jit(lambda x: op(x, factor=0.5))(cpu_x)
 
 
-def test_fori_loop_1000_steps_with_and_without_graphs() -> None:
-    op = XLACustomKernel("acc", outs=lambda x, y: spec(x.size))
-    op.def_numba_cuda_kernel(axpy, grid=16, block=256)
-    zero = jnp.zeros(4096, jnp.float32)
-    run = jax.jit(lambda x: jax.lax.fori_loop(0, 1000, lambda _, v: op(v * 0.5, jnp.ones_like(v)), x))
-    np.testing.assert_allclose(np.asarray(run(zero)), np.full(4096, 1000.0))
+# A 1000-step loop of an XLACustomKernel in a fresh process (XLA reads its flags once), with
+# or without CUDA graphs; the step is 2 * (v / 2) + 1, so the loop counts to 1000.
+LOOP_SCRIPT = r"""
+import sys
+import brainevent
+if sys.argv[1] == "graphs":
+    assert brainevent.enable_cuda_graphs()
+import jax, jax.numpy as jnp, numpy as np
+from numba import cuda
+
+@cuda.jit
+def axpy(x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = 2 * x[i] + y[i]
+
+op = brainevent.XLACustomKernel("acc", outs=lambda x, y: jax.ShapeDtypeStruct((x.size,), jnp.float32))
+op.def_numba_cuda_kernel(axpy, grid=16, block=256)
+
+def loop_1000(x):
+    return jax.lax.fori_loop(0, 1000, lambda _, v: op(v * 0.5, jnp.ones_like(v)), x)
+
+out = jax.jit(loop_1000)(jnp.zeros(4096, jnp.float32))
+np.testing.assert_allclose(np.asarray(out), np.full(4096, 1000.0))
+print("ran")
+"""
+
+
+@pytest.mark.parametrize("graphs", [True, False], ids=["with graphs", "without graphs"])
+def test_fori_loop_1000_steps_with_and_without_graphs(tmp_path: Path, graphs: bool) -> None:
+    flags = "" if graphs else "--xla_gpu_enable_command_buffer="
+    out = run_dumping(LOOP_SCRIPT, ["graphs" if graphs else "plain"], tmp_path, "loop_1000", flags)
+    assert "ran" in out
+    placement = custom_call_placement(tmp_path, "jit_loop_1000")
+    # The loop's body holds the one custom call: captured with graphs, launched alone without.
+    expected = (1, 0) if graphs else (0, 1)
+    assert (placement.inside, placement.outside) == expected, placement
 
 
 # -- named backends on the GPU ------------------------------------------------------------------

@@ -22,7 +22,9 @@ DOCKER_DIR = ROOT / "docker"
 CONSTRAINTS = DOCKER_DIR / "constraints.txt"
 TARGETS = {"cpu": "cpu", "cuda12": "cuda12", "cuda13": "cuda13"}
 
-pytestmark = pytest.mark.skipif(not DOCKERFILE.is_file(), reason="no Dockerfile: not a source checkout")
+pytestmark = pytest.mark.skipif(
+    not DOCKERFILE.is_file(), reason="not applicable: no Dockerfile, not a source checkout"
+)
 
 
 # ------------------------------------------------------------------ a small reader
@@ -339,7 +341,7 @@ def test_entrypoint_sets_jax_platforms_without_a_gpu() -> None:
 
     probe = probe_devices()
     if probe.available and probe.devices:
-        pytest.skip("a GPU is present: the entry point leaves JAX_PLATFORMS alone")
+        pytest.skip("not applicable: a GPU is present (the entry point leaves JAX_PLATFORMS alone)")
     environ = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
     bin_dir = str(Path(sys.executable).parent)
     environ["PATH"] = bin_dir + os.pathsep + environ.get("PATH", "")

@@ -30,7 +30,9 @@ ENV_FILES = sorted(ROOT.glob("environment*.yml"))
 PYTHONS = ("3.11", "3.12", "3.13")  # the nox matrix
 TOOLS = ("pip", "pytest", "hypothesis", "nox")
 
-pytestmark = pytest.mark.skipif(not ENV_FILES, reason="no environment*.yml: not a source checkout")
+pytestmark = pytest.mark.skipif(
+    not ENV_FILES, reason="not applicable: no environment*.yml, not a source checkout"
+)
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (pip install pyyaml)")
 
@@ -184,7 +186,7 @@ def test_host_compiler_is_one_nvcc_accepts(path: Path) -> None:
         # nvcc from pip wheels: the oldest release of that major the extra admits.
         cuda = (int(next(e for e in extras if e.startswith("cuda"))[4:]), 0)
     else:
-        pytest.skip(f"{path.name} has no CUDA toolkit")
+        pytest.skip(f"not applicable: {path.name} has no CUDA toolkit")
     gcc_max = _host_limit(cuda)
     gxx = specs.get("gxx")
     assert gxx is not None, f"{path.name}: pin gxx within nvcc {cuda}'s range"
@@ -196,7 +198,7 @@ def test_host_compiler_is_one_nvcc_accepts(path: Path) -> None:
 def test_cuda12_file_has_a_toolkit_and_a_cuda12_jax(path: Path) -> None:
     specs = matchspecs(path)
     if "cuda-nvcc" not in specs:
-        pytest.skip("not a conda CUDA toolkit environment")
+        pytest.skip("not applicable: not a conda CUDA toolkit environment")
     major, _ = _cuda_release(specs["cuda-version"])
     jaxlib = specs.get("jaxlib")
     assert jaxlib is not None and f"cuda{major}" in str(jaxlib.build), (

@@ -14,7 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.skipif(
-    not (ROOT / "src" / "brainevent").is_dir(), reason="no src/brainevent: not a source checkout"
+    not (ROOT / "src" / "brainevent").is_dir(),
+    reason="not applicable: no src/brainevent, not a source checkout",
 )
 
 

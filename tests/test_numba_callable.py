@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -30,13 +32,25 @@ def test_non_callable_and_bad_vmap_method() -> None:
 
 
 @pytest.mark.nvcc
-def test_handler_compiles_with_nvcc_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    from brainevent.numba_bridge.cuda_callable import _launcher_target
+def test_handler_compiles_with_nvcc_once_per_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from brainevent.numba_bridge import cuda_callable
+    from brainevent.toolchain.cuda_driver import probe_devices
+    from brainevent.toolchain.fatbin import fatbin_entries
 
-    monkeypatch.setenv("BRAINEVENT_CUDA_ARCH", "sm_90")  # without a GPU the arch must be named
+    if not probe_devices().devices:
+        monkeypatch.setenv("BRAINEVENT_CUDA_ARCH", "sm_90")  # without a GPU the arch must be named
+    monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cuda_callable, "_launchers", {})  # as in a process that built none yet
 
-    assert _launcher_target(2, 1) == "brainevent_numba_callable_2i_1o.run"
-    assert _launcher_target(2, 1) == "brainevent_numba_callable_2i_1o.run"  # memoized, no rebuild
+    target = cuda_callable._launcher_target(2, 1)
+    assert target == "brainevent_numba_callable_2i_1o.run"
+    (library,) = tmp_path.rglob("libbrainevent_numba_callable_2i_1o.so")
+    assert any(entry.kind == "sass" for entry in fatbin_entries(library))  # nvcc built device code
+    # Memoised: with the cache emptied, asking again neither loads nor builds anything.
+    for child in tmp_path.iterdir():
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+    assert cuda_callable._launcher_target(2, 1) == target
+    assert list(tmp_path.iterdir()) == []
 
 
 def _kernels():  # type: ignore[no-untyped-def]

@@ -125,14 +125,15 @@ def test_plain_python_function_is_compiled_with_njit() -> None:
 
 
 def test_errors() -> None:
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="numba_kernel needs a function, got int"):
         brainevent.numba_kernel(42, outs=spec((5,)))
     with pytest.raises(ValueError, match="vmap_method"):
         brainevent.numba_kernel(add, outs=spec((5,)), vmap_method="bogus")
     with pytest.raises(TypeError, match="ShapeDtypeStruct"):
         brainevent.numba_kernel(add, outs=[5])
     f = brainevent.numba_kernel(add, outs=spec((4,)))
-    with pytest.raises(Exception, match=r"Typing|typing|Cannot"):  # numba's own typing error surfaces
+    # Numba's own typing error surfaces as is: out[i] = <a row of a 2-D input> does not type.
+    with pytest.raises(numba.core.errors.TypingError, match=r"No implementation of function .*setitem"):
         f(jnp.ones((2, 2), jnp.float32), jnp.ones((2, 2), jnp.float32))
 
 

@@ -57,9 +57,17 @@ def test_bad_launch_configurations_raise_value_error(
         resolve_launch(grid, block, launch_dims, 256, 0)
 
 
-@pytest.mark.parametrize(("tpb", "shared"), [(0, 0), (2048, 0), (256, -1), (True, 0)])
-def test_bad_threads_or_shared_memory(tpb: object, shared: object) -> None:
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("tpb", "shared", "message"),
+    [
+        (0, 0, r"threads_per_block must be an int in \[1, 1024\], got 0$"),
+        (2048, 0, r"threads_per_block must be an int in \[1, 1024\], got 2048$"),
+        (True, 0, r"threads_per_block must be an int in \[1, 1024\], got True$"),
+        (256, -1, r"shared_mem must be a non-negative int \(bytes\), got -1$"),
+    ],
+)
+def test_bad_threads_or_shared_memory(tpb: object, shared: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         resolve_launch(None, None, 1024, tpb, shared)  # type: ignore[arg-type]
 
 

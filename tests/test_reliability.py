@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import brainevent
@@ -29,16 +31,16 @@ void triple(const BE::Tensor x, BE::Tensor out) {
 """
 OTHER = KERNEL.replace("3.0f", "4.0f")
 
-# Loads (and checks) a module in a fresh interpreter, without JAX's CPU backend start-up cost
-# dominating: registration is skipped, the artifact is checked through ctypes.
+# Loads a module in a fresh interpreter, without JAX's CPU backend start-up cost dominating:
+# registration is skipped and the artifact is opened through ctypes; the test process then
+# runs the kernel of the library every process reported.
 LOADER = r"""
-import ctypes, json, sys, time
+import ctypes, json, sys
 import brainevent
-t = time.perf_counter()
 mod = brainevent.load_cpp_inline(name=sys.argv[1], cpp_sources=sys.argv[2], auto_register=False)
 lib = ctypes.CDLL(str(mod.path))
 assert lib.be_ffi_triple
-print(json.dumps({"built_now": mod.built_now, "seconds": time.perf_counter() - t, "path": str(mod.path)}))
+print(json.dumps({"built_now": mod.built_now, "path": str(mod.path)}))
 """
 
 
@@ -77,31 +79,43 @@ def _kernel_compiles(log: Path) -> int:
     return sum(1 for line in log.read_text().splitlines() if " -c src/k0_" in line) if log.exists() else 0
 
 
-def _stress(tmp_path: Path, processes: int) -> None:
+def _stress(tmp_path: Path, processes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # How long the crowd takes against one load is measured by benchmarks/bench_timing.py.
     cxx, log = _compiler(tmp_path)
     env = _env(tmp_path / "cache", cxx)
-    single = _finish(_start(_env(tmp_path / "single", cxx), "solo"))["seconds"]
-    started = time.monotonic()
-    procs = [
-        _start(env, "stress_a" if i % 2 == 0 else "stress_b", KERNEL if i % 2 == 0 else OTHER)
-        for i in range(processes)
-    ]
+    sources = {"stress_a": (KERNEL, 3.0), "stress_b": (OTHER, 4.0)}
+    names = ["stress_a" if i % 2 == 0 else "stress_b" for i in range(processes)]
+    procs = [_start(env, name, sources[name][0]) for name in names]
     results = [_finish(p) for p in procs]
-    wall = time.monotonic() - started
     assert sum(1 for r in results if r["built_now"]) == 2  # one build per module
-    assert _kernel_compiles(log) == 3  # solo + stress_a + stress_b
-    assert len({r["path"] for r in results}) == 2
-    # Everyone waited for one build instead of building: well under `processes` builds' time.
-    assert wall < single * processes / 2, (wall, single)
+    assert _kernel_compiles(log) == 2  # stress_a + stress_b
+    paths = {
+        name: {str(r["path"]) for n, r in zip(names, results, strict=True) if n == name} for name in sources
+    }
+    assert all(len(p) == 1 for p in paths.values()) and paths["stress_a"] != paths["stress_b"], paths
+    # What every process loaded computes its own module's result (loaded here from the same
+    # cache with the same compiler: a hit, no build).
+    monkeypatch.setenv("BRAINEVENT_CXX", str(cxx))
+    x = jnp.arange(5, dtype=jnp.float32)
+    for name, (source, factor) in sources.items():
+        mod = brainevent.load_cpp_inline(
+            name=name,
+            cpp_sources=source,
+            build_directory=str(tmp_path / "cache"),
+            target_prefix=f"{name}_{processes}",
+        )
+        assert not mod.built_now and {str(mod.path)} == paths[name]
+        np.testing.assert_array_equal(np.asarray(mod.triple(x)), factor * np.arange(5))
+    assert _kernel_compiles(log) == 2
 
 
-def test_eight_processes_two_modules_interleaved(tmp_path: Path) -> None:
-    _stress(tmp_path, 8)
+def test_eight_processes_two_modules_interleaved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _stress(tmp_path, 8, monkeypatch)
 
 
 @pytest.mark.slow
-def test_sixteen_processes_two_modules_interleaved(tmp_path: Path) -> None:
-    _stress(tmp_path, 16)
+def test_sixteen_processes_two_modules_interleaved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _stress(tmp_path, 16, monkeypatch)
 
 
 def _sigkill_trials(tmp_path: Path, trials: int) -> None:
@@ -145,14 +159,13 @@ def test_hanging_compiler_is_stopped_and_reported(tmp_path: Path, monkeypatch: p
     from brainevent.toolchain.host import clear_cache
 
     clear_cache()
-    started = time.monotonic()
+    # How soon after the timeout the build stops is measured by benchmarks/bench_timing.py.
     try:
         with pytest.raises(CompileError, match="timed out"):
             brainevent.load_cpp_inline(name="hangs", cpp_sources=KERNEL, auto_register=False)
     finally:
         monkeypatch.undo()
         clear_cache()
-    assert time.monotonic() - started < 30
     module_dir = tmp_path / "cache" / "v1" / "hangs"
     assert not [p for p in module_dir.iterdir() if p.is_dir() and not p.name.startswith(".")]
     # No compiler is left running.

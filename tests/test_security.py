@@ -36,7 +36,9 @@ def test_world_writable_artifact_is_refused(fresh_cache: Path) -> None:
         brainevent.load_cpp_inline(name="sec_writable", cpp_sources=KERNEL, auto_register=False)
 
 
-@pytest.mark.skipif(os.getuid() != 0, reason="changing a file's owner needs root")
+@pytest.mark.skipif(
+    os.getuid() != 0, reason="not applicable: changing a file's owner needs root (run as root to test it)"
+)
 def test_artifact_owned_by_another_user_is_refused(fresh_cache: Path) -> None:
     mod = brainevent.load_cpp_inline(name="sec_owner", cpp_sources=KERNEL, auto_register=False)
     os.chown(mod.cache_dir, 4242, 4242)

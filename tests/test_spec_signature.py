@@ -267,9 +267,13 @@ def test_extern_c_block_and_namespaces_are_namespace_scope() -> None:
     inline namespace v1 { void g(BE::Tensor out) {} }
     namespace a::b { void h(BE::Tensor out) {} }
     """
-    assert sig_of(src).line == 4
-    assert sig_of(src, "g").params[0].name == "out"
-    assert sig_of(src, "h") is not None
+    f = sig_of(src)
+    assert (f.line, f.scope, f.is_definition) == (4, "outer::inner", False)
+    g = sig_of(src, "g")
+    assert [p.name for p in g.params] == ["out"] and g.scope == "v1" and g.line == 7
+    h = sig_of(src, "h")
+    assert (h.return_type, h.line, h.scope) == ("void", 8, "a::b")
+    assert [(p.type, p.name) for p in h.params] == [("BE::Tensor", "out")]
 
 
 def test_templates_before_the_function() -> None:

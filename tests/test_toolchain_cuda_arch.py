@@ -224,7 +224,7 @@ def test_resolve_checks_against_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_resolve_without_gpu_says_how_to_pin(no_pin: None) -> None:
     probe = cuda_driver.probe_devices()
     if probe.available:
-        pytest.skip("a GPU is visible here")
+        pytest.skip("not applicable: a GPU is visible here")
     with pytest.raises(ToolchainError) as info:
         resolve_archs()
     text = str(info.value)

@@ -4,11 +4,11 @@ compiler that answer like a driver with no device, with GPUs, or with a failure.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -100,18 +100,16 @@ def _has_real_driver() -> bool:
 
 
 def test_no_driver_here_is_reported_not_raised() -> None:
+    # How fast the probe fails is measured by benchmarks/bench_timing.py.
     if _has_real_driver():
-        pytest.skip("this machine has an NVIDIA driver")
-    start = time.perf_counter()
+        pytest.skip("not applicable: this machine has an NVIDIA driver")
     probe = probe_devices()
-    elapsed = time.perf_counter() - start
     assert probe == DriverProbe(
         available=False,
         reason=("no NVIDIA driver (libcuda.so.1) is installed: this looks like a machine without a GPU"),
         seconds=probe.seconds,
     )
     assert probe.devices == () and probe.driver_version is None
-    assert elapsed < 0.5, elapsed
     assert "without a GPU" in probe.reason
 
 
@@ -133,7 +131,7 @@ def test_library_without_entry_points(tmp_path: Path) -> None:
     # A real shared library that is not a driver: libc has no cuInit.
     libc = "libc.so.6" if sys.platform.startswith("linux") else None
     if libc is None:
-        pytest.skip("Linux only")
+        pytest.skip("not applicable: Linux only")
     probe = probe_devices(libc)
     assert not probe.available
     assert "cuInit" in probe.reason
@@ -187,17 +185,29 @@ def test_query_failure_is_reported(tmp_path: Path) -> None:
     assert "cuDeviceGetAttribute failed (CUresult 1)" in probe.reason
 
 
-def test_probe_in_a_fresh_process_does_not_crash() -> None:
-    # The import and the probe must be harmless in a bare interpreter.
+def test_probe_in_a_fresh_process_agrees_with_this_one() -> None:
+    # The import and the probe are harmless in a bare interpreter, and a fresh process
+    # (nothing of JAX or brainevent loaded) sees the same driver and devices as this one.
     src = Path(__file__).resolve().parents[1] / "src"
     code = (
-        "from brainevent.toolchain.cuda_driver import probe_devices;"
-        "p = probe_devices(); print(p.available, p.reason)"
+        "import json, sys; from brainevent.toolchain.cuda_driver import probe_devices;"
+        "p = probe_devices(); print(json.dumps([p.available, p.reason, p.driver_version,"
+        " [[d.ordinal, d.name, d.major, d.minor] for d in p.devices]]));"
+        "print(sorted(m for m in ('jax', 'jaxlib', 'numba') if m in sys.modules))"
     )
     env = dict(os.environ, PYTHONPATH=str(src))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split()[0] in ("True", "False")
+    here = probe_devices()
+    expected = [
+        here.available,
+        here.reason,
+        here.driver_version,
+        [[d.ordinal, d.name, d.major, d.minor] for d in here.devices],
+    ]
+    result, imported = proc.stdout.splitlines()
+    assert json.loads(result) == expected
+    assert imported == "[]"  # the probe needs neither JAX nor Numba
 
 
 @pytest.mark.gpu

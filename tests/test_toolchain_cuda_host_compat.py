@@ -108,7 +108,7 @@ def test_table_agrees_with_toolkit_headers_found_here() -> None:
         assert (header.gcc_max, header.clang_max) == (row.gcc_max, row.clang_max), root
         checked += 1
     if not checked:
-        pytest.skip("no CUDA toolkit with a known version here")
+        pytest.skip("not applicable: no CUDA toolkit with a known version here")
 
 
 def test_header_fallback_for_releases_the_table_lacks(tmp_path: Path) -> None:
@@ -145,7 +145,7 @@ def test_real_gxx_with_real_nvcc() -> None:
     _, major = host_compiler_version(gxx)
     row = host_limit_for(nvcc.version) or host_limit_from_header(nvcc.root)
     if row is not None and major > row.gcc_max:
-        pytest.skip(f"g++ {major} is newer than nvcc {nvcc.version_string} supports")
+        pytest.skip(f"not applicable: g++ {major} is newer than nvcc {nvcc.version_string} supports")
     assert check_host_compiler(nvcc, gxx) == []
 
 

@@ -229,7 +229,7 @@ def test_path_wrapper_is_resolved_to_the_real_toolkit(
         monkeypatch.delenv(var, raising=False)
     on_path = shutil.which("nvcc")
     if on_path is None:
-        pytest.skip("no nvcc on PATH")
+        pytest.skip("not applicable: no nvcc on PATH")
     info = find_nvcc(site_dirs=(), default_roots=())
     assert info.found_via == "PATH"
     assert info.candidates[0].path == on_path
@@ -358,7 +358,7 @@ def _fake_nvcc(version: tuple[int, int]) -> NvccInfo:
 
 def test_plugin_mismatch_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if nvcc_mod.installed_jax_cuda_plugins():
-        pytest.skip("a real JAX CUDA plugin is installed here")
+        pytest.skip("not applicable: a real JAX CUDA plugin is installed here")
     assert check_jax_plugin_match(_fake_nvcc((13, 0))) is None  # no plugin: nothing to say
     _fake_dist(tmp_path, "jax-cuda12-plugin", "0.10.2")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -382,7 +382,7 @@ def test_plugin_mismatch_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def test_plugin_older_nvcc_warns_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if nvcc_mod.installed_jax_cuda_plugins():
-        pytest.skip("a real JAX CUDA plugin is installed here")
+        pytest.skip("not applicable: a real JAX CUDA plugin is installed here")
     _fake_dist(tmp_path, "jax-cuda13-plugin", "0.10.2")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.warns(ToolchainWarning, match="two CUDA runtimes"):

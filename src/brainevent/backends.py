@@ -68,7 +68,7 @@ _DEBUG_FLAGS = ("-g", "-G", "--device-debug", "-lineinfo", "--generate-line-info
 
 def strip_flags(options: LoadOptions) -> list[str]:
     """Drop the static symbol table of release builds: a third of a CUDA module's size
-    (static cudart), and the artifact is checksummed on every load. Debug builds keep it."""
+    (static cudart), which a load hashes whenever its size or mtime changed. Debug builds keep it."""
     debugging = options.optimization_level == 0 or any(flag in _DEBUG_FLAGS for flag in options.extra_cflags)
     return [] if debugging else ["-Xlinker=--strip-all"]
 

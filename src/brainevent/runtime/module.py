@@ -63,13 +63,24 @@ def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
                 target=target,
                 attribute=name,
             )
-        limit = float(np.finfo(np_type).max)
-        if np.isfinite(float(value)) and abs(float(value)) > limit:
+        import ml_dtypes  # shipped with jax; unlike np.finfo, its finfo knows bfloat16
+
+        limit = float(ml_dtypes.finfo(np_type).max)
+        try:
+            out_of_range = bool(np.isfinite(float(value))) and abs(float(value)) > limit
+        except OverflowError:  # an int beyond any float
+            out_of_range = True
+        if out_of_range:
             raise KernelCallError(
                 f"{target}: attribute {name!r} = {value} is out of range for {dtype} (|x| <= {limit:g})",
                 target=target,
                 attribute=name,
             )
+        if np.dtype(np_type).itemsize == 2:
+            # XLA refuses 16-bit float attributes ("Unsupported float attribute bit width"):
+            # pass the value rounded to the half type, as the float32 that holds it exactly;
+            # the handler stores it back as the half type.
+            return np.float32(np_type(value))
         return np_type(value)
     return _complex_attr(target, name, dtype, value)  # complex64 / complex128: all that is left
 
