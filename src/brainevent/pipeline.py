@@ -16,9 +16,8 @@ import logging
 import os
 import re
 import shutil
-import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -34,6 +33,7 @@ from .cache.manifest import Manifest, sha256_file
 from .cache.store import CacheEntry, EntryStore, cache_root
 from .errors import CompileError, LoadError, SpecError, ToolchainError
 from .headers import INCLUDE_DIR
+from .logs import to_stderr
 from .runtime.module import CompiledModule
 from .runtime.registry import register_targets
 from .spec.model import FunctionSpec, Param, Role
@@ -215,23 +215,6 @@ def _spec_from_json(name: str, data: Mapping[str, Any]) -> FunctionSpec:
     return FunctionSpec(
         name, params, data.get("source_file", ""), int(data.get("line", 0)), data.get("scope", "")
     )
-
-
-@contextlib.contextmanager
-def _verbosity(verbose: bool) -> Iterator[None]:
-    if not verbose:
-        yield
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("[brainevent] %(message)s"))
-    previous = log.level
-    log.addHandler(handler)
-    log.setLevel(logging.DEBUG)
-    try:
-        yield
-    finally:
-        log.removeHandler(handler)
-        log.setLevel(previous)
 
 
 def _unit_file_names(units: Sequence[SourceUnit]) -> list[str]:
@@ -426,7 +409,7 @@ def _inside(path: str, directory: Path) -> bool:
 
 def load_module(units: Sequence[SourceUnit], options: LoadOptions, backend: Backend) -> CompiledModule:
     check_options(options)
-    with _verbosity(options.verbose):
+    with to_stderr(log, logging.DEBUG, options.verbose):
         # Headers are not in the key: each entry lists the files its compiler read, and a
         # hit re-checks them (cache/deps.py), whatever flags or macros chose them.
         record: dict[str, Any] = {

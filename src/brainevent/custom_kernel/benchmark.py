@@ -12,35 +12,23 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..logs import to_stderr
+
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution times this is its standard deviation
 log = logging.getLogger(__name__)
 
 
-@contextlib.contextmanager
-def verbosity(verbose: bool) -> Iterator[None]:
+def verbosity(verbose: bool) -> contextlib.AbstractContextManager[None]:
     """With ``verbose``, this module's log (one line per timed backend, then the table) goes
-    to stderr for the duration, whatever logging the application set up."""
-    if not verbose:
-        yield
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("[brainevent] %(message)s"))
-    previous = log.level
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        log.removeHandler(handler)
-        log.setLevel(previous)
+    to stderr for the duration."""
+    return to_stderr(log, logging.INFO, verbose)
 
 
 @dataclass
