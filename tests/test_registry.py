@@ -1,6 +1,6 @@
 """The process-wide registry of FFI targets: register once, re-point on reload, say which.
 
-register_target returns "registered", "unchanged" or "reloaded"; a reload makes the handler
+Registration returns "registered", "unchanged" or "reloaded"; a reload makes the handler
 XLA already holds run the new code, and going back makes it run its own code again.
 (Reloading through the loaders is tested in tests/test_cpu_reload.py.)
 """
@@ -19,7 +19,13 @@ import pytest
 
 import brainevent
 from brainevent import RegistrationError
-from brainevent.runtime.registry import register_target, registered_targets
+from brainevent.runtime.registry import register_targets, registered_targets
+
+
+def register_target(target: str, library: ctypes.CDLL, function: str, **kw: Any) -> str:
+    """One target of the module these tests build (the registry registers a module's targets)."""
+    return register_targets({function: target}, library, module="registry_fill", **kw)[target]
+
 
 SOURCE = r"""
 #include "brainevent/common.h"
