@@ -165,7 +165,8 @@ REQUIRE_ALL_TESTS: EnvVar[bool] = EnvVar(
     "BRAINEVENT_REQUIRE_ALL_TESTS",
     _bool,
     lambda: False,
-    "Test suite only: fail instead of skipping tests whose compiler or GPU is missing.",
+    "Test suite only: fail instead of skipping tests that lack what they need (compiler, GPU, "
+    "optional package); tests that cannot apply to the machine still skip.",
 )
 
 ALL: tuple[EnvVar[object], ...] = (
