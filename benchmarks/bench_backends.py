@@ -157,7 +157,8 @@ def main() -> int:
         if not pattern.search(text):
             print(f"{args.write} has no {BEGIN} ... {END} block", file=sys.stderr)
             return 1
-        args.write.write_text(pattern.sub(lambda _: f"{BEGIN}\n{table}\n{END}", text))
+        # A blank line after the table: text right after one would render as a row.
+        args.write.write_text(pattern.sub(lambda _: f"{BEGIN}\n{table}\n\n{END}", text))
         print(f"table written to {args.write}")
     return 0
 

@@ -67,13 +67,7 @@ def test_round_trip_and_record(tmp_path: Path) -> None:
         "no schema",
         "unknown field",
         "missing field",
-        pytest.param(
-            "a list",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known bug: JSON that is not an object raises AttributeError in Manifest.load",
-            ),
-        ),
+        "a list",
     ],
 )
 def test_unreadable_manifests_load_as_none(tmp_path: Path, damage: str) -> None:

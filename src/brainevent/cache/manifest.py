@@ -45,7 +45,7 @@ class Manifest:
         """The manifest, or None if it is missing, truncated or of another schema."""
         try:
             raw = json.loads((directory / MANIFEST_NAME).read_text())
-            if raw.get("schema") != MANIFEST_SCHEMA:
+            if not isinstance(raw, dict) or raw.get("schema") != MANIFEST_SCHEMA:
                 return None
             return cls(**raw)
         except (OSError, ValueError, TypeError):

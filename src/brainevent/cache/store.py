@@ -8,8 +8,9 @@ Layout under the cache root::
     v1/<module name>/.staging-<key>-<pid>-<random>/   a build in progress
 
 An entry is built in a staging directory and published with one ``rename``;
-readers never take the lock, so a hit costs a manifest read and a checksum. A
-failed build publishes nothing; a corrupt entry is rebuilt under the lock.
+readers never take the lock, so a hit costs a manifest read, a stat of the library and one
+of each header the compiler read (cache/deps.py). A failed build publishes nothing; a
+corrupt entry is rebuilt under the lock.
 """
 
 from __future__ import annotations
