@@ -64,7 +64,7 @@ def log(message: str) -> None:
 
 
 def build_paths(target: str, kernels: Path) -> list[str]:
-    """`brainevent build` arguments: the seeds' tutorial file keyed as load_cuda_inline
+    """`brainevent build` arguments: the CUDA tutorial's vector add, keyed as load_cuda_inline
     (name my_kernels) and a directory built as load_cuda_dir; a C++ file for cpu."""
     if target in CUDA_TARGETS:
         return ["--as-inline", str(kernels / "my_kernels.cu"), str(kernels / "my_ops")]
