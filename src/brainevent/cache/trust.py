@@ -92,6 +92,7 @@ def private_dir(path: Path, *, create: bool, fix: str = _FIX) -> bool:
             return False
         try:
             os.mkdir(path, 0o700)
+            os.chmod(path, 0o700)  # exactly, whatever the umask
         except FileExistsError:
             pass  # another process made it meanwhile: checked below like any other
         except OSError as exc:
@@ -107,11 +108,17 @@ def private_dir(path: Path, *, create: bool, fix: str = _FIX) -> bool:
         raise _refuse(path, "is not a directory", fix)
     if _foreign_owner(st, allow_root=False):
         raise _refuse(path, f"is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})", fix)
-    if stat.S_IMODE(st.st_mode) != 0o700:
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        # Group or others may enter: take their bits away, keep ours (a read-only cache
+        # stays read-only). No link is followed: lstat said it is a directory we own.
         try:
-            os.chmod(path, 0o700)  # follows no link: lstat said it is a directory we own
+            os.chmod(path, mode & 0o700)
         except OSError as exc:
-            raise _refuse(path, f"is mode {stat.S_IMODE(st.st_mode):o} and cannot be made private") from exc
+            # Readable by others on a read-only filesystem: not private, but nobody else can
+            # change it either. Writable by others: refused.
+            if mode & 0o022:
+                raise _refuse(path, f"is mode {mode:o} and cannot be made private", fix) from exc
     return True
 
 
