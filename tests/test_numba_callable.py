@@ -44,7 +44,7 @@ def test_handler_compiles_with_nvcc_once_per_process(monkeypatch: pytest.MonkeyP
 
     target = cuda_callable._launcher_target(2, 1)
     assert target == "brainevent_numba_callable_2i_1o.run"
-    (library,) = tmp_path.rglob("libbrainevent_numba_callable_2i_1o.so")
+    (library,) = tmp_path.rglob("libbrainevent_numba_callable_2i_1o.*.so")
     assert any(entry.kind == "sass" for entry in fatbin_entries(library))  # nvcc built device code
     # Memoised: with the cache emptied, asking again neither loads nor builds anything.
     for child in tmp_path.iterdir():
