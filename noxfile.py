@@ -474,7 +474,9 @@ def docker(session: nox.Session) -> None:
             session.run(*run, tag, external=True)
             session.run(sys.executable, *_check_image(target, tag), external=True)
     elif shutil.which("podman"):
-        session.run("bash", str(ROOT / "docker" / "build-podman.sh"), *targets, external=True)
+        # The image checks run with nox's own interpreter, whatever `python3` is on PATH.
+        env = {"CHECK_PYTHON": sys.executable}
+        session.run("bash", str(ROOT / "docker" / "build-podman.sh"), *targets, env=env, external=True)
     else:
         session.skip("no container engine: no docker daemon answers and podman is not installed")
 

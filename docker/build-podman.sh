@@ -167,7 +167,8 @@ if [ "${#targets[@]}" -eq 0 ]; then
 fi
 
 command -v podman >/dev/null || die "podman is not installed (apt-get install podman buildah)"
-command -v python3 >/dev/null || die "python3 is needed to check the images"
+check_python="${CHECK_PYTHON:-python3}" # the interpreter that runs check_image.py
+command -v "$check_python" >/dev/null || die "$check_python is needed to check the images"
 
 # --------------------------------------------------------------- the base image
 ensure_base() {
@@ -225,7 +226,7 @@ run_target() {
     t0=$SECONDS
     local -a check_args
     read -r -a check_args <<<"${CHECK_ARGS:-}"
-    python3 "$here/check_image.py" --engine "podman --runtime $runtime" --image "$image" \
+    "$check_python" "$here/check_image.py" --engine "podman --runtime $runtime" --image "$image" \
         --target "$target" "${check_args[@]}"
     log "$target: image checks took $(elapsed "$t0")"
 }
