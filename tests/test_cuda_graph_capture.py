@@ -2,9 +2,10 @@
 
 The GPU tests run a jitted function in a fresh process (XLA reads its flags once) that
 dumps what XLA compiled, and read from the dump whether the custom call ran inside a
-command buffer: with enable_cuda_graphs() it must, with command buffers switched off or
-with JAX's default flags it must not, and a kernel loaded with allow_cuda_graph=False
-never is. The parser of the dumps is tested here on every machine.
+command buffer: with enable_cuda_graphs() or the default of `import brainevent` it must,
+with command buffers switched off or the default turned off (BRAINEVENT_CUDA_GRAPHS=0) it
+must not, and a kernel loaded with allow_cuda_graph=False never is. The parser of the dumps
+is tested here on every machine.
 """
 
 from __future__ import annotations
@@ -152,8 +153,10 @@ void scale(const BE::Tensor x, BE::Tensor out, float factor, int64_t stream) {
 # Compiles and runs `captured_step` (XLA module jit_captured_step): the custom call, then an
 # add XLA fuses, so a captured region has a neighbour; the result is checked.
 CAPTURE_SCRIPT = r"""
-import json, sys
+import json, os, sys
 config = json.loads(sys.argv[1])
+if config["opt_out"]:
+    os.environ["BRAINEVENT_CUDA_GRAPHS"] = "0"
 import brainevent
 if config["enable_cuda_graphs"]:
     assert brainevent.enable_cuda_graphs()
@@ -187,8 +190,16 @@ print("ran")
 GRAPHS_OFF = "--xla_gpu_enable_command_buffer="  # no command buffers at all
 
 
-def _placement(tmp_path: Path, *, kernel: str, graphs: bool, allow: bool = True, flags: str = ""):  # type: ignore[no-untyped-def]
-    config = {"kernel": kernel, "enable_cuda_graphs": graphs, "allow_cuda_graph": allow, "source": SCALE}
+def _placement(  # type: ignore[no-untyped-def]
+    tmp_path: Path, *, kernel: str, graphs: bool, allow: bool = True, flags: str = "", opt_out: bool = False
+):
+    config = {
+        "kernel": kernel,
+        "enable_cuda_graphs": graphs,
+        "allow_cuda_graph": allow,
+        "source": SCALE,
+        "opt_out": opt_out,
+    }
     out = run_dumping(CAPTURE_SCRIPT, [json.dumps(config)], tmp_path / "dump", "captured_step", flags)
     assert "ran" in out
     return custom_call_placement(tmp_path / "dump", "jit_captured_step")
@@ -203,11 +214,25 @@ def test_compiled_kernel_is_captured_with_cuda_graphs_enabled(tmp_path: Path) ->
 
 @pytest.mark.gpu
 @pytest.mark.nvcc
+def test_compiled_kernel_is_captured_by_default(tmp_path: Path) -> None:
+    # No enable_cuda_graphs() and no user flags: `import brainevent` set them up.
+    placement = _placement(tmp_path, kernel="load_cuda_inline", graphs=False)
+    assert placement.inside == 1 and placement.outside == 0, placement
+
+
+@pytest.mark.gpu
+@pytest.mark.nvcc
 @pytest.mark.parametrize(
-    ("label", "flags"), [("command buffers off", GRAPHS_OFF), ("JAX's default flags", "")]
+    ("label", "flags", "opt_out"),
+    [
+        ("command buffers off", GRAPHS_OFF, False),
+        ("JAX's default flags (BRAINEVENT_CUDA_GRAPHS=0)", "", True),
+    ],
 )
-def test_compiled_kernel_is_not_captured_without_cuda_graphs(tmp_path: Path, label: str, flags: str) -> None:
-    placement = _placement(tmp_path, kernel="load_cuda_inline", graphs=False, flags=flags)
+def test_compiled_kernel_is_not_captured_without_cuda_graphs(
+    tmp_path: Path, label: str, flags: str, opt_out: bool
+) -> None:
+    placement = _placement(tmp_path, kernel="load_cuda_inline", graphs=False, flags=flags, opt_out=opt_out)
     assert placement.inside == 0 and placement.outside == 1, (label, placement)
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from . import config  # cheap (no third-party imports); 0.2.1 code uses brainevent.config.*
 from ._version import __version__
+from .cuda_graphs import apply_default as _apply_cuda_graph_default
 from .errors import (
     BackendNotInstalledError,
     BrainEventError,
@@ -34,6 +35,10 @@ from .errors import (
     ToolchainError,
     UnsupportedArchError,
 )
+
+# Before JAX starts its backend: let custom calls in small graphs run as CUDA graphs
+# (cuda_graphs.py; BRAINEVENT_CUDA_GRAPHS=0 turns it off). Costs no import.
+_apply_cuda_graph_default()
 
 # Loaders are imported on first use so that `import brainevent` stays cheap.
 _LAZY: dict[str, tuple[str, str | None]] = {

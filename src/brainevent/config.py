@@ -161,6 +161,15 @@ USE_LOCKS: EnvVar[bool] = EnvVar(
     "Set to 0 where file locks are unreliable (some network filesystems): concurrent builders "
     "of one module then may duplicate work, but never corrupt the cache.",
 )
+CUDA_GRAPHS: EnvVar[bool] = EnvVar(
+    "BRAINEVENT_CUDA_GRAPHS",
+    _bool,
+    lambda: True,
+    "Set to 0 to keep `import brainevent` from adding --xla_gpu_enable_command_buffer=+CUSTOM_CALL "
+    "and --xla_gpu_graph_min_graph_size=1 to XLA_FLAGS (it does so only before JAX starts its "
+    "backend, and never over flags already set), which lets small graphs such as a fori_loop "
+    "body with custom calls run as CUDA graphs.",
+)
 REQUIRE_ALL_TESTS: EnvVar[bool] = EnvVar(
     "BRAINEVENT_REQUIRE_ALL_TESTS",
     _bool,
@@ -179,6 +188,7 @@ ALL: tuple[EnvVar[object], ...] = (
     COMPILE_TIMEOUT,
     USE_LOCKS,
     ALLOW_UNSUPPORTED_COMPILER,
+    CUDA_GRAPHS,
     REQUIRE_ALL_TESTS,
 )  # type: ignore[assignment]
 

@@ -196,6 +196,9 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         report.item("CUDA_VISIBLE_DEVICES", repr(visible))
+    from .cuda_graphs import capture_status
+
+    report.item("CUDA graphs", capture_status()[1])  # in this process; see docs/performance.md
 
     report.section("CUDA compiler (nvcc)")
     claims_cuda = bool(plugins) or bool(probe.devices) or config.NVCC.get() is not None
