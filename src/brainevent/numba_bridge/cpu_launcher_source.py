@@ -12,6 +12,7 @@ from __future__ import annotations
 from .entry_source import arity_entry
 
 CORE = r"""
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -26,12 +27,15 @@ namespace be_numba_cpu {
 using Entry = int32_t (*)(void* const*, const int64_t*);
 
 struct Kernel {
+  int64_t id;
   Entry entry;
   std::string name;
   std::vector<int64_t> ndims, itemsizes;
 };
 
-// Set while this thread runs a Numba entry; `raised` receives what it raised.
+// Set while this thread runs a Numba entry; `raised` receives what it raised. Only the
+// trivial flag is touched on the success path (a std::string thread_local costs an
+// initialisation check on every access).
 thread_local bool in_entry = false;
 thread_local std::string raised;
 
@@ -41,16 +45,41 @@ std::unordered_map<int64_t, Kernel>& table() {
   return *t;
 }
 
+// What calls read, without a lock: an open-addressing index over the table, replaced
+// whole by each registration (rare). Old indexes are leaked on purpose: a call on another
+// thread may still be reading one. Entries are never erased, so Kernel pointers stay valid.
+struct Index {
+  uint64_t mask;
+  std::vector<const Kernel*> slots;
+};
+std::atomic<const Index*> index{nullptr};
+
+void publish_index() {  // with table_mutex held
+  uint64_t size = 8;
+  while (size < 2 * table().size()) size *= 2;
+  auto* next = new Index{size - 1, std::vector<const Kernel*>(size, nullptr)};
+  for (const auto& item : table()) {
+    uint64_t i = static_cast<uint64_t>(item.first) & next->mask;
+    while (next->slots[i] != nullptr) i = (i + 1) & next->mask;
+    next->slots[i] = &item.second;
+  }
+  index.store(next, std::memory_order_release);
+}
+
+inline const Kernel* find_kernel(int64_t id) {
+  const Index* ix = index.load(std::memory_order_acquire);
+  if (ix == nullptr) return nullptr;
+  for (uint64_t i = static_cast<uint64_t>(id) & ix->mask;; i = (i + 1) & ix->mask) {
+    const Kernel* k = ix->slots[i];
+    if (k == nullptr || k->id == id) return k;
+  }
+}
+
 constexpr int kMaxOperands = 256;
 constexpr int kMaxDims = 2048;
 
 void call_kernel(int64_t id, const BE::Tensor* const* operands, int64_t count) {
-  const Kernel* k = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(table_mutex);
-    auto it = table().find(id);
-    if (it != table().end()) k = &it->second;  // entries are never erased, so the pointer stays valid
-  }
+  const Kernel* k = find_kernel(id);
   BE_CHECK(k != nullptr) << "Numba kernel id " << id
                          << " is not registered in this process; call the wrapper from "
                             "brainevent.numba_kernel again to register it";
@@ -70,12 +99,13 @@ void call_kernel(int64_t id, const BE::Tensor* const* operands, int64_t count) {
     for (int64_t j = 0; j < t.ndim(); ++j) shapes[used++] = t.size(j);
   }
   in_entry = true;
-  raised.clear();
   const int32_t returned = k->entry(data, shapes);
   in_entry = false;
   if (returned != 1) {
+    std::string what = std::move(raised);
+    raised.clear();
     BE_FAIL() << "the Numba function " << k->name << " raised "
-              << (raised.empty() ? std::string("an exception (reported on stderr)") : raised);
+              << (what.empty() ? std::string("an exception (reported on stderr)") : what);
   }
 }
 
@@ -88,11 +118,13 @@ extern "C" __attribute__((visibility("default"))) int be_numba_cpu_register(
   std::lock_guard<std::mutex> lock(table_mutex);
   if (table().count(id) != 0) return 1;
   Kernel k;
+  k.id = id;
   k.entry = reinterpret_cast<Entry>(address);
   k.name = name;
   k.ndims.assign(ndims, ndims + count);
   k.itemsizes.assign(itemsizes, itemsizes + count);
   table().emplace(id, std::move(k));
+  publish_index();
   return 0;
 }
 
