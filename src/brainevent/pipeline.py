@@ -468,6 +468,7 @@ def _load_entry(entry: CacheEntry, options: LoadOptions, backend: Backend) -> Co
     prefix = options.target_prefix or options.name
     targets = {name: f"{prefix}.{name}" for name in functions}
     registered = False
+    reason: str | None = None
     if options.auto_register:
         reason = backend.can_register()
         if reason is None:
@@ -500,4 +501,5 @@ def _load_entry(entry: CacheEntry, options: LoadOptions, backend: Backend) -> Co
         registered=registered,
         built_now=entry.built_now,
         cache_dir=entry.directory,
+        unregistered_reason=reason,
     )

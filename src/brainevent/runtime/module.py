@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import KernelCallError
+from ..errors import KernelCallError, KernelNotAvailableError
 from ..spec.model import FunctionSpec
 from .artifact_path import ArtifactPathField
 
@@ -147,10 +147,16 @@ class KernelFunction:
     spec: FunctionSpec
     vmap_method: str | None = None
     platform: str = "cpu"
+    # Why the module's targets were not registered in this process (recorded at load time);
+    # a call then fails here, naming the reason, instead of in XLA with "No FFI handler".
+    unregistered: str | None = None
+    module: str = ""
 
     def __call__(self, *arrays: Any, outs: Any = None, **attrs: Any) -> Any:
         import jax
 
+        if self.unregistered is not None:
+            raise self._not_registered_error()
         spec = self.spec
         self.check_arity(len(arrays))
         converted = self.converted_attrs(attrs)
@@ -164,6 +170,24 @@ class KernelFunction:
             vmap_method=self.vmap_method,
         )
         return call(*arrays, **converted)
+
+    def _not_registered_error(self) -> KernelNotAvailableError:
+        kind = "CUDA" if self.platform == "cuda" else self.platform
+        fix = (
+            "Run it where JAX sees an NVIDIA GPU (a jax-cuda12-plugin or jax-cuda13-plugin matching "
+            "nvcc's CUDA major, e.g. pip install 'jax[cuda13]'; check nvidia-smi and "
+            "CUDA_VISIBLE_DEVICES), or call a CPU build of the kernel (load_cpp_inline) here."
+            if self.platform == "cuda"
+            else "Load it again where it can be registered."
+        )
+        return KernelNotAvailableError(
+            f"{self.target}: module {self.module!r} was built for {kind} but not registered with JAX "
+            f"in this process, so it cannot be called: {self.unregistered}. {fix}",
+            target=self.target,
+            module=self.module,
+            platform=self.platform,
+            reason=self.unregistered,
+        )
 
     def check_arity(self, n_inputs: int, n_outputs: int | None = None) -> None:
         """KernelCallError unless the call passes as many inputs (and outputs) as the spec."""
@@ -271,6 +295,8 @@ class CompiledModule:
     # Required at run time (the field raises AttributeError on the class, so dataclass sees
     # no default); placed last because type checkers take the descriptor for a default.
     path: ArtifactPathField = ArtifactPathField()  # noqa: RUF009
+    # Why registration was refused at load time (no GPU, JAX without CUDA), else None.
+    unregistered_reason: str | None = None
     _calls: dict[str, KernelFunction] = field(default_factory=dict, repr=False)
 
     @property
@@ -319,7 +345,11 @@ class CompiledModule:
             calls = self.__dict__["_calls"]
             if item not in calls:
                 calls[item] = KernelFunction(
-                    self.targets[item], functions[item], platform=self.__dict__["platform"]
+                    self.targets[item],
+                    functions[item],
+                    platform=self.__dict__["platform"],
+                    unregistered=self.__dict__.get("unregistered_reason"),
+                    module=self.__dict__.get("name", ""),
                 )
             return calls[item]
         raise AttributeError(

@@ -1,0 +1,73 @@
+"""A CUDA module built where it cannot be registered (no GPU, or JAX without CUDA): its call
+sugar says why, instead of XLA's "No FFI handler registered for ... on a platform Host"."""
+
+from __future__ import annotations
+
+import pickle
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import brainevent
+from brainevent import KernelNotAvailableError
+
+pytestmark = pytest.mark.nvcc
+
+VECTOR_ADD = r"""
+#include <cuda_runtime.h>
+#include "brainevent/common.h"
+
+__global__ void add_kernel(const float* a, const float* b, float* out, int n) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < n) out[idx] = a[idx] + b[idx];
+}
+
+// @BE vector_add arg arg ret stream
+void vector_add(const BE::Tensor a, const BE::Tensor b, BE::Tensor out, int64_t stream) {
+    int n = a.numel();
+    add_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
+        static_cast<const float*>(a.data_ptr()), static_cast<const float*>(b.data_ptr()),
+        static_cast<float*>(out.data_ptr()), n);
+    BE_CHECK_KERNEL_LAUNCH();
+}
+"""
+
+# What the loader records on a machine without a usable CUDA JAX (see backends.can_register).
+WHY = r"(JAX is installed without CUDA support|no GPU is available|this JAX has no CUDA backend)"
+
+
+@pytest.fixture(scope="module")
+def unregistered() -> brainevent.CompiledModule:
+    mod = brainevent.load_cuda_inline(name="vadd_unreg", cuda_sources=VECTOR_ADD, compute_capability="sm_80")
+    if mod.registered:
+        pytest.skip("this machine registers CUDA modules (a GPU and a CUDA JAX are present)")
+    return mod
+
+
+def test_call_names_the_reason_and_the_fix(unregistered: brainevent.CompiledModule) -> None:
+    x = jnp.ones(8, jnp.float32)
+    pattern = (
+        r"vadd_unreg\.vector_add: module 'vadd_unreg' was built for CUDA but not registered with JAX "
+        rf"in this process, so it cannot be called: {WHY}.*pip install 'jax\[cuda13\]'"
+    )
+    with pytest.raises(KernelNotAvailableError, match=pattern) as info:
+        unregistered.vector_add(x, x)
+    assert info.value.target == "vadd_unreg.vector_add" and info.value.platform == "cuda"
+    assert info.value.reason == unregistered.unregistered_reason
+    again = pickle.loads(pickle.dumps(info.value))
+    assert str(again) == str(info.value)
+
+
+def test_call_under_jit_fails_while_tracing(unregistered: brainevent.CompiledModule) -> None:
+    x = jnp.ones(8, jnp.float32)
+    with pytest.raises(KernelNotAvailableError, match=rf"not registered with JAX in this process.*{WHY}"):
+        jax.jit(lambda a: unregistered.vector_add(a, a))(x)
+
+
+def test_auto_register_false_records_no_reason() -> None:
+    # The caller chose to register by hand: the sugar does not second-guess that.
+    mod = brainevent.load_cuda_inline(
+        name="vadd_unreg", cuda_sources=VECTOR_ADD, compute_capability="sm_80", auto_register=False
+    )
+    assert mod.unregistered_reason is None and mod.vector_add.unregistered is None
