@@ -286,7 +286,10 @@ def main() -> None:
         ],
         check=True,
     )
-    default = json.loads(run_python(CALLS_PROBE, {}, [str(hand_so), SEED_ADD]))
+    # JAX's own defaults: without brainevent's CUDA-graph default, nor the flags this
+    # process's own `import brainevent` put in the environment the child inherits.
+    jax_defaults = {"BRAINEVENT_CUDA_GRAPHS": "0", "XLA_FLAGS": ""}
+    default = json.loads(run_python(CALLS_PROBE, jax_defaults, [str(hand_so), SEED_ADD]))
     graphs = json.loads(run_python(CALLS_PROBE, {"XLA_FLAGS": GRAPH_FLAGS}, [str(hand_so), SEED_ADD]))
 
     def us(x: float) -> str:
