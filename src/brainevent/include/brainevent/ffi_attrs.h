@@ -8,8 +8,7 @@
 #include <cstring>
 
 #include "brainevent/dtype.h"
-#include "brainevent/ffi_function.h"
-#include "xla/ffi/api/c_api.h"
+#include "brainevent/ffi_function.h"  // and through it xla/ffi/api/c_api.h, included once
 
 namespace BE {
 namespace ffi {

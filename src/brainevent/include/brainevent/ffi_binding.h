@@ -19,9 +19,8 @@
 
 #include "brainevent/dtype.h"
 #include "brainevent/ffi_attrs.h"
-#include "brainevent/ffi_function.h"
+#include "brainevent/ffi_function.h"  // and through it xla/ffi/api/c_api.h, included once
 #include "brainevent/tensor.h"
-#include "xla/ffi/api/c_api.h"
 
 // The CUDA runtime entry points the binding needs, declared here (C linkage, int-sized
 // enums) so the binding compiles without CUDA headers; CUDA modules link cudart.
