@@ -40,7 +40,7 @@ def test_handler_compiles_with_nvcc_once_per_process(monkeypatch: pytest.MonkeyP
     if not probe_devices().devices:
         monkeypatch.setenv("BRAINEVENT_CUDA_ARCH", "sm_90")  # without a GPU the arch must be named
     monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(cuda_callable, "_launchers", {})  # as in a process that built none yet
+    monkeypatch.setattr(cuda_callable._launchers, "_launchers", {})  # as in a process that built none yet
 
     target = cuda_callable._launcher_target(2, 1)
     assert target == "brainevent_numba_callable_2i_1o.run"

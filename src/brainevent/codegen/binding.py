@@ -1,10 +1,11 @@
 """The FFI binding translation unit.
 
-For each entry point it emits a parameter table and two exported XLA FFI handlers
-(with and without the command-buffer trait, so CUDA-graph capture is chosen at
-registration time without a rebuild). Each handler first consults an exported
-forwarding pointer: when a changed module is loaded again under the same target
-name, the runtime points the first handler (the one XLA holds) at the new code.
+For each entry point it writes one ``BE_FFI_FUNCTION`` line (``brainevent/ffi_function.h``):
+the macro declares the entry's parameter table and the exported handlers (with and
+without the command-buffer trait, so CUDA-graph capture is chosen at registration time
+without a rebuild, and a forwarding slot through which a changed module loaded again
+under the same target name takes over). The call-frame decoder itself is
+``brainevent/ffi_binding.h``, included once at the top.
 """
 
 from __future__ import annotations
@@ -12,101 +13,75 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._version import BINDING_SCHEMA
-from ..spec.model import FunctionSpec, Role
-from .entry_points import _c_string_literal, entry_symbol
+from ..spec.model import FunctionSpec, Param, Role
+from ..vocabulary import (
+    BindingTarget,
+    builtin_target,
+    dtype_enum,
+    entry_symbol,
+    forward_symbol,
+    handler_symbol,
+    impl_symbol,
+    unhandled,
+)
+from .entry_points import c_string_literal
 
-_ROLE = {
-    Role.ARG: "Arg",
-    Role.RET: "Ret",
-    Role.STREAM: "Stream",
-    Role.ATTR: "Attr",
-}
-
-_DTYPE_ENUM = {
-    "bool": "Bool",
-    "int8": "Int8",
-    "int16": "Int16",
-    "int32": "Int32",
-    "int64": "Int64",
-    "uint8": "UInt8",
-    "uint16": "UInt16",
-    "uint32": "UInt32",
-    "uint64": "UInt64",
-    "float16": "Float16",
-    "bfloat16": "BFloat16",
-    "float32": "Float32",
-    "float64": "Float64",
-    "complex64": "Complex64",
-    "complex128": "Complex128",
-}
+__all__ = [
+    "BINDING_SCHEMA",
+    "entry_symbol",
+    "forward_symbol",
+    "handler_symbol",
+    "impl_symbol",
+    "render_binding",
+]
 
 
-def handler_symbol(function: str, *, command_buffer: bool) -> str:
-    return f"be_ffi_{function}__graph" if command_buffer else f"be_ffi_{function}"
+def _param_row(param: Param) -> str:
+    match param.role:
+        case Role.ARG:
+            return "BE_ARG"
+        case Role.RET:
+            return "BE_RET"
+        case Role.STREAM:
+            return "BE_STREAM"
+        case Role.ATTR:
+            assert param.dtype is not None
+            return f"BE_ATTR({c_string_literal(param.name)}, {dtype_enum(param.dtype)})"
+        case _:
+            unhandled(param.role, "codegen.binding")
 
 
-def forward_symbol(function: str) -> str:
-    return f"be_fwd_{function}"
-
-
-def impl_symbol(function: str) -> str:
-    """The entry a forwarding slot points at: it never forwards, so slots cannot form cycles."""
-    return f"be_impl_{function}"
-
-
-def _param_row(spec: FunctionSpec, index: int) -> str:
-    param = spec.params[index]
-    if param.role is Role.ATTR:
-        assert param.dtype is not None
-        name = _c_string_literal(param.name)
-        dtype = f"::BE::DType::{_DTYPE_ENUM[param.dtype]}"
-    else:
-        name, dtype = "nullptr", "::BE::DType::Invalid"
-    return f"    {{::BE::ffi::Role::{_ROLE[param.role]}, {name}, {dtype}}},\n"
-
-
-def _render_function(module: str, spec: FunctionSpec, platform: str) -> str:
-    f = spec.name
-    rows = "".join(_param_row(spec, i) for i in range(len(spec.params)))
-    if not rows:
-        rows = "    {::BE::ffi::Role::Arg, nullptr, ::BE::DType::Invalid},  // unused\n"
-    location = f"{spec.source_file}:{spec.line}"
-    fwd = forward_symbol(f)
-    sizes = f"{max(1, len(spec.args) + len(spec.rets))}, {max(1, len(spec.attrs))}"
+def _render_function(module: str, spec: FunctionSpec, target: BindingTarget) -> str:
+    rows = " ".join(_param_row(p) for p in spec.params)
+    target_name = c_string_literal(f"{module}.{spec.name}")
+    location = c_string_literal(f"{spec.source_file}:{spec.line}")
     return (
-        f"// {f}: {' '.join(spec.tokens())}\n"
-        f"BE_ENTRY_DECL const char* {entry_symbol(f)}(const ::BE::Tensor*, void* const*, int64_t);\n"
-        f"static const ::BE::ffi::ParamDesc be_params_{f}[] = {{\n{rows}}};\n"
-        f"static const ::BE::ffi::FunctionDesc be_desc_{f} = {{\n"
-        f"    {_c_string_literal(f'{module}.{f}')}, {_c_string_literal(location)},\n"
-        f"    be_params_{f}, {len(spec.params)}, {len(spec.args)}, {len(spec.rets)}, {len(spec.attrs)},\n"
-        f"    ::BE::ffi::Platform::{platform}, &{entry_symbol(f)}}};\n"
-        f'extern "C" {{ __attribute__((visibility("default"))) XLA_FFI_Handler* {fwd} = nullptr; }}\n'
-        f"BE_EXPORT XLA_FFI_Error* {impl_symbol(f)}(XLA_FFI_CallFrame* frame) {{\n"
-        f"  return ::BE::ffi::invoke<{sizes}>(frame, be_desc_{f}, 0);\n"
-        "}\n"
-        f"BE_EXPORT XLA_FFI_Error* {handler_symbol(f, command_buffer=False)}(XLA_FFI_CallFrame* frame) {{\n"
-        f"  XLA_FFI_Handler* next = __atomic_load_n(&{fwd}, __ATOMIC_ACQUIRE);\n"
-        "  if (next != nullptr && !::BE::ffi::is_metadata_query(frame)) return next(frame);\n"
-        f"  return ::BE::ffi::invoke<{sizes}>(frame, be_desc_{f}, 0);\n"
-        "}\n"
-        f"BE_EXPORT XLA_FFI_Error* {handler_symbol(f, command_buffer=True)}(XLA_FFI_CallFrame* frame) {{\n"
-        f"  XLA_FFI_Handler* next = __atomic_load_n(&{fwd}, __ATOMIC_ACQUIRE);\n"
-        "  if (next != nullptr && !::BE::ffi::is_metadata_query(frame)) return next(frame);\n"
-        f"  return ::BE::ffi::invoke<{sizes}>(\n"
-        f"      frame, be_desc_{f}, XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);\n"
-        "}\n"
+        f"// {spec.name}: {' '.join(spec.tokens())}\n"
+        f"BE_FFI_FUNCTION({spec.name}, {target_name}, {location}, {target.cxx_enum},\n"
+        f"                {rows})\n"
     )
 
 
-def render_binding(module: str, specs: Sequence[FunctionSpec], *, platform: str) -> str:
-    """The binding source for ``specs``; ``platform`` is ``"cpu"`` or ``"cuda"``."""
-    enum = {"cpu": "Cpu", "cuda": "Cuda"}[platform]
+def render_binding(
+    module: str,
+    specs: Sequence[FunctionSpec],
+    *,
+    target: BindingTarget | None = None,
+    platform: str | None = None,
+) -> str:
+    """The binding source for ``specs``, compiled for ``target`` (what the platform supplies).
+
+    ``platform`` (a built-in tag, ``"cpu"`` or ``"cuda"``) is the older way to say the same.
+    """
+    if target is None:
+        if platform is None:
+            raise TypeError("render_binding needs target= (a BindingTarget)")
+        target = builtin_target(platform)
+    defines = "".join(f"#define {name} 1\n" for name in target.defines)
     header = (
         f"// Generated by brainevent (binding schema {BINDING_SCHEMA}) for module {module!r}.\n"
-        "// XLA FFI handlers over the C ABI; see brainevent/ffi_binding.h.\n"
-        + ("#define BE_BINDING_CUDA 1\n" if platform == "cuda" else "")
-        + '#include "brainevent/ffi_binding.h"\n'
-        '#define BE_ENTRY_DECL extern "C" __attribute__((visibility("hidden")))\n\n'
+        "// XLA FFI handlers over the C ABI; see brainevent/ffi_function.h.\n"
+        f"{defines}"
+        '#include "brainevent/ffi_binding.h"\n\n'
     )
-    return header + "\n".join(_render_function(module, spec, enum) for spec in specs)
+    return header + "\n".join(_render_function(module, spec, target) for spec in specs)

@@ -11,15 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..spec.model import FunctionSpec, Role
+from ..vocabulary import entry_symbol, unhandled
 
 
-def _c_string_literal(text: str) -> str:
+def c_string_literal(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     return f'"{escaped}"'
-
-
-def entry_symbol(function: str) -> str:
-    return f"be_entry_{function}"
 
 
 def _call_arguments(spec: FunctionSpec) -> list[str]:
@@ -27,14 +24,17 @@ def _call_arguments(spec: FunctionSpec) -> list[str]:
     attr_index = 0
     out: list[str] = []
     for param in spec.params:
-        if param.role in (Role.ARG, Role.RET):
-            out.append(f"t[{tensor_index}]")
-            tensor_index += 1
-        elif param.role is Role.ATTR:
-            out.append(f"::BE::detail::load_attr<{param.cxx_type}>(a[{attr_index}])")
-            attr_index += 1
-        else:  # stream: an integer handle, or a pointer type such as cudaStream_t
-            out.append(f"::BE::detail::stream_as<{param.cxx_type}>(stream)")
+        match param.role:
+            case Role.ARG | Role.RET:
+                out.append(f"t[{tensor_index}]")
+                tensor_index += 1
+            case Role.ATTR:
+                out.append(f"::BE::detail::load_attr<{param.cxx_type}>(a[{attr_index}])")
+                attr_index += 1
+            case Role.STREAM:  # an integer handle, or a pointer type such as cudaStream_t
+                out.append(f"::BE::detail::stream_as<{param.cxx_type}>(stream)")
+            case _:
+                unhandled(param.role, "codegen.entry_points")
     return out
 
 
@@ -55,7 +55,7 @@ def render_kernel_unit(display_name: str, source: str, specs: Sequence[FunctionS
     ``#line`` directives make diagnostics and ``__FILE__`` name the user's file and
     lines, not the generated copy.
     """
-    parts = [f"#line 1 {_c_string_literal(display_name)}\n", source]
+    parts = [f"#line 1 {c_string_literal(display_name)}\n", source]
     if not source.endswith("\n"):
         parts.append("\n")
     if specs:

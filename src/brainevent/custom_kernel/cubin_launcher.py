@@ -7,9 +7,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .cubin_launcher_source import CORE, entry_source
+from ..numba_bridge.launchers import Launcher, LauncherCache, LauncherSpec, int64s
 
-# Parameter kinds, as the launcher's C++ core numbers them.
+# Parameter kinds, as brainevent/cubin_launcher.h numbers them (enum Kind).
 OPERAND, SCALAR, NULL, SCRATCH = 0, 1, 2, 3
 
 
@@ -29,51 +29,32 @@ class Image:
     shared_mem: int  # dynamic shared memory per block, bytes
 
 
-@dataclass(frozen=True)
-class Launcher:
-    target: str
-    library: ctypes.CDLL
-
-
 # The launcher holds no device code, so any architecture nvcc accepts will do; a fixed one keeps
 # its build independent of the GPUs present (and possible on a machine without one).
 LAUNCHER_ARCH = "sm_75"
 
+_i64, _p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
+_SPEC = LauncherSpec(
+    header="cubin_launcher.h",
+    library_prefix="brainevent_cubin",
+    function="launch",
+    core_call="be_cubin::launch_kernel",
+    cuda=True,
+    api={
+        "be_cubin_register": (ctypes.c_int, [_i64, ctypes.c_char_p, _p64, _i64, _i64, _p64, _i64]),
+        "be_cubin_add_image": (None, [_i64, _i64, ctypes.c_char_p, _i64, _i64]),
+        "be_cubin_preload": (ctypes.c_char_p, [_i64]),
+    },
+    load_options={"extra_ldflags": ["-ldl"], "compute_capability": LAUNCHER_ARCH},
+)
+_launchers = LauncherCache(_SPEC)
 _lock = threading.Lock()
-_launchers: dict[tuple[int, int], Launcher] = {}
 _registered: set[int] = set()
 
 
 def launcher_for(n_inputs: int, n_outputs: int) -> Launcher:
     """The launcher for this arity; compiled once per machine (the loader caches by content)."""
-    key = (n_inputs, n_outputs)
-    with _lock:
-        found = _launchers.get(key)
-        if found is not None:
-            return found
-        from ..cuda_loaders import load_cuda_inline
-
-        module = load_cuda_inline(
-            name=f"brainevent_cubin_{n_inputs}i_{n_outputs}o",
-            cuda_sources=[CORE, entry_source(n_inputs, n_outputs)],
-            extra_ldflags=["-ldl"],
-            compute_capability=LAUNCHER_ARCH,
-        )
-        library = ctypes.CDLL(str(module.path), mode=ctypes.RTLD_LOCAL)  # the handle XLA already uses
-        i64, p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
-        library.be_cubin_register.restype = ctypes.c_int
-        library.be_cubin_register.argtypes = [i64, ctypes.c_char_p, p64, i64, i64, p64, i64]
-        library.be_cubin_add_image.restype = None
-        library.be_cubin_add_image.argtypes = [i64, i64, ctypes.c_char_p, i64, i64]
-        library.be_cubin_preload.restype = ctypes.c_char_p
-        library.be_cubin_preload.argtypes = [i64]
-        found = Launcher(module.targets["launch"], library)
-        _launchers[key] = found
-        return found
-
-
-def _int64s(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:
-    return (ctypes.c_int64 * max(len(values), 1))(*values)
+    return _launchers.get(n_inputs, n_outputs)
 
 
 def register(
@@ -97,10 +78,10 @@ def register(
     fresh = lib.be_cubin_register(
         kernel_id,
         entry.encode(),
-        _int64s([*grid, *block]),
+        int64s([*grid, *block]),
         int(cooperative),
         n_operands,
-        _int64s(flat),
+        int64s(flat),
         len(params),
     )
     if fresh == 0:

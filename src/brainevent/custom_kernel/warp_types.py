@@ -6,22 +6,11 @@ from typing import Any
 
 import numpy as np
 
+from ..vocabulary import SCALARS
 from .libraries import require_library
 
-_NAMES = (
-    "float16",
-    "float32",
-    "float64",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "bool",
-)
+# Warp has every scalar type of the binding except bfloat16 and the complex ones.
+_NAMES = tuple(s.name for s in SCALARS if s.kind != "complex" and s.name != "bfloat16")
 
 
 def jaxtype_to_warptype(dtype: Any) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 
 from .bridge import BridgedFunction
 from .cuda_kernel import require_numba_cuda
+from .launchers import LauncherCache, LauncherSpec
 from .operands import Signature
 
 _TRAMPOLINE = ctypes.CFUNCTYPE(
@@ -45,7 +46,6 @@ class _Entry:
 _lock = threading.Lock()
 _entries: dict[int, _Entry] = {}
 _ids: dict[tuple[int, Signature], int] = {}
-_launchers: dict[tuple[int, int], str] = {}
 # Ids are per process: an executable from another process (JAX's persistent cache) names
 # ids never registered here and fails with a clear error instead of calling another function.
 _counter = itertools.count(secrets.randbits(40) << 20)
@@ -103,29 +103,29 @@ def _run(callable_id: int, data: Any, shapes: Any, device: int, stream: int, err
         return 1
 
 
-def _launcher_target(n_inputs: int, n_outputs: int) -> str:
-    key = (n_inputs, n_outputs)
-    with _lock:
-        found = _launchers.get(key)
-        if found is not None:
-            return found
-        from ..cuda_loaders import load_cuda_inline
-        from .callable_launcher_source import CORE, entry_source
+def _install_trampoline(library: ctypes.CDLL) -> None:
+    if not _trampoline_keepalive:
+        _trampoline_keepalive.append(_TRAMPOLINE(_run))
+    address = ctypes.cast(_trampoline_keepalive[0], ctypes.c_void_p).value
+    library.be_numba_callable_set_trampoline(int(address or 0))
 
-        module = load_cuda_inline(
-            name=f"brainevent_numba_callable_{n_inputs}i_{n_outputs}o",
-            cuda_sources=[CORE, entry_source(n_inputs, n_outputs)],
-            allow_cuda_graph=False,  # Python launches kernels: not capturable
-        )
-        library = ctypes.CDLL(str(module.path), mode=ctypes.RTLD_LOCAL)  # the handle XLA already uses
-        library.be_numba_callable_set_trampoline.restype = None
-        library.be_numba_callable_set_trampoline.argtypes = [ctypes.c_int64]
-        if not _trampoline_keepalive:
-            _trampoline_keepalive.append(_TRAMPOLINE(_run))
-        address = ctypes.cast(_trampoline_keepalive[0], ctypes.c_void_p).value
-        library.be_numba_callable_set_trampoline(int(address or 0))
-        _launchers[key] = module.targets["run"]
-        return module.targets["run"]
+
+_launchers = LauncherCache(
+    LauncherSpec(
+        header="numba_callable_launcher.h",
+        library_prefix="brainevent_numba_callable",
+        function="run",
+        core_call="be_numba_callable::call",
+        cuda=True,
+        api={"be_numba_callable_set_trampoline": (None, [ctypes.c_int64])},
+        load_options={"allow_cuda_graph": False},  # Python launches kernels: not capturable
+    ),
+    setup=_install_trampoline,
+)
+
+
+def _launcher_target(n_inputs: int, n_outputs: int) -> str:
+    return _launchers.get(n_inputs, n_outputs).target
 
 
 def _preparer(func: Callable[..., Any], name: str) -> Callable[[Signature], tuple[str, int]]:

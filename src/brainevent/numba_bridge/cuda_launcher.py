@@ -1,67 +1,33 @@
-"""Building, loading and feeding the compiled Numba-CUDA launchers (one per operand count)."""
+"""Loading and feeding the compiled Numba-CUDA launchers (brainevent/numba_cuda_launcher.h)."""
 
 from __future__ import annotations
 
 import ctypes
-import threading
-from dataclasses import dataclass
 
-from .cuda_launcher_source import CORE, entry_source
 from .launch_config import LaunchConfig
+from .launchers import Launcher, LauncherCache, LauncherSpec, int64s
 from .operands import Signature
 
-
-@dataclass(frozen=True)
-class Launcher:
-    target: str
-    library: ctypes.CDLL
-
-
-_lock = threading.Lock()
-_launchers: dict[tuple[int, int], Launcher] = {}
+_i64, _p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
+_SPEC = LauncherSpec(
+    header="numba_cuda_launcher.h",
+    library_prefix="brainevent_numba_cuda",
+    function="launch",
+    core_call="be_numba_cuda::launch_kernel",
+    cuda=True,
+    api={
+        "be_numba_cuda_register": (ctypes.c_int, [_i64, ctypes.c_char_p, _p64, _i64, _p64, _p64, _i64]),
+        "be_numba_cuda_add_image": (None, [_i64, _i64, ctypes.c_char_p, _i64]),
+        "be_numba_cuda_preload": (ctypes.c_char_p, [_i64]),
+    },
+    load_options={"extra_ldflags": ["-ldl"]},
+)
+_launchers = LauncherCache(_SPEC)
 
 
 def launcher_for(n_inputs: int, n_outputs: int) -> Launcher:
     """The launcher for this arity; compiled once per machine (the loader caches by content)."""
-    key = (n_inputs, n_outputs)
-    with _lock:
-        found = _launchers.get(key)
-        if found is not None:
-            return found
-        from ..cuda_loaders import load_cuda_inline
-
-        module = load_cuda_inline(
-            name=f"brainevent_numba_cuda_{n_inputs}i_{n_outputs}o",
-            cuda_sources=[CORE, entry_source(n_inputs, n_outputs)],
-            extra_ldflags=["-ldl"],
-        )
-        library = ctypes.CDLL(str(module.path), mode=ctypes.RTLD_LOCAL)  # the handle XLA already uses
-        library.be_numba_cuda_register.restype = ctypes.c_int
-        library.be_numba_cuda_register.argtypes = [
-            ctypes.c_int64,
-            ctypes.c_char_p,
-            ctypes.POINTER(ctypes.c_int64),
-            ctypes.c_int64,
-            ctypes.POINTER(ctypes.c_int64),
-            ctypes.POINTER(ctypes.c_int64),
-            ctypes.c_int64,
-        ]
-        library.be_numba_cuda_add_image.restype = None
-        library.be_numba_cuda_add_image.argtypes = [
-            ctypes.c_int64,
-            ctypes.c_int64,
-            ctypes.c_char_p,
-            ctypes.c_int64,
-        ]
-        library.be_numba_cuda_preload.restype = ctypes.c_char_p
-        library.be_numba_cuda_preload.argtypes = [ctypes.c_int64]
-        found = Launcher(module.targets["launch"], library)
-        _launchers[key] = found
-        return found
-
-
-def _int64s(values: list[int]) -> ctypes.Array[ctypes.c_int64]:
-    return (ctypes.c_int64 * max(len(values), 1))(*values)
+    return _launchers.get(n_inputs, n_outputs)
 
 
 def register_kernel(
@@ -79,10 +45,10 @@ def register_kernel(
     fresh = lib.be_numba_cuda_register(
         kernel_id,
         entry.encode(),
-        _int64s(list(config.as_ints())),
+        int64s(list(config.as_ints())),
         int(cooperative),
-        _int64s([o.ndim for o in operands]),
-        _int64s([o.itemsize for o in operands]),
+        int64s([o.ndim for o in operands]),
+        int64s([o.itemsize for o in operands]),
         len(operands),
     )
     if fresh != 0:

@@ -7,12 +7,14 @@ C++ source, not as a crash or a garbled buffer at call time.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NoReturn
 
 from brainevent.errors import SpecError
 from brainevent.spec.cxx_types import ACCEPTED, TypeClass
 from brainevent.spec.model import Param, Role
 from brainevent.spec.signature import CxxParam, CxxSignature, classify
 from brainevent.spec.tokens import SpecToken
+from brainevent.vocabulary import unhandled
 
 _STREAM_INTS = ("int64", "uint64")
 # A 16-bit float attribute may land in a uint16_t parameter as its raw bits (brainevent
@@ -46,17 +48,15 @@ def bind_tokens(sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = ""
         if problem is not None:
             expected, fix = problem
             unmappable = f"Cannot map C++ type {cparam.type!r}. " if cls.kind == "unmappable" else ""
-            raise SpecError(
+            _refuse(
+                sig,
                 f"{unmappable}{head}: token {position} {tok.shown()!r} does not fit C++ parameter "
                 f"{position} `{cparam.display()}` (line {cparam.line}): expected {expected}. "
                 f"Fix: {fix}.",
-                function=sig.name,
-                token=tok.shown(),
-                position=position,
-                parameter=cparam.name,
+                tok,
+                position,
+                cparam,
                 cxx_type=cparam.type,
-                line=cparam.line,
-                file=sig.file_name,
             )
         _check_attr_name(head, sig, position, tok, cparam)  # after the type: a tensor's name is no news
         params.append(_param(tok, cls, cparam, position))
@@ -76,25 +76,43 @@ def _check_attr_name(head: str, sig: CxxSignature, position: int, tok: SpecToken
     else:
         where = f"'{tok.attr_name}' not found in signature: the function has no such parameter"
         fix = f"write 'attr.{cparam.name}' for parameter {position}, or rename the C++ parameter"
-    raise SpecError(
+    _refuse(
+        sig,
         f"{head}: token {position} {tok.shown()!r} names attribute '{tok.attr_name}', but C++ "
         f"parameter {position} is `{cparam.display()}` ({where}; the parameters are: {shown_params}). "
         f"Fix: {fix}.",
+        tok,
+        position,
+        cparam,
+        parameters=names,
+    )
+
+
+def _refuse(
+    sig: CxxSignature, message: str, tok: SpecToken, position: int, cparam: CxxParam, **extra: object
+) -> NoReturn:
+    """A SpecError about token ``position`` and the C++ parameter it was bound to."""
+    raise SpecError(
+        message,
         function=sig.name,
         token=tok.shown(),
         position=position,
         parameter=cparam.name,
-        parameters=names,
+        **extra,
         line=cparam.line,
         file=sig.file_name,
     )
 
 
 def _param(tok: SpecToken, cls: TypeClass, cparam: CxxParam, position: int) -> Param:
-    if tok.role is Role.ATTR:
-        assert tok.attr_name is not None
-        return Param(Role.ATTR, tok.attr_name, tok.dtype or cls.detail, cparam.type)
-    return Param(tok.role, cparam.name or f"param{position}", None, cparam.type)
+    match tok.role:
+        case Role.ATTR:
+            assert tok.attr_name is not None
+            return Param(Role.ATTR, tok.attr_name, tok.dtype or cls.detail, cparam.type)
+        case Role.ARG | Role.RET | Role.STREAM:
+            return Param(tok.role, cparam.name or f"param{position}", None, cparam.type)
+        case _:
+            unhandled(tok.role, "spec.bind._param")
 
 
 def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, str] | None:
@@ -104,24 +122,31 @@ def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, st
             f"a supported type, but {cparam.type!r} is not one ({cls.detail}); accepted: {ACCEPTED}",
             "change the C++ parameter's type",
         )
-    role = tok.role
-    if role is Role.ARG or role is Role.RET:
-        if cls.kind != "tensor":
-            return (f"a BE::Tensor parameter for {tok.shown()!r}", _fix_for(cls, cparam))
-        if role is Role.RET and cls.detail == "const":
-            return (
-                "a non-const BE::Tensor for 'ret' (outputs must be writable)",
-                "drop const from the C++ parameter, or use 'arg' if it is an input",
-            )
-        return None
-    if role is Role.STREAM:
-        if cls.kind == "stream" or (cls.kind == "scalar" and cls.detail in _STREAM_INTS):
-            return None
+    match tok.role:
+        case Role.ARG | Role.RET:
+            return _tensor_mismatch(tok, cls, cparam)
+        case Role.STREAM:
+            if cls.kind == "stream" or (cls.kind == "scalar" and cls.detail in _STREAM_INTS):
+                return None
+            return ("an int64_t, cudaStream_t or void* parameter for 'stream'", _fix_for(cls, cparam))
+        case Role.ATTR:
+            return _attr_mismatch(tok, cls, cparam)
+        case _:
+            unhandled(tok.role, "spec.bind._mismatch")
+
+
+def _tensor_mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, str] | None:
+    if cls.kind != "tensor":
+        return (f"a BE::Tensor parameter for {tok.shown()!r}", _fix_for(cls, cparam))
+    if tok.role is Role.RET and cls.detail == "const":
         return (
-            "an int64_t, cudaStream_t or void* parameter for 'stream'",
-            _fix_for(cls, cparam),
+            "a non-const BE::Tensor for 'ret' (outputs must be writable)",
+            "drop const from the C++ parameter, or use 'arg' if it is an input",
         )
-    # Role.ATTR
+    return None
+
+
+def _attr_mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, str] | None:
     if cls.kind != "scalar":
         return (f"a scalar parameter for {tok.shown()!r}", _fix_for(cls, cparam))
     if tok.dtype is not None and tok.dtype != cls.detail and _RAW_BITS.get(tok.dtype) != cls.detail:

@@ -8,34 +8,10 @@ the code generator consumes and what ``CompiledModule`` exposes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
+from ..vocabulary import SCALAR_TYPES, Role
 
-class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expect
-    ARG = "arg"
-    RET = "ret"
-    STREAM = "stream"
-    ATTR = "attr"
-
-
-# Canonical scalar type names, in the order docs list them.
-SCALAR_TYPES: tuple[str, ...] = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-)
+__all__ = ["SCALAR_TYPES", "FunctionSpec", "Param", "Role"]
 
 
 @dataclass(frozen=True)

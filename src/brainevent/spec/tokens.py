@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from brainevent.errors import SpecError
-from brainevent.spec.model import SCALAR_TYPES, Role
 from brainevent.spec.names import CXX_KEYWORDS, close_matches, is_c_identifier
+from brainevent.vocabulary import SCALAR_TYPES, Role
 
 # Plain tokens and what they mean; the attr forms are handled apart.
 _SIMPLE: dict[str, Role] = {

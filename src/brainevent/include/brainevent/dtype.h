@@ -41,7 +41,7 @@ inline constexpr std::size_t element_size(DType t) noexcept {
 }
 
 // The canonical name, as used in arg_specs ("float32", ...).
-inline const char* dtype_name(DType t) noexcept {
+inline constexpr const char* dtype_name(DType t) noexcept {
   switch (t) {
     case DType::Bool: return "bool";
     case DType::Int8: return "int8";

@@ -1,15 +1,12 @@
-"""C++ source of the CUDA handler behind ``numba_cuda_callable``.
+// brainevent/numba_callable_launcher.h - the CUDA handler behind numba_cuda_callable.
+// Internal: the one header of a launcher library; brainevent appends one small XLA FFI
+// entry per operand count that calls be_numba_callable::call.
+//
+// The handler hands XLA's buffers and stream to one Python trampoline (a ctypes callback),
+// which runs the user's callable. The callback's status and message come back through a
+// buffer, so a Python exception becomes an XLA error instead of being lost.
+#pragma once
 
-The handler hands XLA's buffers and stream to one Python trampoline (a ctypes callback),
-which runs the user's callable. The callback's status and message come back through a
-buffer, so a Python exception becomes an XLA error instead of being lost.
-"""
-
-from __future__ import annotations
-
-from .entry_source import arity_entry
-
-CORE = r"""
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -17,7 +14,10 @@ CORE = r"""
 
 #include "brainevent/common.h"
 
+#define BE_NUMBA_CALLABLE_EXPORT extern "C" __attribute__((visibility("default")))
+
 namespace be_numba_callable {
+namespace {  // internal linkage: each launcher library keeps its own state
 
 // (callable id, data pointers, all shapes concatenated, device, stream, error buffer, its size)
 // -> status
@@ -28,7 +28,7 @@ std::atomic<Trampoline> trampoline{nullptr};
 constexpr int kMaxOperands = 256;
 constexpr int kMaxDims = 2048;
 
-void call(int64_t id, const BE::Tensor* const* operands, int64_t count, int64_t stream) {
+[[maybe_unused]] void call(int64_t id, const BE::Tensor* const* operands, int64_t count, int64_t stream) {
   Trampoline run = trampoline.load();
   BE_CHECK(run != nullptr) << "numba_cuda_callable is not initialised in this process; call the "
                               "wrapper from brainevent.numba_cuda_callable again";
@@ -52,14 +52,9 @@ void call(int64_t id, const BE::Tensor* const* operands, int64_t count, int64_t 
   }
 }
 
+}  // namespace
 }  // namespace be_numba_callable
 
-extern "C" __attribute__((visibility("default"))) void be_numba_callable_set_trampoline(int64_t address) {
+BE_NUMBA_CALLABLE_EXPORT void be_numba_callable_set_trampoline(int64_t address) {
   be_numba_callable::trampoline.store(reinterpret_cast<be_numba_callable::Trampoline>(address));
 }
-"""
-
-
-def entry_source(n_inputs: int, n_outputs: int) -> str:
-    """The XLA FFI entry for ``n_inputs`` inputs and ``n_outputs`` outputs."""
-    return arity_entry("run", "be_numba_callable::call", n_inputs, n_outputs, stream=True)

@@ -1,17 +1,14 @@
-"""C++ source of the compiled handler that calls a Numba ``cfunc`` on XLA's CPU buffers.
+// brainevent/numba_cpu_launcher.h - the compiled handler that calls a Numba ``cfunc`` on
+// XLA's CPU buffers. Internal: the one header of a launcher library; brainevent appends one
+// small XLA FFI entry per operand count that calls be_numba_cpu::call_kernel.
+//
+// The cfunc takes (void** data, int64_t* shapes): every operand's data pointer, then all
+// shapes concatenated, and returns 1, or 0 when the Numba function raised. It is found in a
+// table by a content id (the kernel_id attribute). What the function raised reaches the
+// handler through be_numba_cpu_raised (called by the hook in numba_bridge/cpu_errors.py)
+// and becomes the call's error.
+#pragma once
 
-The cfunc takes ``(void** data, int64_t* shapes)``: every operand's data pointer, then all
-shapes concatenated, and returns 1, or 0 when the Numba function raised. It is found in a
-table by a content id (the ``kernel_id`` attribute). What the function raised reaches the
-handler through ``be_numba_cpu_raised`` (called by the hook in ``cpu_errors``) and becomes
-the call's error.
-"""
-
-from __future__ import annotations
-
-from .entry_source import arity_entry
-
-CORE = r"""
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -22,7 +19,10 @@ CORE = r"""
 
 #include "brainevent/common.h"
 
+#define BE_NUMBA_CPU_EXPORT extern "C" __attribute__((visibility("default")))
+
 namespace be_numba_cpu {
+namespace {  // internal linkage: each launcher library keeps its own state
 
 using Entry = int32_t (*)(void* const*, const int64_t*);
 
@@ -78,7 +78,7 @@ inline const Kernel* find_kernel(int64_t id) {
 constexpr int kMaxOperands = 256;
 constexpr int kMaxDims = 2048;
 
-void call_kernel(int64_t id, const BE::Tensor* const* operands, int64_t count) {
+[[maybe_unused]] void call_kernel(int64_t id, const BE::Tensor* const* operands, int64_t count) {
   const Kernel* k = find_kernel(id);
   BE_CHECK(k != nullptr) << "Numba kernel id " << id
                          << " is not registered in this process; call the wrapper from "
@@ -109,9 +109,10 @@ void call_kernel(int64_t id, const BE::Tensor* const* operands, int64_t count) {
   }
 }
 
+}  // namespace
 }  // namespace be_numba_cpu
 
-extern "C" __attribute__((visibility("default"))) int be_numba_cpu_register(
+BE_NUMBA_CPU_EXPORT int be_numba_cpu_register(
     int64_t id, int64_t address, const char* name, const int64_t* ndims, const int64_t* itemsizes,
     int64_t count) {
   using namespace be_numba_cpu;
@@ -130,14 +131,8 @@ extern "C" __attribute__((visibility("default"))) int be_numba_cpu_register(
 
 // Called (with the GIL, on the thread of the failing entry) by the sys.unraisablehook that
 // Numba's cfunc wrapper reports through. 1 if this thread is inside one of our entries.
-extern "C" __attribute__((visibility("default"))) int be_numba_cpu_raised(const char* text) {
+BE_NUMBA_CPU_EXPORT int be_numba_cpu_raised(const char* text) {
   if (!be_numba_cpu::in_entry) return 0;
   be_numba_cpu::raised = text;
   return 1;
 }
-"""
-
-
-def entry_source(n_inputs: int, n_outputs: int) -> str:
-    """The XLA FFI entry for ``n_inputs`` inputs and ``n_outputs`` outputs."""
-    return arity_entry("call", "be_numba_cpu::call_kernel", n_inputs, n_outputs, stream=False)

@@ -1,18 +1,16 @@
-"""C++ source of the launcher that runs precompiled GPU kernels (cubins) on XLA's stream.
+// brainevent/cuda_kernel_table.h - what the launchers of precompiled GPU kernels share.
+//
+// Internal. The Numba-CUDA launcher (numba_cuda_launcher.h) and the cubin launcher
+// (cubin_launcher.h, Triton's calling convention) each keep a table of kernels keyed by a
+// content id. A kernel holds its images (cubin or PTX) per compute capability and its
+// launch configuration; an image is loaded lazily into each CUDA context through the
+// driver API, or up front by preload() into the contexts XLA already made. The two
+// launchers differ only in how they lay out a kernel's parameters.
+//
+// Everything here has internal linkage (an unnamed namespace): each launcher library has
+// its own table and driver handle, whatever else the process has loaded.
+#pragma once
 
-Used for kernels that a library compiles to a cubin and whose parameters are plain device
-pointers and scalars (Triton's calling convention). A table of kernels, keyed by a content
-id, holds each kernel's images per compute capability, its launch configuration and the
-layout of its parameters; images are loaded lazily per CUDA context through the driver
-API. One small XLA FFI entry per operand count feeds it, as for the Numba-CUDA launcher.
-"""
-
-from __future__ import annotations
-
-from ..numba_bridge.entry_source import arity_entry
-
-# Parameter kinds of the layout; keep in step with cubin_launcher.py.
-CORE = r"""
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -25,12 +23,13 @@ CORE = r"""
 
 #include "brainevent/common.h"
 
-#define BE_CUBIN_EXPORT extern "C" __attribute__((visibility("default")))
+#define BE_LAUNCHER_EXPORT extern "C" __attribute__((visibility("default")))
 
-namespace be_cubin {
+namespace be_cuda_launch {
+namespace {
 
-// The driver API through dlopen: no libcuda at link time, so the library builds and loads on
-// machines without a driver; the names pin each entry point's ABI version.
+// The driver API through dlopen: the library links no libcuda (none at build time on
+// machines without a driver), and the symbol names pin each entry point's ABI version.
 struct Driver {
   CUresult (*GetErrorString)(CUresult, const char**) = nullptr;
   CUresult (*CtxGetCurrent)(CUcontext*) = nullptr;
@@ -99,13 +98,6 @@ std::string describe(CUresult status) {
   return std::string(text) + " (" + std::to_string(static_cast<int>(status)) + ")";
 }
 
-// One kernel parameter: a device pointer to an operand (checked to be aligned), a pointer to a
-// scratch operand (rounded up to the alignment), a scalar of `size` bytes, or a null pointer.
-enum Kind : int64_t { kOperand = 0, kScalar = 1, kNull = 2, kScratch = 3 };
-struct Param {
-  int64_t kind, value, size;  // operand index or raw scalar bits; alignment or scalar size
-};
-
 struct Image {
   std::string code;  // cubin or PTX
   unsigned shared_mem;
@@ -117,32 +109,77 @@ struct Loaded {
   unsigned shared_mem;
 };
 
-struct Kernel {
+// What every kernel has; a launcher's Kernel adds its parameter layout.
+struct KernelBase {
+  const char* label = "GPU kernel";  // how messages name it
   std::string entry;
-  unsigned grid[3], block[3];
-  bool cooperative;
-  int64_t operands;
-  std::vector<Param> params;
+  unsigned grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  bool cooperative = false;
   std::unordered_map<int, Image> images;  // compute capability (major*10+minor) -> image
-  std::mutex mutex;                       // guards `loaded`
+  std::mutex mutex;                       // guards `images` and `loaded`
   std::vector<Loaded> loaded;             // one per CUDA context it was loaded into
 };
 
-std::mutex table_mutex;
-std::unordered_map<int64_t, std::unique_ptr<Kernel>>& table() {
-  static auto* t = new std::unordered_map<int64_t, std::unique_ptr<Kernel>>();  // never destroyed
+// config: grid x y z, block x y z.
+void set_launch(KernelBase& k, const char* entry, const int64_t* config, int64_t cooperative) {
+  k.entry = entry;
+  for (int i = 0; i < 3; ++i) {
+    k.grid[i] = static_cast<unsigned>(config[i]);
+    k.block[i] = static_cast<unsigned>(config[3 + i]);
+  }
+  k.cooperative = cooperative != 0;
+}
+
+// Kernels by content id; entries are never erased, so a found pointer stays valid.
+template <typename Kernel>
+struct Table {
+  std::mutex mutex;
+  std::unordered_map<int64_t, std::unique_ptr<Kernel>> kernels;
+
+  Kernel* find(int64_t id) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = kernels.find(id);
+    return it == kernels.end() ? nullptr : it->second.get();
+  }
+};
+
+template <typename Kernel>
+Table<Kernel>& table() {
+  static auto* t = new Table<Kernel>();  // never destroyed: XLA may call in after exit starts
   return *t;
 }
 
-Kernel* find(int64_t id) {
-  std::lock_guard<std::mutex> lock(table_mutex);
-  auto it = table().find(id);
-  return it == table().end() ? nullptr : it->second.get();
+// The kernel registered under `id`, for a launch; BE::Error (with `hint`, how to register
+// it) when there is no driver or no such kernel.
+template <typename Kernel>
+Kernel& registered(int64_t id, const char* what, const char* hint) {
+  BE_CHECK(driver().error.empty()) << driver().error;
+  Kernel* k = table<Kernel>().find(id);
+  BE_CHECK(k != nullptr) << what << " id " << id << " is not registered in this process; " << hint;
+  return *k;
 }
 
-// Loads the image for `device` into the current context `context`; "" on success. Above 48 KiB
-// of dynamic shared memory a kernel must opt in, up to what the device allows.
-std::string load_into(Kernel& k, CUcontext context, CUdevice device, Loaded* out) {
+// Inserts the kernel `make()` builds under `id`; 0, or 1 (nothing done) if `id` is present.
+template <typename Kernel, typename Make>
+int register_kernel(int64_t id, Make make) {
+  Table<Kernel>& t = table<Kernel>();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  if (t.kernels.count(id) != 0) return 1;
+  t.kernels[id] = make();
+  return 0;
+}
+
+template <typename Kernel>
+void add_image(int64_t id, int64_t cc, const char* data, int64_t size, unsigned shared_mem) {
+  Kernel* k = table<Kernel>().find(id);
+  if (k == nullptr) return;
+  std::lock_guard<std::mutex> lock(k->mutex);
+  k->images[static_cast<int>(cc)] = {std::string(data, static_cast<size_t>(size)), shared_mem};
+}
+
+// Loads the image for `device` into the current context `context` (k.mutex held); "" on
+// success. Above 48 KiB of dynamic shared memory a kernel must opt in, up to what the device allows.
+std::string load_into(KernelBase& k, CUcontext context, CUdevice device, Loaded* out) {
   const Driver& d = driver();
   int major = 0, minor = 0;
   d.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
@@ -167,8 +204,9 @@ std::string load_into(Kernel& k, CUcontext context, CUdevice device, Loaded* out
              std::to_string(optin - fixed);
     }
     status = d.FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - fixed);
-    if (status != CUDA_SUCCESS) return "cannot allow " + std::to_string(shared) +
-                                       " bytes of shared memory: " + describe(status);
+    if (status != CUDA_SUCCESS) {
+      return "cannot allow " + std::to_string(shared) + " bytes of shared memory: " + describe(status);
+    }
   }
   *out = {context, function, shared};
   k.loaded.push_back(*out);
@@ -176,7 +214,7 @@ std::string load_into(Kernel& k, CUcontext context, CUdevice device, Loaded* out
 }
 
 // The kernel as loaded in the current context (the FFI binding made XLA's device current).
-Loaded loaded_for_current(Kernel& k) {
+Loaded loaded_for_current(KernelBase& k) {
   const Driver& d = driver();
   CUcontext context = nullptr;
   CUresult status = d.CtxGetCurrent(&context);
@@ -190,103 +228,34 @@ Loaded loaded_for_current(Kernel& k) {
   BE_CHECK(status == CUDA_SUCCESS) << "cuCtxGetDevice failed: " << describe(status);
   Loaded made{};
   const std::string error = load_into(k, context, device, &made);
-  BE_CHECK(error.empty()) << "GPU kernel " << k.entry << ": " << error;
+  BE_CHECK(error.empty()) << k.label << " " << k.entry << " on device " << static_cast<int>(device) << ": "
+                          << error;
   return made;
 }
 
-constexpr int kMaxParams = 512;
-
-void launch_kernel(int64_t id, const BE::Tensor* const* operands, int64_t count, int64_t stream) {
-  BE_CHECK(driver().error.empty()) << driver().error;
-  Kernel* k = find(id);
-  BE_CHECK(k != nullptr) << "GPU kernel id " << id
-                         << " is not registered in this process; trace the function that calls it "
-                            "again (jax.jit retraces in a new process) to register it";
-  BE_CHECK(k->operands == count) << "kernel " << k->entry << " was prepared for " << k->operands
-                                 << " arrays, the call passes " << count;
-  const int n = static_cast<int>(k->params.size());
-  BE_CHECK(n <= kMaxParams) << "kernel " << k->entry << " has too many parameters (" << n << ")";
-  uint64_t slots[kMaxParams];
-  void* pointers[kMaxParams];
-  for (int i = 0; i < n; ++i) {
-    const Param& p = k->params[i];
-    uint64_t slot = 0;
-    if (p.kind == kOperand || p.kind == kScratch) {
-      BE_CHECK(p.value >= 0 && p.value < count) << "parameter " << i << " names operand " << p.value;
-      uint64_t address = reinterpret_cast<uint64_t>(operands[p.value]->data_ptr());
-      const uint64_t align = p.size > 0 ? static_cast<uint64_t>(p.size) : 1;
-      if (p.kind == kScratch) {
-        address = (address + align - 1) / align * align;
-      } else {
-        // The kernel was compiled assuming this alignment; a misaligned buffer would be read wrongly.
-        BE_CHECK(address % align == 0) << "kernel " << k->entry << ": array " << p.value
-                                       << " is not aligned to " << align << " bytes";
-      }
-      slot = address;
-    } else if (p.kind == kScalar) {
-      slot = static_cast<uint64_t>(p.value);  // little-endian: the low `size` bytes are the value
-    }
-    slots[i] = slot;
-    pointers[i] = &slots[i];
-  }
-  if (static_cast<uint64_t>(k->grid[0]) * k->grid[1] * k->grid[2] == 0) return;  // nothing to do
-  const Loaded l = loaded_for_current(*k);
+// Launches `k` on `stream` with the kernel parameters `params` (pointers to each value).
+void launch(KernelBase& k, int64_t stream, void** params) {
+  const Loaded l = loaded_for_current(k);
   const Driver& d = driver();
   CUstream s = reinterpret_cast<CUstream>(stream);
-  CUresult status = k->cooperative
-      ? d.LaunchCooperativeKernel(l.function, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
-                                  k->block[2], l.shared_mem, s, pointers)
-      : d.LaunchKernel(l.function, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
-                       k->block[2], l.shared_mem, s, pointers, nullptr);
-  BE_CHECK(status == CUDA_SUCCESS) << "launching GPU kernel " << k->entry << " failed: " << describe(status);
+  CUresult status = k.cooperative
+      ? d.LaunchCooperativeKernel(l.function, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
+                                  k.block[2], l.shared_mem, s, params)
+      : d.LaunchKernel(l.function, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
+                       l.shared_mem, s, params, nullptr);
+  BE_CHECK(status == CUDA_SUCCESS) << "launching " << k.label << " " << k.entry << " failed: " << describe(status);
 }
 
-}  // namespace be_cubin
-
-// ---- called from Python through ctypes, once per kernel ----
-
-// config: grid x y z, block x y z. params: (kind, value, size) triplets. Returns 0, or 1 if the
-// id is already registered (same content: nothing to do).
-BE_CUBIN_EXPORT int be_cubin_register(int64_t id, const char* entry, const int64_t* config,
-                                      int64_t cooperative, int64_t operands, const int64_t* params,
-                                      int64_t n_params) {
-  using namespace be_cubin;
-  std::lock_guard<std::mutex> lock(table_mutex);
-  if (table().count(id) != 0) return 1;
-  auto k = std::make_unique<Kernel>();
-  k->entry = entry;
-  for (int i = 0; i < 3; ++i) {
-    k->grid[i] = static_cast<unsigned>(config[i]);
-    k->block[i] = static_cast<unsigned>(config[3 + i]);
-  }
-  k->cooperative = cooperative != 0;
-  k->operands = operands;
-  for (int64_t i = 0; i < n_params; ++i) {
-    k->params.push_back({params[3 * i], params[3 * i + 1], params[3 * i + 2]});
-  }
-  table()[id] = std::move(k);
-  return 0;
-}
-
-BE_CUBIN_EXPORT void be_cubin_add_image(int64_t id, int64_t cc, const char* data, int64_t size,
-                                        int64_t shared_mem) {
-  using namespace be_cubin;
-  Kernel* k = find(id);
-  if (k == nullptr) return;
-  std::lock_guard<std::mutex> lock(k->mutex);
-  k->images[static_cast<int>(cc)] = {std::string(data, static_cast<size_t>(size)),
-                                     static_cast<unsigned>(shared_mem)};
-}
-
-// Loads the kernel into every device's primary context that is already active (XLA's), so a
-// launch captured into a CUDA graph never loads a module. Returns "" or an error.
-BE_CUBIN_EXPORT const char* be_cubin_preload(int64_t id) {
-  using namespace be_cubin;
+// Loads kernel `id` into every device's primary context that is already active (XLA's), so
+// that a launch captured into a CUDA graph never loads a module. Returns "" or an error;
+// without a driver, the driver's error when `need_driver`, else "" (a launch reports it).
+template <typename Kernel>
+const char* preload(int64_t id, bool need_driver) {
   static thread_local std::string message;
   message.clear();
   const Driver& d = driver();
-  if (!d.error.empty()) return "";  // no driver, so no active context: a launch reports it
-  Kernel* k = find(id);
+  if (!d.error.empty()) return need_driver ? (message = d.error).c_str() : "";
+  Kernel* k = table<Kernel>().find(id);
   if (k == nullptr) return (message = "unknown kernel id").c_str();
   int count = 0;
   if (d.DeviceGetCount(&count) != CUDA_SUCCESS) return "";  // no initialised driver yet: load lazily
@@ -315,9 +284,6 @@ BE_CUBIN_EXPORT const char* be_cubin_preload(int64_t id) {
   }
   return message.c_str();
 }
-"""
 
-
-def entry_source(n_inputs: int, n_outputs: int) -> str:
-    """The XLA FFI entry for ``n_inputs`` inputs and ``n_outputs`` outputs."""
-    return arity_entry("launch", "be_cubin::launch_kernel", n_inputs, n_outputs, stream=True)
+}  // namespace
+}  // namespace be_cuda_launch

@@ -1,0 +1,106 @@
+"""Building the compiled launcher libraries: one per launcher header and operand count.
+
+Each launcher's C++ lives in a header (``brainevent/<name>.h``); its library is that header
+plus one small XLA FFI entry for ``n_inputs`` inputs and ``n_outputs`` outputs (our arg_spec
+has a fixed arity, and a per-arity entry keeps every call free of padding operands). The
+loaders cache the library by content, so each is compiled once per machine; this module
+keeps the loaded ones per process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# restype, argtypes of each function a launcher library exports to Python.
+CtypesApi = Mapping[str, tuple[Any, list[Any]]]
+
+
+@dataclass(frozen=True)
+class LauncherSpec:
+    """One kind of launcher: its header, the FFI entry's name and the C++ function it calls."""
+
+    header: str  # under brainevent/, e.g. "numba_cpu_launcher.h"
+    library_prefix: str  # the module is named "<prefix>_<n>i_<m>o"
+    function: str  # the FFI entry's name (its target is "<module>.<function>")
+    core_call: str  # called as core_call(kernel_id, operands, count[, stream])
+    cuda: bool  # compiled by nvcc, and given XLA's stream
+    api: CtypesApi
+    load_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Launcher:
+    target: str
+    library: ctypes.CDLL
+
+
+def arity_entry(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> str:
+    """``void <function>(in..., out..., int64_t kernel_id[, int64_t stream])`` calling the core."""
+    names = [f"in{i}" for i in range(n_inputs)] + [f"out{i}" for i in range(n_outputs)]
+    tokens = " ".join(["arg"] * n_inputs + ["ret"] * n_outputs + ["attr.kernel_id:int64"])
+    params = [f"const BE::Tensor {n}" for n in names[:n_inputs]]
+    params += [f"BE::Tensor {n}" for n in names[n_inputs:]]
+    params.append("int64_t kernel_id")
+    call_args = f"kernel_id, operands, {len(names)}"
+    if spec.cuda:
+        tokens += " stream"
+        params.append("int64_t stream")
+        call_args += ", stream"
+    pointers = ", ".join(f"&{n}" for n in names)
+    return (
+        f'#include "brainevent/{spec.header}"\n'
+        f"// @BE {spec.function} {tokens}\n"
+        f"void {spec.function}({', '.join(params)}) {{\n"
+        f"  const BE::Tensor* operands[] = {{{pointers}}};\n"
+        f"  {spec.core_call}({call_args});\n"
+        "}\n"
+    )
+
+
+def build_launcher(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> Launcher:
+    name = f"{spec.library_prefix}_{n_inputs}i_{n_outputs}o"
+    source = arity_entry(spec, n_inputs, n_outputs)
+    if spec.cuda:
+        from ..cuda_loaders import load_cuda_inline
+
+        module = load_cuda_inline(name=name, cuda_sources=[source], **spec.load_options)
+    else:
+        from ..loaders import load_cpp_inline
+
+        module = load_cpp_inline(name=name, cpp_sources=[source], **spec.load_options)
+    library = ctypes.CDLL(str(module.path), mode=ctypes.RTLD_LOCAL)  # the handle XLA already uses
+    for function, (restype, argtypes) in spec.api.items():
+        getattr(library, function).restype = restype
+        getattr(library, function).argtypes = argtypes
+    return Launcher(module.targets[spec.function], library)
+
+
+class LauncherCache:
+    """The launchers of one spec by operand count, built on first use (``setup`` runs once on
+    each new library, e.g. to hand it a callback)."""
+
+    def __init__(self, spec: LauncherSpec, setup: Callable[[ctypes.CDLL], None] | None = None) -> None:
+        self._spec = spec
+        self._setup = setup
+        self._lock = threading.Lock()
+        self._launchers: dict[tuple[int, int], Launcher] = {}
+
+    def get(self, n_inputs: int, n_outputs: int) -> Launcher:
+        key = (n_inputs, n_outputs)
+        with self._lock:
+            found = self._launchers.get(key)
+            if found is None:
+                found = build_launcher(self._spec, n_inputs, n_outputs)
+                if self._setup is not None:
+                    self._setup(found.library)
+                self._launchers[key] = found
+            return found
+
+
+def int64s(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:
+    """A C array of int64 (at least one element, so an empty list is still a valid pointer)."""
+    return (ctypes.c_int64 * max(len(values), 1))(*values)

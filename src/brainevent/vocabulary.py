@@ -1,0 +1,170 @@
+"""The binding vocabulary: the words that Python and the generated C++ must agree on.
+
+Parameter roles, scalar types, the platform tags the binding knows and the names of the
+symbols a compiled module exports are defined here once. The spec reader, the code
+generator, the runtime and the bridges read these tables; the C++ headers spell the same
+values (``BE::DType`` in ``brainevent/dtype.h``, ``BE::ffi::Role`` and
+``BE::ffi::Platform`` in ``brainevent/ffi_function.h``) and a test checks them against
+this module. Every lookup raises on a value it does not know, so a new role or type
+added on one side only fails loudly instead of being mishandled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Never, NoReturn
+
+
+class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expect
+    """What one C++ parameter of an entry point receives."""
+
+    ARG = "arg"  # an input tensor
+    RET = "ret"  # an output tensor
+    STREAM = "stream"  # the platform's stream handle (0 on CPU)
+    ATTR = "attr"  # a named scalar attribute
+
+
+# The C++ spelling and value of each role in ``enum class BE::ffi::Role``.
+ROLE_ENUM: dict[Role, tuple[str, int]] = {
+    Role.ARG: ("Arg", 0),
+    Role.RET: ("Ret", 1),
+    Role.STREAM: ("Stream", 2),
+    Role.ATTR: ("Attr", 3),
+}
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """One element / attribute type: its canonical name (as in arg_specs and NumPy), its
+    ``BE::DType`` enumerator and value (equal to XLA's FFI data-type code), its kind and width."""
+
+    name: str
+    cxx_enum: str
+    code: int
+    kind: str  # "bool", "int", "uint", "float" or "complex"
+    bits: int
+
+
+# In the order the docs list them.
+SCALARS: tuple[ScalarType, ...] = (
+    ScalarType("bool", "Bool", 1, "bool", 8),
+    ScalarType("int8", "Int8", 2, "int", 8),
+    ScalarType("int16", "Int16", 3, "int", 16),
+    ScalarType("int32", "Int32", 4, "int", 32),
+    ScalarType("int64", "Int64", 5, "int", 64),
+    ScalarType("uint8", "UInt8", 6, "uint", 8),
+    ScalarType("uint16", "UInt16", 7, "uint", 16),
+    ScalarType("uint32", "UInt32", 8, "uint", 32),
+    ScalarType("uint64", "UInt64", 9, "uint", 64),
+    ScalarType("float16", "Float16", 10, "float", 16),
+    ScalarType("bfloat16", "BFloat16", 16, "float", 16),
+    ScalarType("float32", "Float32", 11, "float", 32),
+    ScalarType("float64", "Float64", 12, "float", 64),
+    ScalarType("complex64", "Complex64", 15, "complex", 64),
+    ScalarType("complex128", "Complex128", 18, "complex", 128),
+)
+
+# Canonical scalar type names, in the order docs list them.
+SCALAR_TYPES: tuple[str, ...] = tuple(s.name for s in SCALARS)
+
+# ``BE::DType::Invalid``: the value of a parameter that has no type (tensors, streams).
+INVALID_DTYPE: tuple[str, int] = ("Invalid", 0)
+
+_BY_NAME = {s.name: s for s in SCALARS}
+
+
+def scalar(name: str) -> ScalarType:
+    """The scalar type called ``name``; ValueError naming the known ones otherwise."""
+    found = _BY_NAME.get(name)
+    if found is None:
+        raise ValueError(f"unknown scalar type {name!r}; the binding knows: {', '.join(SCALAR_TYPES)}")
+    return found
+
+
+def dtype_enum(name: str) -> str:
+    """The ``BE::DType`` enumerator of the scalar type ``name`` (e.g. ``"Float32"``)."""
+    return scalar(name).cxx_enum
+
+
+# The platforms the binding can decode a call frame for: tag -> (``BE::ffi::Platform``
+# enumerator, its value).
+PLATFORM_ENUM: dict[str, tuple[str, int]] = {
+    "cpu": ("Cpu", 0),
+    "cuda": ("Cuda", 1),
+}
+
+
+@dataclass(frozen=True)
+class BindingTarget:
+    """What a platform tells the code generator: its tag (one of :data:`PLATFORM_ENUM`) and
+    the preprocessor symbols the binding translation unit is compiled with."""
+
+    tag: str
+    defines: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.tag not in PLATFORM_ENUM:
+            raise ValueError(
+                f"unknown binding platform {self.tag!r}; the binding knows: {', '.join(PLATFORM_ENUM)}. "
+                "A new platform needs a BE::ffi::Platform value and a PLATFORM_ENUM entry first"
+            )
+        for define in self.defines:
+            if not define.isidentifier():
+                raise ValueError(f"binding define {define!r} is not a C identifier")
+
+    @property
+    def cxx_enum(self) -> str:
+        return PLATFORM_ENUM[self.tag][0]
+
+
+# The targets of the two built-in platforms, for callers that still name a platform by its
+# tag; the platform modules supply their own BindingTarget.
+BUILTIN_TARGETS: dict[str, BindingTarget] = {
+    "cpu": BindingTarget("cpu"),
+    "cuda": BindingTarget("cuda", ("BE_BINDING_CUDA",)),
+}
+
+
+def builtin_target(tag: str) -> BindingTarget:
+    found = BUILTIN_TARGETS.get(tag)
+    if found is None:
+        known = ", ".join(BUILTIN_TARGETS)
+        raise ValueError(f"no built-in binding target for platform {tag!r}; known: {known}")
+    return found
+
+
+# ---- symbol names ------------------------------------------------------------------------
+# The C++ side builds the same names by token pasting in BE_FFI_FUNCTION (ffi_function.h).
+
+
+def entry_symbol(function: str) -> str:
+    """The C trampoline appended to the user's translation unit."""
+    return f"be_entry_{function}"
+
+
+def handler_symbol(function: str, *, command_buffer: bool) -> str:
+    """The exported XLA FFI handler, with or without the command-buffer trait."""
+    return f"be_ffi_{function}__graph" if command_buffer else f"be_ffi_{function}"
+
+
+def forward_symbol(function: str) -> str:
+    """The exported forwarding slot a reloaded module's implementation is stored in."""
+    return f"be_fwd_{function}"
+
+
+def impl_symbol(function: str) -> str:
+    """The entry a forwarding slot points at: it never forwards, so slots cannot form cycles."""
+    return f"be_impl_{function}"
+
+
+def unhandled(value: Never, where: str) -> NoReturn:
+    """The default branch of an exhaustive match over a vocabulary value.
+
+    Typed so that mypy reports a branch missing for a new member; at run time it raises
+    instead of letting the value fall into some other branch.
+    """
+    raise ValueError(
+        f"{where}: unhandled binding value {value!r}; every role / dtype / platform in "
+        "brainevent.vocabulary needs a branch here (see docs/architecture.md, 'a new arg_spec token')"
+    )
