@@ -161,6 +161,20 @@ USE_LOCKS: EnvVar[bool] = EnvVar(
     "Set to 0 where file locks are unreliable (some network filesystems): concurrent builders "
     "of one module then may duplicate work, but never corrupt the cache.",
 )
+DISTRIBUTED_BUILD: EnvVar[bool] = EnvVar(
+    "BRAINEVENT_DISTRIBUTED_BUILD",
+    _bool,
+    lambda: True,
+    "In a jax.distributed job, compile each module in one process and send the result to the "
+    "others through JAX's coordination service; set to 0 to let every process compile for itself.",
+)
+DISTRIBUTED_TIMEOUT: EnvVar[float] = EnvVar(
+    "BRAINEVENT_DISTRIBUTED_TIMEOUT",
+    _positive_float,
+    lambda: COMPILE_TIMEOUT.get() + 300.0,
+    "Seconds a process of a jax.distributed job waits for the process that builds a module for "
+    "the job before raising CompileError (default: BRAINEVENT_COMPILE_TIMEOUT + 300).",
+)
 REQUIRE_ALL_TESTS: EnvVar[bool] = EnvVar(
     "BRAINEVENT_REQUIRE_ALL_TESTS",
     _bool,
@@ -179,6 +193,8 @@ ALL: tuple[EnvVar[object], ...] = (
     COMPILE_TIMEOUT,
     USE_LOCKS,
     ALLOW_UNSUPPORTED_COMPILER,
+    DISTRIBUTED_BUILD,
+    DISTRIBUTED_TIMEOUT,
     REQUIRE_ALL_TESTS,
 )  # type: ignore[assignment]
 

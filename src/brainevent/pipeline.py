@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from .build.step import BuildStep
 
+from . import distributed
 from ._version import BINDING_SCHEMA, __version__
 from .cache.deps import DependencyRecord
 from .cache.key import CacheKey, KeyBuilder
@@ -451,7 +452,9 @@ def load_module(units: Sequence[SourceUnit], options: LoadOptions, backend: Back
             return _load_entry(prebuilt, options, backend)
         record.update(toolchain)
         key = KeyBuilder(backend.platform).add("record", record).add("units", units_key).finish()
-        entry: CacheEntry = store.get_or_build(
+        # In a jax.distributed job, one process builds for all (distributed/exchange.py).
+        entry: CacheEntry = distributed.get_or_build(
+            store,
             key,
             lambda staging: _build(staging, units, options, backend, key, record, store),
             force=options.force_rebuild,

@@ -1,0 +1,217 @@
+"""Compile once per jax.distributed job: 4 processes on 127.0.0.1, one cache directory each.
+
+Each process is a separate interpreter that initialises ``jax.distributed`` on the CPU and
+loads the same module through a g++ wrapper that logs every command, so the log shows how
+many builds the whole job ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brainevent.cache.manifest import Manifest
+from brainevent.distributed import CHUNK_BYTES
+
+pytestmark = pytest.mark.slow  # four interpreters that import JAX: a few seconds per test
+
+SRC_DIR = str(Path(__file__).resolve().parents[1] / "src")
+PROCESSES = 4
+
+KERNEL = r"""
+#include "brainevent/common.h"
+// @BE axpb arg ret
+void axpb(const BE::Tensor x, BE::Tensor out) {
+    for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<float>()[i] = 3.0f * x.data_ptr<float>()[i] + 1.0f;
+}
+"""
+
+# A library larger than one key-value chunk: the table lands in the file (it is not all zero).
+BIG_KERNEL = KERNEL.replace(
+    "// @BE",
+    "extern const volatile unsigned char be_big_table[];\n"
+    "const volatile unsigned char be_big_table[BIG_BYTES] = {1};\n// @BE",
+).replace("+ 1.0f;", "+ 1.0f + 0.0f * be_big_table[i % BIG_BYTES];")
+
+BROKEN = KERNEL.replace("3.0f *", "be_undeclared_scale *")
+
+# One process of the job: loads the module, checks it against NumPy, reports as JSON.
+CHILD = textwrap.dedent(
+    """
+    import json, logging, sys
+    import jax
+    process_id, port, name, source = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    jax.distributed.initialize(
+        f"127.0.0.1:{port}", num_processes=%d, process_id=process_id, initialization_timeout=120
+    )
+    logging.basicConfig(format="[%%(name)s] %%(message)s")
+    logging.getLogger("brainevent.distributed").setLevel(logging.INFO)
+    import numpy as np
+    import brainevent
+    try:
+        mod = brainevent.load_cpp_inline(name=name, cpp_sources=source, extra_cflags=sys.argv[5:])
+        x = np.arange(1000, dtype=np.float32)
+        ok = bool(np.array_equal(np.asarray(jax.jit(mod.axpb)(x)), 3 * x + 1))
+        report = {"matches": ok, "built_now": mod.built_now, "entry": str(mod.cache_dir)}
+    except brainevent.errors.BrainEventError as exc:
+        report = {"error": type(exc).__name__, "message": str(exc)}
+    print("REPORT " + json.dumps(report), flush=True)
+    jax.distributed.shutdown()
+    """
+    % PROCESSES
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> dict[str, Any]:
+    """A counting g++ and one cache directory per process (hosts that share no filesystem)."""
+    log = tmp_path / "compiler.log"
+    cxx = tmp_path / "counting-g++"
+    cxx.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec g++ "$@"\n')
+    cxx.chmod(0o755)
+    caches = [tmp_path / f"host{i}" / "cache" for i in range(PROCESSES)]
+    return {"log": log, "cxx": cxx, "caches": caches}
+
+
+def _env(job: dict[str, Any], cache: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        BRAINEVENT_CACHE_DIR=str(cache),
+        BRAINEVENT_CXX=str(job["cxx"]),
+        PYTHONPATH=SRC_DIR + os.pathsep + env.get("PYTHONPATH", ""),
+        JAX_PLATFORMS="cpu",
+        **extra,
+    )
+    return env
+
+
+def run_job(
+    job: dict[str, Any], name: str, source: str, *flags: str, **env: str
+) -> list[tuple[dict[str, Any], str]]:
+    """Starts the 4 processes and returns each one's report and stderr; a hang fails the test."""
+    port = _free_port()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(i), str(port), name, source, *flags],
+            env=_env(job, job["caches"][i], **env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(PROCESSES)
+    ]
+    results = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=180)
+            assert proc.returncode == 0, err[-3000:]
+            line = next(line for line in out.splitlines() if line.startswith("REPORT "))
+            results.append((json.loads(line[len("REPORT ") :]), err))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    return results
+
+
+def builds(log: Path) -> int:
+    """Links the job ran: one per build of the module."""
+    return sum(" -shared " in f" {line} " for line in log.read_text().splitlines()) if log.exists() else 0
+
+
+def compiles(log: Path) -> int:
+    return sum(" -c " in f" {line} " for line in log.read_text().splitlines()) if log.exists() else 0
+
+
+def check_entries(job: dict[str, Any], reports: list[dict[str, Any]]) -> None:
+    """Every process's own cache holds the same intact entry."""
+    keys = set()
+    for cache, report in zip(job["caches"], reports, strict=True):
+        entry = Path(report["entry"])
+        assert entry.is_relative_to(cache), f"{entry} is not in this process's cache {cache}"
+        manifest = Manifest.load(entry)
+        assert manifest is not None
+        assert manifest.verify(entry, manifest.key) is None
+        assert Manifest.load(entry) is not None
+        keys.add((manifest.key, manifest.artifact_sha256))
+    assert len(keys) == 1, keys
+
+
+def test_four_processes_compile_once(job: dict[str, Any]) -> None:
+    results = run_job(job, "dist_once", KERNEL)
+    reports = [r for r, _ in results]
+    assert all(r.get("matches") for r in reports), reports
+    assert builds(job["log"]) == 1
+    assert compiles(job["log"]) == 2  # the kernel unit and the binding, once for the job
+    assert sum(r["built_now"] for r in reports) == 1
+    check_entries(job, reports)
+    assert sum("received module dist_once" in err for _, err in results) == PROCESSES - 1
+
+
+def test_without_the_exchange_every_process_compiles(job: dict[str, Any]) -> None:
+    """The opt-out, and the control for the test above: four builds."""
+    reports = [r for r, _ in run_job(job, "dist_optout", KERNEL, BRAINEVENT_DISTRIBUTED_BUILD="0")]
+    assert all(r.get("matches") for r in reports), reports
+    assert builds(job["log"]) == PROCESSES
+    assert all(r["built_now"] for r in reports)
+
+
+def test_builder_failure_reaches_every_process(job: dict[str, Any]) -> None:
+    results = run_job(job, "dist_broken", BROKEN, BRAINEVENT_DISTRIBUTED_TIMEOUT="60")
+    for report, _ in results:
+        assert report.get("error") == "CompileError", report
+        assert "be_undeclared_scale" in report["message"], report["message"]
+    assert builds(job["log"]) == 0
+    kernel_compiles = [line for line in job["log"].read_text().splitlines() if "k0_dist_broken" in line]
+    assert len(kernel_compiles) == 1, kernel_compiles
+
+
+def test_a_process_that_has_the_entry_skips_the_exchange(job: dict[str, Any]) -> None:
+    """Process 0 (the coordinator) hits; the other three still elect one builder."""
+    prebuild = subprocess.run(
+        [sys.executable, "-c", "import sys, brainevent; brainevent.load_cpp_inline("
+         "name='dist_partial', cpp_sources=sys.argv[1], auto_register=False)", KERNEL],
+        env=_env(job, job["caches"][0]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert prebuild.returncode == 0, prebuild.stderr[-3000:]
+    assert builds(job["log"]) == 1
+    results = run_job(job, "dist_partial", KERNEL)
+    reports = [r for r, _ in results]
+    assert all(r.get("matches") for r in reports), reports
+    assert reports[0]["built_now"] is False
+    assert "distributed" not in results[0][1]  # the hit never touched the key-value store
+    assert builds(job["log"]) == 2  # the prebuild, then one build for processes 1-3
+    assert sum(r["built_now"] for r in reports) == 1
+    check_entries(job, reports)
+
+
+def test_large_artifact_travels_in_chunks(job: dict[str, Any]) -> None:
+    size = CHUNK_BYTES + CHUNK_BYTES // 2
+    results = run_job(job, "dist_big", BIG_KERNEL, f"-DBIG_BYTES={size}")
+    reports = [r for r, _ in results]
+    assert all(r.get("matches") for r in reports), reports
+    assert builds(job["log"]) == 1
+    check_entries(job, reports)
+    manifest = Manifest.load(Path(reports[1]["entry"]))
+    assert manifest is not None
+    assert (Path(reports[1]["entry"]) / manifest.artifact).stat().st_size > CHUNK_BYTES
+    published = [err for _, err in results if "published module dist_big" in err]
+    assert len(published) == 1 and " in 2 chunk(s)" in published[0], published
