@@ -48,16 +48,17 @@ CHILD = textwrap.dedent(
     """
     import json, logging, sys
     import jax
-    process_id, port, name, source = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    process_id, count, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    name, source = sys.argv[4], sys.argv[5]
     jax.distributed.initialize(
-        f"127.0.0.1:{port}", num_processes=%d, process_id=process_id, initialization_timeout=120
+        f"127.0.0.1:{port}", num_processes=count, process_id=process_id, initialization_timeout=120
     )
-    logging.basicConfig(format="[%%(name)s] %%(message)s")
+    logging.basicConfig(format="[%(name)s] %(message)s")
     logging.getLogger("brainevent.distributed").setLevel(logging.INFO)
     import numpy as np
     import brainevent
     try:
-        mod = brainevent.load_cpp_inline(name=name, cpp_sources=source, extra_cflags=sys.argv[5:])
+        mod = brainevent.load_cpp_inline(name=name, cpp_sources=source, extra_cflags=sys.argv[6:])
         x = np.arange(1000, dtype=np.float32)
         ok = bool(np.array_equal(np.asarray(jax.jit(mod.axpb)(x)), 3 * x + 1))
         report = {"matches": ok, "built_now": mod.built_now, "entry": str(mod.cache_dir)}
@@ -66,7 +67,6 @@ CHILD = textwrap.dedent(
     print("REPORT " + json.dumps(report), flush=True)
     jax.distributed.shutdown()
     """
-    % PROCESSES
 )
 
 
@@ -107,7 +107,7 @@ def run_job(
     port = _free_port()
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(i), str(port), name, source, *flags],
+            [sys.executable, "-c", CHILD, str(i), str(PROCESSES), str(port), name, source, *flags],
             env=_env(job, job["caches"][i], **env),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -146,9 +146,7 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
     return CacheEntry(entry.directory, entry.manifest, built_now=False)  # not compiled here
 
 
-def _wait_for_status(
-    kv: KeyValue, prefix: str, name: str, deadline: float, timeout: float
-) -> dict[str, Any]:
+def _wait_for_status(kv: KeyValue, prefix: str, name: str, deadline: float, timeout: float) -> dict[str, Any]:
     started = time.monotonic()
     while True:
         left = deadline - time.monotonic()

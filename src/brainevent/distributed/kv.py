@@ -59,7 +59,8 @@ class KeyValue:
 
     def try_get(self, key: str) -> bytes | None:
         """The value if it is set now, else None; never waits (beyond one round trip)."""
-        method = getattr(self._client, "key_value_try_get_bytes" if self._binary else "key_value_try_get", None)
+        name = "key_value_try_get_bytes" if self._binary else "key_value_try_get"
+        method = getattr(self._client, name, None)
         if method is None:
             return self.get(key, 0.001)
         try:
