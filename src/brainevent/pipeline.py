@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from .build.step import BuildStep
 
-from . import distributed
+from . import bundle, distributed
 from ._version import BINDING_SCHEMA, __version__
 from .cache.deps import DependencyRecord
 from .cache.key import CacheKey, KeyBuilder
@@ -426,6 +426,10 @@ def load_module(units: Sequence[SourceUnit], options: LoadOptions, backend: Back
             "extra_include_paths": list(options.extra_include_paths),
         }
         units_key = _unit_key(units)
+        if not options.force_rebuild:  # a module prebuilt into the user's package comes first
+            bundled = bundle.lookup(units, record, backend.platform, backend.portable_inputs(options))
+            if bundled is not None:
+                return _load_entry(bundled, options, backend)
         # The key without the toolchain's identity: it finds an ahead-of-time build on a
         # machine that has no compiler (a production node), through an alias file.
         portable = (
