@@ -215,3 +215,95 @@ def test_large_artifact_travels_in_chunks(job: dict[str, Any]) -> None:
     assert (Path(reports[1]["entry"]) / manifest.artifact).stat().st_size > CHUNK_BYTES
     published = [err for _, err in results if "published module dist_big" in err]
     assert len(published) == 1 and " in 2 chunk(s)" in published[0], published
+
+
+CUDA_KERNEL = r"""
+#include <cuda_runtime.h>
+#include "brainevent/common.h"
+__global__ void axpb_kernel(const float* x, float* out, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 3.0f * x[i] + 1.0f;
+}
+// @BE axpb arg ret stream
+void axpb(const BE::Tensor x, BE::Tensor out, int64_t stream) {
+    int64_t n = x.numel();
+    float* o = out.data_ptr<float>();
+    axpb_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(x.data_ptr<float>(), o, n);
+    BE_CHECK_KERNEL_LAUNCH();
+}
+"""
+
+# One GPU process: the GPU it uses is its rank modulo the GPUs the driver sees (two
+# processes share a single GPU, whose memory JAX then must not preallocate).
+CUDA_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    import jax
+    from brainevent.toolchain.cuda_driver import probe_devices
+    rank, port, name, source = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    gpus = len(probe_devices().devices)
+    jax.distributed.initialize(
+        f"127.0.0.1:{port}", num_processes=2, process_id=rank, local_device_ids=[rank % gpus]
+    )
+    import numpy as np
+    import brainevent
+    mod = brainevent.load_cuda_inline(name=name, cuda_sources=source)
+    x = np.arange(4096, dtype=np.float32)
+    device = jax.local_devices()[0]
+    out = np.asarray(jax.jit(mod.axpb)(jax.device_put(x, device)))
+    report = {"matches": bool(np.array_equal(out, 3 * x + 1)), "built_now": mod.built_now,
+              "entry": str(mod.cache_dir), "device": str(device), "gpus": gpus}
+    print("REPORT " + json.dumps(report), flush=True)
+    jax.distributed.shutdown()
+    """
+)
+
+
+@pytest.mark.gpu
+@pytest.mark.nvcc
+def test_two_gpu_processes_compile_once(tmp_path: Path) -> None:
+    """Two processes (one GPU each where there are two, else sharing one) compile once."""
+    log = tmp_path / "compiler.log"  # the host compiler: it compiles each build's binding
+    cxx = tmp_path / "counting-g++"
+    cxx.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec g++ "$@"\n')
+    cxx.chmod(0o755)
+    port = _free_port()
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ)
+        env.update(
+            BRAINEVENT_CACHE_DIR=str(tmp_path / f"host{rank}"),
+            BRAINEVENT_CXX=str(cxx),
+            PYTHONPATH=SRC_DIR + os.pathsep + env.get("PYTHONPATH", ""),
+            XLA_PYTHON_CLIENT_PREALLOCATE="false",
+        )
+        env.pop("JAX_PLATFORMS", None)
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", CUDA_CHILD, str(rank), str(port), "dist_gpu", CUDA_KERNEL],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    reports = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err[-3000:]
+            line = next(line for line in out.splitlines() if line.startswith("REPORT "))
+            reports.append(json.loads(line[len("REPORT ") :]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    assert all(r["matches"] for r in reports), reports
+    assert sum(r["built_now"] for r in reports) == 1, reports
+    bindings = [line for line in log.read_text().splitlines() if " -c " in line and "binding.cpp" in line]
+    assert len(bindings) == 1, bindings  # one build for the job
+    for rank, report in enumerate(reports):
+        entry = Path(report["entry"])
+        assert entry.is_relative_to(tmp_path / f"host{rank}")
+        manifest = Manifest.load(entry)
+        assert manifest is not None and manifest.verify(entry, manifest.key) is None
