@@ -182,3 +182,15 @@ def test_cuda_fat_binary_in_the_wheel(tmp_path: Path) -> None:
     sass = {e.arch for e in fatbin_entries(library) if e.kind == "sass"}
     assert sass == {75, 90}, fatbin_entries(library)
     assert manifest["inputs"]["archs"] == ["sm_75", "sm_90"]
+
+
+def test_build_into_refuses_bad_directories(tmp_path: Path) -> None:
+    done = _cli("--into", str(tmp_path / "missing"), cache=tmp_path / "c")
+    assert done.returncode == 2 and "missing: not a directory" in done.stderr, done.stderr
+    (tmp_path / "pkg").mkdir()
+    outside = tmp_path / "elsewhere.cpp"
+    outside.write_text("")
+    done = _cli(str(outside), "--into", str(tmp_path / "pkg"), cache=tmp_path / "c")
+    assert done.returncode == 2 and "elsewhere.cpp not inside" in done.stderr, done.stderr
+    done = _cli(cache=tmp_path / "c")
+    assert done.returncode == 2 and "give kernel files or directories" in done.stderr, done.stderr
