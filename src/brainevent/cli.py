@@ -59,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     build = sub.add_parser("build", help="compile kernel files or directories ahead of time")
-    build.add_argument("paths", nargs="+", help=".cu/.cpp files or directories of them")
+    build.add_argument("paths", nargs="*", help=".cu/.cpp files or directories of them")
     build.add_argument("--arch", action="append", default=[], help="CUDA arch, e.g. sm_80 (repeatable)")
     build.add_argument("--cache-dir", help="cache root to fill (default: the usual cache)")
     build.add_argument(
@@ -69,6 +69,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     build.add_argument("-O", "--optimization-level", type=int, default=3, choices=range(4))
     build.add_argument("--use-fast-math", action="store_true")
+    build.add_argument(
+        "--into",
+        metavar="PACKAGE_DIR",
+        help="prebuild every kernel file under PACKAGE_DIR (or the PATHS inside it) into the "
+        "package, next to its sources, so that its users need no compiler",
+    )
+    build.add_argument(
+        "--platform",
+        action="append",
+        choices=("cpu", "cuda"),
+        help="with --into: build only .cpp files (cpu) or only .cu files (cuda); repeatable",
+    )
     return parser
 
 
@@ -179,6 +191,14 @@ def _cmd_choices(args: argparse.Namespace) -> int:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from . import cuda_loaders, loaders
+
+    if args.into is not None:
+        from .bundle.command import build_into
+
+        return build_into(args)
+    if not args.paths:
+        print("brainevent build: give kernel files or directories, or --into PACKAGE_DIR", file=sys.stderr)
+        return 2
 
     common = {
         "build_directory": args.cache_dir,

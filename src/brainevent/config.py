@@ -170,6 +170,20 @@ CUDA_GRAPHS: EnvVar[bool] = EnvVar(
     "backend, and never over flags already set), which lets small graphs such as a fori_loop "
     "body with custom calls run as CUDA graphs.",
 )
+DISTRIBUTED_BUILD: EnvVar[bool] = EnvVar(
+    "BRAINEVENT_DISTRIBUTED_BUILD",
+    _bool,
+    lambda: True,
+    "In a jax.distributed job, compile each module in one process and send the result to the "
+    "others through JAX's coordination service; set to 0 to let every process compile for itself.",
+)
+DISTRIBUTED_TIMEOUT: EnvVar[float] = EnvVar(
+    "BRAINEVENT_DISTRIBUTED_TIMEOUT",
+    _positive_float,
+    lambda: COMPILE_TIMEOUT.get() + 300.0,
+    "Seconds a process of a jax.distributed job waits for the process that builds a module for "
+    "the job before raising CompileError (default: BRAINEVENT_COMPILE_TIMEOUT + 300).",
+)
 REQUIRE_ALL_TESTS: EnvVar[bool] = EnvVar(
     "BRAINEVENT_REQUIRE_ALL_TESTS",
     _bool,
@@ -189,6 +203,8 @@ ALL: tuple[EnvVar[object], ...] = (
     USE_LOCKS,
     ALLOW_UNSUPPORTED_COMPILER,
     CUDA_GRAPHS,
+    DISTRIBUTED_BUILD,
+    DISTRIBUTED_TIMEOUT,
     REQUIRE_ALL_TESTS,
 )  # type: ignore[assignment]
 

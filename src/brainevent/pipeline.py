@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from .build.step import BuildStep
 
+from . import bundle, distributed
 from ._version import BINDING_SCHEMA, __version__
 from .cache.deps import DependencyRecord
 from .cache.key import CacheKey, KeyBuilder
@@ -425,6 +426,10 @@ def load_module(units: Sequence[SourceUnit], options: LoadOptions, backend: Back
             "extra_include_paths": list(options.extra_include_paths),
         }
         units_key = _unit_key(units)
+        if not options.force_rebuild:  # a module prebuilt into the user's package comes first
+            bundled = bundle.lookup(units, record, backend.platform, backend.portable_inputs(options))
+            if bundled is not None:
+                return _load_entry(bundled, options, backend)
         # The key without the toolchain's identity: it finds an ahead-of-time build on a
         # machine that has no compiler (a production node), through an alias file.
         portable = (
@@ -451,7 +456,9 @@ def load_module(units: Sequence[SourceUnit], options: LoadOptions, backend: Back
             return _load_entry(prebuilt, options, backend)
         record.update(toolchain)
         key = KeyBuilder(backend.platform).add("record", record).add("units", units_key).finish()
-        entry: CacheEntry = store.get_or_build(
+        # In a jax.distributed job, one process builds for all (distributed/exchange.py).
+        entry: CacheEntry = distributed.get_or_build(
+            store,
             key,
             lambda staging: _build(staging, units, options, backend, key, record, store),
             force=options.force_rebuild,

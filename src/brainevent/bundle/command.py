@@ -1,0 +1,70 @@
+"""``brainevent build --into <package dir>``: prebuild a package's kernel files into it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from .layout import BUNDLE_DIR
+
+_CPU_SUFFIXES = (".cpp", ".cc", ".cxx")
+
+
+def kernel_files(package: Path) -> list[Path]:
+    """Every .cu and C++ file under ``package``, bundles and hidden directories aside."""
+    found = []
+    for path in sorted(package.rglob("*")):
+        parts = path.relative_to(package).parts
+        if any(p == BUNDLE_DIR or p.startswith(".") for p in parts):
+            continue
+        if path.is_file() and (path.suffix == ".cu" or path.suffix in _CPU_SUFFIXES):
+            found.append(path)
+    return found
+
+
+def build_into(args: argparse.Namespace) -> int:
+    from .. import cuda_loaders, loaders
+    from ..pipeline import SourceUnit
+    from .write import write_bundle
+
+    package = Path(args.into).resolve()
+    if not package.is_dir():
+        print(f"brainevent build --into {args.into}: not a directory", file=sys.stderr)
+        return 2
+    files = [Path(p).resolve() for p in args.paths] or kernel_files(package)
+    outside = [str(f) for f in files if not f.is_relative_to(package)]
+    if outside:
+        print(f"brainevent build --into: {', '.join(outside)} not inside {package}", file=sys.stderr)
+        return 2
+    platforms = set(args.platform or ("cpu", "cuda"))
+    failures = 0
+    with tempfile.TemporaryDirectory(prefix="brainevent-bundle-") as scratch:
+        common = {
+            "build_directory": args.cache_dir or scratch,
+            "auto_register": False,
+            "force_rebuild": True,  # compile from the sources, never from an older bundle
+            "optimization_level": args.optimization_level,
+            "use_fast_math": args.use_fast_math,
+            "verbose": args.verbose,
+        }
+        for file in files:
+            platform = "cuda" if file.suffix == ".cu" else "cpu"
+            if platform not in platforms:
+                continue
+            try:
+                if platform == "cuda":
+                    mod = cuda_loaders.load_cuda_file(file, compute_capability=args.arch or None, **common)
+                else:
+                    mod = loaders.load_cpp_file(file, **common)
+                resolved, text = loaders.read_source_file(file, (file.suffix,))
+                suffix = ".cu" if platform == "cuda" else ".cpp"  # as the loaders key it
+                unit = SourceUnit(str(resolved), text, resolved.parent, suffix)
+                where = write_bundle([unit], mod.cache_dir, package)
+            except Exception as exc:  # report every file, then fail
+                failures += 1
+                print(f"FAILED {file}: {exc}", file=sys.stderr)
+                continue
+            print(f"bundled: {mod.name} ({mod.platform}) -> {where}")
+    return 1 if failures else 0

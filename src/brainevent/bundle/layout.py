@@ -1,0 +1,134 @@
+"""Where a bundled module lives, what keys it, and the check made before loading it.
+
+The key leaves out what differs between the machine that built the package and the one
+that runs it: the toolchain (absent at run time), the sources' absolute paths (only paths
+relative to their directory count), and the include paths (absolute where the package
+computes them from ``__file__``). Headers inside the package are checked by content instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..cache.key import CacheKey, KeyBuilder
+from ..cache.manifest import Manifest
+from ..cache.store import CacheEntry
+
+log = logging.getLogger("brainevent.bundle")
+
+BUNDLE_DIR = "_brainevent"  # not hidden: packaging tools include it like any package data
+# The load record's entries that key a bundle (the rest name the toolchain or local paths).
+KEYED = (
+    "package",
+    "binding_schema",
+    "package_headers",
+    "name",
+    "functions",
+    "optimization_level",
+    "use_fast_math",
+    "extra_cflags",
+    "extra_ldflags",
+)
+HEADERS = "bundle_headers"  # manifest.inputs entry: {path relative to the sources: sha256}
+
+
+class Unit(Protocol):
+    """What a bundle needs of a translation unit (pipeline.SourceUnit has it)."""
+
+    @property
+    def display_name(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def directory(self) -> Path | None: ...
+    @property
+    def suffix(self) -> str: ...
+
+
+def source_dir(units: Sequence[Unit]) -> Path | None:
+    """The directory that holds the bundle: the units' own; None for inline sources."""
+    directories = {u.directory for u in units}
+    if len(directories) != 1 or None in directories:
+        return None
+    (directory,) = directories
+    return directory
+
+
+def bundle_path(directory: Path, name: str, platform: str) -> Path:
+    return directory / BUNDLE_DIR / f"{name}-{platform}"
+
+
+def bundle_key(units: Sequence[Unit], record: Mapping[str, Any], platform: str) -> CacheKey:
+    directory = source_dir(units)
+    assert directory is not None
+    files = [[os.path.relpath(u.display_name, directory), u.suffix, u.text] for u in units]
+    keyed = {k: record.get(k) for k in KEYED}
+    return KeyBuilder(f"bundle-{platform}").add("record", keyed).add("units", files).finish()
+
+
+def lookup(
+    units: Sequence[Unit], record: Mapping[str, Any], platform: str, needs: Mapping[str, Any]
+) -> CacheEntry | None:
+    """The bundled entry for these sources, if the package ships one that fits and verifies.
+
+    ``record`` is the load's key record without the toolchain; ``needs`` what the platform
+    requires of a build beyond it (``{"archs": [...]}`` for CUDA): a list must be covered by
+    the bundle's, anything else equal. Costs one ``stat`` when there is no bundle.
+    """
+    directory = source_dir(units)
+    if directory is None:
+        return None
+    name = str(record.get("name"))
+    path = bundle_path(directory, name, platform)
+    if not path.is_dir():
+        return None
+    manifest = Manifest.load(path)
+    if manifest is None:
+        log.info("bundled module %s at %s has no readable manifest; not used", name, path)
+        return None
+    key = bundle_key(units, record, platform)
+    why = (
+        "it was built from other sources, options or brainevent version"
+        if manifest.key != key.digest
+        else _unusable(path, manifest, needs)
+    )
+    if why is not None:
+        log.info("bundled module %s at %s is not used: %s", name, path, why)
+        return None
+    log.debug("loading the bundled module %s from %s", name, path)
+    return CacheEntry(path, manifest, built_now=False)
+
+
+def _unusable(path: Path, manifest: Manifest, needs: Mapping[str, Any]) -> str | None:
+    for what, wanted in needs.items():
+        has = manifest.inputs.get(what)
+        if isinstance(wanted, list):
+            missing = sorted(set(wanted) - set(has if isinstance(has, list) else []))
+            if missing:
+                return f"it has no {what} {', '.join(map(str, missing))} (it has {has})"
+        elif has != wanted:
+            return f"it was built for {what}={has!r}, this process needs {wanted!r}"
+    artifact = path / manifest.artifact
+    if "/" in manifest.artifact or not artifact.is_file():
+        return "its library is missing"
+    for item in (path, artifact):
+        if item.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return f"{item} is writable by other users (loads refuse code others could change)"
+    problem = manifest.verify(path, manifest.key)  # sizes unrecorded: always the sha256
+    if problem is not None:
+        return problem
+    for relative, digest in dict(manifest.inputs.get(HEADERS) or {}).items():
+        header = path.parent.parent / relative
+        try:
+            same = hashlib.sha256(header.read_bytes()).hexdigest() == digest
+        except OSError:
+            same = False
+        if not same:
+            return f"header {relative} changed since the bundle was built"
+    return None

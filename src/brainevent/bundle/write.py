@@ -1,0 +1,51 @@
+"""Writing a bundle: a built module's library and manifest, copied into the package."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..cache.manifest import Manifest
+from ..errors import CacheError
+from .layout import HEADERS, Unit, bundle_key, bundle_path, source_dir
+
+
+def write_bundle(units: Sequence[Unit], entry_dir: Path, package_dir: Path) -> Path:
+    """Copies the cache entry at ``entry_dir`` (built from ``units``) next to the units.
+
+    Headers the build read from inside ``package_dir`` are recorded by content, so an
+    edited header makes the bundle unused (never silently stale). Returns the bundle's path.
+    """
+    directory = source_dir(units)
+    manifest = Manifest.load(entry_dir)
+    if directory is None or manifest is None:
+        raise CacheError(f"no intact build of these sources at {entry_dir}", path=str(entry_dir))
+    key = bundle_key(units, manifest.inputs, manifest.platform)
+    package = package_dir.resolve()
+    headers = {
+        os.path.relpath(path, directory): record[2]
+        for path, record in manifest.dependencies.items()
+        if Path(path).resolve().is_relative_to(package) and record[2] is not None
+    }
+    manifest.key = key.digest
+    manifest.inputs = {**manifest.inputs, HEADERS: dict(sorted(headers.items()))}
+    # Recorded paths and times of the build machine mean nothing where the package runs.
+    manifest.dependencies, manifest.dependencies_since_ns = {}, 0
+    manifest.artifact_size = manifest.artifact_mtime_ns = -1  # every load checks the sha256
+    final = bundle_path(directory, manifest.name, manifest.platform)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+    try:
+        shutil.copy2(entry_dir / manifest.artifact, staging / manifest.artifact)
+        os.chmod(staging / manifest.artifact, 0o755)
+        manifest.dump(staging)
+        os.chmod(staging, 0o755)
+        if final.exists():
+            shutil.rmtree(final)
+        os.rename(staging, final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final

@@ -1,0 +1,216 @@
+"""The compile-once protocol over the coordination service's key-value store.
+
+Keys, under ``brainevent/<module name>/<cache key>/``:
+
+    claim       an atomic counter: the process that takes it first builds
+    builder     that process's id (for log lines)
+    chunk/<i>   the entry's archive, in pieces of at most CHUNK_BYTES
+    status      written last: {"state": "ok", sha256, size, chunks} or {"state": "error", ...}
+
+Only processes that miss in their own cache take part, so processes that hit never wait
+and never make others wait. The builder always writes ``status``, also when its build
+fails, so waiters get the builder's error instead of waiting; a builder that dies leaves
+them waiting at most ``BRAINEVENT_DISTRIBUTED_TIMEOUT`` seconds. Keys are content
+addressed: an outcome stays valid for the rest of the job, so a later miss (a pruned cache,
+a process that loads the module later) receives it at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import config, errors
+from ..cache.key import CacheKey
+from ..cache.manifest import Manifest
+from ..cache.store import CacheEntry, EntryStore
+from ..errors import BrainEventError, CacheError, CompileError
+from .kv import KeyValue, current
+
+log = logging.getLogger("brainevent.distributed")
+
+# The largest value written in one call. jaxlib 0.10's coordination service took single
+# values of 128 MiB (measured), but gRPC's default message limit is 4 MiB, which other
+# releases or a proxy in between may keep; 4 MiB chunks move at about 100-150 MiB/s on one host.
+CHUNK_BYTES = 4 * 1024 * 1024
+_LOG_EVERY_S = 10.0  # how often a waiting process says that it still waits
+
+
+def get_or_build(
+    store: EntryStore, key: CacheKey, build: Callable[[Path], Manifest], *, force: bool = False
+) -> CacheEntry:
+    """``store.get_or_build(key, build)``, building once per job when one is running.
+
+    Outside a multi-process ``jax.distributed`` job, with ``force`` (a rebuild is asked of
+    this process) or with ``BRAINEVENT_DISTRIBUTED_BUILD=0`` it is exactly the store's own.
+    """
+    kv = None if force or not config.DISTRIBUTED_BUILD.get() else current()
+    if kv is None or store.lookup(key) is not None:
+        return store.get_or_build(key, build, force=force)
+    prefix = f"brainevent/{store.name}/{key.digest}"
+    if kv.claim(f"{prefix}/claim"):
+        return _build_and_share(kv, prefix, store, key, build)
+    return _receive(kv, prefix, store, key)
+
+
+def _build_and_share(
+    kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey, build: Callable[[Path], Manifest]
+) -> CacheEntry:
+    kv.put(f"{prefix}/builder", str(kv.process_id).encode())
+    log.info("building module %s for all %d processes of the job", store.name, kv.num_processes)
+    from .archive import pack  # only a builder in a job needs tarfile
+
+    try:
+        entry = store.get_or_build(key, build)
+        data = pack(entry.directory)
+    except BaseException as exc:  # an interrupt too: the others must not wait for nothing
+        _publish_status(kv, prefix, _error_record(exc))
+        raise
+    started = time.monotonic()
+    chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
+    for i, chunk in enumerate(chunks):
+        kv.put(f"{prefix}/chunk/{i}", chunk)
+    record = {
+        "state": "ok",
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "size": len(data),
+        "chunks": len(chunks),
+    }
+    _publish_status(kv, prefix, record)
+    log.info(
+        "published module %s to the job: %d bytes in %d chunk(s), %.2f s",
+        store.name,
+        len(data),
+        len(chunks),
+        time.monotonic() - started,
+    )
+    return entry
+
+
+def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> CacheEntry:
+    timeout = config.DISTRIBUTED_TIMEOUT.get()
+    deadline = time.monotonic() + timeout
+    status = _wait_for_status(kv, prefix, store.name, deadline, timeout)
+    if status.get("state") != "ok":
+        raise _rebuild_error(status, store.name)
+
+    def fill(staging: Path) -> Manifest:
+        from .archive import unpack
+
+        started = time.monotonic()
+        pieces = []
+        for i in range(int(status["chunks"])):
+            piece = kv.get(f"{prefix}/chunk/{i}", max(deadline - time.monotonic(), 1.0))
+            if piece is None:
+                raise CacheError(
+                    f"part {i} of module {store.name!r} is missing from the job's key-value store "
+                    "although its builder announced it; set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile "
+                    "in every process.",
+                    module=store.name,
+                )
+            pieces.append(piece)
+        data = b"".join(pieces)
+        digest = hashlib.sha256(data).hexdigest()
+        if len(data) != status["size"] or digest != status["sha256"]:
+            raise CacheError(
+                f"module {store.name!r} arrived damaged from the job's builder (sha256 {digest[:16]}, "
+                f"expected {str(status['sha256'])[:16]}); set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile "
+                "in every process.",
+                module=store.name,
+            )
+        unpack(data, staging)
+        manifest = Manifest.load(staging)
+        problem = "its manifest is missing" if manifest is None else manifest.verify(staging, key.digest)
+        if manifest is None or problem is not None:
+            raise CacheError(
+                f"module {store.name!r} received from the job's builder does not verify: {problem}. "
+                "Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every process.",
+                module=store.name,
+            )
+        log.info(
+            "received module %s from the job's builder: %d bytes in %.2f s",
+            store.name,
+            len(data),
+            time.monotonic() - started,
+        )
+        return manifest
+
+    # The normal publish path (lock, staging, atomic rename): in a cache shared with the
+    # builder the entry is already there and nothing is written.
+    entry = store.get_or_build(key, fill)
+    return CacheEntry(entry.directory, entry.manifest, built_now=False)  # not compiled here
+
+
+def _wait_for_status(kv: KeyValue, prefix: str, name: str, deadline: float, timeout: float) -> dict[str, Any]:
+    started = time.monotonic()
+    while True:
+        left = deadline - time.monotonic()
+        raw = kv.get(f"{prefix}/status", min(max(left, 0.001), _LOG_EVERY_S))
+        if raw is not None:
+            value: dict[str, Any] = json.loads(raw)
+            return value
+        builder = _builder(kv, prefix)
+        if time.monotonic() >= deadline:
+            raise CompileError(
+                f"gave up after {timeout:.0f} s waiting for {builder} to build module {name!r} for "
+                "this jax.distributed job. If that process died or hangs, restart the job; if builds "
+                "are just slow, raise BRAINEVENT_DISTRIBUTED_TIMEOUT; BRAINEVENT_DISTRIBUTED_BUILD=0 "
+                "makes every process compile for itself.",
+                module=name,
+                timed_out=True,
+                timeout_s=timeout,
+            )
+        log.info(
+            "waiting for %s to build module %s (%.0f s so far, giving up after %.0f s)",
+            builder,
+            name,
+            time.monotonic() - started,
+            timeout,
+        )
+
+
+def _builder(kv: KeyValue, prefix: str) -> str:
+    raw = kv.try_get(f"{prefix}/builder")
+    return f"process {raw.decode(errors='replace')}" if raw else "the job's builder"
+
+
+def _publish_status(kv: KeyValue, prefix: str, record: dict[str, Any]) -> None:
+    try:
+        kv.put(f"{prefix}/status", json.dumps(record).encode())
+    except Exception as exc:  # the coordination service is gone: the job is failing anyway
+        log.warning("could not tell the job's other processes the build outcome: %s", exc)
+
+
+def _error_record(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, BrainEventError):
+        data = {k: v for k, v in exc.data.items() if _plain(v)}
+        return {"state": "error", "type": type(exc).__name__, "message": exc.message, "data": data}
+    return {
+        "state": "error",
+        "type": "CompileError",
+        "message": f"building the module failed with {type(exc).__name__}: {exc}",
+        "data": {},
+    }
+
+
+def _plain(value: object) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _rebuild_error(record: dict[str, Any], name: str) -> BrainEventError:
+    """The builder's error, of its type (one of brainevent.errors), in this process."""
+    cls = getattr(errors, str(record.get("type")), None)
+    if not (isinstance(cls, type) and issubclass(cls, BrainEventError)):
+        cls = CompileError
+    message = f"{record.get('message', '')}\n(raised where module {name!r} was built for this job)"
+    data = record.get("data")
+    return cls(message, **(data if isinstance(data, dict) else {}))
