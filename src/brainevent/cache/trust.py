@@ -20,13 +20,13 @@ Each refusal is a :class:`CacheError` naming the path and the fix.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import threading
 from pathlib import Path
 
 from ..errors import CacheError
+from ..fileio import atomic_write
 
 _FIX = (
     "Point BRAINEVENT_CACHE_DIR (or build_directory=) at a directory only you can write, "
@@ -180,20 +180,9 @@ def private_file(path: Path, fix: str = _FIX) -> bool:
     return True
 
 
-def write_private(path: Path, data: bytes) -> None:
-    """Writes ``path`` (mode 0600) through a new file renamed into place: a link or file
-    planted at ``path`` is replaced, never written through."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+# Cache files are written private (0600) and atomically: a planted link is replaced, never
+# written through.
+write_private = atomic_write
 
 
 def harden_tree(directory: Path, executable: str | None = None) -> None:

@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 from .. import config
 from ..errors import NvccNotFoundError
+from ..fileio import file_identity
 from .memo import remembered
 
 logger = logging.getLogger(__name__)
@@ -147,9 +148,7 @@ class SearchContext:
 
 def nvcc_identity(path: str | os.PathLike[str]) -> str:
     """A cheap identity for cache keys: real path, size and mtime; no subprocess."""
-    real = os.path.realpath(path)
-    st = os.stat(real)
-    return f"{real}:{st.st_size}:{st.st_mtime_ns}"
+    return file_identity(path, missing_ok=False)
 
 
 def parse_nvcc_version(text: str) -> tuple[int, int] | None:
