@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, dataclass_transform
 
 if TYPE_CHECKING:
-    from .toolchain.nvcc import Candidate as NvccCandidate
+    from .toolchain.nvcc_probe import Candidate as NvccCandidate
 
 
 def _positional(*, kw_only: bool = False) -> Any:
