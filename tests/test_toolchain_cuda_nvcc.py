@@ -15,6 +15,7 @@ import pytest
 from brainevent import config
 from brainevent.errors import ToolchainError
 from brainevent.toolchain import nvcc as nvcc_mod
+from brainevent.toolchain import nvcc_probe
 from brainevent.toolchain.nvcc import (
     NvccInfo,
     ToolchainWarning,
@@ -337,7 +338,7 @@ def test_version_is_memoized(real_nvcc: NvccInfo, monkeypatch: pytest.MonkeyPatc
     def no_subprocess(*args: object, **kwargs: object) -> None:
         raise AssertionError("the version should come from the memo")
 
-    monkeypatch.setattr(nvcc_mod.subprocess, "run", no_subprocess)
+    monkeypatch.setattr(nvcc_probe.subprocess, "run", no_subprocess)
     assert nvcc_version(real_nvcc.path) == real_nvcc.version
     info = find_nvcc(real_nvcc.path, site_dirs=(), default_roots=())
     assert info.version == real_nvcc.version

@@ -2,47 +2,58 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import config  # cheap (no third-party imports); 0.2.1 code uses brainevent.config.*
 from ._version import __version__
 from .cuda_graphs import apply_default as _apply_cuda_graph_default
-from .errors import (
-    BackendNotInstalledError,
-    BrainEventError,
-    CacheError,
-    CompilationError,
-    CompileError,
-    CUDANotInstalledError,
-    GpuArchDetectionError,
-    HeaderNotFoundError,
-    HostCompilerIncompatibleError,
-    HostCompilerNotFoundError,
-    KernelCallError,
-    KernelCompilationError,
-    KernelError,
-    KernelExecutionError,
-    KernelFallbackExhaustedError,
-    KernelLoadError,
-    KernelNotAvailableError,
-    KernelRegistrationError,
-    KernelToolchainError,
-    KernelTypeError,
-    LoadError,
-    NvccNotFoundError,
-    RegistrationError,
-    SpecError,
-    ToolchainError,
-    UnsupportedArchError,
-)
+from .errors import *  # noqa: F403  (every error class is public under its own name)
+from .errors import __all__ as _error_names
 
 # Before JAX starts its backend: let custom calls in small graphs run as CUDA graphs
 # (cuda_graphs.py; BRAINEVENT_CUDA_GRAPHS=0 turns it off). Costs no import.
 _apply_cuda_graph_default()
 
-# Loaders are imported on first use so that `import brainevent` stays cheap.
-_LAZY: dict[str, tuple[str, str | None]] = {
-    "config": ("config", None),  # the module itself
+# Everything else is imported on first use (module __getattr__ below), so that
+# `import brainevent` stays cheap. Type checkers and IDEs read the real objects from this
+# block instead; tests/test_public_api.py keeps it and _LAZY listing the same names.
+if TYPE_CHECKING:
+    from .cache_control import clear_cache as clear_cache
+    from .cache_control import get_cache_dir as get_cache_dir
+    from .cache_control import set_cache_dir as set_cache_dir
+    from .cuda_graphs import enable_cuda_graphs as enable_cuda_graphs
+    from .cuda_loaders import load_cuda_dir as load_cuda_dir
+    from .cuda_loaders import load_cuda_file as load_cuda_file
+    from .cuda_loaders import load_cuda_inline as load_cuda_inline
+    from .custom_kernel import BenchmarkConfig as BenchmarkConfig
+    from .custom_kernel import BenchmarkRecord as BenchmarkRecord
+    from .custom_kernel import BenchmarkResult as BenchmarkResult
+    from .custom_kernel import KernelEntry as KernelEntry
+    from .custom_kernel import XLACustomKernel as XLACustomKernel
+    from .custom_kernel import benchmark_function as benchmark_function
+    from .custom_kernel import get_all_primitive_names as get_all_primitive_names
+    from .custom_kernel import get_primitives_by_tags as get_primitives_by_tags
+    from .custom_kernel import get_registry as get_registry
+    from .custom_kernel import triton_kernel as triton_kernel
+    from .custom_kernel.jax_rules import defjvp as defjvp
+    from .custom_kernel.jax_rules import general_batching_rule as general_batching_rule
+    from .custom_kernel.warp_types import jaxinfo_to_warpinfo as jaxinfo_to_warpinfo
+    from .custom_kernel.warp_types import jaxtype_to_warptype as jaxtype_to_warptype
+    from .doctor import print_diagnostics as print_diagnostics
+    from .headers import include_dir as include_dir
+    from .loaders import load_cpp_file as load_cpp_file
+    from .loaders import load_cpp_inline as load_cpp_inline
+    from .numba_bridge import numba_cuda_callable as numba_cuda_callable
+    from .numba_bridge import numba_cuda_kernel as numba_cuda_kernel
+    from .numba_bridge import numba_kernel as numba_kernel
+    from .runtime.module import CompiledModule as CompiledModule
+    from .runtime.module import KernelFunction as KernelFunction
+    from .runtime.targets import list_registered_targets as list_registered_targets
+    from .runtime.targets import register_ffi_target as register_ffi_target
+    from .spec.normalize import normalize_tokens as normalize_tokens
+
+# public name -> (module under brainevent, attribute of that module)
+_LAZY: dict[str, tuple[str, str]] = {
     "load_cpp_inline": ("loaders", "load_cpp_inline"),
     "load_cpp_file": ("loaders", "load_cpp_file"),
     "load_cuda_inline": ("cuda_loaders", "load_cuda_inline"),
@@ -78,79 +89,17 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "jaxinfo_to_warpinfo": ("custom_kernel.warp_types", "jaxinfo_to_warpinfo"),
 }
 
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error there
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    def __getattr__(name: str) -> Any:
+        if name in _LAZY:
+            import importlib
 
-        module_name, attr = _LAZY[name]
-        module = importlib.import_module(f".{module_name}", __name__)
-        value = module if attr is None else getattr(module, attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'brainevent' has no attribute {name!r}")
+            module_name, attr = _LAZY[name]
+            value = getattr(importlib.import_module(f".{module_name}", __name__), attr)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module 'brainevent' has no attribute {name!r}")
 
 
-__all__ = [
-    "BackendNotInstalledError",
-    "BenchmarkConfig",
-    "BenchmarkRecord",
-    "BenchmarkResult",
-    "BrainEventError",
-    "CUDANotInstalledError",
-    "CacheError",
-    "CompilationError",
-    "CompileError",
-    "CompiledModule",
-    "GpuArchDetectionError",
-    "HeaderNotFoundError",
-    "HostCompilerIncompatibleError",
-    "HostCompilerNotFoundError",
-    "KernelCallError",
-    "KernelCompilationError",
-    "KernelEntry",
-    "KernelError",
-    "KernelExecutionError",
-    "KernelFallbackExhaustedError",
-    "KernelFunction",
-    "KernelLoadError",
-    "KernelNotAvailableError",
-    "KernelRegistrationError",
-    "KernelToolchainError",
-    "KernelTypeError",
-    "LoadError",
-    "NvccNotFoundError",
-    "RegistrationError",
-    "SpecError",
-    "ToolchainError",
-    "UnsupportedArchError",
-    "XLACustomKernel",
-    "__version__",
-    "benchmark_function",
-    "clear_cache",
-    "config",
-    "defjvp",
-    "enable_cuda_graphs",
-    "general_batching_rule",
-    "get_all_primitive_names",
-    "get_cache_dir",
-    "get_primitives_by_tags",
-    "get_registry",
-    "include_dir",
-    "jaxinfo_to_warpinfo",
-    "jaxtype_to_warptype",
-    "list_registered_targets",
-    "load_cpp_file",
-    "load_cpp_inline",
-    "load_cuda_dir",
-    "load_cuda_file",
-    "load_cuda_inline",
-    "normalize_tokens",
-    "numba_cuda_callable",
-    "numba_cuda_kernel",
-    "numba_kernel",
-    "print_diagnostics",
-    "register_ffi_target",
-    "set_cache_dir",
-    "triton_kernel",
-]
+__all__ = ["__version__", "config", *_error_names, *_LAZY]

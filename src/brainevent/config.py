@@ -21,6 +21,11 @@ T = TypeVar("T")
 class ConfigError(BrainEventError, ValueError):
     """A ``BRAINEVENT_*`` variable holds a value that cannot be used."""
 
+    variable: str | None = None
+    value: object = None
+    platform: object = None
+    backend: object = None
+
 
 @dataclass(frozen=True)
 class EnvVar(Generic[T]):

@@ -1,17 +1,33 @@
 """The error hierarchy.
 
 Every error names the bad value, what was expected and how to fix it, and carries
-its data as attributes so that callers (and tests) need not parse messages. All of
-them pickle: ``__reduce__`` rebuilds them from their keyword data.
+its data as typed attributes so that callers (and tests) need not parse messages.
+Each class declares its fields with annotations (all keyword-only, default None);
+type checkers read them as a dataclass's, so a raise site that passes an unknown
+field or a value of the wrong type is flagged. ``.data`` holds the fields that were
+given, and ``__reduce__`` rebuilds the error from it, so every error pickles.
+
+Extra keyword data is still accepted at run time (and kept in ``.data``): code
+written against the untyped errors, and re-raises with ``**exc.data``, keep working.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, dataclass_transform
+
+if TYPE_CHECKING:
+    from .toolchain.nvcc_probe import Candidate as NvccCandidate
 
 
-class BrainEventError(Exception):
-    """Base class of every error raised by brainevent."""
+def _positional(*, kw_only: bool = False) -> Any:
+    """Marks the message as the one positional field (read by type checkers only)."""
+    return None
+
+
+@dataclass_transform(kw_only_default=True, eq_default=False, field_specifiers=(_positional,))
+class _Fields(Exception):
+    """Keeps ``message`` and the keyword fields; type checkers see a dataclass-like ``__init__``."""
 
     def __init__(self, message: str, **data: Any) -> None:
         super().__init__(message)
@@ -27,9 +43,15 @@ class BrainEventError(Exception):
         return self.message
 
 
+class BrainEventError(_Fields):
+    """Base class of every error raised by brainevent."""
+
+    message: str = _positional(kw_only=False)
+
+
 def _rebuild(cls: type[BrainEventError], message: str, data: dict[str, Any]) -> BrainEventError:
     err = cls.__new__(cls)
-    BrainEventError.__init__(err, message, **data)
+    _Fields.__init__(err, message, **data)
     return err
 
 
@@ -74,17 +96,52 @@ class CUDANotInstalledError(KernelError):
 class SpecError(KernelError, ValueError):
     """An arg_spec, a ``// @BE`` annotation or a C++ signature is malformed or inconsistent."""
 
+    function: object = None  # the bad name itself when it is not a string
+    token: object = None
+    tokens: Sequence[str] | None = None
+    position: int | None = None
+    parameter: str | None = None
+    parameters: Sequence[str] | None = None
+    attribute: str | None = None
+    cxx_type: str | None = None
+    dtype: str | None = None
+    file: str | None = None
+    files: Sequence[str] | None = None
+    line: int | None = None
+    lines: Sequence[int] | None = None
+    column: int | None = None
+    expected: int | None = None
+    got: int | None = None
+    index: int | None = None
+    value: object = None
+    source_type: type | None = None
+    sources_type: str | None = None
+    functions_type: str | None = None
+
 
 class ToolchainError(KernelToolchainError, RuntimeError):
     """A compiler, header or library could not be found or is unusable."""
+
+    compiler: str | None = None
+    command: str | Sequence[str] = ""
+    nvcc_version: tuple[int, ...] | None = None
+    variable: str | None = None
+    value: object = None
 
 
 class NvccNotFoundError(ToolchainError):
     """No usable nvcc was found (``candidates`` lists what was tried)."""
 
+    path: str | None = None
+    found_via: str | None = None
+    candidates: tuple[NvccCandidate, ...] | None = None
+    cuda12_wheels_only: bool | None = None
+
 
 class HostCompilerNotFoundError(ToolchainError):
     """No usable host C++ compiler was found."""
+
+    searched: tuple[str, ...] | None = None
 
 
 class HeaderNotFoundError(ToolchainError):
@@ -94,9 +151,13 @@ class HeaderNotFoundError(ToolchainError):
 class GpuArchDetectionError(ToolchainError):
     """No GPU architecture could be determined to build for."""
 
+    reason: str | None = None
+
 
 class UnsupportedArchError(ToolchainError):
     """The nvcc in use cannot build for a requested GPU architecture."""
+
+    archs: tuple[str, ...] | None = None
 
 
 class CompileError(KernelCompilationError, RuntimeError):
@@ -106,15 +167,22 @@ class CompileError(KernelCompilationError, RuntimeError):
     ``CompilationError``: the build log, the failing command when known, and "compile".
     """
 
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for attributes the error's data did not set.
-        if name == "compiler_output":
-            return _read_log(self.__dict__.get("log"), self.__dict__.get("log_path"))
-        if name == "command":
-            return ""
-        if name == "stage":
-            return "compile"
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    stage: ClassVar[str] = "compile"
+    command: str | Sequence[str] = ""
+    module: str | None = None
+    log: str | None = None
+    log_path: str | None = None
+    first_error: str | None = None
+    timed_out: bool | None = None
+    timeout_s: float | None = None
+    kernel: str | None = None
+    backend: str | None = None
+    platform: str | None = None
+
+    @property
+    def compiler_output(self) -> str:
+        """The build log (0.2.1's name for it), read from ``log_path`` when not kept inline."""
+        return _read_log(self.log, self.log_path)
 
 
 def _read_log(log: Any, log_path: Any) -> str:
@@ -136,17 +204,35 @@ CompilationError = CompileError
 class HostCompilerIncompatibleError(CompileError, ToolchainError):
     """The host compiler's version is outside what this nvcc accepts."""
 
+    kind: str | None = None
+    version: int | None = None
+    max_supported: int | None = None
+
 
 class CacheError(KernelError, RuntimeError):
     """The kernel cache cannot be used (permissions, space, a lock that never frees)."""
+
+    path: str | None = None
+    lock_path: str | None = None
+    holder: str | None = None
 
 
 class LoadError(KernelLoadError, RuntimeError):
     """A compiled artifact could not be loaded."""
 
+    path: str | None = None
+    entry: str | None = None
+
 
 class RegistrationError(KernelRegistrationError, RuntimeError):
     """An FFI target could not be registered with JAX."""
+
+    target: str | None = None
+    targets: Sequence[str] | None = None
+    function: str | None = None
+    module: str | None = None
+    platform: object = None  # the bad platform itself when it is not a string
+    registered_by: str | Sequence[str] | None = None
 
 
 class KernelTypeError(KernelError, TypeError, AssertionError):
@@ -156,9 +242,25 @@ class KernelTypeError(KernelError, TypeError, AssertionError):
     names), so either ``except`` clause catches it.
     """
 
+    kernel: str | None = None
+
 
 class KernelCallError(KernelError, ValueError):
     """A call to a compiled function got operands or attributes it cannot take."""
+
+    kernel: str | None = None
+    target: str | None = None
+    function: str | None = None
+    backend: str | None = None
+    platform: str | None = None
+    attribute: str | None = None
+    attributes: Sequence[str] | None = None
+    parameter: str | None = None
+    dtype: str | None = None
+    result: int | None = None
+    grid: str | None = None
+    value: object = None
+    type: str | None = None
 
 
 class UnhashableAttributeError(KernelCallError, TypeError):
@@ -173,10 +275,16 @@ class KernelFallbackExhaustedError(KernelCallError):
     when the platform has no kernel at all, or the requested backend is not defined.
     """
 
+    tried: list[tuple[str, str]] | None = None
+
 
 class BackendNotInstalledError(KernelNotAvailableError, ImportError):
     """A kernel backend (Warp, Triton, Pallas, Numba) needs a library that is not installed;
     ``package`` is what to ``pip install``."""
+
+    backend: str | None = None
+    module: str | None = None
+    package: str | None = None
 
 
 __all__ = [

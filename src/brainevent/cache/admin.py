@@ -199,27 +199,26 @@ def prune(
     return removed, skipped, total
 
 
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
 def parse_size(text: str) -> int:
-    units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
     raw = text.strip().lower().removesuffix("b").removesuffix("i")
-    number, unit = (raw[:-1], raw[-1]) if raw and raw[-1] in units else (raw, "")
-    try:
-        value = float(number)
-    except ValueError:
-        raise ValueError(f"size {text!r} is not valid: use e.g. 500M, 2G or 1048576") from None
-    if value < 0:
-        raise ValueError(f"size {text!r} must not be negative")
-    return int(value * units[unit])
+    return int(_quantity(text, raw, "size", _SIZE_UNITS, "", "500M, 2G or 1048576"))
 
 
 def parse_age(text: str) -> float:
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-    raw = text.strip().lower()
-    number, unit = (raw[:-1], raw[-1]) if raw and raw[-1] in units else (raw, "s")
+    return _quantity(text, text.strip().lower(), "age", _AGE_UNITS, "s", "30m, 12h or 7d")
+
+
+def _quantity(text: str, raw: str, what: str, units: dict[str, int], default: str, examples: str) -> float:
+    """``raw`` (``text`` normalised) as a non-negative number times its one-letter unit."""
+    number, unit = (raw[:-1], raw[-1]) if raw and raw[-1] in units else (raw, default)
     try:
         value = float(number)
     except ValueError:
-        raise ValueError(f"age {text!r} is not valid: use e.g. 30m, 12h or 7d") from None
+        raise ValueError(f"{what} {text!r} is not valid: use e.g. {examples}") from None
     if value < 0:
-        raise ValueError(f"age {text!r} must not be negative")
+        raise ValueError(f"{what} {text!r} must not be negative")
     return value * units[unit]

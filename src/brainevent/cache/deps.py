@@ -15,9 +15,10 @@ contents the compiler may not have seen.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
+
+from ..fileio import sha256_file, size_and_mtime
 
 # A recorded file modified less than this before the build started may share a clock
 # tick with a later edit (coarse filesystem timestamps), so a hit re-hashes it.
@@ -29,10 +30,9 @@ DependencyRecord = dict[str, list]  # path -> [size, mtime_ns, sha256 or None]
 
 def stat_of(path: str) -> Stat | None:
     try:
-        st = os.stat(path)
+        return size_and_mtime(path)
     except OSError:
         return None
-    return st.st_size, st.st_mtime_ns
 
 
 def snapshot(paths: Iterable[str]) -> dict[str, Stat]:
@@ -47,8 +47,7 @@ def snapshot(paths: Iterable[str]) -> dict[str, Stat]:
 
 def _sha256(path: str) -> str | None:
     try:
-        with open(path, "rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
+        return sha256_file(path)
     except OSError:
         return None
 

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..fileio import sha256_file, size_and_mtime
 from .deps import first_stale
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = 2  # 2: dependencies recorded from the compiler
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @dataclass
@@ -52,8 +48,7 @@ class Manifest:
             return None
 
     def record_artifact(self, directory: Path) -> None:
-        st = (directory / self.artifact).stat()
-        self.artifact_size, self.artifact_mtime_ns = st.st_size, st.st_mtime_ns
+        self.artifact_size, self.artifact_mtime_ns = size_and_mtime(directory / self.artifact)
 
     def verify(self, directory: Path, key: str) -> str | None:
         """None when the entry is intact, else why it is not.
@@ -66,10 +61,10 @@ class Manifest:
             return f"manifest key {self.key[:12]} does not match {key[:12]}"
         artifact = directory / self.artifact
         try:
-            st = artifact.stat()
+            stamp = size_and_mtime(artifact)
         except OSError as exc:
             return f"artifact unreadable: {exc}"
-        if st.st_size == self.artifact_size and st.st_mtime_ns == self.artifact_mtime_ns:
+        if stamp == (self.artifact_size, self.artifact_mtime_ns):
             return None
         try:
             digest = sha256_file(artifact)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .. import config
 from ..errors import CacheError
+from ..fileio import atomic_write
 from .key import CacheKey
 from .manifest import MANIFEST_NAME, Manifest
 from .trust import check_root, entry_fix, harden_tree, private_dir, private_file, write_private
@@ -142,10 +143,7 @@ class EntryStore:
     def write_alias(self, portable: CacheKey, key: CacheKey) -> None:
         """Records that ``portable`` (a key without toolchain identity) was last built as ``key``."""
         with contextlib.suppress(OSError):
-            fd, tmp = tempfile.mkstemp(prefix=".alias-", dir=self.module_dir)
-            with os.fdopen(fd, "w") as fh:
-                fh.write(key.digest)
-            os.replace(tmp, self.alias_path(portable))
+            atomic_write(self.alias_path(portable), key.digest.encode())
 
     def lookup_alias(self, portable: CacheKey) -> tuple[CacheEntry | None, str | None]:
         """The ahead-of-time entry for ``portable``, or (None, why it cannot be used)."""

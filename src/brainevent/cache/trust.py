@@ -20,13 +20,13 @@ Each refusal is a :class:`CacheError` naming the path and the fix.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import threading
 from pathlib import Path
 
 from ..errors import CacheError
+from ..fileio import atomic_write
 
 _FIX = (
     "Point BRAINEVENT_CACHE_DIR (or build_directory=) at a directory only you can write, "
@@ -54,21 +54,37 @@ def _foreign_owner(st: os.stat_result, *, allow_root: bool) -> bool:
     return st.st_uid != os.getuid() and not (allow_root and st.st_uid == 0)
 
 
+def _not_ours(path: Path, st: os.stat_result, fix: str = _FIX) -> CacheError:
+    return _refuse(path, f"is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})", fix)
+
+
+def _others_can_rename_in(st: os.stat_result) -> bool:
+    """Writable by group or others, and no sticky bit keeps them off our entries."""
+    return bool(st.st_mode & 0o022) and not st.st_mode & stat.S_ISVTX
+
+
+def _examine(path: Path, *, follow: bool = False) -> os.stat_result | None:
+    """``stat`` (``lstat`` unless ``follow``) of ``path``; None when absent, refused when unreadable."""
+    try:
+        return os.stat(path) if follow else os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _refuse(path, f"cannot be examined ({exc.strerror})") from None
+
+
 def _check_ancestors(root: Path) -> bool:
     """The directories above the root: nobody else may be able to rename the root away.
 
     Returns False when some of them do not exist yet (the caller creates them, as its own).
     """
     for parent in reversed(root.parents):
-        try:
-            st = os.stat(parent)
-        except FileNotFoundError:
+        st = _examine(parent, follow=True)
+        if st is None:
             return False
-        except OSError as exc:
-            raise _refuse(parent, f"cannot be examined ({exc.strerror})") from None
         if _foreign_owner(st, allow_root=True):
             raise _refuse(parent, f"(above the cache) is owned by uid {st.st_uid}, neither you nor root")
-        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        if _others_can_rename_in(st):
             raise _refuse(
                 parent,
                 f"(above the cache) is writable by other users without the sticky bit "
@@ -85,9 +101,8 @@ def private_dir(path: Path, *, create: bool, fix: str = _FIX) -> bool:
     else (a symbolic link, another owner, not a directory): refused.
     """
     key = str(path)
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
+    st = _examine(path)
+    if st is None:
         if not create:
             return False
         try:
@@ -100,14 +115,12 @@ def private_dir(path: Path, *, create: bool, fix: str = _FIX) -> bool:
                 f"cannot create cache directory {path}: {exc.strerror}. {_FIX}", path=key
             ) from exc
         st = os.lstat(path)
-    except OSError as exc:
-        raise _refuse(path, f"cannot be examined ({exc.strerror})") from None
     if stat.S_ISLNK(st.st_mode):
         raise _refuse(path, "is a symbolic link, which the cache never creates", fix)
     if not stat.S_ISDIR(st.st_mode):
         raise _refuse(path, "is not a directory", fix)
     if _foreign_owner(st, allow_root=False):
-        raise _refuse(path, f"is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})", fix)
+        raise _not_ours(path, st, fix)
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o077:
         # Group or others may enter: take their bits away, keep ours (a read-only cache
@@ -136,15 +149,12 @@ def check_root(root: Path, *, create: bool) -> bool:
             for parent in reversed(root.parents):  # the missing levels are ours: made 0700
                 if not parent.exists():
                     private_dir(parent, create=True)
-    try:
-        st = os.lstat(root)
-    except FileNotFoundError:
+    st = _examine(root)
+    if st is None:
         if not create:
             return False
         private_dir(root, create=True)
         st = os.lstat(root)
-    except OSError as exc:
-        raise _refuse(root, f"cannot be examined ({exc.strerror})") from None
     if stat.S_ISLNK(st.st_mode):
         # A link the user set up themselves is fine if what it points to passes the checks.
         real = Path(os.path.realpath(root))
@@ -153,8 +163,8 @@ def check_root(root: Path, *, create: bool) -> bool:
     if not stat.S_ISDIR(st.st_mode):
         raise CacheError(f"cannot create cache directory {root}: a file has that name. {_FIX}", path=key)
     if _foreign_owner(st, allow_root=False):
-        raise _refuse(root, f"is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})")
-    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        raise _not_ours(root, st)
+    if _others_can_rename_in(st):
         raise _refuse(
             root,
             f"is writable by other users without the sticky bit (mode {stat.S_IMODE(st.st_mode):o})",
@@ -165,35 +175,21 @@ def check_root(root: Path, *, create: bool) -> bool:
 
 def private_file(path: Path, fix: str = _FIX) -> bool:
     """True if ``path`` is a regular file of ours that others cannot write; False if absent."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
+    st = _examine(path)
+    if st is None:
         return False
-    except OSError as exc:
-        raise _refuse(path, f"cannot be examined ({exc.strerror})") from None
     if not stat.S_ISREG(st.st_mode):
         raise _refuse(path, "is not a regular file (a symbolic link or a special file)", fix)
     if _foreign_owner(st, allow_root=False):
-        raise _refuse(path, f"is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})", fix)
+        raise _not_ours(path, st, fix)
     if st.st_mode & 0o022:
         raise _refuse(path, f"is writable by other users (mode {stat.S_IMODE(st.st_mode):o})", fix)
     return True
 
 
-def write_private(path: Path, data: bytes) -> None:
-    """Writes ``path`` (mode 0600) through a new file renamed into place: a link or file
-    planted at ``path`` is replaced, never written through."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+# Cache files are written private (0600) and atomically: a planted link is replaced, never
+# written through.
+write_private = atomic_write
 
 
 def harden_tree(directory: Path, executable: str | None = None) -> None:

@@ -9,7 +9,7 @@ from .. import config
 from ..config import PLATFORM_ALIASES as ALIASES
 from ..errors import KernelCallError
 from .entries import CallSiteLowering, KernelEntry
-from .kernels import LaunchValue, ModuleFunctionKernel, NumbaCpuKernel, NumbaCudaKernel
+from .kernels import LaunchValue, ModuleFunctionKernel, NumbaCpuKernel, NumbaCudaKernel, PlatformKernel
 from .libraries import check_platform
 
 PLATFORMS = ("cpu", "gpu", "tpu")
@@ -142,16 +142,8 @@ class BackendTable:
         - a 0.2.1 kernel generator (positional, not a Numba function): ``kg(outs=..., **attrs)``
           returns a function of the input arrays, e.g. ``numba_kernel(f, outs=outs)``.
         """
-        if kernel is None and generator is None and kg is not None and not _is_numba_object(kg):
-            return self.def_kernel("numba", "cpu", kg, asdefault)
-        if kg is not None:
-            if kernel is not None:
-                raise TypeError("def_numba_kernel: pass the kernel once, positionally or as kernel=")
-            kernel = kg
-        lowering = CallSiteLowering(NumbaCpuKernel(kernel, generator))
-        return self._add(
-            KernelEntry("numba", "cpu", kernel if kernel is not None else generator, lowering), asdefault
-        )
+        plain = kg is not None  # a lone positional non-Numba callable is a 0.2.1 generator
+        return self._add_numba("numba", "cpu", kg, kernel, generator, asdefault, plain, NumbaCpuKernel)
 
     def def_numba_cuda_kernel(
         self,
@@ -170,18 +162,36 @@ class BackendTable:
         :func:`brainevent.numba_cuda_kernel` (``grid``/``block``/``launch_dims`` may be
         callables ``(ins, outs) -> dims`` of the call's abstract operands), or, given a
         callable that is not a Numba kernel and no launch settings, a 0.2.1 kernel generator."""
-        launch_given = any(v is not None for v in (grid, block, launch_dims))
-        if kernel is None and generator is None and not launch_given and not _is_numba_object(kg):
-            return self.def_kernel("numba_cuda", "gpu", kg, asdefault)
+        plain = all(v is None for v in (grid, block, launch_dims))  # no launch settings given
+
+        def launcher(kernel: Any, generator: Any) -> NumbaCudaKernel:
+            return NumbaCudaKernel(kernel, generator, grid, block, launch_dims, threads_per_block, shared_mem)
+
+        return self._add_numba("numba_cuda", "gpu", kg, kernel, generator, asdefault, plain, launcher)
+
+    def _add_numba(
+        self,
+        backend: str,
+        platform: str,
+        kg: Any,
+        kernel: Any,
+        generator: Callable[..., Any] | None,
+        asdefault: bool,
+        may_be_generator: bool,
+        launcher: Callable[[Any, Any], PlatformKernel],
+    ) -> Self:
+        """A Numba backend. ``kg`` alone, not a Numba object, is a 0.2.1 kernel generator when
+        ``may_be_generator``; otherwise it is the kernel given positionally, and
+        ``launcher(kernel, generator)`` makes the call site."""
+        if may_be_generator and kernel is None and generator is None and not _is_numba_object(kg):
+            return self.def_kernel(backend, platform, kg, asdefault)
         if kg is not None:
             if kernel is not None:
-                raise TypeError("def_numba_cuda_kernel: pass the kernel once, positionally or as kernel=")
+                raise TypeError(f"def_{backend}_kernel: pass the kernel once, positionally or as kernel=")
             kernel = kg
-        cuda_kernel = NumbaCudaKernel(
-            kernel, generator, grid, block, launch_dims, threads_per_block, shared_mem
-        )
+        lowering = CallSiteLowering(launcher(kernel, generator))
         given = kernel if kernel is not None else generator
-        return self._add(KernelEntry("numba_cuda", "gpu", given, CallSiteLowering(cuda_kernel)), asdefault)
+        return self._add(KernelEntry(backend, platform, given, lowering), asdefault)
 
     def def_warp_kernel(
         self, kg: Callable[..., Any], asdefault: bool = False, *, platform: str = "gpu"

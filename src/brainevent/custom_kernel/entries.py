@@ -22,19 +22,22 @@ from ..errors import KernelCallError
 from .kernels import PlatformKernel
 
 
+@dataclass(frozen=True)
+class LoweringCall:
+    """What the primitive's lowering rule hands a backend: one call to lower."""
+
+    ctx: Any  # jax's LoweringRuleContext
+    operands: Sequence[Any]
+    outs: tuple[Any, ...]  # the declared results (ShapeDtypeStruct-like)
+    attrs: Mapping[str, Any]
+    aliases: dict[int, int] | None  # operand index -> result index
+    batch_dims: int
+
+
 class Lowering(Protocol):
     description: str
 
-    def lower(
-        self,
-        ctx: Any,
-        operands: Sequence[Any],
-        outs: tuple[Any, ...],
-        attrs: Mapping[str, Any],
-        *,
-        aliases: dict[int, int] | None,
-        batch_dims: int,
-    ) -> Sequence[Any]: ...
+    def lower(self, call: LoweringCall) -> Sequence[Any]: ...
 
 
 class CallSiteLowering:
@@ -44,27 +47,18 @@ class CallSiteLowering:
         self.kernel = kernel
         self.description = kernel.description
 
-    def lower(
-        self,
-        ctx: Any,
-        operands: Sequence[Any],
-        outs: tuple[Any, ...],
-        attrs: Mapping[str, Any],
-        *,
-        aliases: dict[int, int] | None,
-        batch_dims: int,
-    ) -> Sequence[Any]:
+    def lower(self, call: LoweringCall) -> Sequence[Any]:
         import jax
 
         from .partitioning import batch_partition_attributes, register_batch_partitionable
 
-        site = self.kernel.call_site(ctx.avals_in, outs, attrs)
+        site = self.kernel.call_site(call.ctx.avals_in, call.outs, call.attrs)
         extra = None
-        if batch_dims:
+        if call.batch_dims:
             register_batch_partitionable(site.target)
-            extra = batch_partition_attributes(ctx, batch_dims)
-        rule = jax.ffi.ffi_lowering(site.target, operand_output_aliases=aliases, extra_attributes=extra)
-        return rule(ctx, *operands, **site.attributes)
+            extra = batch_partition_attributes(call.ctx, call.batch_dims)
+        rule = jax.ffi.ffi_lowering(site.target, operand_output_aliases=call.aliases, extra_attributes=extra)
+        return rule(call.ctx, *call.operands, **site.attributes)
 
 
 class GeneratorLowering:
@@ -75,19 +69,11 @@ class GeneratorLowering:
         self.backend = backend
         self.description = f"kernel generator {getattr(generator, '__qualname__', generator)!r}"
 
-    def lower(
-        self,
-        ctx: Any,
-        operands: Sequence[Any],
-        outs: tuple[Any, ...],
-        attrs: Mapping[str, Any],
-        *,
-        aliases: dict[int, int] | None,
-        batch_dims: int,
-    ) -> Sequence[Any]:
+    def lower(self, call: LoweringCall) -> Sequence[Any]:
         from jax.interpreters import mlir
 
-        kernel = self.generator(outs=outs, **attrs)
+        outs = call.outs
+        kernel = self.generator(outs=outs, **call.attrs)
         if not callable(kernel):
             raise KernelCallError(
                 f"the kernel generator of backend {self.backend!r} returned {type(kernel).__name__}, "
@@ -99,7 +85,7 @@ class GeneratorLowering:
         def traced(*args: Any) -> list[Any]:
             return checked_results(self.backend, kernel(*args), outs)
 
-        return mlir.lower_fun(traced, multiple_results=True)(ctx, *operands)
+        return mlir.lower_fun(traced, multiple_results=True)(call.ctx, *call.operands)
 
 
 def checked_results(backend: str, results: Any, outs: Sequence[Any]) -> list[Any]:

@@ -13,7 +13,7 @@ from .. import config
 from ..errors import KernelCallError, UnhashableAttributeError
 from . import selection
 from .definitions import BackendTable
-from .entries import KernelEntry
+from .entries import KernelEntry, LoweringCall
 from .libraries import require_library
 from .registry import register_primitive
 from .rules import VMAP_METHODS, Rules
@@ -221,9 +221,8 @@ class XLACustomKernel(BackendTable, Rules, Tools):
             mark = selection.IRMark()
             try:
                 require_library(backend)
-                lowered = entries[backend].lowering.lower(
-                    ctx, operands, outs, params, aliases=self._aliases, batch_dims=batch_dims
-                )
+                call = LoweringCall(ctx, operands, outs, params, self._aliases, batch_dims)
+                lowered = entries[backend].lowering.lower(call)
             except Exception as exc:
                 mark.rollback()  # a failed try must leave no operations behind
                 failures.append((backend, exc))

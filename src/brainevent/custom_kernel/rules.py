@@ -117,6 +117,16 @@ class Rules:
         results = self.primitive.bind(*lead, outs=wide, **params)
         return list(results), [0] * len(outs)
 
+    def _defined(self, rule: Callable[..., Any] | None, what: str, how: str) -> Callable[..., Any]:
+        """``rule``, or NotImplementedError saying which rule is missing and how to define it."""
+        if rule is None:
+            raise NotImplementedError(f"XLACustomKernel {self.name!r} has no {what}; define one with {how}")
+        return rule
+
+    def _count_error(self, text: str) -> KernelCallError:
+        """A rule gave (or was given) the wrong number of things: ``text`` says which."""
+        return KernelCallError(f"XLACustomKernel {self.name!r}: {text}", kernel=self.name)
+
     def _jvp(
         self, primals: Sequence[Any], tangents: Sequence[Any], *, outs: tuple[Any, ...], **params: Any
     ) -> tuple[list[Any], list[Any]]:
@@ -125,14 +135,10 @@ class Rules:
         attrs = _kernel_attrs(params)
         if self._jvp_rules_per_input is not None:
             return self._jvp_per_input(primals, tangents, outs, params)
-        if self._jvp_rule is None:
-            raise NotImplementedError(
-                f"XLACustomKernel {self.name!r} has no JVP rule; define one with op.def_jvp_rule(...) "
-                "to differentiate through it"
-            )
+        rule = self._defined(self._jvp_rule, "JVP rule", "op.def_jvp_rule(...) to differentiate through it")
         tangents = [ad.instantiate_zeros(t) for t in tangents]
         with self._inherit(params.get("backend")):
-            primals_out, tangents_out = self._jvp_rule(list(primals), tangents, outs=outs, **attrs)
+            primals_out, tangents_out = rule(list(primals), tangents, outs=outs, **attrs)
         return _as_list(primals_out), _as_list(tangents_out)
 
     def _jvp_per_input(
@@ -142,10 +148,9 @@ class Rules:
 
         rules = self._jvp_rules_per_input or ()
         if len(rules) != len(primals):
-            raise KernelCallError(
-                f"XLACustomKernel {self.name!r}: def_jvp_rule2 was given {len(rules)} rule(s) for "
-                f"{len(primals)} input(s); give one per input (None where it has no tangent)",
-                kernel=self.name,
+            raise self._count_error(
+                f"def_jvp_rule2 was given {len(rules)} rule(s) for {len(primals)} input(s); "
+                "give one per input (None where it has no tangent)"
             )
         primals_out = list(self.primitive.bind(*primals, outs=outs, **params))
         total: list[Any] | None = None
@@ -155,10 +160,9 @@ class Rules:
                     continue
                 part = _as_list(rule(tangent, *primals, outs=outs, **_kernel_attrs(params)))
                 if len(part) != len(outs):
-                    raise KernelCallError(
-                        f"XLACustomKernel {self.name!r}: a def_jvp_rule2 rule returned {len(part)} "
-                        f"tangent(s) for {len(outs)} result(s); return one per result",
-                        kernel=self.name,
+                    raise self._count_error(
+                        f"a def_jvp_rule2 rule returned {len(part)} tangent(s) for {len(outs)} result(s); "
+                        "return one per result"
                     )
                 total = part if total is None else [a + b for a, b in zip(total, part, strict=True)]
         if total is None:
@@ -168,18 +172,17 @@ class Rules:
     def _transpose(self, cotangents: Any, *args: Any, outs: tuple[Any, ...], **params: Any) -> list[Any]:
         from jax.interpreters import ad
 
-        if self._transpose_rule is None:
-            raise NotImplementedError(
-                f"XLACustomKernel {self.name!r} has no transpose rule; define one with "
-                "op.def_transpose_rule(...) for reverse-mode differentiation (jax.grad, jax.vjp)"
-            )
+        rule = self._defined(
+            self._transpose_rule,
+            "transpose rule",
+            "op.def_transpose_rule(...) for reverse-mode differentiation (jax.grad, jax.vjp)",
+        )
         cts = [ad.instantiate_zeros(ct) for ct in cotangents]
         with self._inherit(params.get("backend")):
-            result = _as_list(self._transpose_rule(cts, *args, outs=outs, **_kernel_attrs(params)))
+            result = _as_list(rule(cts, *args, outs=outs, **_kernel_attrs(params)))
         if len(result) != len(args):
-            raise KernelCallError(
-                f"XLACustomKernel {self.name!r}: the transpose rule returned {len(result)} cotangent(s) "
-                f"for {len(args)} input(s); return one (or None) per input",
-                kernel=self.name,
+            raise self._count_error(
+                f"the transpose rule returned {len(result)} cotangent(s) for {len(args)} input(s); "
+                "return one (or None) per input"
             )
         return result

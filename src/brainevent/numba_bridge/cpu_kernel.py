@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from .bridge import BridgedFunction
 from .operands import Signature, content_id
+from .prepared import Made, PreparedKernels
 
-_lock = threading.Lock()
-# (function, signature) -> (function, target, kernel id, compiled entry kept alive)
-_prepared: dict[tuple[int, Signature], tuple[Any, str, int, Any]] = {}
+_prepared = PreparedKernels()  # keyed by (id(function), signature)
 
 
 def require_numba() -> Any:
@@ -23,12 +21,7 @@ def require_numba() -> Any:
 
 
 def preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
-    def prepare(signature: Signature) -> tuple[str, int]:
-        key = (id(func), signature)
-        with _lock:
-            hit = _prepared.get(key)
-            if hit is not None:
-                return hit[1], hit[2]
+    def make(signature: Signature) -> Made:
         from .cpu_compile import compile_entry
         from .cpu_launcher import cpu_launcher_for, register_cfunc
 
@@ -36,9 +29,10 @@ def preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
         entry = compile_entry(func, signature)
         kernel_id = content_id("numba-cpu", entry.llvm_ir, repr(signature))
         register_cfunc(launcher, kernel_id, entry.address, getattr(func, "__name__", "?"), signature)
-        with _lock:
-            _prepared[key] = (func, launcher.target, kernel_id, entry)
-        return launcher.target, kernel_id
+        return launcher.target, kernel_id, (func, entry)
+
+    def prepare(signature: Signature) -> tuple[str, int]:
+        return _prepared.get_or_make((id(func), signature), lambda: make(signature))
 
     return prepare
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +11,7 @@ from ..errors import KernelTypeError
 from .bridge import BridgedFunction, check_vmap_method
 from .launch_config import LaunchConfig, resolve_launch
 from .operands import Signature, content_id, flatten_outs
+from .prepared import Made, PreparedKernels
 
 
 def require_numba_cuda() -> Any:
@@ -29,19 +29,11 @@ def require_numba_cuda() -> Any:
     return cuda, CUDADispatcher
 
 
-_lock = threading.Lock()
-# (kernel, launch config, signature) -> (target, kernel id); the kernel is kept so its id()
-# cannot be reused while the entry lives.
-_prepared: dict[tuple[int, LaunchConfig, Signature], tuple[Any, str, int]] = {}
+_prepared = PreparedKernels()  # keyed by (id(kernel), launch config, signature)
 
 
 def preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[str, int]]:
-    def prepare(signature: Signature) -> tuple[str, int]:
-        key = (id(kernel), config, signature)
-        with _lock:
-            hit = _prepared.get(key)
-            if hit is not None:
-                return hit[1], hit[2]
+    def make(signature: Signature) -> Made:
         from .cuda_compile import compile_for_devices
         from .cuda_launcher import launcher_for, register_kernel
 
@@ -58,9 +50,10 @@ def preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[s
         register_kernel(
             launcher, kernel_id, compiled.entry, compiled.images, config, compiled.cooperative, signature
         )
-        with _lock:
-            _prepared[key] = (kernel, launcher.target, kernel_id)
-        return launcher.target, kernel_id
+        return launcher.target, kernel_id, (kernel,)
+
+    def prepare(signature: Signature) -> tuple[str, int]:
+        return _prepared.get_or_make((id(kernel), config, signature), lambda: make(signature))
 
     return prepare
 

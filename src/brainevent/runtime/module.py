@@ -327,9 +327,9 @@ class CompiledModule:
     def content_hash(self) -> str:
         """``"sha256:"`` and the first 16 hex digits of the library's SHA-256 (0.2.1's identity
         of a build)."""
-        import hashlib
+        from ..fileio import sha256_file
 
-        return "sha256:" + hashlib.sha256(self.path.read_bytes()).hexdigest()[:16]
+        return "sha256:" + sha256_file(self.path)[:16]
 
     @property
     def specs(self) -> dict[str, list[str]]:

@@ -8,10 +8,10 @@ The loaders register ``"<name>.<function>"`` themselves; these are for a module 
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 
 from ..errors import LoadError, RegistrationError
+from ..fileio import sha256_file
 from .module import CompiledModule
 from .registry import register_targets, registered_targets
 
@@ -35,11 +35,7 @@ def _jax_platform(platform: object, target: str) -> str:
 def _artifact_key(module: CompiledModule, content_id: str | None) -> str:
     if content_id is not None:
         return f"content:{content_id}"
-    digest = hashlib.sha256()
-    with open(module.path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return f"sha256:{digest.hexdigest()}"
+    return f"sha256:{sha256_file(module.path)}"
 
 
 def register_ffi_target(

@@ -5,15 +5,17 @@ namespace scope (file scope, ``namespace x {}``, ``extern "C" {}``) can declare
 an entry point, so calls inside other function bodies and class members are
 never mistaken for it. A candidate is ``<prefix> name ( params )`` followed by
 ``{`` (a definition) or ``;`` (a declaration), where ``<prefix>`` ends in a type.
+The parameter list itself is read by :mod:`cxx_params`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from brainevent.errors import SpecError
 from brainevent.spec.cxx_lexer import LexResult, Token, lex
+from brainevent.spec.cxx_params import CxxParam, parse_params
 from brainevent.spec.cxx_types import TypeClass, classify_words, join_type
 
 # Words that may sit before a declared name but are not part of its return type.
@@ -39,25 +41,7 @@ _NOT_TYPES = frozenset(
     {"return", "new", "delete", "throw", "case", "goto", "sizeof", "else", "do", "co_return",
      "co_yield", "co_await", "operator", "typedef", "using", "namespace", "decltype"}
 )  # fmt: skip
-# Words that end a parameter's type rather than naming it.
-_TYPE_WORDS = frozenset(
-    {"void", "bool", "char", "char8_t", "char16_t", "char32_t", "wchar_t", "short", "int",
-     "long", "signed", "unsigned", "float", "double", "auto", "const", "volatile",
-     "__restrict__", "__restrict"}
-)  # fmt: skip
-_QUALIFIERS = frozenset({"const", "volatile", "struct", "class", "enum", "typename"})
 _CLOSING = {"(": ")", "[": "]", "{": "}"}
-
-
-@dataclass(frozen=True)
-class CxxParam:
-    name: str  # "" for an unnamed parameter
-    type: str  # the type as written, normalised to single spaces
-    line: int
-    type_words: tuple[str, ...] = field(default=(), compare=False, repr=False)
-
-    def display(self) -> str:
-        return f"{self.type} {self.name}".strip()
 
 
 @dataclass(frozen=True)
@@ -279,7 +263,7 @@ class _Scanner:
         return CxxSignature(
             name=self.toks[i].text,
             return_type=_return_type(prefix),
-            params=_parse_params(self.toks[i + 2 : close], self.toks[i].line),
+            params=parse_params(self.toks[i + 2 : close], self.toks[i].line),
             line=self.toks[i].line,
             file_name=self.file_name,
             is_definition=end == "def",
@@ -339,102 +323,3 @@ def _return_type(prefix: list[str]) -> str:
     if ")" in words:
         words = words[len(words) - words[::-1].index(")") :]
     return join_type(words)
-
-
-def _split_top_level(tokens: Sequence[Token]) -> list[list[Token]]:
-    groups: list[list[Token]] = [[]]
-    depth = angle = 0
-    defaulted = False  # after '=', '<' may be less-than, so stop counting angles
-    for tok in tokens:
-        t = tok.text if tok.kind == "punct" else ""
-        if t in ("(", "[", "{"):
-            depth += 1
-        elif t in (")", "]", "}"):
-            depth = max(depth - 1, 0)
-        elif depth == 0 and not defaulted and t == "<":
-            angle += 1
-        elif depth == 0 and not defaulted and t == ">":
-            angle = max(angle - 1, 0)
-        elif depth == 0 and angle == 0 and t == "=":
-            defaulted = True
-        elif depth == 0 and angle == 0 and t == ",":
-            groups.append([])
-            defaulted = False
-            continue
-        groups[-1].append(tok)
-    return groups
-
-
-def _parse_params(tokens: Sequence[Token], fallback_line: int) -> tuple[CxxParam, ...]:
-    groups = _split_top_level(tokens)
-    if len(groups) == 1 and [t.text for t in groups[0]] in ([], ["void"]):
-        return ()
-    return tuple(_parse_param(g, fallback_line) for g in groups)
-
-
-def _parse_param(tokens: list[Token], fallback_line: int) -> CxxParam:
-    tokens = _without_default(tokens)
-    tokens = _without_attributes(tokens)
-    texts = [t.text for t in tokens]
-    name_at = _name_index(tokens)
-    line = tokens[0].line if tokens else fallback_line
-    if name_at is None:
-        return CxxParam("", join_type(texts), line, tuple(texts))
-    type_words = tuple(texts[:name_at] + texts[name_at + 1 :])
-    return CxxParam(texts[name_at], join_type(type_words), tokens[name_at].line, type_words)
-
-
-def _without_default(tokens: list[Token]) -> list[Token]:
-    depth = angle = 0
-    for k, tok in enumerate(tokens):
-        t = tok.text if tok.kind == "punct" else ""
-        depth += (t in ("(", "[", "{")) - (t in (")", "]", "}"))
-        if depth == 0:
-            angle += (t == "<") - (t == ">")
-            if angle <= 0 and t == "=":
-                return tokens[:k]
-    return tokens
-
-
-def _without_attributes(tokens: list[Token]) -> list[Token]:
-    """Drop ``[[...]]`` attributes, keeping array brackets ``[N]``."""
-    out: list[Token] = []
-    k = 0
-    while k < len(tokens):
-        if tokens[k].text == "[" and k + 1 < len(tokens) and tokens[k + 1].text == "[":
-            end = k + 2
-            while end + 1 < len(tokens) and not (tokens[end].text == "]" and tokens[end + 1].text == "]"):
-                end += 1
-            k = end + 2
-            continue
-        out.append(tokens[k])
-        k += 1
-    return out
-
-
-def _name_index(tokens: list[Token]) -> int | None:
-    """Index of the token naming the parameter, or None when it is unnamed."""
-    if not tokens:
-        return None
-    texts = [t.text for t in tokens]
-    for k in range(2, len(tokens)):
-        # Function pointer ``void (*cb)(int)``: the name follows ``(*`` .
-        if tokens[k].kind == "ident" and texts[k - 1] in ("*", "&", "^") and texts[k - 2] == "(":
-            return k
-    last = len(tokens) - 1
-    while last >= 0 and texts[last] == "]":
-        # Array parameter ``float x[4]``: step back over each [..] group.
-        depth = 0
-        for k in range(last, -1, -1):
-            depth += (texts[k] == "]") - (texts[k] == "[")
-            if depth == 0:
-                last = k - 1
-                break
-        else:
-            return None
-    if last < 1 or tokens[last].kind != "ident" or texts[last] in _TYPE_WORDS:
-        return None
-    if texts[last - 1] == "::":
-        return None
-    rest = [w for k, w in enumerate(texts) if k != last and w not in _QUALIFIERS]
-    return last if rest else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from brainevent.errors import SpecError
 from brainevent.spec.names import CXX_KEYWORDS, close_matches, is_c_identifier
@@ -188,7 +189,7 @@ def _parse_one(function: str, position: int, raw: object) -> SpecToken:
 
 def _parse_attr(where: str, function: str, position: int, raw: str, rest: str) -> SpecToken:
     name, colon, type_name = rest.partition(":")
-    data = {"function": function, "token": raw, "position": position}
+    data: dict[str, Any] = {"function": function, "token": raw, "position": position}
     if not is_c_identifier(name) or name in CXX_KEYWORDS:
         raise SpecError(
             f"{where} {raw!r}: attribute name {name!r} is not a C identifier "

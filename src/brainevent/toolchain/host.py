@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import config
 from ..errors import HostCompilerNotFoundError
+from ..fileio import file_identity
 
 _PATH_NAMES = ("g++", "c++", "clang++")
 _CONDA_NAMES = ("x86_64-conda-linux-gnu-c++", "aarch64-conda-linux-gnu-c++", "g++", "c++")
@@ -35,16 +36,6 @@ class HostCompiler:
     @property
     def identity(self) -> str:
         return file_identity(self.path)
-
-
-def file_identity(path: str) -> str:
-    """A cheap fingerprint of an executable: changes whenever the file is replaced."""
-    real = os.path.realpath(path)
-    try:
-        st = os.stat(real)
-    except OSError:
-        return f"{real}:missing"
-    return f"{real}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _from_command(raw: str, found_via: str, searched: list[str]) -> HostCompiler:

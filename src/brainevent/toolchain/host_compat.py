@@ -18,6 +18,7 @@ from typing import Literal
 
 from .. import config
 from ..errors import HostCompilerIncompatibleError, HostCompilerNotFoundError, ToolchainError
+from ..fileio import size_and_mtime
 from .memo import remembered
 from .nvcc import NvccInfo
 
@@ -104,8 +105,7 @@ def _limit(nvcc: NvccInfo) -> HostLimit | None:
 
 
 def _identity(path: str) -> tuple[str, int, int]:
-    st = os.stat(path)
-    return (path, st.st_size, st.st_mtime_ns)
+    return (path, *size_and_mtime(path))
 
 
 @functools.lru_cache(maxsize=32)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import config
+from ..fileio import atomic_write
 
 T = TypeVar("T")
 
@@ -56,10 +55,7 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     if not _trusted(path, create=True):
         return
     with contextlib.suppress(OSError):
-        fd, tmp = tempfile.mkstemp(prefix=".memo-", dir=path.parent)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, path)  # readers see the old or the new file, never half of one
+        atomic_write(path, json.dumps(data).encode())  # readers never see half a file
 
 
 def remembered(

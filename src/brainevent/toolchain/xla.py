@@ -6,12 +6,12 @@ package), and digested once per process for the cache key.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 from functools import cache
 from pathlib import Path
 
 from ..errors import HeaderNotFoundError
+from ..fileio import sha256_file
 
 _C_API = Path("xla") / "ffi" / "api" / "c_api.h"
 
@@ -36,4 +36,4 @@ def xla_include_dir() -> Path:
 @cache
 def c_api_digest() -> str:
     """sha256 of the C ABI header, the only XLA header bindings compile against."""
-    return hashlib.sha256((xla_include_dir() / _C_API).read_bytes()).hexdigest()
+    return sha256_file(xla_include_dir() / _C_API)

@@ -1,0 +1,132 @@
+"""Read one C++ parameter list: split it at top-level commas, drop defaults and ``[[...]]``
+attributes, and tell each parameter's name from its type.
+
+Works on :mod:`cxx_lexer` tokens; :mod:`signature` finds the list, this module reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from brainevent.spec.cxx_lexer import Token
+from brainevent.spec.cxx_types import join_type
+
+# Words that end a parameter's type rather than naming it.
+_TYPE_WORDS = frozenset(
+    {"void", "bool", "char", "char8_t", "char16_t", "char32_t", "wchar_t", "short", "int",
+     "long", "signed", "unsigned", "float", "double", "auto", "const", "volatile",
+     "__restrict__", "__restrict"}
+)  # fmt: skip
+_QUALIFIERS = frozenset({"const", "volatile", "struct", "class", "enum", "typename"})
+
+
+@dataclass(frozen=True)
+class CxxParam:
+    name: str  # "" for an unnamed parameter
+    type: str  # the type as written, normalised to single spaces
+    line: int
+    type_words: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def display(self) -> str:
+        return f"{self.type} {self.name}".strip()
+
+
+def _split_top_level(tokens: Sequence[Token]) -> list[list[Token]]:
+    groups: list[list[Token]] = [[]]
+    depth = angle = 0
+    defaulted = False  # after '=', '<' may be less-than, so stop counting angles
+    for tok in tokens:
+        t = tok.text if tok.kind == "punct" else ""
+        if t in ("(", "[", "{"):
+            depth += 1
+        elif t in (")", "]", "}"):
+            depth = max(depth - 1, 0)
+        elif depth == 0 and not defaulted and t == "<":
+            angle += 1
+        elif depth == 0 and not defaulted and t == ">":
+            angle = max(angle - 1, 0)
+        elif depth == 0 and angle == 0 and t == "=":
+            defaulted = True
+        elif depth == 0 and angle == 0 and t == ",":
+            groups.append([])
+            defaulted = False
+            continue
+        groups[-1].append(tok)
+    return groups
+
+
+def parse_params(tokens: Sequence[Token], fallback_line: int) -> tuple[CxxParam, ...]:
+    """The parameters between a declaration's parentheses (``()`` and ``(void)`` give none)."""
+    groups = _split_top_level(tokens)
+    if len(groups) == 1 and [t.text for t in groups[0]] in ([], ["void"]):
+        return ()
+    return tuple(_parse_param(g, fallback_line) for g in groups)
+
+
+def _parse_param(tokens: list[Token], fallback_line: int) -> CxxParam:
+    tokens = _without_default(tokens)
+    tokens = _without_attributes(tokens)
+    texts = [t.text for t in tokens]
+    name_at = _name_index(tokens)
+    line = tokens[0].line if tokens else fallback_line
+    if name_at is None:
+        return CxxParam("", join_type(texts), line, tuple(texts))
+    type_words = tuple(texts[:name_at] + texts[name_at + 1 :])
+    return CxxParam(texts[name_at], join_type(type_words), tokens[name_at].line, type_words)
+
+
+def _without_default(tokens: list[Token]) -> list[Token]:
+    depth = angle = 0
+    for k, tok in enumerate(tokens):
+        t = tok.text if tok.kind == "punct" else ""
+        depth += (t in ("(", "[", "{")) - (t in (")", "]", "}"))
+        if depth == 0:
+            angle += (t == "<") - (t == ">")
+            if angle <= 0 and t == "=":
+                return tokens[:k]
+    return tokens
+
+
+def _without_attributes(tokens: list[Token]) -> list[Token]:
+    """Drop ``[[...]]`` attributes, keeping array brackets ``[N]``."""
+    out: list[Token] = []
+    k = 0
+    while k < len(tokens):
+        if tokens[k].text == "[" and k + 1 < len(tokens) and tokens[k + 1].text == "[":
+            end = k + 2
+            while end + 1 < len(tokens) and not (tokens[end].text == "]" and tokens[end + 1].text == "]"):
+                end += 1
+            k = end + 2
+            continue
+        out.append(tokens[k])
+        k += 1
+    return out
+
+
+def _name_index(tokens: list[Token]) -> int | None:
+    """Index of the token naming the parameter, or None when it is unnamed."""
+    if not tokens:
+        return None
+    texts = [t.text for t in tokens]
+    for k in range(2, len(tokens)):
+        # Function pointer ``void (*cb)(int)``: the name follows ``(*`` .
+        if tokens[k].kind == "ident" and texts[k - 1] in ("*", "&", "^") and texts[k - 2] == "(":
+            return k
+    last = len(tokens) - 1
+    while last >= 0 and texts[last] == "]":
+        # Array parameter ``float x[4]``: step back over each [..] group.
+        depth = 0
+        for k in range(last, -1, -1):
+            depth += (texts[k] == "]") - (texts[k] == "[")
+            if depth == 0:
+                last = k - 1
+                break
+        else:
+            return None
+    if last < 1 or tokens[last].kind != "ident" or texts[last] in _TYPE_WORDS:
+        return None
+    if texts[last - 1] == "::":
+        return None
+    rest = [w for k, w in enumerate(texts) if k != last and w not in _QUALIFIERS]
+    return last if rest else None
