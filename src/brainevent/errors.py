@@ -84,6 +84,11 @@ class KernelRegistrationError(KernelError):
 class KernelNotAvailableError(KernelError):
     """A requested kernel backend is not installed or not usable here."""
 
+    target: str | None = None
+    module: str | None = None
+    platform: str | None = None
+    reason: str | None = None
+
 
 class KernelExecutionError(KernelError):
     """A compiled kernel failed while it ran."""
@@ -215,6 +220,7 @@ class CacheError(KernelError, RuntimeError):
     path: str | None = None
     lock_path: str | None = None
     holder: str | None = None
+    module: str | None = None
 
 
 class LoadError(KernelLoadError, RuntimeError):

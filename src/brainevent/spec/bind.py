@@ -7,7 +7,7 @@ C++ source, not as a crash or a garbled buffer at call time.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from brainevent.errors import SpecError
 from brainevent.spec.cxx_types import ACCEPTED, TypeClass
@@ -89,7 +89,7 @@ def _check_attr_name(head: str, sig: CxxSignature, position: int, tok: SpecToken
 
 
 def _refuse(
-    sig: CxxSignature, message: str, tok: SpecToken, position: int, cparam: CxxParam, **extra: object
+    sig: CxxSignature, message: str, tok: SpecToken, position: int, cparam: CxxParam, **extra: Any
 ) -> NoReturn:
     """A SpecError about token ``position`` and the C++ parameter it was bound to."""
     raise SpecError(
