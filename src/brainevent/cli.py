@@ -202,7 +202,7 @@ def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
     """What `brainevent build` builds for one path: the request a loader would make of it."""
     from .cuda_loaders import cuda_dir_units, cuda_file_unit, cuda_request
     from .loaders import cpp_request
-    from .stages.sources import file_unit, inline_unit, name_from_path
+    from .stages.request import file_unit, inline_unit, name_from_path
 
     common = {
         "build_directory": args.cache_dir,

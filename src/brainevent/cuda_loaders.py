@@ -10,8 +10,7 @@ from typing import Any
 from .errors import SpecError
 from .runtime.module import CompiledModule
 from .stages import LoadRequest, load, make_options
-from .stages.request import SourceUnit, keyword_options
-from .stages.sources import inline_unit, name_from_path, read_source_file
+from .stages.request import SourceUnit, inline_unit, keyword_options, name_from_path, read_source_file
 
 _DIR_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 

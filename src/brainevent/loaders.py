@@ -9,8 +9,7 @@ from typing import Any
 
 from .runtime.module import CompiledModule
 from .stages import LoadRequest, load, make_options
-from .stages.request import SourceUnit, keyword_options
-from .stages.sources import file_unit, inline_unit, name_from_path
+from .stages.request import SourceUnit, file_unit, inline_unit, keyword_options, name_from_path
 
 # The keyword options of the C++ loaders (load_cpp_file takes them through **kwargs).
 CPP_KEYWORDS = (

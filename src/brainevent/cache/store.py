@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import config
 from ..errors import CacheError
@@ -55,8 +56,7 @@ class CacheEntry:
         return self.directory / self.manifest.artifact
 
 
-@dataclass(frozen=True)
-class BuildSlot:
+class BuildSlot(NamedTuple):
     """A build of ``key`` in progress: its staging directory, or the entry that another
     process published while this one waited (then ``staging`` is None)."""
 

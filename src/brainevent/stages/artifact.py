@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry
 from ..spec.model import FunctionSpec, Param, Role
 
 
-@dataclass(frozen=True)
-class Artifact:
+class Artifact(NamedTuple):
     directory: Path  # the published cache entry
     manifest: Manifest
     built_now: bool  # False when it came from the cache

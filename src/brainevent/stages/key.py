@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._version import BINDING_SCHEMA, __version__
 from ..cache.key import CacheKey, KeyBuilder
@@ -19,8 +18,7 @@ from ..headers import INCLUDE_DIR
 from .request import LoadRequest, SourceUnit
 
 
-@dataclass(frozen=True)
-class ModuleKey:
+class ModuleKey(NamedTuple):
     """The keys of one request.
 
     ``portable`` leaves out the toolchain's identity: it finds an ahead-of-time build on a

@@ -1,30 +1,34 @@
-"""What a load asks for: the source units, the checked options and the platform.
+"""What a load asks for: the source units (inline text, one file, a directory's files), the
+checked options and the platform.
 
 Every option is checked here, once, when the request is made; the later stages trust it.
+The values are NamedTuples rather than dataclasses: a cache hit imports this module, and
+creating a dataclass costs a few tenths of a millisecond each.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import SpecError
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from ..platforms.base import Platform
+
+    # The raw ``functions`` argument of a loader: a {name: tokens} mapping, a list of names,
+    # or None (annotations decide). It is read only on a cache miss (spec/resolve.py).
+    FunctionsArgument: TypeAlias = Mapping[str, Any] | Sequence[str] | None
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)*")
 
-# The raw ``functions`` argument of a loader: a {name: tokens} mapping, a list of names, or
-# None (annotations decide). It is read only on a cache miss (spec/resolve.py).
-FunctionsArgument = Mapping[str, Any] | Sequence[str] | None
 
-
-@dataclass(frozen=True)
-class SourceUnit:
+class SourceUnit(NamedTuple):
     """One translation unit: inline text (``directory`` None) or a file's contents."""
 
     display_name: str  # what diagnostics and __FILE__ show: "<name>.cpp" or the file's path
@@ -33,8 +37,7 @@ class SourceUnit:
     suffix: str  # ".cpp" or ".cu": decides the compiler
 
 
-@dataclass(frozen=True)
-class LoadOptions:
+class LoadOptions(NamedTuple):
     """The loaders' keyword options, checked. Build them with :func:`make_options`."""
 
     name: str
@@ -53,8 +56,7 @@ class LoadOptions:
     replace: bool = False  # let this module take over targets another module registered
 
 
-@dataclass(frozen=True)
-class LoadRequest:
+class LoadRequest(NamedTuple):
     units: tuple[SourceUnit, ...]
     functions: FunctionsArgument
     options: LoadOptions
@@ -154,3 +156,69 @@ def check_options(options: LoadOptions) -> None:
         )
     if not isinstance(options.replace, bool):
         raise SpecError(f"replace={options.replace!r} must be True or False.", value=options.replace)
+
+
+def inline_unit(name: object, sources: str | Sequence[str], parameter: str, suffix: str) -> SourceUnit:
+    """Inline source (a list of strings is joined), shown to the compiler as ``<name><suffix>``."""
+    text = join_sources(sources, parameter)
+    return SourceUnit(f"{name}{suffix}" if isinstance(name, str) else f"inline{suffix}", text, None, suffix)
+
+
+def file_unit(path: str | os.PathLike[str], suffixes: Sequence[str], suffix: str) -> SourceUnit:
+    """One file, compiled as a ``suffix`` unit with its directory on the include path."""
+    resolved, text = read_source_file(path, suffixes)
+    return SourceUnit(str(resolved), text, resolved.parent, suffix)
+
+
+def join_sources(sources: str | Sequence[str], parameter: str) -> str:
+    if isinstance(sources, str):
+        return check_encodable(sources, parameter)
+    if isinstance(sources, Sequence) and all(isinstance(s, str) for s in sources):
+        return check_encodable("\n".join(sources), parameter)
+    raise SpecError(
+        f"{parameter} must be a string of source code or a list of strings, got {type(sources).__name__}",
+        value=repr(sources)[:200],
+    )
+
+
+def check_encodable(source: str, parameter: str) -> str:
+    """``source`` if it can be written as UTF-8 for the compiler; else a SpecError naming where.
+
+    Only a lone surrogate (half of a UTF-16 pair, e.g. from ``"\\ud800"`` or text decoded
+    with ``surrogateescape``) cannot be encoded.
+    """
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = source.count("\n", 0, exc.start) + 1
+        column = exc.start - (source.rfind("\n", 0, exc.start) + 1) + 1
+        char = source[exc.start]
+        raise SpecError(
+            f"{parameter} has a lone surrogate U+{ord(char):04X} at line {line}, column {column} "
+            f"(character {exc.start}), which cannot be written out as UTF-8 for the compiler. Remove it, "
+            "or decode the text that produced it with errors='replace' instead of 'surrogateescape'.",
+            value=f"U+{ord(char):04X}",
+            line=line,
+            column=column,
+            position=exc.start,
+        ) from None
+    return source
+
+
+def name_from_path(path: Path) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", path.stem) or "module"
+    return stem if stem[0].isalpha() or stem[0] == "_" else f"m_{stem}"
+
+
+def read_source_file(path: str | os.PathLike[str], suffixes: Sequence[str]) -> tuple[Path, str]:
+    resolved = Path(path).expanduser().resolve()
+    if not resolved.is_file():
+        raise SpecError(
+            f"source file {str(path)!r} does not exist (resolved to {resolved}); pass the path of a "
+            f"{'/'.join(suffixes)} file.",
+            value=str(path),
+        )
+    try:
+        return resolved, resolved.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"cannot read source file {resolved}: {exc}", value=str(path)) from exc
