@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 from ..build.step import BUILD_DIR, BuildStep
 from ..headers import INCLUDE_DIR
@@ -19,6 +19,14 @@ from ..toolchain.xla import c_api_digest
 
 if TYPE_CHECKING:
     from ..stages.request import LoadOptions, SourceUnit
+
+
+class GeneratedSources(NamedTuple):
+    """What the plan stage wrote for a platform to compile (paths relative to the build directory)."""
+
+    kernel_units: tuple[tuple[str, SourceUnit], ...]  # (generated unit, the user's unit it wraps)
+    binding: str  # the binding unit
+    library: str  # the file the link writes
 
 
 class Platform(Protocol):
@@ -45,14 +53,8 @@ class Platform(Protocol):
         """What keys a build apart from the toolchain's identity (found by ahead-of-time aliases)."""
         ...
 
-    def compile_steps(
-        self,
-        options: LoadOptions,
-        kernel_units: Sequence[tuple[str, SourceUnit]],
-        binding: str,
-        library: str,
-    ) -> list[BuildStep]:
-        """Compile each kernel unit and the binding, then link ``library``."""
+    def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
+        """Compile each kernel unit and the binding, then link the library."""
         ...
 
     def covered_dirs(self) -> list[str]:

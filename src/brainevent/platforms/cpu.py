@@ -7,15 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..build.step import BuildStep
 from ..toolchain import find_host_compiler
-from .base import (
-    HOST_BASE_FLAGS,
-    PlatformBase,
-    binding_step,
-    host_key_inputs,
-    toolchain_header_dirs,
-    unit_step,
-    user_include_flags,
-)
+from . import base
+from .base import GeneratedSources, PlatformBase
 
 if TYPE_CHECKING:
     from ..stages.request import LoadOptions, SourceUnit
@@ -31,36 +24,31 @@ class CpuPlatform(PlatformBase):
         return {}
 
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
-        return host_key_inputs()
+        return base.host_key_inputs()
 
-    def compile_steps(
-        self,
-        options: LoadOptions,
-        kernel_units: Sequence[tuple[str, SourceUnit]],
-        binding: str,
-        library: str,
-    ) -> list[BuildStep]:
+    def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
         cxx = find_host_compiler().command
         steps = [
-            unit_step(f"k{i}.o", path, unit, self._unit_command(options, unit))
-            for i, (path, unit) in enumerate(kernel_units)
+            base.unit_step(f"k{i}.o", path, unit, self._unit_command(options, unit))
+            for i, (path, unit) in enumerate(sources.kernel_units)
         ]
-        steps.append(binding_step(cxx, binding))
+        steps.append(base.binding_step(cxx, sources.binding))
         objects = tuple(step.output for step in steps)
+        library = sources.library
         link = (*cxx, "-shared", "-o", library, *objects, *options.extra_ldflags)
         steps.append(BuildStep(library, objects, link, f"link {library}"))
         return steps
 
     def covered_dirs(self) -> list[str]:
-        return toolchain_header_dirs()
+        return base.toolchain_header_dirs()
 
     def _unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
         opt = [f"-O{options.optimization_level}"] + (["-ffast-math"] if options.use_fast_math else [])
         return (
             *find_host_compiler().command,
-            *HOST_BASE_FLAGS,
+            *base.HOST_BASE_FLAGS,
             *opt,
-            *user_include_flags(options, unit),
+            *base.user_include_flags(options, unit),
             *options.extra_cflags,
         )
 

@@ -8,7 +8,6 @@ the GPU probe) lives here.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,7 @@ from ..build.step import BUILD_DIR, BuildStep
 from ..errors import ToolchainError
 from ..toolchain import find_host_compiler
 from .base import (
+    GeneratedSources,
     PlatformBase,
     binding_step,
     host_key_inputs,
@@ -105,16 +105,10 @@ class CudaPlatform(PlatformBase):
             flags.append("--use_fast_math")
         return flags
 
-    def compile_steps(
-        self,
-        options: LoadOptions,
-        kernel_units: Sequence[tuple[str, SourceUnit]],
-        binding: str,
-        library: str,
-    ) -> list[BuildStep]:
+    def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
         nvcc_flags = self._nvcc_flags(options)
         steps: list[BuildStep] = []
-        for i, (path, unit) in enumerate(kernel_units):
+        for i, (path, unit) in enumerate(sources.kernel_units):
             # Kept intermediates are named after the unit, unlike nvcc's default temporary
             # files (tmpxft_<pid>_...), whose names end up in the symbol table.
             keep_dir = f"{_KEEP_ROOT}/k{i}"
@@ -126,7 +120,7 @@ class CudaPlatform(PlatformBase):
                 *self._unit_flags(options, unit),
             )
             steps.append(unit_step(f"k{i}.o", path, unit, command, workdirs=(keep_dir,)))
-        steps.append(binding_step(find_host_compiler().command, binding))
+        steps.append(binding_step(find_host_compiler().command, sources.binding))
         objects = tuple(step.output for step in steps)
         link = (
             self.nvcc.path,
@@ -136,11 +130,11 @@ class CudaPlatform(PlatformBase):
             "-ccbin",
             find_host_compiler().path,
             "-o",
-            library,
+            sources.library,
             *objects,
             *options.extra_ldflags,
         )
-        steps.append(BuildStep(library, objects, link, f"link {library}"))
+        steps.append(BuildStep(sources.library, objects, link, f"link {sources.library}"))
         return steps
 
     def covered_dirs(self) -> list[str]:

@@ -81,7 +81,7 @@ def run_plan(
             write_private(failed_log, str(exc.data.get("log", "")).encode("utf-8", "replace"))
         raise compile_error(
             options.name,
-            _user_file_names(str(exc.data.get("log", "")), plan.kernel_units),
+            _user_file_names(str(exc.data.get("log", "")), plan.sources.kernel_units),
             failed_log,
             timed_out=bool(exc.data.get("timed_out")),
             timeout_s=exc.data.get("timeout_s"),
@@ -91,7 +91,7 @@ def run_plan(
         dependencies.update(cached)
     if options.verbose:
         log.info("build log of %s:\n%s", options.name, build_log.rstrip())
-    artifact, artifact_sha256 = _name_after_content(staging, plan.library, options.name)
+    artifact, artifact_sha256 = _name_after_content(staging, plan.sources.library, options.name)
     elapsed = time.monotonic() - started
     log.info("compiled %s in %.2f s", options.name, elapsed)
     _remove_intermediates(staging, object_keys, platform.scratch_dirs)

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..build.step import BuildStep
+from ..platforms.base import GeneratedSources
 from ..spec.model import FunctionSpec
 from .request import LoadRequest, SourceUnit
 
 
-@dataclass(frozen=True)
-class BuildPlan:
+class BuildPlan(NamedTuple):
     specs: tuple[FunctionSpec, ...]
-    # (generated unit, relative to the build directory; the user's unit it wraps)
-    kernel_units: tuple[tuple[str, SourceUnit], ...]
-    library: str  # what the link writes; renamed after its content once built
+    sources: GeneratedSources  # the link's library is renamed after its content once built
     steps: tuple[BuildStep, ...]
 
 
@@ -43,9 +41,8 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
         kernel_units.append((f"src/{file_name}", unit))
     binding = "src/binding.cpp"
     (staging / binding).write_text(render_binding(options.name, specs, platform=platform.binding_target))
-    library = f"lib{options.name}.so"
-    steps = platform.compile_steps(options, kernel_units, binding, library)
-    return BuildPlan(tuple(specs), tuple(kernel_units), library, tuple(steps))
+    sources = GeneratedSources(tuple(kernel_units), binding, f"lib{options.name}.so")
+    return BuildPlan(tuple(specs), sources, tuple(platform.compile_steps(options, sources)))
 
 
 def _unit_file_names(units: Sequence[SourceUnit]) -> list[str]:
