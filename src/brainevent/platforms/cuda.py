@@ -205,10 +205,11 @@ def cuda_runtime_unavailable() -> str | None:
             return f"this JAX has no CUDA backend (platforms: {sorted(platforms)})"
     except (ImportError, AttributeError, RuntimeError):
         pass
-    from ..toolchain.nvcc import installed_jax_cuda_plugins
+    from ..toolchain.nvcc import JAX_PLUGINS, installed_jax_cuda_plugins
 
     if not installed_jax_cuda_plugins():
-        return "JAX is installed without CUDA support (no jax-cuda12-plugin or jax-cuda13-plugin)"
+        names = " or ".join(dist for dist, _ in JAX_PLUGINS)
+        return f"JAX is installed without CUDA support (no {names})"
     from ..toolchain.cuda_driver import probe_devices
 
     probe = probe_devices()
