@@ -12,6 +12,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .stages import LoadRequest
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -169,12 +173,12 @@ def _print_entry(entry: object) -> None:
     for name, data in sorted(m.functions.items()):
         tokens = " ".join(f"attr.{p[1]}:{p[2]}" if p[0] == "attr" else p[0] for p in data["params"])
         print(f"  function    {name}: {tokens}  ({data.get('source_file')}:{data.get('line')})")
-    if m.platform == "cuda":
-        from .toolchain.fatbin import fatbin_entries
+    from .platforms import platform_class
 
-        code = sorted({f"{e.kind} {e.arch}" for e in fatbin_entries(entry.directory / m.artifact)})
-        print(f"  gpu code    {', '.join(code)}")
-        print(f"  archs       {', '.join(m.inputs.get('archs', []))}")
+    for label, value in platform_class(m.platform).describe_artifact(
+        str(entry.directory / m.artifact), m.inputs
+    ):
+        print(f"  {label:<11} {value}")
 
 
 def _cmd_choices(args: argparse.Namespace) -> int:
@@ -190,7 +194,7 @@ def _cmd_choices(args: argparse.Namespace) -> int:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from . import cuda_loaders, loaders
+    from .stages import build
 
     if args.into is not None:
         from .bundle.command import build_into
@@ -200,42 +204,52 @@ def _cmd_build(args: argparse.Namespace) -> int:
         print("brainevent build: give kernel files or directories, or --into PACKAGE_DIR", file=sys.stderr)
         return 2
 
+    failures = 0
+    for raw in args.paths:
+        try:
+            requests = _build_requests(Path(raw), args)
+            for request in requests:
+                artifact = build(request)
+                state = "built" if artifact.built_now else "already cached"
+                print(f"{state}: {request.options.name} ({request.platform.name}) -> {artifact.library}")
+        except Exception as exc:  # report every path, then fail
+            failures += 1
+            print(f"FAILED {raw}: {exc}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
+    """What `brainevent build` builds for one path: the request a loader would make of it."""
+    from .cuda_loaders import cuda_dir_units, cuda_file_unit, cuda_request
+    from .loaders import cpp_request
+    from .stages.request import file_unit, inline_unit, name_from_path
+
     common = {
         "build_directory": args.cache_dir,
-        "auto_register": False,
         "optimization_level": args.optimization_level,
         "use_fast_math": args.use_fast_math,
         "verbose": args.verbose,
     }
     cuda = {**common, "compute_capability": args.arch or None}
-    failures = 0
-    for raw in args.paths:
-        path = Path(raw)
-        try:
-            if path.is_dir() and any(path.glob("*.cu")):
-                mod = cuda_loaders.load_cuda_dir(path, **cuda)
-            elif path.is_dir():  # plain C++: each file is its own CPU module
-                for file in sorted(path.glob("*.cpp")):
-                    cpu_mod = loaders.load_cpp_file(file, **common)
-                    state = "built" if cpu_mod.built_now else "already cached"
-                    print(f"{state}: {cpu_mod.name} (cpu) -> {cpu_mod.path}")
-                continue
-            elif path.suffix == ".cu" and args.as_inline:
-                name = loaders.name_from_path(path)
-                mod = cuda_loaders.load_cuda_inline(name, path.read_text(), **cuda)
-            elif path.suffix == ".cu":
-                mod = cuda_loaders.load_cuda_file(path, **cuda)
-            elif args.as_inline:
-                mod = loaders.load_cpp_inline(loaders.name_from_path(path), path.read_text(), **common)
-            else:
-                mod = loaders.load_cpp_file(path, **common)
-        except Exception as exc:  # report every path, then fail
-            failures += 1
-            print(f"FAILED {raw}: {exc}", file=sys.stderr)
-            continue
-        state = "built" if mod.built_now else "already cached"
-        print(f"{state}: {mod.name} ({mod.platform}) -> {mod.path}")
-    return 1 if failures else 0
+    if path.is_dir() and any(path.glob("*.cu")):
+        directory, units = cuda_dir_units(path)
+        return [cuda_request(units, name_from_path(directory), None, cuda)]
+    if path.is_dir():  # plain C++: each file is its own CPU module
+        files = sorted(path.glob("*.cpp"))
+        return [
+            cpp_request([file_unit(f, (".cpp",), ".cpp")], name_from_path(f.resolve()), None, common)
+            for f in files
+        ]
+    name = name_from_path(path)
+    if path.suffix == ".cu" and args.as_inline:
+        return [cuda_request([inline_unit(name, path.read_text(), "cuda_sources", ".cu")], name, None, cuda)]
+    if path.suffix == ".cu":
+        unit = cuda_file_unit(path)
+        return [cuda_request([unit], name_from_path(Path(unit.display_name)), None, cuda)]
+    if args.as_inline:
+        return [cpp_request([inline_unit(name, path.read_text(), "cpp_sources", ".cpp")], name, None, common)]
+    unit = file_unit(path, (".cpp", ".cc", ".cxx"), ".cpp")
+    return [cpp_request([unit], name_from_path(Path(unit.display_name)), None, common)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .backends import CudaBackend
 from .errors import SpecError
-from .loaders import join_sources, name_from_path, read_source_file
-from .pipeline import LoadOptions, SourceUnit, as_flags, load_module
 from .runtime.module import CompiledModule
+from .stages import LoadRequest, load, make_options
+from .stages.request import SourceUnit, inline_unit, keyword_options, name_from_path, read_source_file
 
 _DIR_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
+
+# The keyword options of the CUDA loaders (the file and directory loaders take them
+# through **kwargs); compute_capability goes to the platform, the rest are LoadOptions.
+CUDA_KEYWORDS = (
+    "extra_cuda_cflags",
+    "extra_ldflags",
+    "extra_include_paths",
+    "build_directory",
+    "verbose",
+    "compute_capability",
+    "force_rebuild",
+    "replace",
+    "auto_register",
+    "target_prefix",
+    "ninja_workers",
+    "optimization_level",
+    "use_fast_math",
+    "allow_cuda_graph",
+)
 
 
 def load_cuda_inline(
@@ -63,40 +81,19 @@ def load_cuda_inline(
         allow_cuda_graph: Register the handlers as command-buffer compatible so XLA may
             capture them in CUDA graphs. Registration only: not part of the cache key.
     """
-    source = join_sources(cuda_sources, "cuda_sources")
-    display = f"{name}.cu" if isinstance(name, str) else "inline.cu"
-    options = _options(
-        name,
-        functions,
-        extra_cuda_cflags,
-        extra_ldflags,
-        extra_include_paths,
-        build_directory,
-        verbose,
-        force_rebuild,
-        auto_register,
-        target_prefix,
-        ninja_workers,
-        optimization_level,
-        use_fast_math,
-        allow_cuda_graph,
-        replace,
-    )
-    return _load([SourceUnit(display, source, None, ".cu")], options, compute_capability)
+    keywords = {key: value for key, value in locals().items() if key in CUDA_KEYWORDS}
+    unit = inline_unit(name, cuda_sources, "cuda_sources", ".cu")
+    return load(cuda_request([unit], name, functions, keywords))
 
 
 def load_cuda_file(
     path: str | os.PathLike[str], functions: Any = None, *, name: str | None = None, **kwargs: Any
 ) -> CompiledModule:
     """Compile one ``.cu`` file (its directory is on the include path). Keywords as ``load_cuda_inline``."""
-    resolved, text = read_source_file(path, (".cu",))
-    suffix = ".cu" if resolved.suffix == ".cu" else ".cpp"
-    return _load_units(
-        [SourceUnit(str(resolved), text, resolved.parent, suffix)],
-        functions,
-        name if name is not None else name_from_path(resolved),
-        kwargs,
-    )
+    unit = cuda_file_unit(path)
+    keywords = keyword_options("load_cuda_file", kwargs, CUDA_KEYWORDS)
+    module_name = name if name is not None else name_from_path(Path(unit.display_name))
+    return load(cuda_request([unit], module_name, functions, keywords))
 
 
 def load_cuda_dir(
@@ -107,6 +104,24 @@ def load_cuda_dir(
     Headers beside the sources are on the include path and tracked in the cache key;
     objects are cached by content, so editing one file rebuilds one object and the link.
     """
+    directory, units = cuda_dir_units(path)
+    keywords = keyword_options("load_cuda_dir", kwargs, CUDA_KEYWORDS)
+    module_name = name if name is not None else name_from_path(directory)
+    return load(cuda_request(units, module_name, functions, keywords))
+
+
+def cuda_file_unit(path: str | os.PathLike[str]) -> SourceUnit:
+    resolved, text = read_source_file(path, (".cu",))
+    return SourceUnit(str(resolved), text, resolved.parent, _suffix(resolved))
+
+
+def _suffix(file: Path) -> str:
+    """A ``.cu`` file is compiled as CUDA, any other as C++."""
+    return ".cu" if file.suffix == ".cu" else ".cpp"
+
+
+def cuda_dir_units(path: str | os.PathLike[str]) -> tuple[Path, list[SourceUnit]]:
+    """The directory and one unit per ``.cu``/``.cpp`` file in it, sorted by name."""
     directory = Path(path).expanduser().resolve()
     if not directory.is_dir():
         raise SpecError(
@@ -121,59 +136,22 @@ def load_cuda_dir(
     units = []
     for file in files:
         _, text = read_source_file(file, _DIR_SUFFIXES)
-        units.append(SourceUnit(str(file), text, directory, ".cu" if file.suffix == ".cu" else ".cpp"))
-    return _load_units(units, functions, name if name is not None else name_from_path(directory), kwargs)
+        units.append(SourceUnit(str(file), text, directory, _suffix(file)))
+    return directory, units
 
 
-def _load_units(units: list[SourceUnit], functions: Any, name: str, kwargs: dict[str, Any]) -> CompiledModule:
-    allowed = set(load_cuda_inline.__kwdefaults__ or {})
-    unknown = sorted(set(kwargs) - allowed)
-    if unknown:
-        raise TypeError(f"unexpected keyword argument(s) {unknown}; accepted: {sorted(allowed)}")
-    merged = {**(load_cuda_inline.__kwdefaults__ or {}), **kwargs}
-    compute_capability = merged.pop("compute_capability")
-    options = _options(name, functions, **merged)
-    return _load(units, options, compute_capability)
+def cuda_request(
+    units: Sequence[SourceUnit], name: str, functions: Any, keywords: Mapping[str, Any]
+) -> LoadRequest:
+    """A checked request to build ``units`` as a CUDA module; the options are checked before
+    the toolchain is searched, so bad arguments are reported first."""
+    from .platforms import create
 
-
-def _options(
-    name: str,
-    functions: Any,
-    extra_cuda_cflags: Sequence[str] | None,
-    extra_ldflags: Sequence[str] | None,
-    extra_include_paths: Sequence[str] | None,
-    build_directory: str | None,
-    verbose: bool,
-    force_rebuild: bool,
-    auto_register: bool,
-    target_prefix: str | None,
-    ninja_workers: int | None,
-    optimization_level: int,
-    use_fast_math: bool,
-    allow_cuda_graph: bool,
-    replace: bool = False,
-) -> LoadOptions:
-    return LoadOptions(
-        name=name,
-        functions=functions,
-        extra_cflags=as_flags(extra_cuda_cflags, "extra_cuda_cflags"),
-        extra_ldflags=as_flags(extra_ldflags, "extra_ldflags"),
-        extra_include_paths=as_flags(extra_include_paths, "extra_include_paths"),
-        build_directory=build_directory,
-        verbose=verbose,
-        force_rebuild=force_rebuild,
-        auto_register=auto_register,
-        target_prefix=target_prefix,
-        optimization_level=optimization_level,
-        use_fast_math=use_fast_math,
-        ninja_workers=ninja_workers,
-        allow_cuda_graph=allow_cuda_graph,
-        replace=replace,
+    options = dict(keywords)
+    compute_capability = options.pop("compute_capability", None)
+    if "extra_cuda_cflags" in options:
+        options["extra_cflags"] = options.pop("extra_cuda_cflags")
+    checked = make_options(name, options, labels={"extra_cflags": "extra_cuda_cflags"})
+    return LoadRequest(
+        tuple(units), functions, checked, create("cuda", compute_capability=compute_capability)
     )
-
-
-def _load(units: list[SourceUnit], options: LoadOptions, compute_capability: Any) -> CompiledModule:
-    from .pipeline import check_options
-
-    check_options(options)  # before the toolchain search, so bad arguments are reported first
-    return load_module(units, options, CudaBackend(compute_capability))

@@ -132,11 +132,14 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     from ._version import __version__
 
     report.item("brainevent", __version__)
-    for dist in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin", "numba", "numba-cuda"):
+    from .toolchain.nvcc import JAX_PLUGINS
+
+    plugin_names = [dist for dist, _ in JAX_PLUGINS]
+    for dist in ("jax", "jaxlib", *plugin_names, "numba", "numba-cuda"):
         version = _version(dist)
         if version or dist in ("jax", "jaxlib"):
             report.item(dist, version or "not installed")
-    plugins = [d for d in ("jax-cuda13-plugin", "jax-cuda12-plugin") if _version(d)]
+    plugins = [d for d in plugin_names if _version(d)]
 
     report.section("Host C++ compiler")
     cxx = None

@@ -3,69 +3,28 @@
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .backends import CpuBackend
-from .errors import SpecError
-from .pipeline import LoadOptions, SourceUnit, as_flags, load_module
 from .runtime.module import CompiledModule
+from .stages import LoadRequest, load, make_options
+from .stages.request import SourceUnit, file_unit, inline_unit, keyword_options, name_from_path
 
-
-def join_sources(sources: str | Sequence[str], parameter: str) -> str:
-    if isinstance(sources, str):
-        return check_encodable(sources, parameter)
-    if isinstance(sources, Sequence) and all(isinstance(s, str) for s in sources):
-        return check_encodable("\n".join(sources), parameter)
-    raise SpecError(
-        f"{parameter} must be a string of source code or a list of strings, got {type(sources).__name__}",
-        value=repr(sources)[:200],
-    )
-
-
-def check_encodable(source: str, parameter: str) -> str:
-    """``source`` if it can be written as UTF-8 for the compiler; else a SpecError naming where.
-
-    Only a lone surrogate (half of a UTF-16 pair, e.g. from ``"\\ud800"`` or text decoded
-    with ``surrogateescape``) cannot be encoded.
-    """
-    try:
-        source.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        line = source.count("\n", 0, exc.start) + 1
-        column = exc.start - (source.rfind("\n", 0, exc.start) + 1) + 1
-        char = source[exc.start]
-        raise SpecError(
-            f"{parameter} has a lone surrogate U+{ord(char):04X} at line {line}, column {column} "
-            f"(character {exc.start}), which cannot be written out as UTF-8 for the compiler. Remove it, "
-            "or decode the text that produced it with errors='replace' instead of 'surrogateescape'.",
-            value=f"U+{ord(char):04X}",
-            line=line,
-            column=column,
-            position=exc.start,
-        ) from None
-    return source
-
-
-def name_from_path(path: Path) -> str:
-    stem = re.sub(r"[^A-Za-z0-9_]", "_", path.stem) or "module"
-    return stem if stem[0].isalpha() or stem[0] == "_" else f"m_{stem}"
-
-
-def read_source_file(path: str | os.PathLike[str], suffixes: Sequence[str]) -> tuple[Path, str]:
-    resolved = Path(path).expanduser().resolve()
-    if not resolved.is_file():
-        raise SpecError(
-            f"source file {str(path)!r} does not exist (resolved to {resolved}); pass the path of a "
-            f"{'/'.join(suffixes)} file.",
-            value=str(path),
-        )
-    try:
-        return resolved, resolved.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"cannot read source file {resolved}: {exc}", value=str(path)) from exc
+# The keyword options of the C++ loaders (load_cpp_file takes them through **kwargs).
+CPP_KEYWORDS = (
+    "extra_cflags",
+    "extra_ldflags",
+    "extra_include_paths",
+    "build_directory",
+    "verbose",
+    "force_rebuild",
+    "replace",
+    "auto_register",
+    "target_prefix",
+    "optimization_level",
+    "use_fast_math",
+)
 
 
 def load_cpp_inline(
@@ -109,24 +68,9 @@ def load_cpp_inline(
 
     A ``stream`` parameter is accepted and receives 0, so one source can serve CPU and GPU.
     """
-    source = join_sources(cpp_sources, "cpp_sources")
-    unit = SourceUnit(f"{name}.cpp" if isinstance(name, str) else "inline.cpp", source, None, ".cpp")
-    options = LoadOptions(
-        name=name,
-        functions=functions,
-        extra_cflags=as_flags(extra_cflags, "extra_cflags"),
-        extra_ldflags=as_flags(extra_ldflags, "extra_ldflags"),
-        extra_include_paths=as_flags(extra_include_paths, "extra_include_paths"),
-        build_directory=build_directory,
-        verbose=verbose,
-        force_rebuild=force_rebuild,
-        replace=replace,
-        auto_register=auto_register,
-        target_prefix=target_prefix,
-        optimization_level=optimization_level,
-        use_fast_math=use_fast_math,
-    )
-    return load_module([unit], options, CpuBackend())
+    keywords = {key: value for key, value in locals().items() if key in CPP_KEYWORDS}
+    unit = inline_unit(name, cpp_sources, "cpp_sources", ".cpp")
+    return load(cpp_request([unit], name, functions, keywords))
 
 
 def load_cpp_file(
@@ -137,18 +81,17 @@ def load_cpp_file(
     The file's directory is on the include path, and the project headers it includes
     (transitively) are part of the cache key.
     """
-    resolved, text = read_source_file(path, (".cpp", ".cc", ".cxx"))
-    module_name = name if name is not None else name_from_path(resolved)
-    unit = SourceUnit(str(resolved), text, resolved.parent, ".cpp")
-    allowed = set(load_cpp_inline.__kwdefaults__ or {})
-    unknown = sorted(set(kwargs) - allowed)
-    if unknown:
-        raise TypeError(
-            f"load_cpp_file() got unexpected keyword argument(s) {unknown}; accepted: {sorted(allowed)}"
-        )
-    options = LoadOptions(name=module_name, functions=functions)
-    for key, value in kwargs.items():
-        if key in ("extra_cflags", "extra_ldflags", "extra_include_paths"):
-            value = as_flags(value, key)
-        setattr(options, key, value)
-    return load_module([unit], options, CpuBackend())
+    unit = file_unit(path, (".cpp", ".cc", ".cxx"), ".cpp")
+    keywords = keyword_options("load_cpp_file", kwargs, CPP_KEYWORDS)
+    module_name = name if name is not None else name_from_path(Path(unit.display_name))
+    return load(cpp_request([unit], module_name, functions, keywords))
+
+
+def cpp_request(
+    units: Sequence[SourceUnit], name: str, functions: Any, keywords: Mapping[str, Any]
+) -> LoadRequest:
+    """A checked request to build ``units`` as a C++ (CPU) module."""
+    from .platforms import create
+
+    options = make_options(name, keywords)
+    return LoadRequest(tuple(units), functions, options, create("cpu"))

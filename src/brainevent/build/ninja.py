@@ -85,12 +85,9 @@ def run_build(
     directory: Path, steps: Sequence[BuildStep], *, workers: int | None, verbose: bool, module: str
 ) -> tuple[str, float]:
     """Runs the steps; returns (combined log, seconds). Raises CompileError with the log on failure."""
-    for step in steps:  # nvcc wants its --keep-dir to exist
-        for arg in step.command:
-            if arg.startswith("--keep-dir="):
-                (directory / arg.split("=", 1)[1].replace(BUILD_DIR + "/", "")).mkdir(
-                    parents=True, exist_ok=True
-                )
+    for step in steps:
+        for workdir in step.workdirs:
+            (directory / workdir).mkdir(parents=True, exist_ok=True)
     (directory / "build.ninja").write_text(render_ninja(steps, directory))
     jobs = workers if workers and workers > 0 else (os.cpu_count() or 1)
     command = [ninja_executable(), "-C", str(directory), f"-j{jobs}"]

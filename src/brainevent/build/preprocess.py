@@ -22,7 +22,8 @@ from .diagnostics import first_error_index
 from .step import BUILD_DIR
 
 if TYPE_CHECKING:
-    from ..pipeline import Backend, LoadOptions, SourceUnit
+    from ..platforms.base import Platform
+    from ..stages.request import LoadOptions, SourceUnit
 
 log = logging.getLogger("brainevent.build")
 
@@ -31,12 +32,12 @@ class Preprocessor:
     """``preprocessor(file_name)`` -> the unit's preprocessed text; CompileError on failure."""
 
     def __init__(
-        self, directory: Path, units: Sequence[SourceUnit], options: LoadOptions, backend: Backend
+        self, directory: Path, units: Sequence[SourceUnit], options: LoadOptions, platform: Platform
     ) -> None:
         self.directory = directory  # the build's staging directory (scratch files are removed)
         self.units = {u.display_name: u for u in units}
         self.options = options
-        self.backend = backend
+        self.platform = platform
 
     def __call__(self, file_name: str) -> str:
         unit = self.units[file_name]
@@ -46,7 +47,7 @@ class Preprocessor:
         (self.directory / source).write_text(render_kernel_unit(unit.display_name, unit.text, []))
         command = [
             arg.replace(BUILD_DIR, str(self.directory))
-            for arg in self.backend.preprocess_command(self.options, unit, source, output)
+            for arg in self.platform.preprocess_command(self.options, unit, source, output)
         ]
         log.debug("reading %s after macro expansion: %s", file_name, " ".join(command))
         try:

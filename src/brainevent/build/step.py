@@ -17,3 +17,5 @@ class BuildStep:
     description: str
     # Where the compiler writes the files it read (-MD -MF), relative to the build directory.
     depfile: str | None = None
+    # Directories (relative to the build directory) the command writes into: made before the build.
+    workdirs: tuple[str, ...] = ()

@@ -26,7 +26,7 @@ def kernel_files(package: Path) -> list[Path]:
 
 def build_into(args: argparse.Namespace) -> int:
     from .. import cuda_loaders, loaders
-    from ..pipeline import SourceUnit
+    from ..stages.request import SourceUnit, read_source_file
     from .write import write_bundle
 
     package = Path(args.into).resolve()
@@ -58,7 +58,7 @@ def build_into(args: argparse.Namespace) -> int:
                     mod = cuda_loaders.load_cuda_file(file, compute_capability=args.arch or None, **common)
                 else:
                     mod = loaders.load_cpp_file(file, **common)
-                resolved, text = loaders.read_source_file(file, (file.suffix,))
+                resolved, text = read_source_file(file, (file.suffix,))
                 suffix = ".cu" if platform == "cuda" else ".cpp"  # as the loaders key it
                 unit = SourceUnit(str(resolved), text, resolved.parent, suffix)
                 where = write_bundle([unit], mod.cache_dir, package)

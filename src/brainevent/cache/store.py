@@ -1,4 +1,4 @@
-"""Get-or-build over a directory of published entries.
+"""The published entries of one module: lookup, a build slot (lock + staging), publish.
 
 Layout under the cache root::
 
@@ -23,9 +23,10 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import config
 from ..errors import CacheError
@@ -54,6 +55,16 @@ class CacheEntry:
     @property
     def artifact(self) -> Path:
         return self.directory / self.manifest.artifact
+
+
+class BuildSlot(NamedTuple):
+    """A build of ``key`` in progress: its staging directory, or the entry that another
+    process published while this one waited (then ``staging`` is None)."""
+
+    key: CacheKey
+    staging: Path | None
+    existing: CacheEntry | None
+    replace: bool  # force_rebuild: the published entry gives way to this build
 
 
 def _require_writable(directory: Path) -> None:
@@ -158,21 +169,29 @@ class EntryStore:
             return None, None
         return self.lookup_why(CacheKey(digest))
 
-    def get_or_build(
-        self, key: CacheKey, build: Callable[[Path], Manifest], *, force: bool = False
-    ) -> CacheEntry:
-        if not force:
-            entry = self.lookup(key)
-            if entry is not None:
-                _touch(entry.directory / MANIFEST_NAME)  # last use, for `brainevent cache prune`
-                return entry
+    def hit(self, key: CacheKey) -> CacheEntry | None:
+        """:meth:`lookup`, recording the use (for `brainevent cache prune`) when it finds the entry."""
+        entry = self.lookup(key)
+        if entry is not None:
+            _touch(entry.directory / MANIFEST_NAME)
+        return entry
+
+    @contextlib.contextmanager
+    def build_slot(self, key: CacheKey, *, force: bool = False) -> Iterator[BuildSlot]:
+        """Holds the entry's build lock and a fresh staging directory for a build of ``key``.
+
+        If another process published the entry while this one waited for the lock (and
+        ``force`` is False), the slot carries that entry instead and no staging directory:
+        build nothing. The staging directory is removed on leaving, published or not.
+        """
         self.prepare(create=True)
         _require_writable(self.module_dir)  # before the lock file: a read-only cache gets a CacheError
         with self._locked(key):
             if not force:
                 entry = self.lookup(key)  # another process may have published meanwhile
                 if entry is not None:
-                    return entry
+                    yield BuildSlot(key, None, entry, replace=False)
+                    return
             self._remove_abandoned_staging(key)
             try:
                 staging = Path(
@@ -181,14 +200,20 @@ class EntryStore:
             except OSError as exc:
                 raise _cannot_build_error(self.module_dir, exc.strerror) from exc
             try:
-                manifest = build(staging)
-                manifest.dump(staging)
-                harden_tree(staging, executable=manifest.artifact)  # whatever the umask
-                manifest.record_artifact(staging)  # rename keeps size and mtime
-                manifest.dump(staging)
-                self._publish(staging, self.entry_dir(key), key, replace=force)
+                yield BuildSlot(key, staging, None, replace=force)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
+
+    def publish(self, slot: BuildSlot, manifest: Manifest) -> CacheEntry:
+        """Writes ``manifest`` into the slot's staging directory and moves it into place."""
+        if slot.staging is None:
+            raise ValueError("this build slot holds an entry another process published; nothing to publish")
+        staging, key = slot.staging, slot.key
+        manifest.dump(staging)
+        harden_tree(staging, executable=manifest.artifact)  # whatever the umask
+        manifest.record_artifact(staging)  # rename keeps size and mtime
+        manifest.dump(staging)
+        self._publish(staging, self.entry_dir(key), key, replace=slot.replace)
         # What was just built is what this process asked for, even if a file it read changed
         # meanwhile (then the entry records that, and the next load rebuilds).
         entry = self.lookup(key, check_dependencies=False)

@@ -6,9 +6,8 @@ service); it builds into its cache as usual and publishes the entry through the 
 key-value store, and the others verify it and publish it into their own caches. No shared
 filesystem and no other service is needed.
 
-The one entry point, :func:`get_or_build`, has the signature of
-``EntryStore.get_or_build`` plus the store itself, so the pipeline calls it in place of
-the store's own.
+The one entry point, :func:`get_or_build`, wraps the load's local build after a miss in
+this process's own cache (``stages/load.py``).
 """
 
 from __future__ import annotations

@@ -42,16 +42,17 @@ _LOG_EVERY_S = 10.0  # how often a waiting process says that it still waits
 
 
 def get_or_build(
-    store: EntryStore, key: CacheKey, build: Callable[[Path], Manifest], *, force: bool = False
+    store: EntryStore, key: CacheKey, build: Callable[[], CacheEntry], *, force: bool = False
 ) -> CacheEntry:
-    """``store.get_or_build(key, build)``, building once per job when one is running.
+    """``build()`` (a local build of ``key``, published into ``store``), done once per job
+    when one is running; called after a miss in this process's own cache.
 
     Outside a multi-process ``jax.distributed`` job, with ``force`` (a rebuild is asked of
-    this process) or with ``BRAINEVENT_DISTRIBUTED_BUILD=0`` it is exactly the store's own.
+    this process) or with ``BRAINEVENT_DISTRIBUTED_BUILD=0`` it is exactly ``build()``.
     """
     kv = None if force or not config.DISTRIBUTED_BUILD.get() else current()
-    if kv is None or store.lookup(key) is not None:
-        return store.get_or_build(key, build, force=force)
+    if kv is None:
+        return build()
     prefix = f"brainevent/{store.name}/{key.digest}"
     if kv.claim(f"{prefix}/claim"):
         return _build_and_share(kv, prefix, store, key, build)
@@ -59,14 +60,14 @@ def get_or_build(
 
 
 def _build_and_share(
-    kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey, build: Callable[[Path], Manifest]
+    kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey, build: Callable[[], CacheEntry]
 ) -> CacheEntry:
     kv.put(f"{prefix}/builder", str(kv.process_id).encode())
     log.info("building module %s for all %d processes of the job", store.name, kv.num_processes)
     from .archive import pack  # only a builder in a job needs tarfile
 
     try:
-        entry = store.get_or_build(key, build)
+        entry = build()
         data = pack(entry.directory)
     except BaseException as exc:  # an interrupt too: the others must not wait for nothing
         _publish_status(kv, prefix, _error_record(exc))
@@ -142,7 +143,12 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
 
     # The normal publish path (lock, staging, atomic rename): in a cache shared with the
     # builder the entry is already there and nothing is written.
-    entry = store.get_or_build(key, fill)
+    with store.build_slot(key) as slot:
+        if slot.staging is None:  # the cache is shared with the builder: already there
+            assert slot.existing is not None
+            entry = slot.existing
+        else:
+            entry = store.publish(slot, fill(slot.staging))
     return CacheEntry(entry.directory, entry.manifest, built_now=False)  # not compiled here
 
 

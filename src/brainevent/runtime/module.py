@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCallError, KernelNotAvailableError
+from ..platforms import HOST_PLATFORM, platform_class
 from ..spec.model import FunctionSpec
 from .artifact_path import ArtifactPathField
 
@@ -57,30 +58,7 @@ def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
     if dtype in ("float16", "bfloat16"):
         return _half_bits(target, name, dtype, np_type, value)
     if kind == "f":
-        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
-            raise KernelCallError(
-                f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__})",
-                target=target,
-                attribute=name,
-            )
-        import ml_dtypes  # shipped with jax; unlike np.finfo, its finfo knows bfloat16
-
-        limit = float(ml_dtypes.finfo(np_type).max)
-        try:
-            out_of_range = bool(np.isfinite(float(value))) and abs(float(value)) > limit
-        except OverflowError:  # an int beyond any float
-            out_of_range = True
-        if out_of_range:
-            raise KernelCallError(
-                f"{target}: attribute {name!r} = {value} is out of range for {dtype} (|x| <= {limit:g})",
-                target=target,
-                attribute=name,
-            )
-        if np.dtype(np_type).itemsize == 2:
-            # XLA refuses 16-bit float attributes ("Unsupported float attribute bit width"):
-            # pass the value rounded to the half type, as the float32 that holds it exactly;
-            # the handler stores it back as the half type.
-            return np.float32(np_type(value))
+        _check_real(target, name, dtype, np_type, value)
         return np_type(value)
     return _complex_attr(target, name, dtype, value)  # complex64 / complex128: all that is left
 
@@ -116,22 +94,32 @@ def _half_bits(target: str, name: str, dtype: str, np_type: Any, value: Any) -> 
     attributes, and the binding takes a uint16 as the raw bits (as brainevent 0.2.1 did)."""
     if isinstance(value, np.uint16):
         return value  # already the bits
+    _check_real(target, name, dtype, np_type, value)
+    return np.asarray(float(value), dtype=np_type).view(np.uint16)[()]
+
+
+def _check_real(target: str, name: str, dtype: str, np_type: Any, value: Any) -> None:
+    """KernelCallError unless ``value`` is a real number within the range of ``dtype``
+    (infinities and NaN pass)."""
     if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
         raise KernelCallError(
             f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__})",
             target=target,
             attribute=name,
         )
-    import ml_dtypes
+    import ml_dtypes  # shipped with jax; unlike np.finfo, its finfo knows bfloat16
 
     limit = float(ml_dtypes.finfo(np_type).max)
-    if np.isfinite(float(value)) and abs(float(value)) > limit:
+    try:
+        out_of_range = bool(np.isfinite(float(value))) and abs(float(value)) > limit
+    except OverflowError:  # an int beyond any float
+        out_of_range = True
+    if out_of_range:
         raise KernelCallError(
             f"{target}: attribute {name!r} = {value} is out of range for {dtype} (|x| <= {limit:g})",
             target=target,
             attribute=name,
         )
-    return np.asarray(float(value), dtype=np_type).view(np.uint16)[()]
 
 
 @dataclass(eq=False)  # hashable by identity, so jax.jit(mod.func) works
@@ -146,7 +134,7 @@ class KernelFunction:
     target: str
     spec: FunctionSpec
     vmap_method: str | None = None
-    platform: str = "cpu"
+    platform: str = HOST_PLATFORM  # a name in brainevent.platforms: the platform checks the inputs
     # Why the module's targets were not registered in this process (recorded at load time);
     # a call then fails here, naming the reason, instead of in XLA with "No FFI handler".
     unregistered: str | None = None
@@ -160,8 +148,7 @@ class KernelFunction:
         spec = self.spec
         self.check_arity(len(arrays))
         converted = self.converted_attrs(attrs)
-        if self.platform == "cpu":
-            self._check_cpu_placement(arrays)
+        platform_class(self.platform).check_inputs(self.target, arrays)
         result_specs = self._result_specs(arrays, outs)
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
         call = jax.ffi.ffi_call(
@@ -172,14 +159,7 @@ class KernelFunction:
         return call(*arrays, **converted)
 
     def _not_registered_error(self) -> KernelNotAvailableError:
-        kind = "CUDA" if self.platform == "cuda" else self.platform
-        fix = (
-            "Run it where JAX sees an NVIDIA GPU (a jax-cuda12-plugin or jax-cuda13-plugin matching "
-            "nvcc's CUDA major, e.g. pip install 'jax[cuda13]'; check nvidia-smi and "
-            "CUDA_VISIBLE_DEVICES), or call a CPU build of the kernel (load_cpp_inline) here."
-            if self.platform == "cuda"
-            else "Load it again where it can be registered."
-        )
+        kind, fix = platform_class(self.platform).unregistered_help()
         return KernelNotAvailableError(
             f"{self.target}: module {self.module!r} was built for {kind} but not registered with JAX "
             f"in this process, so it cannot be called: {self.unregistered}. {fix}",
@@ -226,25 +206,6 @@ class KernelFunction:
             for name, dtype in declared.items()
         }
 
-    def _check_cpu_placement(self, arrays: Sequence[Any]) -> None:
-        """A C++ module runs on the CPU: say so instead of XLA's "no handler on CUDA"."""
-        for i, array in enumerate(arrays):
-            devices = getattr(array, "devices", None)
-            if devices is None or not callable(devices):
-                continue
-            try:
-                platforms = {d.platform for d in devices()}
-            except Exception:  # tracers and other array-likes have no concrete placement
-                continue
-            if platforms - {"cpu"}:
-                raise KernelCallError(
-                    f"{self.target} is a C++ (CPU) kernel but input {i} lives on {sorted(platforms)}. "
-                    "Put the "
-                    "inputs on the CPU (jax.device_put(x, jax.devices('cpu')[0])) or run under "
-                    "`with jax.default_device(jax.devices('cpu')[0]):`.",
-                    target=self.target,
-                )
-
     def _result_specs(self, arrays: Sequence[Any], outs: Any) -> list[Any]:
         import jax
 
@@ -286,7 +247,7 @@ class CompiledModule:
     """
 
     name: str
-    platform: str  # "cpu" or "cuda"
+    platform: str  # the platform it was built for (a name in brainevent.platforms)
     functions: Mapping[str, FunctionSpec]
     targets: Mapping[str, str]
     registered: bool
@@ -310,7 +271,6 @@ class CompiledModule:
         import ctypes
 
         from ..codegen.binding import handler_symbol
-        from ..errors import KernelCallError
 
         if name not in self.functions:
             raise KernelCallError(

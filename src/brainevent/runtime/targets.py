@@ -12,24 +12,27 @@ import os
 
 from ..errors import LoadError, RegistrationError
 from ..fileio import sha256_file
+from ..platforms import jax_spellings, platform_class
 from .module import CompiledModule
 from .registry import register_targets, registered_targets
 
-# Platform spellings accepted (0.2.1 took "cpu" and "CUDA") -> JAX's platform name.
-_PLATFORMS = {"cpu": "cpu", "host": "cpu", "cuda": "CUDA", "gpu": "CUDA"}
-_MODULE_TO_JAX = {"cpu": "cpu", "cuda": "CUDA"}
-
 
 def _jax_platform(platform: object, target: str) -> str:
+    """JAX's name of the platform a caller spelled (0.2.1 took "cpu" and "CUDA"; each platform
+    lists the spellings it accepts)."""
+    spellings = jax_spellings()
     key = platform.lower() if isinstance(platform, str) else None
-    if key not in _PLATFORMS:
+    if key not in spellings:
+        names = sorted(set(spellings.values()), key=str.lower)
+        others = sorted(s for s in spellings if s not in {n.lower() for n in names})
         raise RegistrationError(
             f"register_ffi_target({target!r}): platform={platform!r} is not known; "
-            "expected 'cpu' or 'CUDA' ('gpu' and 'host' are accepted too)",
+            f"expected {' or '.join(map(repr, names))} ({' and '.join(map(repr, others))} are "
+            "accepted too)",
             target=target,
             platform=platform,
         )
-    return _PLATFORMS[key]
+    return spellings[key]
 
 
 def _artifact_key(module: CompiledModule, content_id: str | None) -> str:
@@ -76,7 +79,7 @@ def register_ffi_target(
             target=target_name,
             function=func_name,
         )
-    expected = _MODULE_TO_JAX[module.platform]
+    expected = platform_class(module.platform).jax_platform
     jax_platform = expected if platform is None else _jax_platform(platform, target_name)
     if jax_platform != expected:
         raise RegistrationError(

@@ -1,0 +1,84 @@
+"""The CPU platform: the host C++ compiler compiles every unit and links the module."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..build.step import BuildStep
+from ..toolchain import find_host_compiler
+from . import base
+from .base import GeneratedSources, PlatformBase
+
+if TYPE_CHECKING:
+    from ..stages.request import LoadOptions, SourceUnit
+
+
+class CpuPlatform(PlatformBase):
+    name = "cpu"
+    jax_platform = "cpu"
+    spellings = ("cpu", "host")
+    binding_tag = "cpu"
+
+    def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
+        return {}
+
+    def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
+        return base.host_key_inputs()
+
+    def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
+        cxx = find_host_compiler().command
+        steps = [
+            base.unit_step(f"k{i}.o", path, unit, self._unit_command(options, unit))
+            for i, (path, unit) in enumerate(sources.kernel_units)
+        ]
+        steps.append(base.binding_step(cxx, sources.binding))
+        objects = tuple(step.output for step in steps)
+        library = sources.library
+        link = (*cxx, "-shared", "-o", library, *objects, *options.extra_ldflags)
+        steps.append(BuildStep(library, objects, link, f"link {library}"))
+        return steps
+
+    def covered_dirs(self) -> list[str]:
+        return base.toolchain_header_dirs()
+
+    def _unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
+        opt = [f"-O{options.optimization_level}"] + (["-ffast-math"] if options.use_fast_math else [])
+        return (
+            *find_host_compiler().command,
+            *base.HOST_BASE_FLAGS,
+            *opt,
+            *base.user_include_flags(options, unit),
+            *options.extra_cflags,
+        )
+
+    def preprocess_command(
+        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
+    ) -> list[str]:
+        """The unit's compile command with -E: what the compiler sees after macro expansion."""
+        return [*self._unit_command(options, unit), "-E", source, "-o", output]
+
+    def can_register(self) -> str | None:
+        return None
+
+    @staticmethod
+    def check_inputs(target: str, arrays: Sequence[Any]) -> None:
+        """A C++ module runs on the CPU: say so instead of XLA's "no handler on CUDA"."""
+        from ..errors import KernelCallError
+
+        for i, array in enumerate(arrays):
+            devices = getattr(array, "devices", None)
+            if devices is None or not callable(devices):
+                continue
+            try:
+                platforms = {d.platform for d in devices()}
+            except Exception:  # tracers and other array-likes have no concrete placement
+                continue
+            if platforms - {"cpu"}:
+                raise KernelCallError(
+                    f"{target} is a C++ (CPU) kernel but input {i} lives on {sorted(platforms)}. "
+                    "Put the "
+                    "inputs on the CPU (jax.device_put(x, jax.devices('cpu')[0])) or run under "
+                    "`with jax.default_device(jax.devices('cpu')[0]):`.",
+                    target=target,
+                )

@@ -1,0 +1,226 @@
+"""The CUDA platform: nvcc for the kernel units and the link, the host compiler for the binding.
+
+nvcc never sees XLA's headers: the binding is a separate host translation unit. Everything
+that knows about nvcc (its flags, kept intermediates, target archs, JAX's CUDA plugins and
+the GPU probe) lives here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..build.step import BUILD_DIR, BuildStep
+from ..errors import ToolchainError
+from ..toolchain import find_host_compiler
+from .base import (
+    GeneratedSources,
+    PlatformBase,
+    binding_step,
+    host_key_inputs,
+    toolchain_header_dirs,
+    unit_step,
+    user_include_flags,
+)
+
+if TYPE_CHECKING:
+    from ..stages.request import LoadOptions, SourceUnit
+    from ..toolchain.nvcc import NvccInfo
+
+# nvcc keeps each unit's intermediates here (removed before an entry is published).
+_KEEP_ROOT = "nvcc-tmp"
+_DEBUG_FLAGS = ("-g", "-G", "--device-debug", "-lineinfo", "--generate-line-info", "-Xcompiler=-g")
+
+
+class CudaPlatform(PlatformBase):
+    """``compute_capability`` picks the target archs (detected from the GPUs when None)."""
+
+    name = "cuda"
+    jax_platform = "CUDA"
+    spellings = ("cuda", "gpu")
+    binding_tag = "cuda"
+    binding_defines = ("BE_BINDING_CUDA",)
+    scratch_dirs = (_KEEP_ROOT,)
+
+    def __init__(self, compute_capability: object = None) -> None:
+        from ..toolchain.cuda_arch import resolve_archs
+        from ..toolchain.nvcc import find_nvcc
+
+        # Without nvcc, modules built ahead of time can still be loaded (see key_inputs).
+        self.toolchain_error: ToolchainError | None = None
+        self._nvcc: NvccInfo | None = None
+        try:
+            self._nvcc = find_nvcc()
+        except ToolchainError as exc:
+            self.toolchain_error = exc
+        self.archs = resolve_archs(
+            compute_capability, nvcc_version=self._nvcc.version if self._nvcc else None
+        )
+        if self._nvcc is not None:
+            _warn_plugin_mismatch_once(self._nvcc)
+
+    @property
+    def nvcc(self) -> NvccInfo:
+        if self._nvcc is None:
+            assert self.toolchain_error is not None
+            raise self.toolchain_error
+        return self._nvcc
+
+    def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
+        """What keys a build apart from the toolchain's identity: the archs."""
+        return {"archs": [a.sm for a in self.archs]}
+
+    def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
+        from .. import config
+        from ..toolchain.nvcc import nvcc_identity
+
+        return {
+            "nvcc": nvcc_identity(self.nvcc.path),
+            "nvcc_version": list(self.nvcc.version),
+            **host_key_inputs(),
+            "archs": [a.sm for a in self.archs],
+            "allow_unsupported_compiler": config.ALLOW_UNSUPPORTED_COMPILER.get(),
+        }
+
+    def _nvcc_flags(self, options: LoadOptions) -> list[str]:
+        from ..toolchain.cuda_arch import gencode_flags
+        from ..toolchain.host_compat import check_host_compiler
+
+        cxx = find_host_compiler()
+        level = options.optimization_level
+        flags = [
+            "-std=c++17",
+            f"-O{level}",
+            f"-Xptxas=-O{level}",
+            "-ccbin",
+            cxx.path,
+            *check_host_compiler(self.nvcc, cxx.path),
+            "-Xcompiler=-fPIC",
+            "-Xcompiler=-fvisibility=hidden",
+            f"-Xcompiler=-ffile-prefix-map={BUILD_DIR}=.",
+            *gencode_flags(self.archs),
+        ]
+        if options.use_fast_math:
+            flags.append("--use_fast_math")
+        return flags
+
+    def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
+        nvcc_flags = self._nvcc_flags(options)
+        steps: list[BuildStep] = []
+        for i, (path, unit) in enumerate(sources.kernel_units):
+            # Kept intermediates are named after the unit, unlike nvcc's default temporary
+            # files (tmpxft_<pid>_...), whose names end up in the symbol table.
+            keep_dir = f"{_KEEP_ROOT}/k{i}"
+            command = (
+                self.nvcc.path,
+                *nvcc_flags,
+                "--keep",
+                f"--keep-dir={BUILD_DIR}/{keep_dir}",
+                *self._unit_flags(options, unit),
+            )
+            steps.append(unit_step(f"k{i}.o", path, unit, command, workdirs=(keep_dir,)))
+        steps.append(binding_step(find_host_compiler().command, sources.binding))
+        objects = tuple(step.output for step in steps)
+        link = (
+            self.nvcc.path,
+            "-shared",
+            "-nodlink",
+            *_strip_flags(options),
+            "-ccbin",
+            find_host_compiler().path,
+            "-o",
+            sources.library,
+            *objects,
+            *options.extra_ldflags,
+        )
+        steps.append(BuildStep(sources.library, objects, link, f"link {sources.library}"))
+        return steps
+
+    def covered_dirs(self) -> list[str]:
+        return [*toolchain_header_dirs(), os.path.realpath(self.nvcc.root)]
+
+    def _unit_flags(self, options: LoadOptions, unit: SourceUnit) -> list[str]:
+        includes = user_include_flags(options, unit)
+        # nvcc has no -iquote; the unit's directory goes on -I. .cpp units go through
+        # nvcc as well (it hands them to the host compiler), so extra_cuda_cflags mean
+        # the same for every unit and the CUDA headers are on the path.
+        includes = [("-I" if f == "-iquote" else f) for f in includes]
+        half = []
+        if unit.suffix == ".cu":
+            from ..build.half_types import half_type_flags
+
+            search = [Path(p) for p in options.extra_include_paths]
+            half = half_type_flags(unit.text, unit.directory, search, options.extra_cflags)
+        return [*includes, *half, *options.extra_cflags]
+
+    def preprocess_command(
+        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
+    ) -> list[str]:
+        """The unit's compile command with -E, as the host compiler sees it: nvcc's -E
+        preprocesses for the device (__CUDA_ARCH__ defined); -U after nvcc's own -D undoes that."""
+        flags = [*self._nvcc_flags(options), *self._unit_flags(options, unit)]
+        return [self.nvcc.path, *flags, "-Xcompiler=-U__CUDA_ARCH__", "-E", source, "-o", output]
+
+    def can_register(self) -> str | None:
+        return cuda_runtime_unavailable()
+
+    @staticmethod
+    def unregistered_help() -> tuple[str, str]:
+        return "CUDA", (
+            "Run it where JAX sees an NVIDIA GPU (a jax-cuda12-plugin or jax-cuda13-plugin matching "
+            "nvcc's CUDA major, e.g. pip install 'jax[cuda13]'; check nvidia-smi and "
+            "CUDA_VISIBLE_DEVICES), or call a CPU build of the kernel (load_cpp_inline) here."
+        )
+
+    @staticmethod
+    def describe_artifact(library: str, inputs: dict[str, Any]) -> list[tuple[str, str]]:
+        from ..toolchain.fatbin import fatbin_entries
+
+        code = sorted({f"{e.kind} {e.arch}" for e in fatbin_entries(Path(library))})
+        return [("gpu code", ", ".join(code)), ("archs", ", ".join(inputs.get("archs", [])))]
+
+
+def _strip_flags(options: LoadOptions) -> list[str]:
+    """Drop the static symbol table of release builds: a third of a CUDA module's size
+    (static cudart), which a load hashes whenever its size or mtime changed. Debug builds keep it."""
+    debugging = options.optimization_level == 0 or any(flag in _DEBUG_FLAGS for flag in options.extra_cflags)
+    return [] if debugging else ["-Xlinker=--strip-all"]
+
+
+_warned_mismatch: set[str] = set()
+
+
+def _warn_plugin_mismatch_once(nvcc: NvccInfo) -> None:
+    """Warn (once per nvcc) when nvcc's CUDA major differs from the installed jax-cudaNN-plugin."""
+    if nvcc.path in _warned_mismatch:
+        return
+    _warned_mismatch.add(nvcc.path)
+    from ..toolchain.nvcc import check_jax_plugin_match
+
+    check_jax_plugin_match(nvcc)  # emits a ToolchainWarning itself
+
+
+def cuda_runtime_unavailable() -> str | None:
+    """None when this process's JAX can run CUDA targets, else why it cannot."""
+    try:
+        from jax._src import xla_bridge
+
+        if xla_bridge.backends_are_initialized():
+            platforms = {b.platform for b in xla_bridge.backends().values()}
+            if "gpu" in platforms or "cuda" in platforms:
+                return None
+            return f"this JAX has no CUDA backend (platforms: {sorted(platforms)})"
+    except (ImportError, AttributeError, RuntimeError):
+        pass
+    from ..toolchain.nvcc import JAX_PLUGINS, installed_jax_cuda_plugins
+
+    if not installed_jax_cuda_plugins():
+        names = " or ".join(dist for dist, _ in JAX_PLUGINS)
+        return f"JAX is installed without CUDA support (no {names})"
+    from ..toolchain.cuda_driver import probe_devices
+
+    probe = probe_devices()
+    if not (probe.available and probe.devices):
+        return f"no GPU is available ({probe.reason})"
+    return None

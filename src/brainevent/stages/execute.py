@@ -1,0 +1,187 @@
+"""Build plan -> a finished staging directory and its manifest (cache misses only).
+
+Objects already in the object cache are reused; ninja runs the rest in parallel; each new
+object is published to the object cache with the files its compiler read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..cache.manifest import Manifest, sha256_file
+from ..errors import CompileError
+from ..headers import INCLUDE_DIR
+from .artifact import spec_to_json
+from .key import ModuleKey
+from .plan import BuildPlan
+from .request import LoadRequest, SourceUnit
+
+if TYPE_CHECKING:
+    from ..build.step import BuildStep
+    from ..cache.deps import DependencyRecord
+    from ..cache.objects import ObjectCache
+    from ..cache.store import EntryStore
+
+log = logging.getLogger("brainevent")
+
+
+def run_plan(
+    plan: BuildPlan, staging: Path, request: LoadRequest, key: ModuleKey, store: EntryStore
+) -> Manifest:
+    from ..build.diagnostics import compile_error
+    from ..build.ninja import run_build
+    from ..cache.deps import snapshot
+    from ..cache.objects import ObjectCache
+    from ..cache.trust import write_private
+
+    options, platform = request.options, request.platform
+    assert key.exact is not None
+    objects = ObjectCache(store.module_dir / "objects")
+    # An object depends on the toolchain and on our own headers and generated code, which
+    # its dependency record does not list (they are keyed here instead).
+    salted = sorted([*platform.key_inputs(options), "package", "binding_schema", "package_headers"])
+    salt = json.dumps([[k, key.record.get(k)] for k in salted], default=str)
+    object_keys = {s.output: objects.key(staging, s, salt) for s in plan.steps if s.output.endswith(".o")}
+    reused: dict[str, DependencyRecord] = {}
+    for out, object_key in object_keys.items():
+        cached = objects.fetch(object_key, staging / out)
+        if cached is not None:
+            reused[out] = cached
+    todo = [step for step in plan.steps if step.output not in reused]
+    log.info(
+        "compiling %s: %d translation unit(s) + binding [%s]%s",
+        options.name,
+        len(request.units),
+        ", ".join(u.display_name for u in request.units),
+        f"; {len(reused)} object(s) reused" if reused else "",
+    )
+    # What our include scan expects the compiler to read, as it is before the build: a
+    # file unchanged since then was compiled as it is now (see cache/deps.py).
+    # The previous entry's record (an edit-and-reload loop) adds what the scan cannot see.
+    previous = Manifest.load(store.entry_dir(key.exact))
+    known = _scanned_headers(request) + list(previous.dependencies if previous else ())
+    before = snapshot(known + [p for cached in reused.values() for p in cached])
+    started_ns = time.time_ns()
+    started = time.monotonic()
+    try:
+        build_log, _ = run_build(
+            staging, todo, workers=options.ninja_workers, verbose=options.verbose, module=options.name
+        )
+    except CompileError as exc:
+        failed_log = store.failed_log_path(key.exact)
+        with contextlib.suppress(OSError):  # never written through a planted link (trust.py)
+            write_private(failed_log, str(exc.data.get("log", "")).encode("utf-8", "replace"))
+        raise compile_error(
+            options.name,
+            _user_file_names(str(exc.data.get("log", "")), plan.sources.kernel_units),
+            failed_log,
+            timed_out=bool(exc.data.get("timed_out")),
+            timeout_s=exc.data.get("timeout_s"),
+        ) from None
+    dependencies = _record_objects(todo, object_keys, objects, staging, request, before, started_ns)
+    for cached in reused.values():
+        dependencies.update(cached)
+    if options.verbose:
+        log.info("build log of %s:\n%s", options.name, build_log.rstrip())
+    artifact, artifact_sha256 = _name_after_content(staging, plan.sources.library, options.name)
+    elapsed = time.monotonic() - started
+    log.info("compiled %s in %.2f s", options.name, elapsed)
+    _remove_intermediates(staging, object_keys, platform.scratch_dirs)
+    return Manifest(
+        key=key.exact.digest,
+        name=options.name,
+        platform=platform.name,
+        artifact=artifact,
+        artifact_sha256=artifact_sha256,
+        functions={s.name: spec_to_json(s) for s in plan.specs},
+        inputs=dict(key.record),
+        created=time.time(),
+        build_seconds=elapsed,
+        dependencies=dict(sorted(dependencies.items())),
+        dependencies_since_ns=started_ns,
+    )
+
+
+def _name_after_content(staging: Path, library: str, name: str) -> tuple[str, str]:
+    """Renames the library after its content's hash: a rebuild (a header changed) publishes a
+    new name, which dlopen loads afresh even in a process that still maps the old one."""
+    os.chmod(staging / library, 0o755)  # whatever the umask: loads refuse group/world-writable code
+    artifact_sha256 = sha256_file(staging / library)
+    artifact = f"lib{name}.{artifact_sha256[:16]}.so"
+    os.rename(staging / library, staging / artifact)
+    return artifact, artifact_sha256
+
+
+def _remove_intermediates(staging: Path, objects: Mapping[str, str], scratch: Sequence[str]) -> None:
+    for out in objects:  # objects live on in the object cache, not in the entry
+        (staging / out).unlink(missing_ok=True)
+        (staging / f"{out}.d").unlink(missing_ok=True)
+    for directory in scratch:
+        shutil.rmtree(staging / directory, ignore_errors=True)
+    for leftover in ("build.ninja", ".ninja_log", ".ninja_deps"):
+        (staging / leftover).unlink(missing_ok=True)
+
+
+def _user_file_names(log_text: str, kernel_units: Sequence[tuple[str, SourceUnit]]) -> str:
+    """Replaces the generated translation units' names (a compiler's closing line may name
+    them) with the user's file names."""
+    for path, unit in kernel_units:
+        log_text = log_text.replace(path, unit.display_name)
+    return log_text
+
+
+def _record_objects(
+    todo: Sequence[BuildStep],
+    object_keys: Mapping[str, str],
+    objects: ObjectCache,
+    staging: Path,
+    request: LoadRequest,
+    before: Mapping[str, tuple[int, int]],
+    started_ns: int,
+) -> dict[str, list[Any]]:
+    """Publishes each freshly compiled object with the files its compiler read; returns them all."""
+    from ..build.depfile import read_depfile
+    from ..cache.deps import record as record_dependencies
+
+    covered = request.platform.covered_dirs()
+    # The sources themselves (named by #line, so the compiler lists them) are in the key.
+    keyed = {os.path.normpath(u.display_name) for u in request.units if u.directory is not None}
+    dependencies: dict[str, list[Any]] = {}
+    for step in todo:
+        if step.output not in object_keys:
+            continue  # the link
+        deps: DependencyRecord = {}
+        if step.depfile is not None:  # the binding reads only our and XLA's headers
+            read = [
+                p
+                for p in read_depfile(staging / step.depfile, staging)
+                if not _inside(p, staging) and p not in keyed
+            ]
+            deps = record_dependencies(read, before=before, started_ns=started_ns, skip_dirs=covered)
+        objects.publish(object_keys[step.output], staging / step.output, deps, started_ns)
+        dependencies.update(deps)
+    return dependencies
+
+
+def _scanned_headers(request: LoadRequest) -> list[str]:
+    """The headers our own #include scan finds: a guess, used only to tell on a miss which
+    files the compiler may be reading; the compiler's dependency output is the truth."""
+    from ..build.includes import header_closure
+
+    units = request.units
+    search = [Path(p) for p in request.options.extra_include_paths]
+    search += [u.directory for u in units if u.directory is not None]
+    found = header_closure([(u.text, u.directory) for u in units], search, skip_dirs=[INCLUDE_DIR])
+    return list(found)
+
+
+def _inside(path: str, directory: Path) -> bool:
+    return path.startswith(str(directory) + os.sep)

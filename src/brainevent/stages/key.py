@@ -1,0 +1,96 @@
+"""Request -> key: what identifies a build, computed from the raw inputs (no C++ is read).
+
+Headers are not in the key: each entry lists the files its compiler read, and a hit
+re-checks them (cache/deps.py), whatever flags or macros chose them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any, NamedTuple
+
+from .._version import BINDING_SCHEMA, __version__
+from ..cache.key import CacheKey, KeyBuilder
+from ..errors import ToolchainError
+from ..headers import INCLUDE_DIR
+from .request import LoadRequest, SourceUnit
+
+
+class ModuleKey(NamedTuple):
+    """The keys of one request.
+
+    ``portable`` leaves out the toolchain's identity: it finds an ahead-of-time build on a
+    machine without a compiler (a production node), through an alias file. ``exact`` is
+    None when the toolchain is missing (``toolchain_error`` says why).
+    """
+
+    portable: CacheKey
+    exact: CacheKey | None
+    record: Mapping[str, Any]  # the keyed inputs, as the manifest records them
+    toolchain_error: ToolchainError | None = None
+    # The keyed inputs before the toolchain's identity: what a bundled build is checked against.
+    keyed_without_toolchain: Mapping[str, Any] = {}
+
+
+def derive_key(request: LoadRequest) -> ModuleKey:
+    options, platform = request.options, request.platform
+    record: dict[str, Any] = {
+        "package": __version__,
+        "binding_schema": BINDING_SCHEMA,
+        "package_headers": _package_headers_digest(),
+        "name": options.name,
+        "functions": _functions_key(request.functions),
+        "optimization_level": options.optimization_level,
+        "use_fast_math": options.use_fast_math,
+        "extra_cflags": list(options.extra_cflags),
+        "extra_ldflags": list(options.extra_ldflags),
+        "extra_include_paths": list(options.extra_include_paths),
+    }
+    units = _unit_key(request.units)
+    portable = (
+        KeyBuilder(platform.name + "-portable")
+        .add("record", dict(record, **platform.portable_inputs(options)))
+        .add("units", units)
+        .finish()
+    )
+    portable_record = dict(record)
+    try:
+        record.update(platform.key_inputs(options))
+    except ToolchainError as exc:
+        return ModuleKey(portable, None, record, exc, portable_record)
+    exact = KeyBuilder(platform.name).add("record", record).add("units", units).finish()
+    return ModuleKey(portable, exact, record, None, portable_record)
+
+
+@cache
+def _package_headers_digest() -> str:
+    digest = hashlib.sha256()
+    for path in sorted((INCLUDE_DIR / "brainevent").glob("*.h")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _functions_key(functions: Any) -> Any:
+    """The raw `functions` argument in a keyable form (resolution happens only on a miss)."""
+    if functions is None:
+        return None
+    if isinstance(functions, Mapping):
+        return {str(k): _tokens_key(v) for k, v in functions.items()}
+    if isinstance(functions, (list, tuple)):
+        return [str(f) for f in functions]
+    return repr(functions)  # resolved (and rejected) on the build path
+
+
+def _tokens_key(tokens: Any) -> Any:
+    # None (the source decides) stays None; anything unexpected is refused on the build path.
+    if tokens is None or isinstance(tokens, str):
+        return tokens
+    if isinstance(tokens, (list, tuple)):
+        return [str(t) for t in tokens]
+    return repr(tokens)
+
+
+def _unit_key(units: Sequence[SourceUnit]) -> list[Any]:
+    return [[u.display_name, u.suffix, u.text] for u in units]

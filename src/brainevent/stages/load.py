@@ -1,0 +1,99 @@
+"""The orchestrator: request -> key -> (cache hit | build plan -> artifact) -> registration.
+
+``build(request)`` makes sure the artifact exists (the ahead-of-time CLI stops there);
+``load(request)`` builds and registers. A cache hit computes the key from the raw inputs
+(no spec parsing, no subprocess), verifies the entry's manifest and reads the specs back
+from it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .. import bundle, distributed
+from ..cache.store import CacheEntry, EntryStore, cache_root
+from ..errors import ToolchainError
+from ..logs import to_stderr
+from ..runtime.module import CompiledModule
+from .artifact import Artifact
+from .key import ModuleKey, derive_key
+from .register import register
+from .request import LoadRequest
+
+log = logging.getLogger("brainevent")
+
+
+def load(request: LoadRequest) -> CompiledModule:
+    """The module of ``request``, from the cache or built now, registered with JAX."""
+    with to_stderr(log, logging.DEBUG, request.options.verbose):
+        return register(_artifact(request), request)
+
+
+def build(request: LoadRequest) -> Artifact:
+    """The artifact of ``request``, from the cache or built now; nothing is loaded."""
+    with to_stderr(log, logging.DEBUG, request.options.verbose):
+        return _artifact(request)
+
+
+def _artifact(request: LoadRequest) -> Artifact:
+    options = request.options
+    key = derive_key(request)
+    if not options.force_rebuild:  # a module prebuilt into the user's own package comes first
+        bundled = bundle.lookup(
+            request.units,
+            key.keyed_without_toolchain,
+            request.platform.name,
+            request.platform.portable_inputs(options),
+        )
+        if bundled is not None:
+            return Artifact.from_entry(bundled)
+    store = EntryStore(cache_root(options.build_directory), options.name)
+    if key.exact is None:
+        return _prebuilt(store, key, request)
+    if not options.force_rebuild:
+        entry = store.hit(key.exact)
+        if entry is not None:
+            log.debug("cache hit for %s at %s", options.name, entry.directory)
+            return Artifact.from_entry(entry)
+    # In a jax.distributed job, one process builds for all (distributed/exchange.py).
+    exact = key.exact
+    built = distributed.get_or_build(
+        store, exact, lambda: build_missing(request, key, store), force=options.force_rebuild
+    )
+    return Artifact.from_entry(built)
+
+
+def build_missing(request: LoadRequest, key: ModuleKey, store: EntryStore) -> CacheEntry:
+    """The local cache has no usable entry for ``key`` (or force_rebuild): build it under
+    the entry's lock, in a staging directory, and publish it."""
+    from .execute import run_plan
+    from .plan import plan_build
+
+    assert key.exact is not None
+    with store.build_slot(key.exact, force=request.options.force_rebuild) as slot:
+        if slot.staging is None:  # another process published it while this one waited
+            assert slot.existing is not None
+            return slot.existing
+        plan = plan_build(slot.staging, request)
+        entry = store.publish(slot, run_plan(plan, slot.staging, request, key, store))
+    store.write_alias(key.portable, key.exact)
+    return entry
+
+
+def _prebuilt(store: EntryStore, key: ModuleKey, request: LoadRequest) -> Artifact:
+    """No toolchain here: the ahead-of-time build of the same sources and options, if any."""
+    assert key.toolchain_error is not None
+    name = request.options.name
+    prebuilt, why_not = store.lookup_alias(key.portable)
+    if prebuilt is None:
+        found = (
+            f"The ahead-of-time build of module {name!r} under {store.module_dir} cannot "
+            f"be used: {why_not}. Rebuild it where a compiler is installed (`brainevent build`)."
+            if why_not
+            else f"No ahead-of-time build of module {name!r} with these sources and "
+            f"options was found under {store.module_dir} either (see `brainevent build`)."
+        )
+        exc = key.toolchain_error
+        raise ToolchainError(f"{exc.message}\n{found}", **exc.data) from None
+    log.debug("no toolchain; loading the ahead-of-time build at %s", prebuilt.directory)
+    return Artifact.from_entry(prebuilt)

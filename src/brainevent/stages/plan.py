@@ -1,0 +1,61 @@
+"""Key -> build plan (cache misses only): resolve the specs, write the generated units, and
+ask the platform for the compile and link steps."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from ..build.step import BuildStep
+from ..platforms.base import GeneratedSources
+from ..spec.model import FunctionSpec
+from .request import LoadRequest, SourceUnit
+
+
+class BuildPlan(NamedTuple):
+    specs: tuple[FunctionSpec, ...]
+    sources: GeneratedSources  # the link's library is renamed after its content once built
+    steps: tuple[BuildStep, ...]
+
+
+def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
+    """Writes the generated sources into ``staging`` and returns the steps that build them."""
+    # Imported here: only a cache miss needs the C++ reader and the generator.
+    from ..build.preprocess import Preprocessor
+    from ..codegen import render_binding, render_kernel_unit
+    from ..spec.resolve import resolve_functions
+
+    units, options, platform = request.units, request.options, request.platform
+    specs = resolve_functions(
+        request.functions,
+        [(u.display_name, u.text) for u in units],
+        preprocess=Preprocessor(staging, units, options, platform),
+    )
+    per_unit = _assign_functions(units, specs)
+    (staging / "src").mkdir()
+    kernel_units = []
+    for unit, file_name, unit_specs in zip(units, _unit_file_names(units), per_unit, strict=True):
+        (staging / "src" / file_name).write_text(render_kernel_unit(unit.display_name, unit.text, unit_specs))
+        kernel_units.append((f"src/{file_name}", unit))
+    binding = "src/binding.cpp"
+    (staging / binding).write_text(render_binding(options.name, specs, target=platform.binding_target))
+    sources = GeneratedSources(tuple(kernel_units), binding, f"lib{options.name}.so")
+    return BuildPlan(tuple(specs), sources, tuple(platform.compile_steps(options, sources)))
+
+
+def _unit_file_names(units: Sequence[SourceUnit]) -> list[str]:
+    names = []
+    for i, unit in enumerate(units):
+        stem = re.sub(r"[^A-Za-z0-9_]", "_", Path(unit.display_name).stem)[:40]
+        names.append(f"k{i}_{stem}{unit.suffix}")
+    return names
+
+
+def _assign_functions(units: Sequence[SourceUnit], specs: Sequence[FunctionSpec]) -> list[list[FunctionSpec]]:
+    by_unit: list[list[FunctionSpec]] = [[] for _ in units]
+    index = {u.display_name: i for i, u in enumerate(units)}
+    for spec in specs:
+        by_unit[index[spec.source_file]].append(spec)
+    return by_unit

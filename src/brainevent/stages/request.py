@@ -1,0 +1,224 @@
+"""What a load asks for: the source units (inline text, one file, a directory's files), the
+checked options and the platform.
+
+Every option is checked here, once, when the request is made; the later stages trust it.
+The values are NamedTuples rather than dataclasses: a cache hit imports this module, and
+creating a dataclass costs a few tenths of a millisecond each.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ..errors import SpecError
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from ..platforms.base import Platform
+
+    # The raw ``functions`` argument of a loader: a {name: tokens} mapping, a list of names,
+    # or None (annotations decide). It is read only on a cache miss (spec/resolve.py).
+    FunctionsArgument: TypeAlias = Mapping[str, Any] | Sequence[str] | None
+
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)*")
+
+
+class SourceUnit(NamedTuple):
+    """One translation unit: inline text (``directory`` None) or a file's contents."""
+
+    display_name: str  # what diagnostics and __FILE__ show: "<name>.cpp" or the file's path
+    text: str
+    directory: Path | None
+    suffix: str  # ".cpp" or ".cu": decides the compiler
+
+
+class LoadOptions(NamedTuple):
+    """The loaders' keyword options, checked. Build them with :func:`make_options`."""
+
+    name: str
+    extra_cflags: tuple[str, ...] = ()
+    extra_ldflags: tuple[str, ...] = ()
+    extra_include_paths: tuple[str, ...] = ()
+    build_directory: str | None = None
+    verbose: bool = False
+    force_rebuild: bool = False
+    auto_register: bool = True
+    target_prefix: str | None = None
+    optimization_level: int = 3
+    use_fast_math: bool = False
+    ninja_workers: int | None = None
+    allow_cuda_graph: bool = True
+    replace: bool = False  # let this module take over targets another module registered
+
+
+class LoadRequest(NamedTuple):
+    units: tuple[SourceUnit, ...]
+    functions: FunctionsArgument
+    options: LoadOptions
+    platform: Platform
+
+
+_FLAG_OPTIONS = ("extra_cflags", "extra_ldflags", "extra_include_paths")
+
+
+def make_options(
+    name: Any, keywords: Mapping[str, Any], *, labels: Mapping[str, str] | None = None
+) -> LoadOptions:
+    """Checked options from a loader's keywords (a flag list of None is no flags).
+
+    ``labels`` names an option as its loader spells it (``extra_cflags`` is
+    ``extra_cuda_cflags`` for CUDA), so errors name what the caller wrote.
+    """
+    labels = labels or {}
+    values = dict(keywords)
+    for key in _FLAG_OPTIONS:
+        values[key] = as_flags(keywords.get(key), labels.get(key, key))
+    options = LoadOptions(name=name, **values)
+    check_options(options)
+    return options
+
+
+def keyword_options(caller: str, kwargs: Mapping[str, Any], accepted: Sequence[str]) -> dict[str, Any]:
+    """``kwargs`` of a file or directory loader, refused (TypeError) if any is not ``accepted``."""
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        raise TypeError(
+            f"{caller}() got unexpected keyword argument(s) {unknown}; accepted: {sorted(accepted)}"
+        )
+    return dict(kwargs)
+
+
+def check_name(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not _NAME_RE.fullmatch(value) or len(value) > 100:
+        raise SpecError(
+            f"{what} {value!r} is not a valid module name: use letters, digits and '_' "
+            "(dots and dashes between them), starting with a letter, at most 100 characters, "
+            "e.g. 'my_kernels'.",
+            value=value,
+        )
+    return value
+
+
+def as_flags(value: Any, label: str) -> tuple[str, ...]:
+    """A list of flags as a tuple; a bare string is refused (it would split into characters)."""
+    if value is None:
+        return ()
+    if (
+        isinstance(value, str)
+        or not isinstance(value, (list, tuple))
+        or not all(isinstance(v, str) for v in value)
+    ):
+        raise SpecError(f'{label}={value!r} must be a list of strings, e.g. ["-DFOO=1"].', value=value)
+    for flag in value:
+        problem = _flag_problem(flag)
+        if problem is not None:
+            raise SpecError(
+                f"{label} entry {flag!r} {problem}; a compiler command line cannot carry it. "
+                "Give each flag as its own list item, without line breaks.",
+                value=flag,
+            )
+    return tuple(value)
+
+
+def _flag_problem(flag: str) -> str | None:
+    if "\n" in flag or "\r" in flag:
+        return "contains a line break"
+    if "\0" in flag:
+        return "contains a NUL character"
+    try:
+        flag.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"contains {flag[exc.start]!r}, a lone surrogate, at position {exc.start}"
+    return None
+
+
+def check_options(options: LoadOptions) -> None:
+    check_name(options.name, "name")
+    if options.target_prefix is not None:
+        check_name(options.target_prefix, "target_prefix")
+    level = options.optimization_level
+    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3:
+        raise SpecError(
+            f"optimization_level={level!r} is not valid: expected an int 0, 1, 2 or 3 (-O0..-O3).",
+            value=level,
+        )
+    if options.ninja_workers is not None and (
+        not isinstance(options.ninja_workers, int) or options.ninja_workers < 1
+    ):
+        raise SpecError(
+            f"ninja_workers={options.ninja_workers!r} must be a positive int or None (all CPUs).",
+            value=options.ninja_workers,
+        )
+    if not isinstance(options.replace, bool):
+        raise SpecError(f"replace={options.replace!r} must be True or False.", value=options.replace)
+
+
+def inline_unit(name: object, sources: str | Sequence[str], parameter: str, suffix: str) -> SourceUnit:
+    """Inline source (a list of strings is joined), shown to the compiler as ``<name><suffix>``."""
+    text = join_sources(sources, parameter)
+    return SourceUnit(f"{name}{suffix}" if isinstance(name, str) else f"inline{suffix}", text, None, suffix)
+
+
+def file_unit(path: str | os.PathLike[str], suffixes: Sequence[str], suffix: str) -> SourceUnit:
+    """One file, compiled as a ``suffix`` unit with its directory on the include path."""
+    resolved, text = read_source_file(path, suffixes)
+    return SourceUnit(str(resolved), text, resolved.parent, suffix)
+
+
+def join_sources(sources: str | Sequence[str], parameter: str) -> str:
+    if isinstance(sources, str):
+        return check_encodable(sources, parameter)
+    if isinstance(sources, Sequence) and all(isinstance(s, str) for s in sources):
+        return check_encodable("\n".join(sources), parameter)
+    raise SpecError(
+        f"{parameter} must be a string of source code or a list of strings, got {type(sources).__name__}",
+        value=repr(sources)[:200],
+    )
+
+
+def check_encodable(source: str, parameter: str) -> str:
+    """``source`` if it can be written as UTF-8 for the compiler; else a SpecError naming where.
+
+    Only a lone surrogate (half of a UTF-16 pair, e.g. from ``"\\ud800"`` or text decoded
+    with ``surrogateescape``) cannot be encoded.
+    """
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = source.count("\n", 0, exc.start) + 1
+        column = exc.start - (source.rfind("\n", 0, exc.start) + 1) + 1
+        char = source[exc.start]
+        raise SpecError(
+            f"{parameter} has a lone surrogate U+{ord(char):04X} at line {line}, column {column} "
+            f"(character {exc.start}), which cannot be written out as UTF-8 for the compiler. Remove it, "
+            "or decode the text that produced it with errors='replace' instead of 'surrogateescape'.",
+            value=f"U+{ord(char):04X}",
+            line=line,
+            column=column,
+            position=exc.start,
+        ) from None
+    return source
+
+
+def name_from_path(path: Path) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", path.stem) or "module"
+    return stem if stem[0].isalpha() or stem[0] == "_" else f"m_{stem}"
+
+
+def read_source_file(path: str | os.PathLike[str], suffixes: Sequence[str]) -> tuple[Path, str]:
+    resolved = Path(path).expanduser().resolve()
+    if not resolved.is_file():
+        raise SpecError(
+            f"source file {str(path)!r} does not exist (resolved to {resolved}); pass the path of a "
+            f"{'/'.join(suffixes)} file.",
+            value=str(path),
+        )
+    try:
+        return resolved, resolved.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"cannot read source file {resolved}: {exc}", value=str(path)) from exc

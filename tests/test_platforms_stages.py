@@ -1,0 +1,145 @@
+"""The load pipeline's seams: platforms looked up by name, options checked once, build()
+apart from load(), and shared stages that never name a platform or a compiler."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import brainevent
+from brainevent import platforms
+from brainevent.cuda_loaders import CUDA_KEYWORDS, load_cuda_file, load_cuda_inline
+from brainevent.errors import RegistrationError, SpecError
+from brainevent.loaders import CPP_KEYWORDS, cpp_request, load_cpp_file, load_cpp_inline
+from brainevent.runtime.registry import registered_targets
+from brainevent.stages import LoadOptions, build, load
+from brainevent.stages.request import inline_unit
+
+PACKAGE = Path(brainevent.__file__).parent
+
+ADD = r"""
+#include "brainevent/common.h"
+// @BE add arg arg ret
+void add(const BE::Tensor a, const BE::Tensor b, BE::Tensor out) {
+    for (int64_t i = 0; i < a.numel(); ++i)
+        out.data_ptr<float>()[i] = a.data_ptr<float>()[i] + b.data_ptr<float>()[i];
+}
+"""
+
+
+def _keyword_defaults(function: object) -> dict[str, object]:
+    parameters = inspect.signature(function).parameters.values()  # type: ignore[arg-type]
+    return {p.name: p.default for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+@pytest.mark.parametrize(
+    ("loader", "accepted", "renamed"),
+    [
+        (load_cpp_inline, CPP_KEYWORDS, {}),
+        (load_cuda_inline, CUDA_KEYWORDS, {"extra_cuda_cflags": "extra_cflags"}),
+    ],
+)
+def test_file_loaders_accept_and_default_what_the_inline_loader_does(
+    loader: object, accepted: tuple[str, ...], renamed: dict[str, str]
+) -> None:
+    # The file and directory loaders take their options through **kwargs: the accepted names
+    # and their defaults (LoadOptions') must be the inline loader's.
+    defaults = _keyword_defaults(loader)
+    assert sorted(defaults) == sorted(accepted)
+    fields = LoadOptions._field_defaults
+    for keyword, default in defaults.items():
+        field = renamed.get(keyword, keyword)
+        if field == "compute_capability":  # the platform's, not an option
+            assert default is None
+        elif field in ("extra_cflags", "extra_ldflags", "extra_include_paths"):
+            assert default is None and fields[field] == ()
+        else:
+            assert fields[field] == default, keyword
+
+
+@pytest.mark.parametrize("loader", [load_cpp_file, load_cuda_file])
+def test_an_unknown_keyword_of_a_file_loader_is_a_type_error(loader: object, tmp_path: Path) -> None:
+    source = tmp_path / "k.cu"
+    source.write_text(ADD)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['extra_cxx_flags'\]; accepted"):
+        loader(source, extra_cxx_flags=["-O1"])  # type: ignore[operator]
+
+
+def test_options_are_checked_when_the_request_is_made() -> None:
+    unit = inline_unit("m", ADD, "cpp_sources", ".cpp")
+    with pytest.raises(SpecError, match=r"optimization_level=7 is not valid: expected an int 0, 1, 2 or 3"):
+        cpp_request([unit], "m", None, {"optimization_level": 7})
+    with pytest.raises(SpecError, match=r"extra_cflags='-O1' must be a list of strings"):
+        cpp_request([unit], "m", None, {"extra_cflags": "-O1"})
+    request = cpp_request([unit], "m", None, {"extra_cflags": ["-DX=1"]})
+    assert request.options.extra_cflags == ("-DX=1",)
+    assert request.platform.name == "cpu"
+
+
+def test_build_makes_the_artifact_without_registering_and_load_then_registers_it() -> None:
+    request = cpp_request([inline_unit("stages_add", ADD, "cpp_sources", ".cpp")], "stages_add", None, {})
+    artifact = build(request)
+    assert artifact.built_now and artifact.library.is_file()
+    assert sorted(artifact.functions()) == ["add"]
+    assert "stages_add.add" not in registered_targets()
+    again = build(request)
+    assert not again.built_now and again.library == artifact.library
+    module = load(request)
+    assert not module.built_now and module.registered and str(module.path) == str(artifact.library)
+    a = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(module.add(a, a)), 2 * a)
+
+
+def test_register_ffi_target_takes_the_spellings_the_platforms_list() -> None:
+    spellings = platforms.jax_spellings()
+    assert spellings == {"cpu": "cpu", "host": "cpu", "cuda": "CUDA", "gpu": "CUDA"}
+    module = load_cpp_inline("stages_spell", ADD, auto_register=False)
+    brainevent.register_ffi_target("stages_spell.by_host", module, "add", platform="HOST")
+    assert "stages_spell.by_host" in registered_targets()
+    with pytest.raises(RegistrationError, match=r"platform='tpu' is not known; expected 'cpu' or 'CUDA'"):
+        brainevent.register_ffi_target("stages_spell.x", module, "add", platform="tpu")
+    with pytest.raises(RegistrationError, match=r"module 'stages_spell' was built for 'cpu'"):
+        brainevent.register_ffi_target("stages_spell.y", module, "add", platform="gpu")
+
+
+def test_every_registered_platform_names_what_the_stages_ask_of_it() -> None:
+    for name in platforms.names():
+        cls = platforms.platform_class(name)
+        assert cls.name == name
+        for member in ("jax_platform", "spellings", "scratch_dirs", "binding_target", "compile_steps"):
+            assert hasattr(cls, member), (name, member)
+
+
+def _literals(path: Path) -> list[tuple[int, str]]:
+    """The string constants of a module that are not docstrings."""
+    tree = ast.parse(path.read_text())
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+@pytest.mark.parametrize("stage", ["stages", "build", "cache", "runtime"])
+def test_shared_stages_name_no_platform_and_no_compiler(stage: str) -> None:
+    names = set()
+    for name in platforms.names():
+        cls = platforms.platform_class(name)
+        names |= {cls.name, cls.jax_platform}  # ("host", a spelling, is also a lock record's key)
+    found = [
+        f"{path.relative_to(PACKAGE)}:{line}: {text!r}"
+        for path in sorted((PACKAGE / stage).glob("*.py"))
+        for line, text in _literals(path)
+        if text in names or "nvcc" in text
+    ]
+    assert found == []
