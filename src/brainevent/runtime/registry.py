@@ -86,12 +86,16 @@ def register_targets(
     with _lock:
         if not replace:
             _check_owners(targets, module, platform)
-        return {
+        outcome = {
             target: _register_locked(
                 target, library, function, module, platform, artifact_key, command_buffer
             )
             for function, target in targets.items()
         }
+    reloaded = [target for target, what in outcome.items() if what == "reloaded"]
+    if reloaded:
+        _drop_compiled_executables(reloaded)
+    return outcome
 
 
 def _register_locked(
@@ -141,6 +145,17 @@ def _register_locked(
         ) from exc
     _targets[(target, platform)] = _Registered(library, function, platform, artifact_key, module)
     return "registered"
+
+
+def _drop_compiled_executables(targets: list[str]) -> None:
+    """Executables compiled before the re-point may hold CUDA graphs captured from the old
+    code: a graph replays the kernels the handler launched at capture time and never calls
+    the handler again, so the new code would not run. Clearing JAX's compilation caches
+    makes the next call compile and capture afresh (reloads are rare; recompiles are the price)."""
+    import jax
+
+    jax.clear_caches()
+    log.info("cleared JAX's compiled executables so that calls of %s run the new code", ", ".join(targets))
 
 
 def registered_targets() -> dict[str, str]:
