@@ -163,7 +163,12 @@ class KernelFunction:
         return call(*arrays, **converted)
 
     def _call_with_scratch(
-        self, arrays: Sequence[Any], attrs: dict[str, Any], results: list[Any], single: bool, scratch_bytes: Any
+        self,
+        arrays: Sequence[Any],
+        attrs: dict[str, Any],
+        results: list[Any],
+        single: bool,
+        scratch_bytes: Any,
     ) -> Any:
         """The scratch buffer is one more result (uint8, after the ``ret`` ones) that XLA
         allocates per call; it is dropped from what the caller gets back."""

@@ -130,7 +130,7 @@ def parse_tokens(function: str, tokens: Sequence[str] | str) -> list[SpecToken]:
             if scratch_at:
                 raise SpecError(
                     f"{function}: arg_spec token {position} {raw!r} is a second scratch token "
-                    f"(the first is token {scratch_at}). A function takes at most one scratch buffer; "
+                    f"(the first is {scratch_at}). A function takes at most one scratch buffer; "
                     "take one BE::Scratch and carve it with as<T>(count, offset_bytes).",
                     function=function,
                     token=raw,
@@ -198,7 +198,9 @@ def _parse_one(function: str, position: int, raw: object) -> SpecToken:
         return _parse_attr(where, function, position, raw, rest)
     head, colon, size = text.partition(":")
     if colon and head == "scratch":
-        return SpecToken(Role.SCRATCH, scratch_bytes=_scratch_size(where, function, position, raw, size), text=raw)
+        return SpecToken(
+            Role.SCRATCH, scratch_bytes=_scratch_size(where, function, position, raw, size), text=raw
+        )
     raise SpecError(
         f"Invalid arg_spec token: {where} {raw!r} is not a known token. Expected one of: {EXPECTED_TOKENS}."
         + _token_hint(text),
