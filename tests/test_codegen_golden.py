@@ -41,6 +41,21 @@ SCALE_BY = FunctionSpec(
     "my_kernels.cpp",
     12,
 )
+SUM_WITH_SCRATCH = FunctionSpec(
+    "sum_with_scratch",
+    (
+        Param(Role.ARG, "x", None, "const BE::Tensor"),
+        Param(Role.RET, "out", None, "BE::Tensor"),
+        Param(Role.SCRATCH, "work", None, "BE::Scratch", 4096),
+        Param(Role.STREAM, "stream", None, "int64_t"),
+    ),
+    "scratch_kernels.cpp",
+    3,
+)
+SCRATCH_SOURCE = """#include "brainevent/common.h"
+
+void sum_with_scratch(const BE::Tensor x, BE::Tensor out, BE::Scratch work, int64_t stream) {}
+"""
 USER_SOURCE = """#include "brainevent/common.h"
 
 // @BE vector_add arg arg ret stream
@@ -53,6 +68,12 @@ CASES = {
     "binding_cpu.cpp": lambda: render_binding("my_kernels", [VECTOR_ADD, SCALE_BY], platform="cpu"),
     "binding_cuda.cpp": lambda: render_binding("my_kernels", [VECTOR_ADD], platform="cuda"),
     "kernel_unit.cpp": lambda: render_kernel_unit("my_kernels.cpp", USER_SOURCE, [VECTOR_ADD, SCALE_BY]),
+    "binding_scratch_cuda.cpp": lambda: render_binding(
+        "scratch_kernels", [SUM_WITH_SCRATCH], platform="cuda"
+    ),
+    "kernel_unit_scratch.cpp": lambda: render_kernel_unit(
+        "scratch_kernels.cpp", SCRATCH_SOURCE, [SUM_WITH_SCRATCH]
+    ),
 }
 
 

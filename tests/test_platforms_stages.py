@@ -55,7 +55,7 @@ def test_file_loaders_accept_and_default_what_the_inline_loader_does(
         field = renamed.get(keyword, keyword)
         if field == "compute_capability":  # the platform's, not an option
             assert default is None
-        elif field in ("extra_cflags", "extra_ldflags", "extra_include_paths"):
+        elif field in ("extra_cflags", "extra_ldflags", "extra_include_paths", "extra_libraries"):
             assert default is None and fields[field] == ()
         else:
             assert fields[field] == default, keyword

@@ -174,19 +174,19 @@ def test_unknown_platform_and_dtype_are_refused() -> None:
 
 
 # A role the vocabulary does not have (as if added to one side only).
-_ALIEN = "scratch"
+_ALIEN = "barrier"
 
 
 def test_codegen_refuses_an_unknown_role() -> None:
     alien = FunctionSpec("f", (Param(_ALIEN, "w", None, "BE::Tensor"),), "k.cpp", 1)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"codegen.binding: unhandled binding value 'scratch'"):
+    with pytest.raises(ValueError, match=r"codegen.binding: unhandled binding value 'barrier'"):
         render_binding("m", [alien], platform="cpu")
-    with pytest.raises(ValueError, match=r"codegen.entry_points: unhandled binding value 'scratch'"):
+    with pytest.raises(ValueError, match=r"codegen.entry_points: unhandled binding value 'barrier'"):
         render_kernel_unit("k.cpp", "void f(BE::Tensor w) {}\n", [alien])
 
 
 def test_bind_refuses_an_unknown_role() -> None:
     sig = find_signature("void f(BE::Tensor w) {}\n", "f", "k.cpp")
     assert sig is not None
-    with pytest.raises(ValueError, match=r"spec.bind._mismatch: unhandled binding value 'scratch'"):
+    with pytest.raises(ValueError, match=r"spec.bind._mismatch: unhandled binding value 'barrier'"):
         bind_tokens(sig, [SpecToken(_ALIEN)])  # type: ignore[arg-type]

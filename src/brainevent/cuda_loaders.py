@@ -31,6 +31,7 @@ CUDA_KEYWORDS = (
     "optimization_level",
     "use_fast_math",
     "allow_cuda_graph",
+    "extra_libraries",
 )
 
 
@@ -53,6 +54,7 @@ def load_cuda_inline(
     optimization_level: int = 3,
     use_fast_math: bool = False,
     allow_cuda_graph: bool = True,
+    extra_libraries: Sequence[str] | None = None,
 ) -> CompiledModule:
     """Compile inline CUDA source and load the resulting module.
 
@@ -80,6 +82,10 @@ def load_cuda_inline(
         use_fast_math: Pass ``--use_fast_math`` to nvcc.
         allow_cuda_graph: Register the handlers as command-buffer compatible so XLA may
             capture them in CUDA graphs. Registration only: not part of the cache key.
+        extra_libraries: NVIDIA libraries to compile and link against, e.g.
+            ``["cublas", "curand"]``: headers and shared libraries found by cuda-pathfinder in
+            NVIDIA's pip wheels, conda or the system, linked with a runtime path and loaded
+            before the module (see docs/existing-code.md).
     """
     keywords = {key: value for key, value in locals().items() if key in CUDA_KEYWORDS}
     unit = inline_unit(name, cuda_sources, "cuda_sources", ".cu")
@@ -151,7 +157,19 @@ def cuda_request(
     compute_capability = options.pop("compute_capability", None)
     if "extra_cuda_cflags" in options:
         options["extra_cflags"] = options.pop("extra_cuda_cflags")
+    _refuse_cudart(options.get("extra_libraries"))
     checked = make_options(name, options, labels={"extra_cflags": "extra_cuda_cflags"})
     return LoadRequest(
         tuple(units), functions, checked, create("cuda", compute_capability=compute_capability)
     )
+
+
+def _refuse_cudart(libraries: Any) -> None:
+    """nvcc links the CUDA runtime (statically) into every CUDA module: a second, shared copy
+    would give the module two runtimes with separate state."""
+    if isinstance(libraries, (list, tuple)) and "cudart" in libraries:
+        raise SpecError(
+            "extra_libraries entry 'cudart': a CUDA module already has the CUDA runtime (nvcc links it "
+            "statically) and its headers; remove 'cudart' from extra_libraries.",
+            value="cudart",
+        )

@@ -120,6 +120,25 @@ def _load_check(report: Report, entries: list[EntryInfo], gpu_present: bool) -> 
         report.problem(f"a cached library does not load: {failure}")
 
 
+def _libraries_section(report: Report) -> None:
+    """What cuda-pathfinder finds for the NVIDIA libraries kernels most often name in
+    ``extra_libraries`` (it loads each one it finds, as a load would)."""
+    report.section("NVIDIA libraries (cuda-pathfinder, for extra_libraries=)")
+    try:
+        from cuda.pathfinder import __version__ as pathfinder_version
+
+        from .toolchain.nvidia_libs import survey
+    except ImportError as exc:
+        report.item(
+            "cuda-pathfinder",
+            f"not installed ({exc}); extra_libraries= needs it: pip install cuda-pathfinder",
+        )
+        return
+    report.item("cuda-pathfinder", pathfinder_version)
+    for name, found in survey():
+        report.item(name, found)
+
+
 def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> Report:
     from .errors import BrainEventError
     from .toolchain.cuda_driver import probe_devices
@@ -252,6 +271,8 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
             report.item("nvcc", f"not found (fine for CPU-only use): {exc.message.splitlines()[0]}")
     if "jax-cuda12-plugin" in plugins and nvcc_major != 12:
         report.item("note", CUDA12_NOTE)
+
+    _libraries_section(report)
 
     report.section("Kernel cache")
     from .cache.admin import iter_entries, object_cache_size

@@ -143,6 +143,12 @@ class NvccNotFoundError(ToolchainError):
     cuda12_wheels_only: bool | None = None
 
 
+class NvidiaLibraryNotFoundError(ToolchainError):
+    """An NVIDIA library named in ``extra_libraries`` (or its headers) was not found."""
+
+    library: str | None = None
+
+
 class HostCompilerNotFoundError(ToolchainError):
     """No usable host C++ compiler was found."""
 
@@ -316,6 +322,7 @@ __all__ = [
     "KernelTypeError",
     "LoadError",
     "NvccNotFoundError",
+    "NvidiaLibraryNotFoundError",
     "RegistrationError",
     "SpecError",
     "ToolchainError",

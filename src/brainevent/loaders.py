@@ -24,6 +24,7 @@ CPP_KEYWORDS = (
     "target_prefix",
     "optimization_level",
     "use_fast_math",
+    "extra_libraries",
 )
 
 
@@ -43,6 +44,7 @@ def load_cpp_inline(
     target_prefix: str | None = None,
     optimization_level: int = 3,
     use_fast_math: bool = False,
+    extra_libraries: Sequence[str] | None = None,
 ) -> CompiledModule:
     """Compile inline C++ source for the CPU and register its functions as JAX FFI targets.
 
@@ -65,6 +67,9 @@ def load_cpp_inline(
         target_prefix: Prefix of the target names (default: ``name``).
         optimization_level: ``-O<n>``, 0 to 3 (default 3).
         use_fast_math: Compile with ``-ffast-math``.
+        extra_libraries: NVIDIA libraries to compile and link against, e.g. ``["nvrtc"]`` or
+            ``["cudart"]``, found by cuda-pathfinder in NVIDIA's pip wheels, conda or the system
+            (see docs/existing-code.md).
 
     A ``stream`` parameter is accepted and receives 0, so one source can serve CPU and GPU.
     """

@@ -23,6 +23,7 @@ class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expe
     RET = "ret"  # an output tensor
     STREAM = "stream"  # the platform's stream handle (0 on CPU)
     ATTR = "attr"  # a named scalar attribute
+    SCRATCH = "scratch"  # workspace memory XLA allocates per call (an extra, discarded result)
 
 
 # The C++ spelling and value of each role in ``enum class BE::ffi::Role``.
@@ -31,6 +32,7 @@ ROLE_ENUM: dict[Role, tuple[str, int]] = {
     Role.RET: ("Ret", 1),
     Role.STREAM: ("Stream", 2),
     Role.ATTR: ("Attr", 3),
+    Role.SCRATCH: ("Scratch", 4),
 }
 
 

@@ -44,6 +44,8 @@ def _param_row(param: Param) -> str:
             return "BE_RET"
         case Role.STREAM:
             return "BE_STREAM"
+        case Role.SCRATCH:
+            return "BE_SCRATCH"
         case Role.ATTR:
             assert param.dtype is not None
             return f"BE_ATTR({c_string_literal(param.name)}, {dtype_enum(param.dtype)})"

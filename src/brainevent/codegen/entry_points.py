@@ -28,6 +28,9 @@ def _call_arguments(spec: FunctionSpec) -> list[str]:
             case Role.ARG | Role.RET:
                 out.append(f"t[{tensor_index}]")
                 tensor_index += 1
+            case Role.SCRATCH:  # decoded as a tensor, in parameter order like the others
+                out.append(f"::BE::detail::scratch_of(t[{tensor_index}])")
+                tensor_index += 1
             case Role.ATTR:
                 out.append(f"::BE::detail::load_attr<{param.cxx_type}>(a[{attr_index}])")
                 attr_index += 1

@@ -54,6 +54,12 @@ class ModuleFunctionKernel:
         self.description = f"compiled function {function.target}"
 
     def call_site(self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any]) -> CallSite:
+        if self.function.spec.scratch:
+            raise KernelCallError(
+                f"{self.function.target} takes a 'scratch' parameter, which XLACustomKernel cannot "
+                "allocate; call the compiled function directly (module.<func>(..., scratch_bytes=...))",
+                target=self.function.target,
+            )
         self.function.check_arity(len(ins), len(outs))
         return CallSite(self.function.target, self.function.converted_attrs(attrs))
 

@@ -173,3 +173,21 @@ def user_include_flags(options: LoadOptions, unit: SourceUnit) -> list[str]:
     for path in options.extra_include_paths:
         flags += ["-I", path]
     return flags
+
+
+def library_include_flags(options: LoadOptions) -> list[str]:
+    """``-isystem`` for the headers of the NVIDIA libraries in ``extra_libraries``."""
+    if not options.extra_libraries:
+        return []
+    from ..toolchain.nvidia_libs import include_flags
+
+    return include_flags(options.extra_libraries)
+
+
+def library_link_flags(options: LoadOptions, *, nvcc: bool = False) -> list[str]:
+    """The NVIDIA libraries in ``extra_libraries``, by full path, with their runtime paths."""
+    if not options.extra_libraries:
+        return []
+    from ..toolchain.nvidia_libs import link_flags
+
+    return link_flags(options.extra_libraries, nvcc=nvcc)

@@ -35,7 +35,15 @@ class CpuPlatform(PlatformBase):
         steps.append(base.binding_step(cxx, sources.binding))
         objects = tuple(step.output for step in steps)
         library = sources.library
-        link = (*cxx, "-shared", "-o", library, *objects, *options.extra_ldflags)
+        link = (
+            *cxx,
+            "-shared",
+            "-o",
+            library,
+            *objects,
+            *base.library_link_flags(options),
+            *options.extra_ldflags,
+        )
         steps.append(BuildStep(library, objects, link, f"link {library}"))
         return steps
 
@@ -49,6 +57,7 @@ class CpuPlatform(PlatformBase):
             *base.HOST_BASE_FLAGS,
             *opt,
             *base.user_include_flags(options, unit),
+            *base.library_include_flags(options),
             *options.extra_cflags,
         )
 

@@ -19,6 +19,8 @@ from .base import (
     PlatformBase,
     binding_step,
     host_key_inputs,
+    library_include_flags,
+    library_link_flags,
     toolchain_header_dirs,
     unit_step,
     user_include_flags,
@@ -132,6 +134,7 @@ class CudaPlatform(PlatformBase):
             "-o",
             sources.library,
             *objects,
+            *library_link_flags(options, nvcc=True),
             *options.extra_ldflags,
         )
         steps.append(BuildStep(sources.library, objects, link, f"link {sources.library}"))
@@ -152,7 +155,7 @@ class CudaPlatform(PlatformBase):
 
             search = [Path(p) for p in options.extra_include_paths]
             half = half_type_flags(unit.text, unit.directory, search, options.extra_cflags)
-        return [*includes, *half, *options.extra_cflags]
+        return [*includes, *library_include_flags(options), *half, *options.extra_cflags]
 
     def preprocess_command(
         self, options: LoadOptions, unit: SourceUnit, source: str, output: str

@@ -124,11 +124,13 @@ def _check_real(target: str, name: str, dtype: str, np_type: Any, value: Any) ->
 
 @dataclass(eq=False)  # hashable by identity, so jax.jit(mod.func) works
 class KernelFunction:
-    """``mod.<func>(*arrays, outs=None, **attrs)``: calls the FFI target under or outside jit.
+    """``mod.<func>(*arrays, outs=None, scratch_bytes=None, **attrs)``: calls the FFI target
+    under or outside jit.
 
     ``outs`` is a ``jax.ShapeDtypeStruct`` (or anything with ``shape`` and ``dtype``)
     or a sequence of them, one per ``ret``; by default each result takes the shape
-    and dtype of the first input.
+    and dtype of the first input. ``scratch_bytes`` sizes a ``scratch`` parameter: an int,
+    or a callable given the input arrays (their shapes and dtypes) that returns one.
     """
 
     target: str
@@ -140,7 +142,7 @@ class KernelFunction:
     unregistered: str | None = None
     module: str = ""
 
-    def __call__(self, *arrays: Any, outs: Any = None, **attrs: Any) -> Any:
+    def __call__(self, *arrays: Any, outs: Any = None, scratch_bytes: Any = None, **attrs: Any) -> Any:
         import jax
 
         if self.unregistered is not None:
@@ -151,12 +153,33 @@ class KernelFunction:
         platform_class(self.platform).check_inputs(self.target, arrays)
         result_specs = self._result_specs(arrays, outs)
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
+        if spec.scratch or scratch_bytes is not None:
+            return self._call_with_scratch(arrays, converted, result_specs, single, scratch_bytes)
         call = jax.ffi.ffi_call(
             self.target,
             result_specs[0] if single else result_specs,
             vmap_method=self.vmap_method,
         )
         return call(*arrays, **converted)
+
+    def _call_with_scratch(
+        self,
+        arrays: Sequence[Any],
+        attrs: dict[str, Any],
+        results: list[Any],
+        single: bool,
+        scratch_bytes: Any,
+    ) -> Any:
+        """The scratch buffer is one more result (uint8, after the ``ret`` ones) that XLA
+        allocates per call; it is dropped from what the caller gets back."""
+        import jax
+
+        from .scratch import scratch_result
+
+        results = [*results, scratch_result(self.target, self.spec, arrays, scratch_bytes)]
+        call = jax.ffi.ffi_call(self.target, results, vmap_method=self.vmap_method)
+        out = call(*arrays, **attrs)[: len(self.spec.rets)]
+        return out[0] if single else out
 
     def _not_registered_error(self) -> KernelNotAvailableError:
         kind, fix = platform_class(self.platform).unregistered_help()

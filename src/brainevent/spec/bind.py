@@ -111,6 +111,8 @@ def _param(tok: SpecToken, cls: TypeClass, cparam: CxxParam, position: int) -> P
             return Param(Role.ATTR, tok.attr_name, tok.dtype or cls.detail, cparam.type)
         case Role.ARG | Role.RET | Role.STREAM:
             return Param(tok.role, cparam.name or f"param{position}", None, cparam.type)
+        case Role.SCRATCH:
+            return Param(tok.role, cparam.name or f"param{position}", None, cparam.type, tok.scratch_bytes)
         case _:
             unhandled(tok.role, "spec.bind._param")
 
@@ -131,6 +133,10 @@ def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, st
             return ("an int64_t, cudaStream_t or void* parameter for 'stream'", _fix_for(cls, cparam))
         case Role.ATTR:
             return _attr_mismatch(tok, cls, cparam)
+        case Role.SCRATCH:
+            if cls.kind == "scratch":
+                return None
+            return ("a BE::Scratch parameter for 'scratch'", _fix_for(cls, cparam))
         case _:
             unhandled(tok.role, "spec.bind._mismatch")
 
@@ -165,5 +171,7 @@ def _fix_for(cls: TypeClass, cparam: CxxParam) -> str:
         return f"use {token} for this tensor, or check the token order"
     if cls.kind == "stream":
         return "use 'stream' for this parameter, or check the token order"
+    if cls.kind == "scratch":
+        return "use 'scratch' (or 'scratch:<bytes>') for this BE::Scratch, or check the token order"
     name = cparam.name or "<name>"
     return f"use 'attr.{name}:{cls.detail}' for this scalar, or check the token order"

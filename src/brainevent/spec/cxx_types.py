@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 TENSOR_TYPES = frozenset({"BE::Tensor"})
 STREAM_TYPES = frozenset({"cudaStream_t"})
+SCRATCH_TYPES = frozenset({"BE::Scratch"})
 
 # Named scalar spellings (after a leading ``::`` is dropped) and their canonical type.
 _NAMED_SCALARS: dict[str, str] = {"bool": "bool", "float": "float32", "double": "float64"}
@@ -51,12 +52,13 @@ ACCEPTED = (
     "BE::Tensor (const for an input, non-const for an output; by value or &), "
     "a scalar by value or const& (bool, int8_t..int64_t, uint8_t..uint64_t, int, long, "
     "unsigned, size_t, half, __nv_bfloat16, float, double, std::complex<float>, "
-    "std::complex<double>), or int64_t / cudaStream_t / void* for the stream"
+    "std::complex<double>), int64_t / cudaStream_t / void* for the stream, "
+    "or BE::Scratch (by value or const&) for scratch memory"
 )
 
 
 class TypeClass(NamedTuple):
-    """``kind`` is "tensor", "scalar", "stream" or "unmappable". ``detail`` is
+    """``kind`` is "tensor", "scalar", "stream", "scratch" or "unmappable". ``detail`` is
     "const"/"mutable" for tensors, the canonical dtype for scalars, the C++ type
     for streams and the reason for unmappable types."""
 
@@ -122,6 +124,10 @@ def classify_words(words: Sequence[str]) -> TypeClass:
     key = join_type(kept)
     if key in TENSOR_TYPES:
         return TypeClass("tensor", "const" if is_const else "mutable")
+    if key in SCRATCH_TYPES:
+        if reference and not is_const:
+            return TypeClass("unmappable", "take BE::Scratch by value or const&, not by non-const reference")
+        return TypeClass("scratch", key)
     if key in STREAM_TYPES:
         if reference:
             return TypeClass("unmappable", "take the stream by value, not by reference")

@@ -3,7 +3,8 @@
 Rules: ``const BE::Tensor`` -> arg, non-const ``BE::Tensor`` -> ret, a
 ``cudaStream_t`` / ``void*`` parameter or a 64-bit signed integer whose name
 ends in ``stream`` -> stream (at most one), any other scalar ->
-``attr.<param name>:<type>``. Anything else cannot be inferred.
+``attr.<param name>:<type>``, ``BE::Scratch`` -> scratch (its size is then given at the
+call, ``scratch_bytes=``). Anything else cannot be inferred.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def infer_spec(sig: CxxSignature) -> list[SpecToken]:
         if cls.kind == "tensor":
             role = Role.ARG if cls.detail == "const" else Role.RET
             tokens.append(SpecToken(role, text=role.value))
+        elif cls.kind == "scratch":
+            tokens.append(SpecToken(Role.SCRATCH, text="scratch"))
         elif is_stream_param(param, cls):
             if stream_at:
                 raise _error(

@@ -1,7 +1,7 @@
 """The resolved description of one kernel entry point.
 
 A :class:`FunctionSpec` lists the C++ parameters in declaration order, each tagged
-with its role (input tensor, output tensor, stream, scalar attribute). It is what
+with its role (input tensor, output tensor, stream, scalar attribute, scratch memory). It is what
 the code generator consumes and what ``CompiledModule`` exposes.
 """
 
@@ -22,10 +22,13 @@ class Param:
     name: str  # the C++ parameter name (for attrs: the attribute name seen from Python)
     dtype: str | None = None  # canonical scalar type, attrs only
     cxx_type: str = ""  # the C++ type as written, normalised to single spaces
+    scratch_bytes: int | None = None  # scratch only: the size `scratch:<bytes>` gave, if any
 
     def token(self) -> str:
         if self.role is Role.ATTR:
             return f"attr.{self.name}:{self.dtype}"
+        if self.role is Role.SCRATCH and self.scratch_bytes is not None:
+            return f"scratch:{self.scratch_bytes}"
         return self.role.value
 
 
@@ -54,6 +57,10 @@ class FunctionSpec:
     @property
     def attrs(self) -> tuple[Param, ...]:
         return tuple(p for p in self.params if p.role is Role.ATTR)
+
+    @property
+    def scratch(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.role is Role.SCRATCH)
 
     @property
     def has_stream(self) -> bool:

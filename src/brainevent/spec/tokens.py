@@ -7,6 +7,8 @@ An arg_spec lists one token per C++ parameter, in order::
     stream                   the CUDA stream          (alias: ctx.stream)
     attr.<name>              a scalar attribute       (alias: attrs.<name>)
     attr.<name>:<type>       ... with its type stated (alias: attrs.<name>:<type>)
+    scratch                  workspace memory XLA allocates per call (a BE::Scratch)
+    scratch:<bytes>          ... with its default size in bytes
 
 ``<type>`` is a canonical name from :data:`SCALAR_TYPES` or one of the aliases in
 :data:`TYPE_ALIASES`. A bare ``attr.<name>`` takes its type from the C++ parameter.
@@ -30,6 +32,7 @@ _SIMPLE: dict[str, Role] = {
     "rets": Role.RET,
     "stream": Role.STREAM,
     "ctx.stream": Role.STREAM,
+    "scratch": Role.SCRATCH,
 }
 _ATTR_PREFIXES = ("attr", "attrs")
 
@@ -64,7 +67,7 @@ TYPE_ALIASES: dict[str, str] = {
 }
 
 EXPECTED_TOKENS = (
-    "arg, ret, stream, attr.<name> or attr.<name>:<type> "
+    "arg, ret, stream, attr.<name>, attr.<name>:<type>, scratch or scratch:<bytes> "
     "(aliases: args, rets, ctx.stream, attrs.<name>[:<type>])"
 )
 
@@ -77,6 +80,7 @@ class SpecToken:
     role: Role
     attr_name: str | None = None
     dtype: str | None = None
+    scratch_bytes: int | None = None  # `scratch:<bytes>` only
     # The token as the user wrote it, kept for error messages only.
     text: str = field(default="", compare=False)
 
@@ -86,6 +90,8 @@ class SpecToken:
         if self.role is Role.ATTR:
             suffix = f":{self.dtype}" if self.dtype else ""
             return f"attr.{self.attr_name}{suffix}"
+        if self.role is Role.SCRATCH and self.scratch_bytes is not None:
+            return f"scratch:{self.scratch_bytes}"
         return self.role.value
 
     def shown(self) -> str:
@@ -117,8 +123,20 @@ def parse_tokens(function: str, tokens: Sequence[str] | str) -> list[SpecToken]:
     parsed: list[SpecToken] = []
     seen_attrs: dict[str, int] = {}
     stream_at = 0
+    scratch_at = 0
     for position, raw in enumerate(tokens, start=1):
         tok = _parse_one(function, position, raw)
+        if tok.role is Role.SCRATCH:
+            if scratch_at:
+                raise SpecError(
+                    f"{function}: arg_spec token {position} {raw!r} is a second scratch token "
+                    f"(the first is {scratch_at}). A function takes at most one scratch buffer; "
+                    "take one BE::Scratch and carve it with as<T>(count, offset_bytes).",
+                    function=function,
+                    token=raw,
+                    position=position,
+                )
+            scratch_at = position
         if tok.role is Role.STREAM:
             if stream_at:
                 raise SpecError(
@@ -178,6 +196,11 @@ def _parse_one(function: str, position: int, raw: object) -> SpecToken:
     prefix, dot, rest = text.partition(".")
     if dot and prefix in _ATTR_PREFIXES:
         return _parse_attr(where, function, position, raw, rest)
+    head, colon, size = text.partition(":")
+    if colon and head == "scratch":
+        return SpecToken(
+            Role.SCRATCH, scratch_bytes=_scratch_size(where, function, position, raw, size), text=raw
+        )
     raise SpecError(
         f"Invalid arg_spec token: {where} {raw!r} is not a known token. Expected one of: {EXPECTED_TOKENS}."
         + _token_hint(text),
@@ -216,6 +239,21 @@ def _parse_attr(where: str, function: str, position: int, raw: str, rest: str) -
             dtype=type_name,
         )
     return SpecToken(Role.ATTR, attr_name=name, dtype=dtype, text=raw)
+
+
+def _scratch_size(where: str, function: str, position: int, raw: str, size: str) -> int:
+    """The byte count of ``scratch:<bytes>``: a non-negative decimal integer."""
+    if not size.isdigit() or not size.isascii():
+        raise SpecError(
+            f"Invalid arg_spec token: {where} {raw!r}: {size!r} after 'scratch:' is not a byte count. "
+            "Expected scratch:<bytes> with a non-negative decimal integer, e.g. 'scratch:4096', "
+            "or a bare 'scratch' (then pass scratch_bytes= when calling).",
+            function=function,
+            token=raw,
+            position=position,
+            value=size,
+        )
+    return int(size)
 
 
 def _token_hint(text: str) -> str:

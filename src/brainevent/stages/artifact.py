@@ -31,15 +31,22 @@ class Artifact(NamedTuple):
 
 def spec_to_json(spec: FunctionSpec) -> dict[str, Any]:
     return {
-        "params": [[p.role.value, p.name, p.dtype, p.cxx_type] for p in spec.params],
+        "params": [_param_to_json(p) for p in spec.params],
         "source_file": spec.source_file,
         "line": spec.line,
         "scope": spec.scope,
     }
 
 
+def _param_to_json(p: Param) -> list[Any]:
+    row: list[Any] = [p.role.value, p.name, p.dtype, p.cxx_type]
+    if p.scratch_bytes is not None:  # only scratch parameters carry a fifth field
+        row.append(p.scratch_bytes)
+    return row
+
+
 def spec_from_json(name: str, data: Mapping[str, Any]) -> FunctionSpec:
-    params = tuple(Param(Role(r), n, d, c) for r, n, d, c in data["params"])
+    params = tuple(Param(Role(row[0]), *row[1:]) for row in data["params"])
     return FunctionSpec(
         name, params, data.get("source_file", ""), int(data.get("line", 0)), data.get("scope", "")
     )

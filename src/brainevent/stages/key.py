@@ -48,6 +48,8 @@ def derive_key(request: LoadRequest) -> ModuleKey:
         "extra_ldflags": list(options.extra_ldflags),
         "extra_include_paths": list(options.extra_include_paths),
     }
+    if options.extra_libraries:  # absent otherwise, so keys of modules without libraries stay as they were
+        record["extra_libraries"] = list(options.extra_libraries)
     units = _unit_key(request.units)
     portable = (
         KeyBuilder(platform.name + "-portable")
@@ -58,10 +60,20 @@ def derive_key(request: LoadRequest) -> ModuleKey:
     portable_record = dict(record)
     try:
         record.update(platform.key_inputs(options))
+        record.update(_library_inputs(options.extra_libraries))
     except ToolchainError as exc:
         return ModuleKey(portable, None, record, exc, portable_record)
     exact = KeyBuilder(platform.name).add("record", record).add("units", units).finish()
     return ModuleKey(portable, exact, record, None, portable_record)
+
+
+def _library_inputs(names: Sequence[str]) -> dict[str, Any]:
+    """Which copy of each NVIDIA library the build links (where, how found, its file's identity)."""
+    if not names:
+        return {}
+    from ..toolchain.nvidia_libs import key_inputs
+
+    return {"nvidia_libraries": key_inputs(names)}
 
 
 @cache

@@ -12,7 +12,6 @@ import logging
 
 from .. import bundle, distributed
 from ..cache.store import CacheEntry, EntryStore, cache_root
-from ..errors import ToolchainError
 from ..logs import to_stderr
 from ..runtime.module import CompiledModule
 from .artifact import Artifact
@@ -94,6 +93,6 @@ def _prebuilt(store: EntryStore, key: ModuleKey, request: LoadRequest) -> Artifa
             f"options was found under {store.module_dir} either (see `brainevent build`)."
         )
         exc = key.toolchain_error
-        raise ToolchainError(f"{exc.message}\n{found}", **exc.data) from None
+        raise type(exc)(f"{exc.message}\n{found}", **exc.data) from None  # keeps NvccNotFoundError etc.
     log.debug("no toolchain; loading the ahead-of-time build at %s", prebuilt.directory)
     return Artifact.from_entry(prebuilt)

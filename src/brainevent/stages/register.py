@@ -26,6 +26,7 @@ def register(artifact: Artifact, request: LoadRequest) -> CompiledModule:
     if options.auto_register:
         reason = platform.can_register()
         if reason is None:
+            _preload_libraries(options.extra_libraries)
             try:
                 library = ctypes.CDLL(str(artifact.library), mode=ctypes.RTLD_LOCAL)
             except OSError as exc:
@@ -57,3 +58,12 @@ def register(artifact: Artifact, request: LoadRequest) -> CompiledModule:
         cache_dir=artifact.directory,
         unregistered_reason=reason,
     )
+
+
+def _preload_libraries(names: tuple[str, ...]) -> None:
+    """The NVIDIA libraries the module links, loaded first from where the build found them, so
+    its DT_NEEDED entries resolve to those copies whatever LD_LIBRARY_PATH says."""
+    if names:
+        from ..toolchain.nvidia_libs import preload
+
+        preload(names)

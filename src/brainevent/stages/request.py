@@ -54,6 +54,8 @@ class LoadOptions(NamedTuple):
     ninja_workers: int | None = None
     allow_cuda_graph: bool = True
     replace: bool = False  # let this module take over targets another module registered
+    # NVIDIA libraries to compile and link against, found by cuda-pathfinder (toolchain/nvidia_libs.py)
+    extra_libraries: tuple[str, ...] = ()
 
 
 class LoadRequest(NamedTuple):
@@ -78,9 +80,17 @@ def make_options(
     values = dict(keywords)
     for key in _FLAG_OPTIONS:
         values[key] = as_flags(keywords.get(key), labels.get(key, key))
+    if keywords.get("extra_libraries") is not None:
+        values["extra_libraries"] = _library_names(keywords["extra_libraries"])
     options = LoadOptions(name=name, **values)
     check_options(options)
     return options
+
+
+def _library_names(value: Any) -> tuple[str, ...]:
+    from ..toolchain.nvidia_libs import check_names  # imports cuda.pathfinder: only when asked
+
+    return check_names(value)
 
 
 def keyword_options(caller: str, kwargs: Mapping[str, Any], accepted: Sequence[str]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 // brainevent/common.h - the one header kernels include.
 //
-// BE::Tensor, BE::DType, the element types (BE::float16_t, BE::bfloat16_t,
+// BE::Tensor, BE::Scratch, BE::DType, the element types (BE::float16_t, BE::bfloat16_t,
 // BE::complex64_t, ...), BE_CHECK, the dtype dispatch macros and, when the CUDA
 // runtime is visible (nvcc, or <cuda_runtime.h> included first), the CUDA error
 // checks BE_CUDA_CHECK, BE_CHECK_KERNEL_LAUNCH and BE_CHECK_KERNEL_LAUNCH_SYNC.
@@ -22,6 +22,7 @@
 #include "brainevent/dtype.h"
 #include "brainevent/dtype_complex.h"
 #include "brainevent/half.h"
+#include "brainevent/scratch.h"
 #include "brainevent/tensor.h"
 
 #if defined(__CUDACC__) || defined(__CUDA_RUNTIME_H__)

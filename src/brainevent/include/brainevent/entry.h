@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "brainevent/check.h"
+#include "brainevent/scratch.h"
 #include "brainevent/tensor.h"
 
 #define BE_ENTRY extern "C" __attribute__((visibility("hidden")))
@@ -66,6 +67,10 @@ std::remove_cv_t<std::remove_reference_t<T>> stream_as(int64_t stream) noexcept 
     return static_cast<U>(stream);
   }
 }
+
+// A scratch buffer reaches the trampoline as a tensor (an XLA result buffer); the entry
+// point sees its bytes.
+inline ::BE::Scratch scratch_of(const ::BE::Tensor& t) noexcept { return ::BE::Scratch(t.data(), t.nbytes()); }
 
 }  // namespace detail
 }  // namespace BE

@@ -265,12 +265,16 @@ XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, XLA_
   }
   if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE) return nullptr;  // nothing to prepare
 
-  if (frame->args.size != fn.num_args || frame->rets.size != fn.num_rets) {
-    return invalid(frame, start_message(fn).add(
-                              "expected %d input array(s) and %d result(s), got %lld input(s) and %lld result(s); "
-                              "pass one array per 'arg' and one ShapeDtypeStruct per 'ret'",
-                              fn.num_args, fn.num_rets, static_cast<long long>(frame->args.size),
-                              static_cast<long long>(frame->rets.size)));
+  if (frame->args.size != fn.num_args || frame->rets.size != fn.num_rets + fn.num_scratch) {
+    Message m = start_message(fn);
+    m.add("expected %d input array(s) and %d result(s), got %lld input(s) and %lld result(s); "
+          "pass one array per 'arg' and one ShapeDtypeStruct per 'ret'",
+          fn.num_args, fn.num_rets + fn.num_scratch, static_cast<long long>(frame->args.size),
+          static_cast<long long>(frame->rets.size));
+    if (fn.num_scratch > 0) {
+      m.add(", then one uint8 ShapeDtypeStruct((nbytes,)) per 'scratch' after the %d 'ret' result(s)", fn.num_rets);
+    }
+    return invalid(frame, m);
   }
   if (XLA_FFI_Error* err = decode_attrs(frame, fn, ws.attr_slots, ws.attr_pointers)) return err;
 
@@ -280,7 +284,7 @@ XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, XLA_
   int64_t stream = 0;
   if (XLA_FFI_Error* err = enter_platform(frame, fn, wants_stream, &stream)) return err;
   int64_t used_rank = 0, used_wide = 0;
-  int next_arg = 0, next_ret = 0, next_tensor = 0;
+  int next_arg = 0, next_ret = 0, next_scratch = 0, next_tensor = 0;
   for (int p = 0; p < fn.num_params; ++p) {
     const Role role = fn.params[p].role;
     int is_tensor = -1;
@@ -291,6 +295,7 @@ XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, XLA_
         break;
       case Role::Arg:
       case Role::Ret:
+      case Role::Scratch:  // a result buffer after the `ret` ones, seen as bytes (scratch.h)
         is_tensor = 1;
         break;
     }
@@ -301,7 +306,7 @@ XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, XLA_
     }
     if (is_tensor == 0) continue;
     const bool is_arg = role == Role::Arg;
-    const int index = is_arg ? next_arg++ : next_ret++;
+    const int index = is_arg ? next_arg++ : role == Role::Ret ? next_ret++ : fn.num_rets + next_scratch++;
     auto* buf = static_cast<XLA_FFI_Buffer*>(is_arg ? frame->args.args[index] : frame->rets.rets[index]);
     const DType dtype = static_cast<DType>(buf->dtype);
     if (element_size(dtype) == 0) {

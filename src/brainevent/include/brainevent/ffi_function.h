@@ -29,7 +29,7 @@ namespace BE {
 namespace ffi {
 
 // The vocabulary of a parameter table (brainevent/vocabulary.py: ROLE_ENUM, PLATFORM_ENUM).
-enum class Role : int { Arg = 0, Ret = 1, Stream = 2, Attr = 3 };
+enum class Role : int { Arg = 0, Ret = 1, Stream = 2, Attr = 3, Scratch = 4 };
 enum class Platform : int { Cpu = 0, Cuda = 1 };
 
 struct ParamDesc {
@@ -51,6 +51,7 @@ struct FunctionDesc {
   int num_attrs;
   Platform platform;
   Trampoline entry;
+  int num_scratch;  // scratch buffers: XLA passes them as results after the `ret` ones
 };
 
 // A parameter table ends with one padding row, so a function without parameters still has
@@ -67,8 +68,16 @@ constexpr int count_role(const ParamDesc (&params)[N], Role role) {
 template <int N>
 constexpr FunctionDesc describe(const char* target, const char* location, const ParamDesc (&params)[N],
                                 Platform platform, Trampoline entry) {
-  return {target,         location, params, N - 1, count_role(params, Role::Arg), count_role(params, Role::Ret),
-          count_role(params, Role::Attr), platform, entry};
+  return {target,
+          location,
+          params,
+          N - 1,
+          count_role(params, Role::Arg),
+          count_role(params, Role::Ret),
+          count_role(params, Role::Attr),
+          platform,
+          entry,
+          count_role(params, Role::Scratch)};
 }
 
 // Room for an attribute value of any supported type (complex128 is the largest).
@@ -112,7 +121,7 @@ constexpr int at_least_one(int n) { return n > 0 ? n : 1; }  // arrays must not 
 
 template <const FunctionDesc& kFn>
 XLA_FFI_Error* call(XLA_FFI_CallFrame* frame, XLA_FFI_Handler_Traits traits) {
-  Scratch<at_least_one(kFn.num_args + kFn.num_rets), at_least_one(kFn.num_attrs)> scratch;
+  Scratch<at_least_one(kFn.num_args + kFn.num_rets + kFn.num_scratch), at_least_one(kFn.num_attrs)> scratch;
   return call_frame(frame, kFn, traits, scratch.view());
 }
 
@@ -133,6 +142,7 @@ XLA_FFI_Error* forward_or_call(XLA_FFI_Handler* const* slot, XLA_FFI_CallFrame* 
 #define BE_RET {::BE::ffi::Role::Ret, nullptr, ::BE::DType::Invalid},
 #define BE_STREAM {::BE::ffi::Role::Stream, nullptr, ::BE::DType::Invalid},
 #define BE_ATTR(NAME, DTYPE) {::BE::ffi::Role::Attr, NAME, ::BE::DType::DTYPE},
+#define BE_SCRATCH {::BE::ffi::Role::Scratch, nullptr, ::BE::DType::Invalid},
 
 #define BE_FFI_FUNCTION(F, TARGET, LOCATION, PLATFORM, ...)                                                   \
   BE_ENTRY_DECL const char* be_entry_##F(const ::BE::Tensor*, void* const*, int64_t);                        \

@@ -1,0 +1,220 @@
+"""NVIDIA libraries a module links (``extra_libraries=["cublas", "curand"]``), found by NVIDIA's
+``cuda-pathfinder``.
+
+pathfinder searches NVIDIA's pip wheels, then the conda environment, then the system (the
+dynamic loader's own path, ``CUDA_PATH``/``CUDA_HOME``, the toolkit root next to cudart) and
+says how it found each file (``found_via``). This module adds what a build needs on top:
+the compile and link flags, the cache key's identity of each library, a typed error for
+a name pathfinder does not know or a library it cannot find, and loading the library into
+the process before a module that needs it is opened, so the module's ``DT_NEEDED`` entry
+resolves to the very copy that was linked (the loader matches an already loaded soname).
+
+``cuda.pathfinder`` is imported only when a load names libraries (it costs ~0.2 s).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import cache
+from typing import Any, NamedTuple
+
+from ..errors import NvidiaLibraryNotFoundError, SpecError
+from ..fileio import file_identity
+
+# Libraries whose headers pathfinder files under another name (its SUPPORTED_HEADERS_CTK).
+_HEADER_NAMES = {"cublasLt": "cublas", "cufftw": "cufft", "cusolverMg": "cusolver", "nvJitLink": "nvjitlink"}
+# Libraries without headers of their own: nvblas is a drop-in BLAS, cupti's headers are
+# outside pathfinder's table, the driver library's header comes with the toolkit.
+_NO_HEADERS = frozenset({"nvblas", "cupti"})
+
+# What `brainevent doctor` looks for: the libraries kernels most often call.
+COMMON_LIBRARIES = (
+    "cudart",
+    "cublas",
+    "cublasLt",
+    "curand",
+    "cufft",
+    "cusparse",
+    "cusolver",
+    "nvrtc",
+    "nvJitLink",
+)
+
+# The pip wheels to suggest per library (CUDA 13 names; CUDA 12's end in -cu12).
+_WHEELS = {
+    "cublas": "nvidia-cublas",
+    "cublasLt": "nvidia-cublas",
+    "curand": "nvidia-curand",
+    "cufft": "nvidia-cufft",
+    "cufftw": "nvidia-cufft",
+    "cusparse": "nvidia-cusparse",
+    "cusolver": "nvidia-cusolver",
+    "cusolverMg": "nvidia-cusolver",
+    "nvrtc": "nvidia-cuda-nvrtc",
+    "nvJitLink": "nvidia-nvjitlink",
+    "cudart": "nvidia-cuda-runtime",
+}
+
+
+class NvidiaLibrary(NamedTuple):
+    """One library as pathfinder found it."""
+
+    name: str  # pathfinder's name, e.g. "cublas"
+    path: str  # the shared library, e.g. .../nvidia/cu13/lib/libcublas.so.13
+    found_via: str  # pathfinder's words: "site-packages", "conda", "CUDA_PATH", "system-search", ...
+    include_dir: str | None  # its headers' directory, None for a library without headers
+    include_found_via: str | None
+
+    @property
+    def directory(self) -> str:
+        return os.path.dirname(self.path)
+
+    def key(self) -> list[Any]:
+        """What the cache key records: which library, where, and which file (by stat)."""
+        return [self.name, self.found_via, file_identity(self.path), self.include_dir]
+
+
+def supported_names() -> tuple[str, ...]:
+    from cuda.pathfinder import SUPPORTED_NVIDIA_LIBNAMES
+
+    return tuple(SUPPORTED_NVIDIA_LIBNAMES)
+
+
+def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
+    """``value`` as a tuple of library names pathfinder knows; SpecError naming the bad one."""
+    if value is None:
+        return ()
+    if (
+        isinstance(value, str)
+        or not isinstance(value, (list, tuple))
+        or not all(isinstance(v, str) for v in value)
+    ):
+        raise SpecError(
+            f'{label}={value!r} must be a list of NVIDIA library names, e.g. ["cublas", "curand"].',
+            value=value,
+        )
+    if not value:
+        return ()
+    known = supported_names()
+    for name in value:
+        if name not in known:
+            from ..spec.names import close_matches
+
+            hint = close_matches(name, known)
+            fix = f"Did you mean {hint[0]!r}? " if hint else ""
+            raise SpecError(
+                f"{label} entry {name!r} is not an NVIDIA library cuda-pathfinder knows; supported: "
+                f"{', '.join(known)}. {fix}For any other library pass its flags yourself "
+                '(extra_include_paths=[...], extra_ldflags=["-L<dir>", "-l<name>", "-Wl,-rpath,<dir>"]).',
+                value=name,
+            )
+    return tuple(dict.fromkeys(value))  # duplicates dropped, order kept
+
+
+@cache
+def find_library(name: str) -> NvidiaLibrary:
+    """The library and its headers; NvidiaLibraryNotFoundError saying what to install.
+
+    pathfinder finds a shared library by loading it, so the library is in the process
+    from here on (which is what the module needs when it is opened).
+    """
+    from cuda.pathfinder import (
+        DynamicLibNotFoundError,
+        load_nvidia_dynamic_lib,
+        locate_nvidia_header_directory,
+    )
+
+    try:
+        loaded = load_nvidia_dynamic_lib(name)
+    except DynamicLibNotFoundError as exc:
+        detail = " ".join(str(exc).split())  # pathfinder's message spans lines
+        raise _not_found(name, f"its shared library was not found ({detail})") from exc
+    if loaded.abs_path is None:  # pathfinder could not say where the loader found it
+        raise _not_found(name, f"it was loaded (found_via={loaded.found_via}) but its path is unknown")
+    include_dir = include_via = None
+    header = _header_name(name)
+    if header is not None:
+        located = locate_nvidia_header_directory(header)
+        if located is None or located.abs_path is None:
+            raise _not_found(
+                name,
+                f"its shared library is {loaded.abs_path} (found_via={loaded.found_via}) but its headers "
+                f"({header}) were not found",
+            )
+        include_dir, include_via = located.abs_path, located.found_via
+    return NvidiaLibrary(name, loaded.abs_path, loaded.found_via, include_dir, include_via)
+
+
+def find_libraries(names: Sequence[str]) -> list[NvidiaLibrary]:
+    return [find_library(name) for name in names]
+
+
+def key_inputs(names: Sequence[str]) -> list[list[Any]]:
+    """The cache key's record of the libraries (raises NvidiaLibraryNotFoundError, a
+    ToolchainError: without them only an ahead-of-time build can load)."""
+    return [lib.key() for lib in find_libraries(names)]
+
+
+def include_flags(names: Sequence[str]) -> list[str]:
+    """``-isystem <dir>`` per header directory: warnings from library headers stay quiet."""
+    dirs = dict.fromkeys(lib.include_dir for lib in find_libraries(names) if lib.include_dir)
+    return [flag for d in dirs for flag in ("-isystem", d)]
+
+
+def link_flags(names: Sequence[str], *, nvcc: bool = False) -> list[str]:
+    """Each library by its full path (pip wheels ship only ``libX.so.N``, so ``-lX`` would not
+    find it) and a runtime path to its directory, as g++ or nvcc spells it."""
+    libs = find_libraries(names)
+    # nvcc takes no shared library by path ("Don't know what to do with libX.so.N"): name the
+    # exact file with -l: in its directory.
+    flags = (
+        [flag for lib in libs for flag in (f"-L{lib.directory}", f"-l:{os.path.basename(lib.path)}")]
+        if nvcc
+        else [lib.path for lib in libs]
+    )
+    for directory in dict.fromkeys(lib.directory for lib in libs):
+        flags.append(f"-Xlinker=-rpath,{directory}" if nvcc else f"-Wl,-rpath,{directory}")
+    return flags
+
+
+def preload(names: Sequence[str]) -> None:
+    """Load the libraries into the process before a module linked against them is opened."""
+    find_libraries(names)  # find_library loads each through pathfinder
+
+
+def survey(names: Sequence[str] = COMMON_LIBRARIES) -> list[tuple[str, str]]:
+    """(library, what pathfinder finds for it) per name, for `brainevent doctor`."""
+    lines = []
+    for name in names:
+        try:
+            lib = find_library(name)
+        except NvidiaLibraryNotFoundError:
+            lines.append((name, f"not found (e.g. pip install {_WHEELS.get(name, name)})"))
+            continue
+        headers = f"; headers {lib.include_dir} [{lib.include_found_via}]" if lib.include_dir else ""
+        lines.append((name, f"{lib.path} [{lib.found_via}]{headers}"))
+    return lines
+
+
+def _header_name(name: str) -> str | None:
+    if name in _NO_HEADERS:
+        return None
+    if name.startswith("npp"):
+        return "npp"
+    from cuda.pathfinder import SUPPORTED_HEADERS_CTK
+
+    header = _HEADER_NAMES.get(name, name)
+    return header if header in SUPPORTED_HEADERS_CTK else None
+
+
+def _not_found(name: str, problem: str) -> NvidiaLibraryNotFoundError:
+    wheel = _WHEELS.get(name, f"the NVIDIA wheel that ships {name}")
+    return NvidiaLibraryNotFoundError(
+        f"extra_libraries: cannot use {name!r}: {problem}. cuda-pathfinder looked in NVIDIA's pip "
+        "wheels, the conda environment ($CONDA_PREFIX), CUDA_PATH/CUDA_HOME and the system's CUDA "
+        f"toolkit. Fix: pip install {wheel} (CUDA 13; {wheel}-cu12 for CUDA 12), or conda install the "
+        "library's -dev package, or point CUDA_PATH at a toolkit that has it. `brainevent doctor` "
+        "lists what is found.",
+        library=name,
+    )
