@@ -146,6 +146,31 @@ def find_library(name: str) -> NvidiaLibrary:
     return NvidiaLibrary(name, loaded.abs_path, loaded.found_via, include_dir, include_via)
 
 
+_CRT_PROBE = os.path.join("crt", "host_defines.h")
+
+
+@cache
+def crt_include_dir() -> str | None:
+    """A directory with CUDA's ``crt/`` headers, which the runtime's headers include.
+
+    NVIDIA's pip runtime wheel ships ``cuda_runtime_api.h`` without them (they come in the
+    separate nvidia-cuda-crt wheel), so a host-compiled module that includes a library's
+    headers from there would fail on ``crt/host_defines.h``. nvcc brings its own; the host
+    compiler gets the toolkit's (pathfinder's nvcc headers) when the wheel lacks them.
+    """
+    from cuda.pathfinder import locate_nvidia_header_directory
+
+    for header in ("cudart", "nvcc"):
+        located = locate_nvidia_header_directory(header)
+        if (
+            located is not None
+            and located.abs_path
+            and os.path.isfile(os.path.join(located.abs_path, _CRT_PROBE))
+        ):
+            return str(located.abs_path)
+    return None
+
+
 def find_libraries(names: Sequence[str]) -> list[NvidiaLibrary]:
     return [find_library(name) for name in names]
 
@@ -153,12 +178,20 @@ def find_libraries(names: Sequence[str]) -> list[NvidiaLibrary]:
 def key_inputs(names: Sequence[str]) -> list[list[Any]]:
     """The cache key's record of the libraries (raises NvidiaLibraryNotFoundError, a
     ToolchainError: without them only an ahead-of-time build can load)."""
-    return [lib.key() for lib in find_libraries(names)]
+    libs = find_libraries(names)
+    record = [lib.key() for lib in libs]
+    if any(lib.include_dir and not os.path.isfile(os.path.join(lib.include_dir, _CRT_PROBE)) for lib in libs):
+        record.append(["crt", crt_include_dir()])  # where the missing crt/ headers come from
+    return record
 
 
 def include_flags(names: Sequence[str]) -> list[str]:
     """``-isystem <dir>`` per header directory: warnings from library headers stay quiet."""
     dirs = dict.fromkeys(lib.include_dir for lib in find_libraries(names) if lib.include_dir)
+    if any(not os.path.isfile(os.path.join(d, _CRT_PROBE)) for d in dirs):
+        crt = crt_include_dir()
+        if crt is not None:  # after the libraries' own: only what they lack is taken from here
+            dirs[crt] = None
     return [flag for d in dirs for flag in ("-isystem", d)]
 
 
