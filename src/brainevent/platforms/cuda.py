@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..build.step import BUILD_DIR, BuildStep
 from ..errors import ToolchainError
 from ..toolchain import find_host_compiler
+from . import languages
 from .base import (
     GeneratedSources,
     PlatformBase,
@@ -109,6 +110,9 @@ class CudaPlatform(PlatformBase):
         nvcc_flags = self._nvcc_flags(options)
         steps: list[BuildStep] = []
         for i, (path, unit) in enumerate(sources.kernel_units):
+            if languages.is_c_unit(unit):  # C goes to the host C compiler, not through nvcc
+                steps.append(unit_step(f"k{i}.o", path, unit, self._c_unit_command(options, unit)))
+                continue
             # Kept intermediates are named after the unit, unlike nvcc's default temporary
             # files (tmpxft_<pid>_...), whose names end up in the symbol table.
             keep_dir = f"{_KEEP_ROOT}/k{i}"
@@ -127,6 +131,7 @@ class CudaPlatform(PlatformBase):
             "-shared",
             "-nodlink",
             *_strip_flags(options),
+            *self._link_flags(options),
             "-ccbin",
             find_host_compiler().path,
             "-o",
@@ -140,6 +145,27 @@ class CudaPlatform(PlatformBase):
     def covered_dirs(self) -> list[str]:
         return [*toolchain_header_dirs(), os.path.realpath(self.nvcc.root)]
 
+    @staticmethod
+    def _link_flags(options: LoadOptions) -> list[str]:
+        return [*languages.NVCC_LINK_CHECKS, *languages.openmp_nvcc_link_flags(options)]
+
+    def _c_unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
+        """A ``.c`` unit of a CUDA module: the host C compiler, with the host share of the
+        nvcc flags (``-Xcompiler`` values, defines, includes, warnings)."""
+        from ..toolchain.host import find_host_c_compiler
+
+        opt = [f"-O{options.optimization_level}", *languages.openmp_host_flags(options)]
+        user = languages.c_flags(languages.host_flags_from_nvcc(options.extra_cflags))
+        if options.use_fast_math:
+            opt.append("-ffast-math")
+        return (
+            *find_host_c_compiler().command,
+            *languages.HOST_COMMON_FLAGS,
+            *opt,
+            *user_include_flags(options, unit),
+            *user,
+        )
+
     def _unit_flags(self, options: LoadOptions, unit: SourceUnit) -> list[str]:
         includes = user_include_flags(options, unit)
         # nvcc has no -iquote; the unit's directory goes on -I. .cpp units go through
@@ -152,13 +178,16 @@ class CudaPlatform(PlatformBase):
 
             search = [Path(p) for p in options.extra_include_paths]
             half = half_type_flags(unit.text, unit.directory, search, options.extra_cflags)
-        return [*includes, *half, *options.extra_cflags]
+        openmp = languages.openmp_nvcc_flags(options)
+        return [*includes, *half, *openmp, *languages.cxx_flags(options.extra_cflags)]
 
     def preprocess_command(
         self, options: LoadOptions, unit: SourceUnit, source: str, output: str
     ) -> list[str]:
         """The unit's compile command with -E, as the host compiler sees it: nvcc's -E
         preprocesses for the device (__CUDA_ARCH__ defined); -U after nvcc's own -D undoes that."""
+        if languages.is_c_unit(unit):
+            return [*self._c_unit_command(options, unit), "-E", source, "-o", output]
         flags = [*self._nvcc_flags(options), *self._unit_flags(options, unit)]
         return [self.nvcc.path, *flags, "-Xcompiler=-U__CUDA_ARCH__", "-E", source, "-o", output]
 

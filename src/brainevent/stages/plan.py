@@ -11,7 +11,7 @@ from typing import NamedTuple
 from ..build.step import BuildStep
 from ..platforms.base import GeneratedSources
 from ..spec.model import FunctionSpec
-from .request import LoadRequest, SourceUnit
+from .request import LoadRequest, SourceUnit, refuse_c_entry_points
 
 
 class BuildPlan(NamedTuple):
@@ -33,6 +33,7 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
         [(u.display_name, u.text) for u in units],
         preprocess=Preprocessor(staging, units, options, platform),
     )
+    refuse_c_entry_points(specs, units)
     per_unit = _assign_functions(units, specs)
     (staging / "src").mkdir()
     kernel_units = []

@@ -34,7 +34,7 @@ class SourceUnit(NamedTuple):
     display_name: str  # what diagnostics and __FILE__ show: "<name>.cpp" or the file's path
     text: str
     directory: Path | None
-    suffix: str  # ".cpp" or ".cu": decides the compiler
+    suffix: str  # ".cpp", ".cu" or ".c": decides the compiler and the language
 
 
 class LoadOptions(NamedTuple):
@@ -54,6 +54,7 @@ class LoadOptions(NamedTuple):
     ninja_workers: int | None = None
     allow_cuda_graph: bool = True
     replace: bool = False  # let this module take over targets another module registered
+    openmp: bool = False  # compile and link with the host compiler's OpenMP (see openmp_options)
 
 
 class LoadRequest(NamedTuple):
@@ -78,9 +79,28 @@ def make_options(
     values = dict(keywords)
     for key in _FLAG_OPTIONS:
         values[key] = as_flags(keywords.get(key), labels.get(key, key))
-    options = LoadOptions(name=name, **values)
+    options = openmp_options(LoadOptions(name=name, **values))
     check_options(options)
     return options
+
+
+# The spellings of "use OpenMP" a user may already write in the flag lists: each becomes
+# openmp=True (and leaves the list), so both ways build, and key, the same module.
+_OPENMP_FLAGS = frozenset({"-fopenmp", "-Xcompiler=-fopenmp", "--compiler-options=-fopenmp", "-lgomp"})
+
+
+def openmp_options(options: LoadOptions) -> LoadOptions:
+    """``options`` with any OpenMP flag of the flag lists turned into ``openmp=True``."""
+    if not isinstance(options.openmp, bool):
+        raise SpecError(f"openmp={options.openmp!r} must be True or False.", value=options.openmp)
+    found = [f for f in (*options.extra_cflags, *options.extra_ldflags) if f in _OPENMP_FLAGS]
+    if not found:
+        return options
+    return options._replace(
+        openmp=True,
+        extra_cflags=tuple(f for f in options.extra_cflags if f not in _OPENMP_FLAGS),
+        extra_ldflags=tuple(f for f in options.extra_ldflags if f not in _OPENMP_FLAGS),
+    )
 
 
 def keyword_options(caller: str, kwargs: Mapping[str, Any], accepted: Sequence[str]) -> dict[str, Any]:
@@ -203,6 +223,44 @@ def check_encodable(source: str, parameter: str) -> str:
             position=exc.start,
         ) from None
     return source
+
+
+# Which compiler a file's suffix picks: CUDA for .cu, C for .c, C++ for the rest.
+CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
+C_SUFFIXES = (".c",)
+
+
+def unit_suffix(file: Path) -> str:
+    """The unit suffix (".cu", ".c" or ".cpp") a file is compiled as."""
+    return file.suffix if file.suffix in (".cu", ".c") else ".cpp"
+
+
+def refuse_c_only(units: Sequence[SourceUnit], caller: str) -> None:
+    """A module made of C files alone has nowhere to put its entry points (they take
+    ``BE::Tensor``, a C++ type): say so before anything is built."""
+    if units and all(u.suffix == ".c" for u in units):
+        names = ", ".join(u.display_name for u in units)
+        raise SpecError(
+            f"{caller}: {names} {'is' if len(units) == 1 else 'are'} C, and entry points take "
+            "BE::Tensor, a C++ type. Keep the C file as it is and add a .cpp file whose entry points "
+            'call it (declared extern "C"), then load both: load_cpp_dir(folder) or '
+            "load_cpp_file([c_file, cpp_file]).",
+            value=names,
+        )
+
+
+def refuse_c_entry_points(specs: Sequence[Any], units: Sequence[SourceUnit]) -> None:
+    """An entry point found in a .c unit cannot be compiled there (see refuse_c_only)."""
+    c_files = {u.display_name for u in units if u.suffix == ".c"}
+    for spec in specs:
+        if spec.source_file in c_files:
+            raise SpecError(
+                f"function {spec.name!r} is an entry point but {spec.source_file} is compiled as C, "
+                "and entry points take BE::Tensor, a C++ type. Put the entry point in a .cpp file "
+                'of the same module and let it call the C function (declared extern "C").',
+                value=spec.name,
+                function=spec.name,
+            )
 
 
 def name_from_path(path: Path) -> str:
