@@ -26,6 +26,10 @@ def register(artifact: Artifact, request: LoadRequest) -> CompiledModule:
     if options.auto_register:
         reason = platform.can_register()
         if reason is None:
+            if artifact.manifest.inputs.get("openmp"):
+                from ..runtime.openmp import prepare_openmp_runtime
+
+                prepare_openmp_runtime()  # before dlopen: libgomp reads its environment once
             try:
                 library = ctypes.CDLL(str(artifact.library), mode=ctypes.RTLD_LOCAL)
             except OSError as exc:
