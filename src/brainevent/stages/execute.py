@@ -131,11 +131,14 @@ def _remove_intermediates(staging: Path, objects: Mapping[str, str], scratch: Se
 
 
 def _user_file_names(log_text: str, kernel_units: Sequence[tuple[str, SourceUnit]]) -> str:
-    """Replaces the generated translation units' names (a compiler's closing line may name
-    them) with the user's file names."""
+    """Replaces the generated translation units' and objects' names (a compiler's closing line
+    and the linker name them) with the user's file names."""
+    from ..build.link_diagnostics import user_file_names
+
     for path, unit in kernel_units:
         log_text = log_text.replace(path, unit.display_name)
-    return log_text
+    # The linker names objects (k0.o) and units without their directory (k0_a.cpp).
+    return user_file_names(log_text, [unit.display_name for _, unit in kernel_units])
 
 
 def _record_objects(
