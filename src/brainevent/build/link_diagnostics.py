@@ -99,4 +99,7 @@ def _missing_library(library: str) -> str:
             "Install the compiler's OpenMP runtime (GCC: libgomp, e.g. `apt-get install libgomp1` "
             "or conda's `libgomp`; Clang: libomp) or build without openmp=True."
         )
-    return f"the linker cannot find library lib{library} (-l{library}): add its directory with -L in extra_ldflags"
+    return (
+        f"the linker cannot find library lib{library} (-l{library}): install it, or add its "
+        "directory to extra_ldflags with -L"
+    )
