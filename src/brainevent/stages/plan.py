@@ -28,12 +28,12 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
     from ..spec.resolve import resolve_functions
 
     units, options, platform = request.units, request.options, request.platform
+    refuse_c_entry_points(units, request.functions)  # C units hold no entry points
     specs = resolve_functions(
         request.functions,
-        [(u.display_name, u.text) for u in units],
+        [(u.display_name, u.text) for u in units if u.suffix != ".c"],
         preprocess=Preprocessor(staging, units, options, platform),
     )
-    refuse_c_entry_points(specs, units)
     per_unit = _assign_functions(units, specs)
     (staging / "src").mkdir()
     kernel_units = []
