@@ -60,6 +60,8 @@ _NVCC_VALUE_OPTIONS = frozenset(
      "--compiler-bindir", "-Xptxas", "--ptxas-options", "-Xlinker", "--linker-options", "-maxrregcount",
      "--maxrregcount", "-t", "--threads", "-Xnvlink", "--nvlink-options", "-rdc", "--relocatable-device-code"}
 )  # fmt: skip
+# nvcc's own spellings that a host prefix below would otherwise keep (-gencode=..., -maxrregcount=...).
+_NVCC_PREFIXES = ("--", "-gencode", "-G", "-maxrregcount", "-dc", "-dlto", "-dlink")
 # Options the host C compiler understands; every other nvcc option is nvcc's own.
 _HOST_PREFIXES = ("-D", "-U", "-I", "-O", "-f", "-W", "-g", "-m", "-std=", "-isystem", "-iquote", "-include")
 
@@ -80,7 +82,7 @@ def host_flags_from_nvcc(flags: Sequence[str]) -> list[str]:
             next(words, None)
         elif flag in ("-I", "-D", "-U", "-isystem", "-include"):
             out += [flag, next(words, "")]
-        elif flag.startswith(_HOST_PREFIXES) and not flag.startswith("--"):
+        elif flag.startswith(_HOST_PREFIXES) and not flag.startswith(_NVCC_PREFIXES):
             out.append(flag)
     return [f for f in out if f]
 
