@@ -121,6 +121,7 @@ class CudaPlatform(PlatformBase):
                 *nvcc_flags,
                 "--keep",
                 f"--keep-dir={BUILD_DIR}/{keep_dir}",
+                *arch_thread_flags(len(self.archs), len(sources.kernel_units)),
                 *self._unit_flags(options, unit),
             )
             steps.append(unit_step(f"k{i}.o", path, unit, command, workdirs=(keep_dir,)))
@@ -208,6 +209,15 @@ class CudaPlatform(PlatformBase):
 
         code = sorted({f"{e.kind} {e.arch}" for e in fatbin_entries(Path(library))})
         return [("gpu code", ", ".join(code)), ("archs", ", ".join(inputs.get("archs", [])))]
+
+
+def arch_thread_flags(archs: int, units: int) -> list[str]:
+    """nvcc compiles the archs of a unit one after another unless told ``--threads``; with
+    several archs and cores to spare (ninja already runs one unit per core), compile them in
+    parallel (docs/existing-code.md#heavy-headers-and-build-time has the figures)."""
+    spare = (os.cpu_count() or 1) // max(units, 1)
+    threads = min(archs, spare)
+    return [f"--threads={threads}"] if threads > 1 else []
 
 
 def _strip_flags(options: LoadOptions) -> list[str]:
