@@ -129,7 +129,8 @@ INLINE_CPP = r"""
 void add_one_launch(const float* x, float* y, int64_t n, cudaStream_t s);
 // @BE add_one arg ret stream
 void add_one(const BE::Tensor x, BE::Tensor out, cudaStream_t s) {
-    add_one_launch(static_cast<const float*>(x.data_ptr()), static_cast<float*>(out.data_ptr()), x.numel(), s);
+    add_one_launch(static_cast<const float*>(x.data_ptr()), static_cast<float*>(out.data_ptr()),
+                   x.numel(), s);
 }
 """
 
