@@ -49,6 +49,7 @@ def load_cuda_inline(
     name: str,
     cuda_sources: str | Sequence[str],
     functions: Any = None,
+    cpp_sources: str | Sequence[str] | None = None,
     *,
     extra_cuda_cflags: Sequence[str] | None = None,
     extra_ldflags: Sequence[str] | None = None,
@@ -65,7 +66,6 @@ def load_cuda_inline(
     use_fast_math: bool = False,
     allow_cuda_graph: bool = True,
     openmp: bool = False,
-    cpp_sources: str | Sequence[str] | None = None,
 ) -> CompiledModule:
     """Compile inline CUDA source and load the resulting module.
 
@@ -74,6 +74,8 @@ def load_cuda_inline(
         cuda_sources: CUDA C++ source code; a list of strings is concatenated.
         functions: ``{"func": ["arg", "arg", "ret", "stream"]}``; a list of names (specs
             inferred from the C++ signatures); or ``None`` to use ``// @BE`` annotations.
+        cpp_sources: Host C++ source compiled as a second unit of the same module (as
+            ``torch.utils.cpp_extension.load_inline`` has it); entry points may live in either.
         extra_cuda_cflags: Additional nvcc flags.
         extra_ldflags: Additional link flags.
         extra_include_paths: Additional include directories.
@@ -95,8 +97,6 @@ def load_cuda_inline(
             capture them in CUDA graphs. Registration only: not part of the cache key.
         openmp: Compile and link host code with OpenMP (``-Xcompiler=-fopenmp``; the same as
             giving ``-fopenmp`` in ``extra_cuda_cflags``).
-        cpp_sources: Host C++ source compiled as a second unit of the same module (as
-            ``torch.utils.cpp_extension.load_inline`` has it); entry points may live in either.
     """
     keywords = {key: value for key, value in locals().items() if key in CUDA_KEYWORDS}
     units = [inline_unit(name, cuda_sources, "cuda_sources", ".cu")]
