@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .custom_kernel.warp_types import jaxtype_to_warptype as jaxtype_to_warptype
     from .doctor import print_diagnostics as print_diagnostics
     from .headers import include_dir as include_dir
+    from .loaders import load_cpp_dir as load_cpp_dir
     from .loaders import load_cpp_file as load_cpp_file
     from .loaders import load_cpp_inline as load_cpp_inline
     from .numba_bridge import numba_cuda_callable as numba_cuda_callable
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, tuple[str, str]] = {
     "load_cpp_inline": ("loaders", "load_cpp_inline"),
     "load_cpp_file": ("loaders", "load_cpp_file"),
+    "load_cpp_dir": ("loaders", "load_cpp_dir"),
     "load_cuda_inline": ("cuda_loaders", "load_cuda_inline"),
     "load_cuda_file": ("cuda_loaders", "load_cuda_file"),
     "load_cuda_dir": ("cuda_loaders", "load_cuda_dir"),

@@ -175,6 +175,14 @@ CUDA_GRAPHS: EnvVar[bool] = EnvVar(
     "backend, and never over flags already set), which lets small graphs such as a fori_loop "
     "body with custom calls run as CUDA graphs.",
 )
+OPENMP_PASSIVE: EnvVar[bool] = EnvVar(
+    "BRAINEVENT_OPENMP_PASSIVE",
+    _bool,
+    lambda: True,
+    "Before the first module that links OpenMP is loaded, set OMP_WAIT_POLICY=PASSIVE unless "
+    "OMP_WAIT_POLICY or GOMP_SPINCOUNT is set already: spinning OpenMP threads fight XLA's CPU "
+    "thread pool. Set to 0 to leave the runtime's default.",
+)
 DISTRIBUTED_BUILD: EnvVar[bool] = EnvVar(
     "BRAINEVENT_DISTRIBUTED_BUILD",
     _bool,
@@ -208,6 +216,7 @@ ALL: tuple[EnvVar[object], ...] = (
     USE_LOCKS,
     ALLOW_UNSUPPORTED_COMPILER,
     CUDA_GRAPHS,
+    OPENMP_PASSIVE,
     DISTRIBUTED_BUILD,
     DISTRIBUTED_TIMEOUT,
     REQUIRE_ALL_TESTS,

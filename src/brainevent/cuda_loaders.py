@@ -10,9 +10,20 @@ from typing import Any
 from .errors import SpecError
 from .runtime.module import CompiledModule
 from .stages import LoadRequest, load, make_options
-from .stages.request import SourceUnit, inline_unit, keyword_options, name_from_path, read_source_file
+from .stages.request import (
+    C_SUFFIXES,
+    CPP_SUFFIXES,
+    SourceUnit,
+    inline_unit,
+    join_sources,
+    keyword_options,
+    name_from_path,
+    read_source_file,
+    refuse_c_only,
+    unit_suffix,
+)
 
-_DIR_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
+_DIR_SUFFIXES = (".cu", *CPP_SUFFIXES, *C_SUFFIXES)
 
 # The keyword options of the CUDA loaders (the file and directory loaders take them
 # through **kwargs); compute_capability goes to the platform, the rest are LoadOptions.
@@ -32,6 +43,7 @@ CUDA_KEYWORDS = (
     "use_fast_math",
     "allow_cuda_graph",
     "extra_libraries",
+    "openmp",
 )
 
 
@@ -39,6 +51,7 @@ def load_cuda_inline(
     name: str,
     cuda_sources: str | Sequence[str],
     functions: Any = None,
+    cpp_sources: str | Sequence[str] | None = None,
     *,
     extra_cuda_cflags: Sequence[str] | None = None,
     extra_ldflags: Sequence[str] | None = None,
@@ -55,6 +68,7 @@ def load_cuda_inline(
     use_fast_math: bool = False,
     allow_cuda_graph: bool = True,
     extra_libraries: Sequence[str] | None = None,
+    openmp: bool = False,
 ) -> CompiledModule:
     """Compile inline CUDA source and load the resulting module.
 
@@ -63,6 +77,8 @@ def load_cuda_inline(
         cuda_sources: CUDA C++ source code; a list of strings is concatenated.
         functions: ``{"func": ["arg", "arg", "ret", "stream"]}``; a list of names (specs
             inferred from the C++ signatures); or ``None`` to use ``// @BE`` annotations.
+        cpp_sources: Host C++ source compiled as a second unit of the same module (as
+            ``torch.utils.cpp_extension.load_inline`` has it); entry points may live in either.
         extra_cuda_cflags: Additional nvcc flags.
         extra_ldflags: Additional link flags.
         extra_include_paths: Additional include directories.
@@ -86,64 +102,63 @@ def load_cuda_inline(
             ``["cublas", "curand"]``: headers and shared libraries found by cuda-pathfinder in
             NVIDIA's pip wheels, conda or the system, linked with a runtime path and loaded
             before the module (see docs/existing-code.md).
+        openmp: Compile and link host code with OpenMP (``-Xcompiler=-fopenmp``; the same as
+            giving ``-fopenmp`` in ``extra_cuda_cflags``).
     """
     keywords = {key: value for key, value in locals().items() if key in CUDA_KEYWORDS}
-    unit = inline_unit(name, cuda_sources, "cuda_sources", ".cu")
-    return load(cuda_request([unit], name, functions, keywords))
+    units = [inline_unit(name, cuda_sources, "cuda_sources", ".cu")]
+    if cpp_sources is not None:
+        join_sources(cpp_sources, "cpp_sources")  # checked before the name is reused
+        units.append(
+            inline_unit(f"{name}_host" if isinstance(name, str) else name, cpp_sources, "cpp_sources", ".cpp")
+        )
+    return load(cuda_request(units, name, functions, keywords))
 
 
 def load_cuda_file(
-    path: str | os.PathLike[str], functions: Any = None, *, name: str | None = None, **kwargs: Any
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    functions: Any = None,
+    *,
+    name: str | None = None,
+    **kwargs: Any,
 ) -> CompiledModule:
-    """Compile one ``.cu`` file (its directory is on the include path). Keywords as ``load_cuda_inline``."""
-    unit = cuda_file_unit(path)
+    """Compile one ``.cu`` file (its directory is on the include path), or a list of
+    ``.cu``/``.cpp``/``.c`` files linked into one module. Keywords as ``load_cuda_inline``."""
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    units = [cuda_file_unit(p) for p in paths]
+    refuse_c_only(units, "load_cuda_file")
     keywords = keyword_options("load_cuda_file", kwargs, CUDA_KEYWORDS)
-    module_name = name if name is not None else name_from_path(Path(unit.display_name))
-    return load(cuda_request([unit], module_name, functions, keywords))
+    module_name = name if name is not None else name_from_path(Path(units[0].display_name))
+    return load(cuda_request(units, module_name, functions, keywords))
 
 
 def load_cuda_dir(
     path: str | os.PathLike[str], functions: Any = None, *, name: str | None = None, **kwargs: Any
 ) -> CompiledModule:
-    """Compile every ``.cu``/``.cpp`` file of a directory, each as its own object, in parallel.
+    """Compile every ``.cu``/``.cpp``/``.c`` file of a directory, each as its own object, in parallel.
+
+    ``.cu`` and C++ files go through nvcc; ``.c`` files to the host C compiler.
 
     Headers beside the sources are on the include path and tracked in the cache key;
     objects are cached by content, so editing one file rebuilds one object and the link.
     """
     directory, units = cuda_dir_units(path)
+    refuse_c_only(units, "load_cuda_dir")
     keywords = keyword_options("load_cuda_dir", kwargs, CUDA_KEYWORDS)
     module_name = name if name is not None else name_from_path(directory)
     return load(cuda_request(units, module_name, functions, keywords))
 
 
 def cuda_file_unit(path: str | os.PathLike[str]) -> SourceUnit:
-    resolved, text = read_source_file(path, (".cu",))
-    return SourceUnit(str(resolved), text, resolved.parent, _suffix(resolved))
-
-
-def _suffix(file: Path) -> str:
-    """A ``.cu`` file is compiled as CUDA, any other as C++."""
-    return ".cu" if file.suffix == ".cu" else ".cpp"
+    resolved, text = read_source_file(path, _DIR_SUFFIXES)
+    return SourceUnit(str(resolved), text, resolved.parent, unit_suffix(resolved))
 
 
 def cuda_dir_units(path: str | os.PathLike[str]) -> tuple[Path, list[SourceUnit]]:
-    """The directory and one unit per ``.cu``/``.cpp`` file in it, sorted by name."""
-    directory = Path(path).expanduser().resolve()
-    if not directory.is_dir():
-        raise SpecError(
-            f"load_cuda_dir: {str(path)!r} is not a directory; pass a folder of .cu/.cpp files.",
-            value=str(path),
-        )
-    files = sorted(p for p in directory.iterdir() if p.suffix in _DIR_SUFFIXES and p.is_file())
-    if not files:
-        raise SpecError(
-            f"load_cuda_dir: {directory} holds no {'/'.join(_DIR_SUFFIXES)} files.", value=str(path)
-        )
-    units = []
-    for file in files:
-        _, text = read_source_file(file, _DIR_SUFFIXES)
-        units.append(SourceUnit(str(file), text, directory, _suffix(file)))
-    return directory, units
+    """The directory and one unit per ``.cu``/``.cpp``/``.c`` file in it, sorted by name."""
+    from .loaders import source_dir_units
+
+    return source_dir_units(path, _DIR_SUFFIXES, "load_cuda_dir")
 
 
 def cuda_request(

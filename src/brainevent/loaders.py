@@ -7,9 +7,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .errors import SpecError
 from .runtime.module import CompiledModule
 from .stages import LoadRequest, load, make_options
-from .stages.request import SourceUnit, file_unit, inline_unit, keyword_options, name_from_path
+from .stages.request import (
+    C_SUFFIXES,
+    CPP_SUFFIXES,
+    SourceUnit,
+    inline_unit,
+    keyword_options,
+    name_from_path,
+    read_source_file,
+    refuse_c_only,
+    unit_suffix,
+)
 
 # The keyword options of the C++ loaders (load_cpp_file takes them through **kwargs).
 CPP_KEYWORDS = (
@@ -25,6 +36,7 @@ CPP_KEYWORDS = (
     "optimization_level",
     "use_fast_math",
     "extra_libraries",
+    "openmp",
 )
 
 
@@ -45,6 +57,7 @@ def load_cpp_inline(
     optimization_level: int = 3,
     use_fast_math: bool = False,
     extra_libraries: Sequence[str] | None = None,
+    openmp: bool = False,
 ) -> CompiledModule:
     """Compile inline C++ source for the CPU and register its functions as JAX FFI targets.
 
@@ -69,6 +82,8 @@ def load_cpp_inline(
         use_fast_math: Compile with ``-ffast-math``.
         extra_libraries: NVIDIA libraries to compile and link against, e.g. ``["nvrtc"]`` or
             ``["cudart"]``, found by cuda-pathfinder in NVIDIA's pip wheels, conda or the system
+        openmp: Compile and link with OpenMP (``-fopenmp``; the same as giving ``-fopenmp`` in
+            ``extra_cflags``). The runtime waits passively unless ``OMP_WAIT_POLICY`` is set
             (see docs/existing-code.md).
 
     A ``stream`` parameter is accepted and receives 0, so one source can serve CPU and GPU.
@@ -79,17 +94,66 @@ def load_cpp_inline(
 
 
 def load_cpp_file(
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    functions: Any = None,
+    *,
+    name: str | None = None,
+    **kwargs: Any,
+) -> CompiledModule:
+    """Compile a C++ file, or a list of C++ and C files linked into one module; ``name``
+    defaults to the (first) file's stem. Other keywords as ``load_cpp_inline``.
+
+    Each file's directory is on its include path, and the project headers it includes
+    (transitively) are tracked. ``.c`` files are compiled as C; entry points live in the C++ files.
+    """
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    units = [cpp_file_unit(p) for p in paths]
+    refuse_c_only(units, "load_cpp_file")
+    keywords = keyword_options("load_cpp_file", kwargs, CPP_KEYWORDS)
+    module_name = name if name is not None else name_from_path(Path(units[0].display_name))
+    return load(cpp_request(units, module_name, functions, keywords))
+
+
+def load_cpp_dir(
     path: str | os.PathLike[str], functions: Any = None, *, name: str | None = None, **kwargs: Any
 ) -> CompiledModule:
-    """Compile a C++ file; ``name`` defaults to the file's stem. Other keywords as ``load_cpp_inline``.
+    """Compile every ``.cpp``/``.cc``/``.cxx``/``.c`` file of a directory into one module,
+    each file its own object, in parallel; ``name`` defaults to the directory's name.
 
-    The file's directory is on the include path, and the project headers it includes
-    (transitively) are part of the cache key.
+    Headers beside the sources are on the include path and tracked; objects are cached by
+    content, so editing one file recompiles that file and the link. Keywords as
+    ``load_cpp_inline``.
     """
-    unit = file_unit(path, (".cpp", ".cc", ".cxx"), ".cpp")
-    keywords = keyword_options("load_cpp_file", kwargs, CPP_KEYWORDS)
-    module_name = name if name is not None else name_from_path(Path(unit.display_name))
-    return load(cpp_request([unit], module_name, functions, keywords))
+    directory, units = source_dir_units(path, (*CPP_SUFFIXES, *C_SUFFIXES), "load_cpp_dir")
+    refuse_c_only(units, "load_cpp_dir")
+    keywords = keyword_options("load_cpp_dir", kwargs, CPP_KEYWORDS)
+    module_name = name if name is not None else name_from_path(directory)
+    return load(cpp_request(units, module_name, functions, keywords))
+
+
+def cpp_file_unit(path: str | os.PathLike[str]) -> SourceUnit:
+    resolved, text = read_source_file(path, (*CPP_SUFFIXES, *C_SUFFIXES))
+    return SourceUnit(str(resolved), text, resolved.parent, unit_suffix(resolved))
+
+
+def source_dir_units(
+    path: str | os.PathLike[str], suffixes: Sequence[str], caller: str
+) -> tuple[Path, list[SourceUnit]]:
+    """The directory and one unit per source file in it (not its subdirectories), sorted by name."""
+    directory = Path(path).expanduser().resolve()
+    if not directory.is_dir():
+        raise SpecError(
+            f"{caller}: {str(path)!r} is not a directory; pass a folder of {'/'.join(suffixes)} files.",
+            value=str(path),
+        )
+    files = sorted(p for p in directory.iterdir() if p.suffix in suffixes and p.is_file())
+    if not files:
+        raise SpecError(f"{caller}: {directory} holds no {'/'.join(suffixes)} files.", value=str(path))
+    units = []
+    for file in files:
+        _, text = read_source_file(file, suffixes)
+        units.append(SourceUnit(str(file), text, directory, unit_suffix(file)))
+    return directory, units
 
 
 def cpp_request(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import CompileError
+from .link_diagnostics import linker_causes
 
 _MAX_LINES = 25
 
@@ -67,7 +68,11 @@ def compile_error(
         )
     lines = _compiler_lines(log_text)
     first = first_error_index(lines)
-    if first is not None:
+    causes = linker_causes(lines)
+    if causes:  # a failed link: ld's own last line ("ld returned 1 exit status") says nothing
+        excerpt = [*causes, "", *lines[:_MAX_LINES]]
+        first_error = causes[0]
+    elif first is not None:
         # Context lines that precede the first error ("In function ...") stay with it.
         start = first
         while start > 0 and lines[start - 1].rstrip().endswith(":") and first - start < 3:
@@ -79,5 +84,7 @@ def compile_error(
         first_error = None
     body = "\n".join(excerpt)
     headline = first_error or "the compiler failed without an error line (see the log)"
+    if first_error is not None and "omp.h" in first_error and "No such file" in first_error:
+        headline += " (the OpenMP header: install the compiler's OpenMP runtime, e.g. libgomp)"
     message = f"compiling module {module!r} failed: {headline}\n\n{body}\n\nFull build log: {log_path}"
     return CompileError(message, module=module, log_path=str(log_path), first_error=first_error)

@@ -12,6 +12,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,6 +82,40 @@ def render_ninja(steps: Sequence[BuildStep], directory: Path) -> str:
     return "\n".join(lines)
 
 
+# Without verbose=True a long build says it is still running, this often (seconds).
+PROGRESS_INTERVAL_S = 10.0
+
+
+def _pump(proc: subprocess.Popen[bytes], lines: list[str], verbose: bool) -> None:
+    """Collects ninja's output as it comes; with verbose, logs each line at once (ninja prints
+    a step's line and its compiler's messages when the step ends)."""
+    assert proc.stdout is not None
+    for raw in iter(proc.stdout.readline, b""):
+        line = raw.decode("utf-8", "replace")
+        lines.append(line)
+        if verbose:
+            log.info("%s", line.rstrip())
+
+
+def _wait(proc: subprocess.Popen[bytes], started: float, timeout: float | None, module: str) -> bool:
+    """Waits for ninja, logging "still compiling" now and then; False when it ran past ``timeout``."""
+    deadline = None if timeout is None else started + timeout
+    next_note = started + PROGRESS_INTERVAL_S
+    while True:
+        now = time.monotonic()
+        wake = next_note if deadline is None else min(next_note, deadline)
+        try:
+            proc.wait(timeout=max(wake - now, 0.01))
+            return True
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return False
+            if now >= next_note:
+                log.info("still compiling %s (%.0f s)", module, now - started)
+                next_note += PROGRESS_INTERVAL_S
+
+
 def run_build(
     directory: Path, steps: Sequence[BuildStep], *, workers: int | None, verbose: bool, module: str
 ) -> tuple[str, float]:
@@ -105,27 +140,29 @@ def run_build(
         stdin=subprocess.DEVNULL,
         start_new_session=True,
     )
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    lines: list[str] = []
+    reader = threading.Thread(target=_pump, args=(proc, lines, verbose), daemon=True)
+    reader.start()
+    if not _wait(proc, started, timeout, module):
         # ninja runs each command in a process group of its own and stops them all on
         # SIGTERM; SIGKILL of ninja's group is the fallback if it does not exit.
         os.killpg(proc.pid, signal.SIGTERM)
         try:
-            output, _ = proc.communicate(timeout=10)
+            proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
-            output, _ = proc.communicate()
-        text = output.decode("utf-8", "replace")
+            proc.wait()
+        reader.join()
         raise CompileError(
             timeout_message(module, timeout),
             module=module,
-            log=text,
+            log="".join(lines),
             timed_out=True,
             timeout_s=timeout,
         ) from None
+    reader.join()
+    text = "".join(lines)
     elapsed = time.monotonic() - started
-    text = output.decode("utf-8", "replace")
     (directory / "build.log").write_text(text)
     if proc.returncode != 0:
         raise CompileError(f"building module {module!r} failed", module=module, log=text, timed_out=False)

@@ -11,12 +11,13 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
-from ..build.step import BUILD_DIR, BuildStep
+from ..build.step import BuildStep
 from ..headers import INCLUDE_DIR
 from ..toolchain import find_host_compiler, xla_include_dir
 from ..toolchain.host import system_include_dirs
 from ..toolchain.xla import c_api_digest
 from ..vocabulary import BindingTarget
+from .languages import HOST_COMMON_FLAGS, c_compiler_key
 
 if TYPE_CHECKING:
     from ..stages.request import LoadOptions, SourceUnit
@@ -113,11 +114,8 @@ class PlatformBase:
         return []
 
 
-# Flags of ours that every host compile gets. -fvisibility=hidden keeps the
-# shared object's dynamic symbol table to the handlers, which speeds up dlopen.
-# -ffile-prefix-map keeps the (random) staging directory out of debug info and __FILE__,
-# so two clean builds of the same inputs are byte-identical.
-HOST_BASE_FLAGS = ("-std=c++17", "-fPIC", "-fvisibility=hidden", f"-ffile-prefix-map={BUILD_DIR}=.")
+# Flags of ours that every host C++ compile gets (languages.py says why).
+HOST_BASE_FLAGS = ("-std=c++17", *HOST_COMMON_FLAGS)
 BINDING_OPT = "-O2"
 
 
@@ -155,9 +153,9 @@ def unit_step(obj: str, path: str, unit: SourceUnit, command: Sequence[str], **e
 
 
 def host_key_inputs() -> dict[str, Any]:
-    """The host compiler's and XLA's C API's identity: every platform's binding needs both."""
+    """The host compilers' and XLA's C API's identity: every platform's binding needs them."""
     cxx = find_host_compiler()
-    return {"cxx": cxx.command, "cxx_identity": cxx.identity, "xla_c_api": c_api_digest()}
+    return {"cxx": cxx.command, "cxx_identity": cxx.identity, **c_compiler_key(), "xla_c_api": c_api_digest()}
 
 
 def toolchain_header_dirs() -> list[str]:

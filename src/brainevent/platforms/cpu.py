@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..build.step import BuildStep
 from ..toolchain import find_host_compiler
-from . import base
+from . import base, languages
 from .base import GeneratedSources, PlatformBase
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ class CpuPlatform(PlatformBase):
         link = (
             *cxx,
             "-shared",
+            *self._link_flags(options),
             "-o",
             library,
             *objects,
@@ -50,15 +51,28 @@ class CpuPlatform(PlatformBase):
     def covered_dirs(self) -> list[str]:
         return base.toolchain_header_dirs()
 
+    @staticmethod
+    def _link_flags(options: LoadOptions) -> list[str]:
+        return [*languages.HOST_LINK_CHECKS, *languages.openmp_host_flags(options)]
+
     def _unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
         opt = [f"-O{options.optimization_level}"] + (["-ffast-math"] if options.use_fast_math else [])
+        opt += languages.openmp_host_flags(options)
+        if languages.is_c_unit(unit):
+            from ..toolchain.host import find_host_c_compiler
+
+            compiler, flags = [*find_host_c_compiler().command], list(languages.HOST_COMMON_FLAGS)
+            user = languages.c_flags(options.extra_cflags)
+        else:
+            compiler, flags = find_host_compiler().command, list(base.HOST_BASE_FLAGS)
+            user = languages.cxx_flags(options.extra_cflags)
         return (
-            *find_host_compiler().command,
-            *base.HOST_BASE_FLAGS,
+            *compiler,
+            *flags,
             *opt,
             *base.user_include_flags(options, unit),
             *base.library_include_flags(options),
-            *options.extra_cflags,
+            *user,
         )
 
     def preprocess_command(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..build.step import BUILD_DIR, BuildStep
 from ..errors import ToolchainError
 from ..toolchain import find_host_compiler
+from . import languages
 from .base import (
     GeneratedSources,
     PlatformBase,
@@ -111,6 +112,9 @@ class CudaPlatform(PlatformBase):
         nvcc_flags = self._nvcc_flags(options)
         steps: list[BuildStep] = []
         for i, (path, unit) in enumerate(sources.kernel_units):
+            if languages.is_c_unit(unit):  # C goes to the host C compiler, not through nvcc
+                steps.append(unit_step(f"k{i}.o", path, unit, self._c_unit_command(options, unit)))
+                continue
             # Kept intermediates are named after the unit, unlike nvcc's default temporary
             # files (tmpxft_<pid>_...), whose names end up in the symbol table.
             keep_dir = f"{_KEEP_ROOT}/k{i}"
@@ -119,6 +123,7 @@ class CudaPlatform(PlatformBase):
                 *nvcc_flags,
                 "--keep",
                 f"--keep-dir={BUILD_DIR}/{keep_dir}",
+                *arch_thread_flags(len(self.archs), len(sources.kernel_units)),
                 *self._unit_flags(options, unit),
             )
             steps.append(unit_step(f"k{i}.o", path, unit, command, workdirs=(keep_dir,)))
@@ -129,6 +134,7 @@ class CudaPlatform(PlatformBase):
             "-shared",
             "-nodlink",
             *_strip_flags(options),
+            *self._link_flags(options),
             "-ccbin",
             find_host_compiler().path,
             "-o",
@@ -143,6 +149,27 @@ class CudaPlatform(PlatformBase):
     def covered_dirs(self) -> list[str]:
         return [*toolchain_header_dirs(), os.path.realpath(self.nvcc.root)]
 
+    @staticmethod
+    def _link_flags(options: LoadOptions) -> list[str]:
+        return [*languages.NVCC_LINK_CHECKS, *languages.openmp_nvcc_link_flags(options)]
+
+    def _c_unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
+        """A ``.c`` unit of a CUDA module: the host C compiler, with the host share of the
+        nvcc flags (``-Xcompiler`` values, defines, includes, warnings)."""
+        from ..toolchain.host import find_host_c_compiler
+
+        opt = [f"-O{options.optimization_level}", *languages.openmp_host_flags(options)]
+        user = languages.c_flags(languages.host_flags_from_nvcc(options.extra_cflags))
+        if options.use_fast_math:
+            opt.append("-ffast-math")
+        return (
+            *find_host_c_compiler().command,
+            *languages.HOST_COMMON_FLAGS,
+            *opt,
+            *user_include_flags(options, unit),
+            *user,
+        )
+
     def _unit_flags(self, options: LoadOptions, unit: SourceUnit) -> list[str]:
         includes = user_include_flags(options, unit)
         # nvcc has no -iquote; the unit's directory goes on -I. .cpp units go through
@@ -155,13 +182,22 @@ class CudaPlatform(PlatformBase):
 
             search = [Path(p) for p in options.extra_include_paths]
             half = half_type_flags(unit.text, unit.directory, search, options.extra_cflags)
-        return [*includes, *library_include_flags(options), *half, *options.extra_cflags]
+        openmp = languages.openmp_nvcc_flags(options)
+        return [
+            *includes,
+            *library_include_flags(options),
+            *half,
+            *openmp,
+            *languages.cxx_flags(options.extra_cflags),
+        ]
 
     def preprocess_command(
         self, options: LoadOptions, unit: SourceUnit, source: str, output: str
     ) -> list[str]:
         """The unit's compile command with -E, as the host compiler sees it: nvcc's -E
         preprocesses for the device (__CUDA_ARCH__ defined); -U after nvcc's own -D undoes that."""
+        if languages.is_c_unit(unit):
+            return [*self._c_unit_command(options, unit), "-E", source, "-o", output]
         flags = [*self._nvcc_flags(options), *self._unit_flags(options, unit)]
         return [self.nvcc.path, *flags, "-Xcompiler=-U__CUDA_ARCH__", "-E", source, "-o", output]
 
@@ -182,6 +218,15 @@ class CudaPlatform(PlatformBase):
 
         code = sorted({f"{e.kind} {e.arch}" for e in fatbin_entries(Path(library))})
         return [("gpu code", ", ".join(code)), ("archs", ", ".join(inputs.get("archs", [])))]
+
+
+def arch_thread_flags(archs: int, units: int) -> list[str]:
+    """nvcc compiles the archs of a unit one after another unless told ``--threads``; with
+    several archs and cores to spare (ninja already runs one unit per core), compile them in
+    parallel (docs/existing-code.md#heavy-headers-and-build-time has the figures)."""
+    spare = (os.cpu_count() or 1) // max(units, 1)
+    threads = min(archs, spare)
+    return [f"--threads={threads}"] if threads > 1 else []
 
 
 def _strip_flags(options: LoadOptions) -> list[str]:

@@ -72,9 +72,7 @@ def run_plan(
     started_ns = time.time_ns()
     started = time.monotonic()
     try:
-        build_log, _ = run_build(
-            staging, todo, workers=options.ninja_workers, verbose=options.verbose, module=options.name
-        )
+        run_build(staging, todo, workers=options.ninja_workers, verbose=options.verbose, module=options.name)
     except CompileError as exc:
         failed_log = store.failed_log_path(key.exact)
         with contextlib.suppress(OSError):  # never written through a planted link (trust.py)
@@ -89,8 +87,7 @@ def run_plan(
     dependencies = _record_objects(todo, object_keys, objects, staging, request, before, started_ns)
     for cached in reused.values():
         dependencies.update(cached)
-    if options.verbose:
-        log.info("build log of %s:\n%s", options.name, build_log.rstrip())
+    # With verbose=True, build/ninja.py has logged the build's lines as they came.
     artifact, artifact_sha256 = _name_after_content(staging, plan.sources.library, options.name)
     elapsed = time.monotonic() - started
     log.info("compiled %s in %.2f s", options.name, elapsed)
@@ -131,11 +128,14 @@ def _remove_intermediates(staging: Path, objects: Mapping[str, str], scratch: Se
 
 
 def _user_file_names(log_text: str, kernel_units: Sequence[tuple[str, SourceUnit]]) -> str:
-    """Replaces the generated translation units' names (a compiler's closing line may name
-    them) with the user's file names."""
+    """Replaces the generated translation units' and objects' names (a compiler's closing line
+    and the linker name them) with the user's file names."""
+    from ..build.link_diagnostics import user_file_names
+
     for path, unit in kernel_units:
         log_text = log_text.replace(path, unit.display_name)
-    return log_text
+    # The linker names objects (k0.o) and units without their directory (k0_a.cpp).
+    return user_file_names(log_text, [unit.display_name for _, unit in kernel_units])
 
 
 def _record_objects(

@@ -44,6 +44,7 @@ def derive_key(request: LoadRequest) -> ModuleKey:
         "functions": _functions_key(request.functions),
         "optimization_level": options.optimization_level,
         "use_fast_math": options.use_fast_math,
+        "openmp": options.openmp,
         "extra_cflags": list(options.extra_cflags),
         "extra_ldflags": list(options.extra_ldflags),
         "extra_include_paths": list(options.extra_include_paths),

@@ -11,7 +11,7 @@ from typing import NamedTuple
 from ..build.step import BuildStep
 from ..platforms.base import GeneratedSources
 from ..spec.model import FunctionSpec
-from .request import LoadRequest, SourceUnit
+from .request import LoadRequest, SourceUnit, refuse_c_entry_points
 
 
 class BuildPlan(NamedTuple):
@@ -28,9 +28,10 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
     from ..spec.resolve import resolve_functions
 
     units, options, platform = request.units, request.options, request.platform
+    refuse_c_entry_points(units, request.functions)  # C units hold no entry points
     specs = resolve_functions(
         request.functions,
-        [(u.display_name, u.text) for u in units],
+        [(u.display_name, u.text) for u in units if u.suffix != ".c"],
         preprocess=Preprocessor(staging, units, options, platform),
     )
     per_unit = _assign_functions(units, specs)

@@ -27,6 +27,10 @@ def register(artifact: Artifact, request: LoadRequest) -> CompiledModule:
         reason = platform.can_register()
         if reason is None:
             _preload_libraries(options.extra_libraries)
+            if artifact.manifest.inputs.get("openmp"):
+                from ..runtime.openmp import prepare_openmp_runtime
+
+                prepare_openmp_runtime()  # before dlopen: libgomp reads its environment once
             try:
                 library = ctypes.CDLL(str(artifact.library), mode=ctypes.RTLD_LOCAL)
             except OSError as exc:

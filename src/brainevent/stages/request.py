@@ -34,7 +34,7 @@ class SourceUnit(NamedTuple):
     display_name: str  # what diagnostics and __FILE__ show: "<name>.cpp" or the file's path
     text: str
     directory: Path | None
-    suffix: str  # ".cpp" or ".cu": decides the compiler
+    suffix: str  # ".cpp", ".cu" or ".c": decides the compiler and the language
 
 
 class LoadOptions(NamedTuple):
@@ -56,6 +56,7 @@ class LoadOptions(NamedTuple):
     replace: bool = False  # let this module take over targets another module registered
     # NVIDIA libraries to compile and link against, found by cuda-pathfinder (toolchain/nvidia_libs.py)
     extra_libraries: tuple[str, ...] = ()
+    openmp: bool = False  # compile and link with the host compiler's OpenMP (see openmp_options)
 
 
 class LoadRequest(NamedTuple):
@@ -82,7 +83,7 @@ def make_options(
         values[key] = as_flags(keywords.get(key), labels.get(key, key))
     if keywords.get("extra_libraries") is not None:
         values["extra_libraries"] = _library_names(keywords["extra_libraries"])
-    options = LoadOptions(name=name, **values)
+    options = openmp_options(LoadOptions(name=name, **values))
     check_options(options)
     return options
 
@@ -91,6 +92,25 @@ def _library_names(value: Any) -> tuple[str, ...]:
     from ..toolchain.nvidia_libs import check_names  # imports cuda.pathfinder: only when asked
 
     return check_names(value)
+
+
+# The spellings of "use OpenMP" a user may already write in the flag lists: each becomes
+# openmp=True (and leaves the list), so both ways build, and key, the same module.
+_OPENMP_FLAGS = frozenset({"-fopenmp", "-Xcompiler=-fopenmp", "--compiler-options=-fopenmp", "-lgomp"})
+
+
+def openmp_options(options: LoadOptions) -> LoadOptions:
+    """``options`` with any OpenMP flag of the flag lists turned into ``openmp=True``."""
+    if not isinstance(options.openmp, bool):
+        raise SpecError(f"openmp={options.openmp!r} must be True or False.", value=options.openmp)
+    found = [f for f in (*options.extra_cflags, *options.extra_ldflags) if f in _OPENMP_FLAGS]
+    if not found:
+        return options
+    return options._replace(
+        openmp=True,
+        extra_cflags=tuple(f for f in options.extra_cflags if f not in _OPENMP_FLAGS),
+        extra_ldflags=tuple(f for f in options.extra_ldflags if f not in _OPENMP_FLAGS),
+    )
 
 
 def keyword_options(caller: str, kwargs: Mapping[str, Any], accepted: Sequence[str]) -> dict[str, Any]:
@@ -213,6 +233,59 @@ def check_encodable(source: str, parameter: str) -> str:
             position=exc.start,
         ) from None
     return source
+
+
+# Which compiler a file's suffix picks: CUDA for .cu, C for .c, C++ for the rest.
+CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
+C_SUFFIXES = (".c",)
+
+
+def unit_suffix(file: Path) -> str:
+    """The unit suffix (".cu", ".c" or ".cpp") a file is compiled as."""
+    return file.suffix if file.suffix in (".cu", ".c") else ".cpp"
+
+
+def refuse_c_only(units: Sequence[SourceUnit], caller: str) -> None:
+    """A module made of C files alone has nowhere to put its entry points (they take
+    ``BE::Tensor``, a C++ type): say so before anything is built."""
+    if units and all(u.suffix == ".c" for u in units):
+        names = ", ".join(u.display_name for u in units)
+        raise SpecError(
+            f"{caller}: {names} {'is' if len(units) == 1 else 'are'} C, and entry points take "
+            "BE::Tensor, a C++ type. Keep the C file as it is and add a .cpp file whose entry points "
+            'call it (declared extern "C"), then load both: load_cpp_dir(folder) or '
+            "load_cpp_file([c_file, cpp_file]).",
+            value=names,
+        )
+
+
+_ANNOTATION = re.compile(r"//\s*@BE\s+([A-Za-z_]\w*)")
+
+
+def refuse_c_entry_points(units: Sequence[SourceUnit], functions: Any) -> None:
+    """An entry point in a .c unit cannot be compiled there (see refuse_c_only): refused
+    before the C++ reader sees the file, by its annotation or by a requested name that only a
+    C file defines."""
+    c_units = [u for u in units if u.suffix == ".c"]
+    if not c_units:
+        return
+    cxx_text = "\n".join(u.text for u in units if u.suffix != ".c")
+    requested = [str(f) for f in functions] if isinstance(functions, (Mapping, list, tuple)) else []
+    for unit in c_units:
+        names = _ANNOTATION.findall(unit.text)
+        names += [n for n in requested if _defines(unit.text, n) and not _defines(cxx_text, n)]
+        if names:
+            raise SpecError(
+                f"function {names[0]!r} is an entry point but {unit.display_name} is compiled as C, "
+                "and entry points take BE::Tensor, a C++ type. Put the entry point in a .cpp file "
+                'of the same module and let it call the C function (declared extern "C").',
+                value=names[0],
+                function=names[0],
+            )
+
+
+def _defines(text: str, name: str) -> bool:
+    return re.search(rf"\b{re.escape(name)}\s*\(", text) is not None
 
 
 def name_from_path(path: Path) -> str:

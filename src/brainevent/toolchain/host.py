@@ -146,3 +146,34 @@ def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
     compiler and process, and only when something is being built.
     """
     return _system_include_dirs(tuple(compiler.command), compiler.identity)
+
+
+# The C driver beside each C++ driver: same installation, same libc, same ABI.
+_C_DRIVERS = (("clang++", "clang"), ("g++", "gcc"), ("c++", "cc"))
+
+
+@dataclass(frozen=True)
+class HostCCompiler:
+    """How ``.c`` units are compiled: the C driver beside the host C++ compiler, or the C++
+    compiler itself told the language (``-x c``) when it has no such sibling."""
+
+    command: tuple[str, ...]
+    identity: str
+    found_via: str
+
+
+@cache
+def _c_compiler_for(cxx: HostCompiler) -> HostCCompiler:
+    directory, name = os.path.split(cxx.path)
+    for cxx_name, c_name in _C_DRIVERS:
+        if cxx_name in name:  # g++-12 -> gcc-12, x86_64-conda-linux-gnu-c++ -> ...-cc
+            candidate = os.path.join(directory, name.replace(cxx_name, c_name, 1))
+            if os.access(candidate, os.X_OK):
+                command = (*cxx.wrapper, candidate, *cxx.extra_flags)
+                return HostCCompiler(command, file_identity(candidate), f"beside {cxx.path}")
+    return HostCCompiler((*cxx.command, "-x", "c"), cxx.identity, f"{cxx.path} -x c")
+
+
+def find_host_c_compiler() -> HostCCompiler:
+    """The C compiler of the host toolchain (memoised per host C++ compiler)."""
+    return _c_compiler_for(find_host_compiler())

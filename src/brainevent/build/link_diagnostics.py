@@ -1,0 +1,105 @@
+"""Linker output in the user's terms: the cause first, with the user's file names.
+
+The linker (GNU ld through g++ or nvcc, which demangles C++ names itself) names objects and
+generated units (``k0.o``, ``k0_kernels.cpp``, ``k0_kernels.cudafe1.cpp``); a failed link
+ends with ``collect2: error: ld returned 1 exit status``, which says nothing. This module
+maps the generated names back to the user's files and writes one headline per cause:
+undefined symbols, duplicate definitions, missing libraries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+# k<i>.o, or k<i>_<stem>.<ext> as the compiler saw it (nvcc's kept k<i>_<stem>.cudafe1.cpp too),
+# never part of a longer path or name.
+_EDGE = r"(?<![\w/.\-])"
+_OBJECT_AND_UNIT = re.compile(_EDGE + r"k(\d+)\.o:(?:src/)?k\1_\w*(?:\.cudafe1)?\.(?:cpp|cu|c)\b")
+_OBJECT = re.compile(_EDGE + r"k(\d+)\.o\b")
+_UNIT = re.compile(_EDGE + r"(?:src/)?k(\d+)_\w*(?:\.cudafe1)?\.(?:cpp|cu|c)\b")
+_BINDING = re.compile(_EDGE + r"binding\.o\b")
+
+_IN_FUNCTION = re.compile(r"in function [`'](?P<function>.+)':$")
+_UNDEFINED = re.compile(r"^(?P<where>.+?):(?:\(.*?\)|\d+): undefined reference to [`'](?P<symbol>.+)'$")
+_UNDEFINED_SYMBOL = re.compile(r"undefined symbol: (?P<symbol>\S+)")
+_MULTIPLE = re.compile(
+    r"^(?P<where>.+?):(?:\(.*?\)|\d+): multiple definition of [`'](?P<symbol>.+?)'; "
+    r"(?P<first>.+?):(?:\(.*?\)|\d+): first defined here"
+)
+_MISSING_LIBRARY = re.compile(r"cannot find -l(?P<library>[\w.+\-]+)")
+_GENERATED_PREFIX = "be_entry_"
+_OPENMP_LIBRARIES = ("gomp", "omp", "iomp5")
+_LINKER_PREFIX = re.compile(r"^(?:/\S*/)?(?:ld|ld\.\w+|collect2)(?:: warning)?: ")
+
+
+def user_file_names(log_text: str, units: Sequence[str]) -> str:
+    """``log_text`` with generated object and unit names replaced by ``units[i]`` (the user's
+    file of generated unit ``k<i>``)."""
+
+    def name(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        return units[index] if index < len(units) else match.group(0)
+
+    log_text = _OBJECT_AND_UNIT.sub(name, log_text)
+    log_text = _UNIT.sub(name, log_text)
+    log_text = _OBJECT.sub(name, log_text)
+    return _BINDING.sub("the generated binding", log_text)
+
+
+def linker_causes(lines: Sequence[str]) -> list[str]:
+    """One line per distinct link failure, in the order the linker reported them; [] when the
+    log holds no link failure this module understands."""
+    causes: list[str] = []
+    undefined: dict[str, list[str]] = {}  # symbol -> the places that use it
+    function = ""
+    for raw in lines:
+        line = _LINKER_PREFIX.sub("", raw.strip())
+        if found := _IN_FUNCTION.search(line):
+            function = found["function"]
+            continue
+        if found := _UNDEFINED.match(line):
+            generated = function.startswith(_GENERATED_PREFIX)  # our trampoline calls the user's code
+            place = found["where"] + (f" (in {function})" if function and not generated else "")
+            if found["symbol"] not in undefined:
+                causes.append(found["symbol"])  # a placeholder, filled in below
+                undefined[found["symbol"]] = []
+            known = undefined[found["symbol"]]
+            if generated and any(p.startswith(found["where"]) for p in known):
+                continue
+            if place not in known:
+                undefined[found["symbol"]].append(place)
+        elif found := _MULTIPLE.match(line):
+            places = f"{found['where']} and {found['first']}"
+            if found["where"] == found["first"]:
+                places = f"{found['where']} (twice: is it included in two objects?)"
+            causes.append(
+                f"multiple definition of '{found['symbol']}': defined in {places}. A function "
+                "defined in a header included by several files needs `inline` (or `static`)."
+            )
+        elif found := _MISSING_LIBRARY.search(line):
+            causes.append(_missing_library(found["library"]))
+        elif found := _UNDEFINED_SYMBOL.search(line):
+            causes.append(f"undefined symbol '{found['symbol']}'")
+    return [_undefined(c, undefined[c]) if c in undefined else c for c in dict.fromkeys(causes)]
+
+
+def _undefined(symbol: str, places: list[str]) -> str:
+    where = "; ".join(places[:3]) + (f"; and {len(places) - 3} more" if len(places) > 3 else "")
+    return (
+        f"undefined symbol '{symbol}', used in {where}. Define it in one of the module's files, or "
+        "link the library that defines it (extra_ldflags, e.g. ['-lname'])."
+    )
+
+
+def _missing_library(library: str) -> str:
+    if library in _OPENMP_LIBRARIES:
+        return (
+            f"the OpenMP runtime library lib{library} was not found by the linker (-l{library}). "
+            "Install the compiler's OpenMP runtime (GCC: libgomp, e.g. `apt-get install libgomp1` "
+            "or conda's `libgomp`; Clang: libomp) or build without openmp=True."
+        )
+    return (
+        f"the linker cannot find library lib{library} (-l{library}): install it, or add its "
+        "directory to extra_ldflags with -L"
+    )

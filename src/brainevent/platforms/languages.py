@@ -1,0 +1,121 @@
+"""Per-language flags, OpenMP and link checks that every platform shares.
+
+Three languages reach a build: C++ (``.cpp`` units and the binding), CUDA (``.cu``, nvcc) and
+C (``.c``, the host C compiler). The user's one flag list (``extra_cflags`` /
+``extra_cuda_cflags``) serves them all, so a language standard is routed to the units of its
+language, and nvcc's own options never reach the host compilers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..build.step import BUILD_DIR
+
+if TYPE_CHECKING:
+    from ..stages.request import LoadOptions, SourceUnit
+
+C_SUFFIX = ".c"
+C_STANDARD = "-std=gnu17"  # C17 with the GNU extensions most existing C code assumes
+
+# Flags of ours that every host compile gets, whatever its language. -fvisibility=hidden
+# keeps the shared object's dynamic symbol table to the handlers, which speeds up dlopen.
+# -ffile-prefix-map keeps the (random) staging directory out of debug info and __FILE__,
+# so two clean builds of the same inputs are byte-identical.
+HOST_COMMON_FLAGS = ("-fPIC", "-fvisibility=hidden", f"-ffile-prefix-map={BUILD_DIR}=.")
+
+_CXX_STD = re.compile(r"-std=(c|gnu)\+\+\w+")
+_C_STD = re.compile(r"-std=(c|gnu|iso9899:)\w+")
+
+
+def is_c_unit(unit: SourceUnit) -> bool:
+    return unit.suffix == C_SUFFIX
+
+
+def is_cxx_standard(flag: str) -> bool:
+    return bool(_CXX_STD.fullmatch(flag))
+
+
+def is_c_standard(flag: str) -> bool:
+    return bool(_C_STD.fullmatch(flag)) and not is_cxx_standard(flag)
+
+
+def cxx_flags(flags: Sequence[str]) -> list[str]:
+    """The user's flags for a C++ or CUDA unit: a C standard (``-std=c11``) is for C units only."""
+    return [f for f in flags if not is_c_standard(f)]
+
+
+def c_flags(flags: Sequence[str]) -> list[str]:
+    """The C standard (``-std=gnu17`` unless the user named one), then the user's flags fit
+    for C: a C++ standard stays with the C++ units."""
+    kept = [f for f in flags if not is_cxx_standard(f)]
+    return ([] if any(is_c_standard(f) for f in kept) else [C_STANDARD]) + kept
+
+
+# nvcc options that take their value as the next word (dropped with it for the C compiler).
+_NVCC_VALUE_OPTIONS = frozenset(
+    {"-gencode", "--generate-code", "-arch", "--gpu-architecture", "-code", "--gpu-code", "-ccbin",
+     "--compiler-bindir", "-Xptxas", "--ptxas-options", "-Xlinker", "--linker-options", "-maxrregcount",
+     "--maxrregcount", "-t", "--threads", "-Xnvlink", "--nvlink-options", "-rdc", "--relocatable-device-code"}
+)  # fmt: skip
+# nvcc's own spellings that a host prefix below would otherwise keep (-gencode=..., -maxrregcount=...).
+_NVCC_PREFIXES = ("--", "-gencode", "-G", "-maxrregcount", "-dc", "-dlto", "-dlink")
+# Options the host C compiler understands; every other nvcc option is nvcc's own.
+_HOST_PREFIXES = ("-D", "-U", "-I", "-O", "-f", "-W", "-g", "-m", "-std=", "-isystem", "-iquote", "-include")
+
+
+def host_flags_from_nvcc(flags: Sequence[str]) -> list[str]:
+    """The host compiler's share of an nvcc flag list: ``-Xcompiler`` values unwrapped,
+    preprocessor, warning and optimisation flags kept, nvcc-only options dropped."""
+    out: list[str] = []
+    words = iter(flags)
+    for flag in words:
+        if flag in ("-Xcompiler", "--compiler-options"):
+            out += next(words, "").split(",")
+        elif flag.startswith(("-Xcompiler=", "--compiler-options=")):
+            out += flag.split("=", 1)[1].split(",")
+        elif flag == "--use_fast_math":
+            out.append("-ffast-math")
+        elif flag in _NVCC_VALUE_OPTIONS:
+            next(words, None)
+        elif flag in ("-I", "-D", "-U", "-isystem", "-include"):
+            out += [flag, next(words, "")]
+        elif flag.startswith(_HOST_PREFIXES) and not flag.startswith(_NVCC_PREFIXES):
+            out.append(flag)
+    return [f for f in out if f]
+
+
+# OpenMP: the same switch compiles the pragmas and links the runtime (libgomp for GCC,
+# libomp for Clang); the host compiler's driver picks the library.
+OPENMP_HOST_FLAG = "-fopenmp"
+OPENMP_NVCC_FLAGS = ("-Xcompiler=-fopenmp",)
+
+
+def openmp_host_flags(options: LoadOptions) -> list[str]:
+    return [OPENMP_HOST_FLAG] if options.openmp else []
+
+
+def openmp_nvcc_flags(options: LoadOptions) -> list[str]:
+    return list(OPENMP_NVCC_FLAGS) if options.openmp else []
+
+
+def openmp_nvcc_link_flags(options: LoadOptions) -> list[str]:
+    # nvcc links with the host driver: -fopenmp there adds the runtime (and -pthread).
+    return ["-Xcompiler=-fopenmp"] if options.openmp else []
+
+
+# Every symbol a module uses must resolve when it is linked, not when a GPU host loads it:
+# an undefined one is then a build error naming it (docs/existing-code.md). A user who really
+# wants symbols resolved at load time adds -Wl,-z,undefs (host) or -Xlinker=-z,undefs (nvcc).
+HOST_LINK_CHECKS = ("-Wl,-z,defs",)
+NVCC_LINK_CHECKS = ("-Xlinker", "-z,defs")
+
+
+def c_compiler_key() -> dict[str, Any]:
+    """The host C compiler's identity, keyed with the C++ compiler's (it builds ``.c`` units)."""
+    from ..toolchain.host import find_host_c_compiler
+
+    cc = find_host_c_compiler()
+    return {"cc": list(cc.command), "cc_identity": cc.identity}
