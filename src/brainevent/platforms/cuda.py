@@ -1,6 +1,7 @@
-"""The CUDA platform: nvcc for the kernel units and the link, the host compiler for the binding.
+"""The CUDA platform: nvcc for the kernel units and the link, the host compiler for the decoder.
 
-nvcc never sees XLA's headers: the binding is a separate host translation unit. Everything
+nvcc sees only XLA's C API header (through the handler lines appended to each unit); the
+call-frame decoder is a host object built once per toolchain (stages/decoder.py). Everything
 that knows about nvcc (its flags, kept intermediates, target archs, JAX's CUDA plugins and
 the GPU probe) lives here.
 """
@@ -17,8 +18,8 @@ from ..toolchain import find_host_compiler
 from .base import (
     GeneratedSources,
     PlatformBase,
-    binding_step,
     host_key_inputs,
+    one_call_step,
     toolchain_header_dirs,
     unit_step,
     user_include_flags,
@@ -107,26 +108,30 @@ class CudaPlatform(PlatformBase):
 
     def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
         nvcc_flags = self._nvcc_flags(options)
-        steps: list[BuildStep] = []
-        for i, (path, unit) in enumerate(sources.kernel_units):
+        link_flags = ("-shared", "-nodlink", *_strip_flags(options))
+
+        def unit_command(i: int, unit: SourceUnit) -> tuple[str, ...]:
             # Kept intermediates are named after the unit, unlike nvcc's default temporary
             # files (tmpxft_<pid>_...), whose names end up in the symbol table.
-            keep_dir = f"{_KEEP_ROOT}/k{i}"
-            command = (
-                self.nvcc.path,
-                *nvcc_flags,
-                "--keep",
-                f"--keep-dir={BUILD_DIR}/{keep_dir}",
-                *self._unit_flags(options, unit),
+            keep = f"--keep-dir={BUILD_DIR}/{_KEEP_ROOT}/k{i}"
+            return (self.nvcc.path, *nvcc_flags, "--keep", keep, *self._unit_flags(options, unit))
+
+        if sources.one_call:
+            unit = sources.kernel_units[0][1]
+            step = one_call_step(
+                sources, unit_command(0, unit), link_flags, options.extra_ldflags, workdirs=(f"{_KEEP_ROOT}/k0",)
             )
-            steps.append(unit_step(f"k{i}.o", path, unit, command, workdirs=(keep_dir,)))
-        steps.append(binding_step(find_host_compiler().command, sources.binding))
-        objects = tuple(step.output for step in steps)
+            return [step]
+        steps = [
+            unit_step(f"k{i}.o", path, unit, unit_command(i, unit), workdirs=(f"{_KEEP_ROOT}/k{i}",))
+            for i, (path, unit) in enumerate(sources.kernel_units)
+        ]
+        if sources.decoder_source is not None:
+            steps.append(self.decoder_step(sources))
+        objects = (*(step.output for step in steps if step.output != sources.decoder), sources.decoder)
         link = (
             self.nvcc.path,
-            "-shared",
-            "-nodlink",
-            *_strip_flags(options),
+            *link_flags,
             "-ccbin",
             find_host_compiler().path,
             "-o",
