@@ -50,7 +50,9 @@ def render_trampoline(spec: FunctionSpec) -> str:
     )
 
 
-def render_kernel_unit(display_name: str, source: str, specs: Sequence[FunctionSpec], binding: str = "") -> str:
+def render_kernel_unit(
+    display_name: str, source: str, specs: Sequence[FunctionSpec], binding: str = ""
+) -> str:
     """The translation unit compiled for one source file: its text, a trampoline per entry
     point, then ``binding`` (the entry points' handler lines, codegen/binding.py).
 

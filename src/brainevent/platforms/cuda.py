@@ -119,7 +119,11 @@ class CudaPlatform(PlatformBase):
         if sources.one_call:
             unit = sources.kernel_units[0][1]
             step = one_call_step(
-                sources, unit_command(0, unit), link_flags, options.extra_ldflags, workdirs=(f"{_KEEP_ROOT}/k0",)
+                sources,
+                unit_command(0, unit),
+                link_flags,
+                options.extra_ldflags,
+                workdirs=(f"{_KEEP_ROOT}/k0",),
             )
             return [step]
         steps = [

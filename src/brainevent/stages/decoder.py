@@ -28,7 +28,6 @@ from ..codegen.binding import render_decoder
 if TYPE_CHECKING:
     from ..build.step import BuildStep
     from ..cache.objects import ObjectCache
-    from ..platforms.base import GeneratedSources
     from .request import LoadRequest
 
 DECODER_SOURCE = "src/decoder.cpp"

@@ -168,9 +168,13 @@ def _record_objects(
         if step.depfile is None:
             continue  # a link, or the decoder (which reads only keyed headers)
         read = [
-            p for p in read_depfile(staging / step.depfile, staging) if not _inside(p, staging) and p not in keyed
+            p
+            for p in read_depfile(staging / step.depfile, staging)
+            if not _inside(p, staging) and p not in keyed
         ]
-        deps: DependencyRecord = record_dependencies(read, before=before, started_ns=started_ns, skip_dirs=covered)
+        deps: DependencyRecord = record_dependencies(
+            read, before=before, started_ns=started_ns, skip_dirs=covered
+        )
         if step.output in object_keys:  # not a unit compiled and linked in one call
             objects.publish(object_keys[step.output], staging / step.output, deps, started_ns)
         dependencies.update(deps)

@@ -40,7 +40,9 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
     (staging / "src").mkdir()
     kernel_units = []
     for unit, file_name, unit_specs in zip(units, _unit_file_names(units), per_unit, strict=True):
-        binding = render_binding(options.name, unit_specs, target=platform.binding_target) if unit_specs else ""
+        binding = (
+            render_binding(options.name, unit_specs, target=platform.binding_target) if unit_specs else ""
+        )
         text = render_kernel_unit(unit.display_name, unit.text, unit_specs, binding)
         (staging / "src" / file_name).write_text(text)
         kernel_units.append((f"src/{file_name}", unit))
