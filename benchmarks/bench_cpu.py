@@ -61,6 +61,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HandAdd, AddImpl,
 HIT_PROBE = r"""
 import json, sys, time
 import jax
+jax.devices()  # the backend initialised first: the figure is brainevent's own
 t0 = time.perf_counter()
 import brainevent
 t = time.perf_counter()
@@ -91,16 +92,25 @@ def jax_version() -> str:
     return str(jax.__version__)
 
 
-def cold_build(repeat: int) -> tuple[float, float]:
+def cold_build(repeat: int) -> tuple[float, float, float]:
+    """(a module never built, the shared decoder cached; g++ -c alone; a first-ever build in an
+    empty cache, which compiles the shared decoder too)."""
     import brainevent
     from brainevent.headers import INCLUDE_DIR
 
-    def build() -> None:
-        with tempfile.TemporaryDirectory() as cache:
+    persistent = tempfile.mkdtemp()
+    rounds = iter(range(1 << 30))
+
+    def build(cache: str | None = None) -> None:
+        source = KERNEL + f"// round {next(rounds)}\n"  # a key no earlier round had
+        with tempfile.TemporaryDirectory() as fresh:
             mod = brainevent.load_cpp_inline(
-                name="bench_add", cpp_sources=KERNEL, build_directory=cache, auto_register=False
+                name="bench_add", cpp_sources=source, build_directory=cache or fresh, auto_register=False
             )
             assert mod.built_now
+
+    def cold() -> None:
+        build(persistent)
 
     def gxx_alone() -> None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -122,8 +132,8 @@ def cold_build(repeat: int) -> tuple[float, float]:
                 check=True,
             )
 
-    build()  # warm the toolchain memo and the OS file cache
-    return median_time(build, repeat), median_time(gxx_alone, repeat)
+    cold()  # warm the toolchain memo and the OS file cache; builds the shared decoder
+    return median_time(cold, repeat), median_time(gxx_alone, repeat), median_time(build, repeat)
 
 
 def cache_hit(repeat: int, cache: str) -> tuple[float, float, float, float]:
@@ -281,7 +291,7 @@ def main() -> None:
     cache = tempfile.mkdtemp(prefix="be-bench-")
     os.environ["BRAINEVENT_CACHE_DIR"] = cache
 
-    build_s, gxx_s = cold_build(args.repeat)
+    build_s, gxx_s, first_build_s = cold_build(args.repeat)
     first_s, hit_s, import_s, raw_s = cache_hit(args.repeat, cache)
     calls = per_call(cache, n=16, calls=2000)
     from bench_concurrency import wall_time
@@ -301,8 +311,16 @@ def main() -> None:
             f"{build_s * 1000:.0f} ms",
             f"`g++ -c` of the source alone: {gxx_s * 1000:.0f} ms",
             f"{build_s / gxx_s:.2f}x ({(build_s - gxx_s) * 1000:+.0f} ms)",
-            "within +500 ms",
-            verdict(Check("", (build_s - gxx_s) * 1000, 500, " ms", 0, signed=True)),
+            "within +200 ms",
+            verdict(Check("", (build_s - gxx_s) * 1000, 200, " ms", 0, signed=True)),
+        ],
+        [
+            "first-ever cold build (an empty cache: also compiles the shared FFI decoder)",
+            f"{first_build_s * 1000:.0f} ms",
+            f"`g++ -c` of the source alone: {gxx_s * 1000:.0f} ms",
+            f"{first_build_s / gxx_s:.2f}x ({(first_build_s - gxx_s) * 1000:+.0f} ms)",
+            "report",
+            NO_TARGET,
         ],
         [
             "cache-hit load per module, fresh process",
@@ -313,12 +331,12 @@ def main() -> None:
             verdict(Check("", hit_s * 1000, 2, " ms")),
         ],
         [
-            "first cache-hit load, fresh process (loads the loader modules)",
+            "first cache-hit load, fresh process, after `import jax` and backend init",
             f"{first_s * 1000:.1f} ms",
             f"`import brainevent` alone: {import_s * 1000:.1f} ms",
             "-",
-            "report",
-            NO_TARGET,
+            "<= 5 ms",
+            verdict(Check("", first_s * 1000, 5, " ms")),
         ],
         [
             "per call, jit dispatch (16 floats)",

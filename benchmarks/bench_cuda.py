@@ -167,12 +167,23 @@ def cold_builds(repeat: int) -> dict[str, float]:
     nvcc = find_nvcc()
     flags = gencode_flags(resolve_archs(None))
 
-    def ours() -> None:
-        with tempfile.TemporaryDirectory() as cache:
+    persistent = tempfile.mkdtemp()  # holds the shared decoder after the first build
+    rounds = iter(range(1 << 30))
+
+    def build(cache: str | None) -> None:
+        # A comment no earlier round had: a module never built, so its key is new.
+        source = SEED_ADD + f"// round {next(rounds)}\n"
+        with tempfile.TemporaryDirectory() as fresh:
             mod = brainevent.load_cuda_inline(
-                name="cold", cuda_sources=SEED_ADD, build_directory=cache, auto_register=False
+                name="cold", cuda_sources=source, build_directory=cache or fresh, auto_register=False
             )
             assert mod.built_now
+
+    def ours() -> None:  # the shared decoder already built, as for every build after the first
+        build(persistent)
+
+    def first_ever() -> None:  # an empty cache: the shared decoder is compiled too
+        build(None)
 
     def single_tu() -> None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -219,6 +230,7 @@ def cold_builds(repeat: int) -> dict[str, float]:
     ours()  # warm the toolchain memo and OS caches
     result = {
         "ours": median_time(ours, repeat),
+        "first_ever": median_time(first_ever, repeat),
         "single_tu": median_time(single_tu, repeat),
         "kernel_only": median_time(kernel_only, repeat),
     }
@@ -301,8 +313,16 @@ def main() -> None:
             f"{builds['ours']:.2f} s",
             f"nvcc, kernel + ffi.h handler in one TU: {builds['single_tu']:.2f} s",
             f"{builds['ours'] / builds['single_tu']:.2f}x",
-            "<= 0.4x",
-            verdict(Check("", builds["ours"] / builds["single_tu"], 0.4)),
+            "<= 0.25x",
+            verdict(Check("", builds["ours"] / builds["single_tu"], 0.25)),
+        ],
+        [
+            "first-ever cold build (also compiles the shared FFI decoder)",
+            f"{builds['first_ever']:.2f} s",
+            f"nvcc, kernel + ffi.h handler in one TU: {builds['single_tu']:.2f} s",
+            f"{builds['first_ever'] / builds['single_tu']:.2f}x",
+            "-",
+            NO_TARGET,
         ],
         [
             "(for reference) nvcc -c of the kernel alone",

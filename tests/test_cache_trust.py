@@ -134,12 +134,13 @@ def test_parent_writable_by_others_is_refused(tmp_path: Path) -> None:
 
 
 def test_object_cache_poisoning_never_runs_foreign_code(tmp_path: Path, open_base: Path) -> None:
-    """The attack: the other user swaps a cached object and removes the entry."""
+    """The attack: the other user swaps a cached object and removes the entry. The object is
+    the shared FFI decoder, which every later build of the cache links."""
     cache = open_base / "cache"
     assert value(load(cache)) == 2.0
     evil = load(tmp_path / "evil-cache", addend=f"{MARKER - 1}f", auto_register=False)
-    objects = next(cache.glob("v1/trust_add1/objects"))
-    kernel_object = max(objects.glob("*.o"), key=lambda p: p.stat().st_size)
+    objects = next(cache.glob("v1/.decoder/objects"))
+    kernel_object = next(objects.glob("*.o"))
     # Give the attacker the objects folder (as a cache root of theirs would), let them plant.
     for d in (cache, cache / "v1", objects.parent):
         d.chmod(0o755)

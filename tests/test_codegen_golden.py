@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from brainevent.codegen import render_binding, render_kernel_unit
+from brainevent.codegen import render_binding, render_decoder, render_kernel_unit
 from brainevent.headers import INCLUDE_DIR
 from brainevent.spec.model import FunctionSpec, Param, Role
 from brainevent.toolchain import xla_include_dir
@@ -67,12 +67,22 @@ void scale_by(const BE::Tensor x, BE::Tensor out, float scale_factor, const int6
 CASES = {
     "binding_cpu.cpp": lambda: render_binding("my_kernels", [VECTOR_ADD, SCALE_BY], platform="cpu"),
     "binding_cuda.cpp": lambda: render_binding("my_kernels", [VECTOR_ADD], platform="cuda"),
-    "kernel_unit.cpp": lambda: render_kernel_unit("my_kernels.cpp", USER_SOURCE, [VECTOR_ADD, SCALE_BY]),
+    "kernel_unit.cpp": lambda: render_kernel_unit(
+        "my_kernels.cpp",
+        USER_SOURCE,
+        [VECTOR_ADD, SCALE_BY],
+        render_binding("my_kernels", [VECTOR_ADD, SCALE_BY], platform="cpu"),
+    ),
+    "decoder_cpu.cpp": lambda: render_decoder(platform="cpu"),
+    "decoder_cuda.cpp": lambda: render_decoder(platform="cuda"),
     "binding_scratch_cuda.cpp": lambda: render_binding(
         "scratch_kernels", [SUM_WITH_SCRATCH], platform="cuda"
     ),
     "kernel_unit_scratch.cpp": lambda: render_kernel_unit(
-        "scratch_kernels.cpp", SCRATCH_SOURCE, [SUM_WITH_SCRATCH]
+        "scratch_kernels.cpp",
+        SCRATCH_SOURCE,
+        [SUM_WITH_SCRATCH],
+        render_binding("scratch_kernels", [SUM_WITH_SCRATCH], platform="cpu"),
     ),
 }
 

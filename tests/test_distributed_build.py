@@ -263,7 +263,7 @@ CUDA_CHILD = textwrap.dedent(
 @pytest.mark.nvcc
 def test_two_gpu_processes_compile_once(tmp_path: Path) -> None:
     """Two processes (one GPU each where there are two, else sharing one) compile once."""
-    log = tmp_path / "compiler.log"  # the host compiler: it compiles each build's binding
+    log = tmp_path / "compiler.log"  # the host compiler: it compiles the shared decoder of a first build
     cxx = tmp_path / "counting-g++"
     cxx.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec g++ "$@"\n')
     cxx.chmod(0o755)
@@ -300,8 +300,8 @@ def test_two_gpu_processes_compile_once(tmp_path: Path) -> None:
                 proc.kill()
     assert all(r["matches"] for r in reports), reports
     assert sum(r["built_now"] for r in reports) == 1, reports
-    bindings = [line for line in log.read_text().splitlines() if " -c " in line and "binding.cpp" in line]
-    assert len(bindings) == 1, bindings  # one build for the job
+    decoders = [line for line in log.read_text().splitlines() if " -c " in line and "decoder.cpp" in line]
+    assert len(decoders) == 1, decoders  # one build for the job (each host's cache starts empty)
     for rank, report in enumerate(reports):
         entry = Path(report["entry"])
         assert entry.is_relative_to(tmp_path / f"host{rank}")

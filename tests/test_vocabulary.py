@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from brainevent.codegen import render_binding, render_kernel_unit
+from brainevent.codegen import render_binding, render_decoder, render_kernel_unit
 from brainevent.headers import INCLUDE_DIR
 from brainevent.spec.bind import bind_tokens
 from brainevent.spec.model import FunctionSpec, Param, Role
@@ -151,9 +151,11 @@ def test_binding_exports_the_vocabulary_symbols(tag: str, gxx: str, tmp_path: Pa
 
 
 def test_binding_target_names_the_platform_macro() -> None:
-    text = render_binding("m", [SPEC], target=BindingTarget("cuda", ("BE_BINDING_CUDA", "EXTRA_FLAG")))
-    assert "#define BE_BINDING_CUDA 1\n#define EXTRA_FLAG 1\n" in text
+    target = BindingTarget("cuda", ("BE_BINDING_CUDA", "EXTRA_FLAG"))
+    text = render_binding("m", [SPEC], target=target)
     assert ", Cuda,\n" in text
+    assert "#define" not in text  # the macros configure the shared decoder, not the handlers
+    assert "#define BE_BINDING_CUDA 1\n#define EXTRA_FLAG 1\n" in render_decoder(target=target)
     assert render_binding("m", [SPEC], platform="cpu") == render_binding(
         "m", [SPEC], target=BUILTIN_TARGETS["cpu"]
     )
@@ -166,7 +168,7 @@ def test_unknown_platform_and_dtype_are_refused() -> None:
         BindingTarget("cpu", ("A-B",))
     with pytest.raises(ValueError, match="no built-in binding target for platform 'rocm'"):
         render_binding("m", [SPEC], platform="rocm")
-    with pytest.raises(TypeError, match="needs target="):
+    with pytest.raises(TypeError, match="binding needs target="):
         render_binding("m", [SPEC])
     with pytest.raises(ValueError, match=r"unknown scalar type 'float8'.*complex128"):
         dtype_enum("float8")

@@ -11,9 +11,11 @@ added on one side only fails loudly instead of being mishandled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
-from typing import Never, NoReturn
+from typing import NamedTuple, Never, NoReturn
+
+# The records here are NamedTuples, not dataclasses: a cache hit imports this module, and
+# creating a dataclass costs far more at import.
 
 
 class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expect
@@ -36,8 +38,7 @@ ROLE_ENUM: dict[Role, tuple[str, int]] = {
 }
 
 
-@dataclass(frozen=True)
-class ScalarType:
+class ScalarType(NamedTuple):
     """One element / attribute type: its canonical name (as in arg_specs and NumPy), its
     ``BE::DType`` enumerator and value (equal to XLA's FFI data-type code), its kind and width."""
 
@@ -97,23 +98,27 @@ PLATFORM_ENUM: dict[str, tuple[str, int]] = {
 }
 
 
-@dataclass(frozen=True)
-class BindingTarget:
-    """What a platform tells the code generator: its tag (one of :data:`PLATFORM_ENUM`) and
-    the preprocessor symbols the binding translation unit is compiled with."""
-
+class _BindingTargetFields(NamedTuple):
     tag: str
     defines: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        if self.tag not in PLATFORM_ENUM:
+
+class BindingTarget(_BindingTargetFields):
+    """What a platform tells the code generator: its tag (one of :data:`PLATFORM_ENUM`) and
+    the preprocessor symbols the shared decoder is compiled with."""
+
+    __slots__ = ()
+
+    def __new__(cls, tag: str, defines: tuple[str, ...] = ()) -> BindingTarget:
+        if tag not in PLATFORM_ENUM:
             raise ValueError(
-                f"unknown binding platform {self.tag!r}; the binding knows: {', '.join(PLATFORM_ENUM)}. "
+                f"unknown binding platform {tag!r}; the binding knows: {', '.join(PLATFORM_ENUM)}. "
                 "A new platform needs a BE::ffi::Platform value and a PLATFORM_ENUM entry first"
             )
-        for define in self.defines:
+        for define in defines:
             if not define.isidentifier():
                 raise ValueError(f"binding define {define!r} is not a C identifier")
+        return super().__new__(cls, tag, tuple(defines))
 
     @property
     def cxx_enum(self) -> str:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Commands name the build directory through this token, so that they (and the object
 # cache keys made from them) do not depend on where a build happens to run.
 BUILD_DIR = "@BUILD_DIR@"
 
 
-@dataclass(frozen=True)
-class BuildStep:
+class BuildStep(NamedTuple):  # a NamedTuple: platforms/base.py is imported on cache hits
     output: str  # path relative to the build directory
     inputs: tuple[str, ...]
     command: tuple[str, ...]  # an argument list; ninja gets it shell-quoted

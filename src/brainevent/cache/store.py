@@ -24,7 +24,6 @@ import socket
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -46,8 +45,7 @@ def cache_root(build_directory: str | os.PathLike[str] | None = None) -> Path:
     return config.CACHE_DIR.get()
 
 
-@dataclass(frozen=True)
-class CacheEntry:
+class CacheEntry(NamedTuple):  # not a dataclass: a cache hit imports this module
     directory: Path
     manifest: Manifest
     built_now: bool  # False on a cache hit

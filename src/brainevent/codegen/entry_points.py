@@ -1,4 +1,5 @@
-"""The kernel translation unit: the user's source followed by one C trampoline per entry point.
+"""The kernel translation unit: the user's source, one C trampoline per entry point, then
+the entry points' FFI handlers (codegen/binding.py).
 
 The trampolines live in the user's own translation unit so that they call the entry
 point exactly as the user declared it (namespaces, overloads of helpers, ``static``
@@ -52,8 +53,11 @@ def render_trampoline(spec: FunctionSpec) -> str:
     )
 
 
-def render_kernel_unit(display_name: str, source: str, specs: Sequence[FunctionSpec]) -> str:
-    """The translation unit compiled for one source file.
+def render_kernel_unit(
+    display_name: str, source: str, specs: Sequence[FunctionSpec], binding: str = ""
+) -> str:
+    """The translation unit compiled for one source file: its text, a trampoline per entry
+    point, then ``binding`` (the entry points' handler lines, codegen/binding.py).
 
     ``#line`` directives make diagnostics and ``__FILE__`` name the user's file and
     lines, not the generated copy.
@@ -65,4 +69,7 @@ def render_kernel_unit(display_name: str, source: str, specs: Sequence[FunctionS
         parts.append('#line 1 "<brainevent entry points>"\n')
         parts.append('#include "brainevent/entry.h"\n')
         parts.extend(render_trampoline(spec) for spec in specs)
+    if binding:
+        parts.append('#line 1 "<brainevent binding>"\n')
+        parts.append(binding)
     return "".join(parts)

@@ -24,11 +24,23 @@ if TYPE_CHECKING:
 
 
 class GeneratedSources(NamedTuple):
-    """What the plan stage wrote for a platform to compile (paths relative to the build directory)."""
+    """What the plan stage wrote for a platform to compile (paths relative to the build directory).
+
+    Each kernel unit carries its entry points' trampolines and FFI handlers. The call-frame
+    decoder is shared by every module of a toolchain (stages/decoder.py): it is either
+    already in the build directory as ``decoder`` (fetched from the cache), or ``decoder_source``
+    names its translation unit, to compile into ``decoder`` in this build.
+    """
 
     kernel_units: tuple[tuple[str, SourceUnit], ...]  # (generated unit, the user's unit it wraps)
-    binding: str  # the binding unit
+    decoder: str  # the decoder object every link takes
+    decoder_source: str | None  # None: `decoder` is in place already
     library: str  # the file the link writes
+
+    @property
+    def one_call(self) -> bool:
+        """One source file and the decoder at hand: compile and link in one compiler call."""
+        return len(self.kernel_units) == 1 and self.decoder_source is None
 
 
 class Platform(Protocol):
@@ -62,7 +74,13 @@ class Platform(Protocol):
         ...
 
     def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
-        """Compile each kernel unit and the binding, then link the library."""
+        """Compile each kernel unit (and the decoder when it is not at hand yet), then link the
+        library with the decoder; a single unit with the decoder at hand is one compiler call
+        (``sources.one_call``). A compile step's depfile lists what its compiler read."""
+        ...
+
+    def decoder_step(self, sources: GeneratedSources) -> BuildStep:
+        """Compile the shared decoder: it must depend only on what :func:`decoder_salt` keys."""
         ...
 
     def covered_dirs(self) -> list[str]:
@@ -94,8 +112,13 @@ class PlatformBase:
     """Defaults and the binding description the platforms share."""
 
     binding_tag: ClassVar[str]  # the binding's name for the platform (vocabulary.PLATFORM_ENUM)
-    binding_defines: ClassVar[tuple[str, ...]] = ()  # macros the binding unit is compiled with
+    binding_defines: ClassVar[tuple[str, ...]] = ()  # macros the decoder unit is compiled with
     scratch_dirs: ClassVar[tuple[str, ...]] = ()
+
+    def decoder_step(self, sources: GeneratedSources) -> BuildStep:
+        """The host compiler compiles the decoder for every platform (it needs no CUDA header)."""
+        assert sources.decoder_source is not None
+        return host_decoder_step(find_host_compiler().command, sources.decoder_source, sources.decoder)
 
     @property
     def binding_target(self) -> BindingTarget:
@@ -116,29 +139,37 @@ class PlatformBase:
 
 # Flags of ours that every host C++ compile gets (languages.py says why).
 HOST_BASE_FLAGS = ("-std=c++17", *HOST_COMMON_FLAGS)
-BINDING_OPT = "-O2"
+DECODER_OPT = "-O2"
 
 
-def binding_step(cxx: Sequence[str], binding: str) -> BuildStep:
-    """The binding unit, compiled by the host compiler against XLA's C API header."""
+def host_decoder_step(cxx: Sequence[str], source: str, output: str) -> BuildStep:
+    """The decoder unit, compiled by the host compiler against XLA's C API header."""
     return BuildStep(
-        output="binding.o",
-        inputs=(binding,),
-        command=(
-            *cxx,
-            *HOST_BASE_FLAGS,
-            BINDING_OPT,
-            "-I",
-            str(INCLUDE_DIR),
-            "-isystem",
-            str(xla_include_dir()),
-            "-c",
-            binding,
-            "-o",
-            "binding.o",
-        ),
-        description="binding",
+        output=output,
+        inputs=(source,),
+        command=(*cxx, *HOST_BASE_FLAGS, DECODER_OPT, *binding_include_flags(), "-c", source, "-o", output),
+        description="FFI decoder (built once per toolchain)",
     )
+
+
+def binding_include_flags() -> tuple[str, ...]:
+    """Our headers and XLA's C API header (-isystem: its warnings are not the user's)."""
+    return ("-I", str(INCLUDE_DIR), "-isystem", str(xla_include_dir()))
+
+
+def decoder_salt(platform: Platform) -> dict[str, Any]:
+    """What a decoder object depends on beyond its command and source: the host compiler,
+    XLA's C API and our headers (the object cache keys it with these)."""
+    from .._version import BINDING_SCHEMA, __version__
+    from ..stages.key import package_headers_digest
+
+    return {
+        **host_key_inputs(),
+        "package": __version__,
+        "binding_schema": BINDING_SCHEMA,
+        "package_headers": package_headers_digest(),
+        "platform": platform.name,
+    }
 
 
 def depfile_flags(obj: str) -> tuple[str, ...]:
@@ -150,6 +181,23 @@ def unit_step(obj: str, path: str, unit: SourceUnit, command: Sequence[str], **e
     """Compile one kernel unit with ``command`` (everything but the output and depfile flags)."""
     full = (*command, *depfile_flags(obj), "-c", path, "-o", obj)
     return BuildStep(obj, (path,), full, unit.display_name, depfile=f"{obj}.d", **extra)
+
+
+def one_call_step(
+    sources: GeneratedSources,
+    command: Sequence[str],
+    link_flags: Sequence[str],
+    ldflags: Sequence[str],
+    **extra: Any,
+) -> BuildStep:
+    """Compile the only kernel unit and link it with the decoder, in one compiler call.
+
+    ``command`` is the unit's compile command without ``-c``; ``link_flags`` are the link's own
+    (``-shared``); ``ldflags`` the user's, after the inputs, where libraries must come.
+    """
+    (path, unit), library = sources.kernel_units[0], sources.library
+    full = (*command, *depfile_flags("k0"), *link_flags, path, sources.decoder, "-o", library, *ldflags)
+    return BuildStep(library, (path, sources.decoder), full, unit.display_name, depfile="k0.d", **extra)
 
 
 def host_key_inputs() -> dict[str, Any]:
@@ -165,7 +213,7 @@ def toolchain_header_dirs() -> list[str]:
 
 
 def user_include_flags(options: LoadOptions, unit: SourceUnit) -> list[str]:
-    flags = ["-I", str(INCLUDE_DIR)]
+    flags = list(binding_include_flags())  # the appended handlers include XLA's c_api.h
     if unit.directory is not None:  # a file's own directory, as if compiled in place
         flags += ["-iquote", str(unit.directory)]
     for path in options.extra_include_paths:

@@ -28,12 +28,18 @@ class CpuPlatform(PlatformBase):
 
     def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
         cxx = find_host_compiler().command
+        if sources.one_call:
+            command = self._unit_command(options, sources.kernel_units[0][1])
+            link_flags = ("-shared", *self._link_flags(options))
+            ldflags = (*base.library_link_flags(options), *options.extra_ldflags)
+            return [base.one_call_step(sources, command, link_flags, ldflags)]
         steps = [
             base.unit_step(f"k{i}.o", path, unit, self._unit_command(options, unit))
             for i, (path, unit) in enumerate(sources.kernel_units)
         ]
-        steps.append(base.binding_step(cxx, sources.binding))
-        objects = tuple(step.output for step in steps)
+        if sources.decoder_source is not None:
+            steps.append(self.decoder_step(sources))
+        objects = (*(step.output for step in steps if step.output != sources.decoder), sources.decoder)
         library = sources.library
         link = (
             *cxx,

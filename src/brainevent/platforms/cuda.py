@@ -1,6 +1,7 @@
-"""The CUDA platform: nvcc for the kernel units and the link, the host compiler for the binding.
+"""The CUDA platform: nvcc for the kernel units and the link, the host compiler for the decoder.
 
-nvcc never sees XLA's headers: the binding is a separate host translation unit. Everything
+nvcc sees only XLA's C API header (through the handler lines appended to each unit); the
+call-frame decoder is a host object built once per toolchain (stages/decoder.py). Everything
 that knows about nvcc (its flags, kept intermediates, target archs, JAX's CUDA plugins and
 the GPU probe) lives here.
 """
@@ -18,10 +19,10 @@ from . import languages
 from .base import (
     GeneratedSources,
     PlatformBase,
-    binding_step,
     host_key_inputs,
     library_include_flags,
     library_link_flags,
+    one_call_step,
     toolchain_header_dirs,
     unit_step,
     user_include_flags,
@@ -110,38 +111,43 @@ class CudaPlatform(PlatformBase):
 
     def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
         nvcc_flags = self._nvcc_flags(options)
-        steps: list[BuildStep] = []
-        for i, (path, unit) in enumerate(sources.kernel_units):
+        link_flags = ("-shared", "-nodlink", *_strip_flags(options), *self._link_flags(options))
+        ldflags = (*library_link_flags(options, nvcc=True), *options.extra_ldflags)
+        threads = arch_thread_flags(len(self.archs), len(sources.kernel_units))
+
+        def unit_command(i: int, unit: SourceUnit) -> tuple[str, ...]:
             if languages.is_c_unit(unit):  # C goes to the host C compiler, not through nvcc
-                steps.append(unit_step(f"k{i}.o", path, unit, self._c_unit_command(options, unit)))
-                continue
+                return self._c_unit_command(options, unit)
             # Kept intermediates are named after the unit, unlike nvcc's default temporary
             # files (tmpxft_<pid>_...), whose names end up in the symbol table.
-            keep_dir = f"{_KEEP_ROOT}/k{i}"
-            command = (
-                self.nvcc.path,
-                *nvcc_flags,
-                "--keep",
-                f"--keep-dir={BUILD_DIR}/{keep_dir}",
-                *arch_thread_flags(len(self.archs), len(sources.kernel_units)),
-                *self._unit_flags(options, unit),
+            keep = f"--keep-dir={BUILD_DIR}/{_KEEP_ROOT}/k{i}"
+            return (self.nvcc.path, *nvcc_flags, "--keep", keep, *threads, *self._unit_flags(options, unit))
+
+        def workdirs(i: int, unit: SourceUnit) -> tuple[str, ...]:
+            return () if languages.is_c_unit(unit) else (f"{_KEEP_ROOT}/k{i}",)
+
+        if sources.one_call:  # a single unit is never C: entry points need C++
+            unit = sources.kernel_units[0][1]
+            step = one_call_step(
+                sources, unit_command(0, unit), link_flags, ldflags, workdirs=workdirs(0, unit)
             )
-            steps.append(unit_step(f"k{i}.o", path, unit, command, workdirs=(keep_dir,)))
-        steps.append(binding_step(find_host_compiler().command, sources.binding))
-        objects = tuple(step.output for step in steps)
+            return [step]
+        steps = [
+            unit_step(f"k{i}.o", path, unit, unit_command(i, unit), workdirs=workdirs(i, unit))
+            for i, (path, unit) in enumerate(sources.kernel_units)
+        ]
+        if sources.decoder_source is not None:
+            steps.append(self.decoder_step(sources))
+        objects = (*(step.output for step in steps if step.output != sources.decoder), sources.decoder)
         link = (
             self.nvcc.path,
-            "-shared",
-            "-nodlink",
-            *_strip_flags(options),
-            *self._link_flags(options),
+            *link_flags,
             "-ccbin",
             find_host_compiler().path,
             "-o",
             sources.library,
             *objects,
-            *library_link_flags(options, nvcc=True),
-            *options.extra_ldflags,
+            *ldflags,
         )
         steps.append(BuildStep(sources.library, objects, link, f"link {sources.library}"))
         return steps

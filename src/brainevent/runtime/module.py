@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +122,6 @@ def _check_real(target: str, name: str, dtype: str, np_type: Any, value: Any) ->
         )
 
 
-@dataclass(eq=False)  # hashable by identity, so jax.jit(mod.func) works
 class KernelFunction:
     """``mod.<func>(*arrays, outs=None, scratch_bytes=None, **attrs)``: calls the FFI target
     under or outside jit.
@@ -131,16 +130,27 @@ class KernelFunction:
     or a sequence of them, one per ``ret``; by default each result takes the shape
     and dtype of the first input. ``scratch_bytes`` sizes a ``scratch`` parameter: an int,
     or a callable given the input arrays (their shapes and dtypes) that returns one.
+    Hashable by identity, so ``jax.jit(mod.func)`` works.
+    (A plain class, as is CompiledModule: a cache hit imports this module, and creating a
+    dataclass costs far more.)
     """
 
-    target: str
-    spec: FunctionSpec
-    vmap_method: str | None = None
-    platform: str = HOST_PLATFORM  # a name in brainevent.platforms: the platform checks the inputs
-    # Why the module's targets were not registered in this process (recorded at load time);
-    # a call then fails here, naming the reason, instead of in XLA with "No FFI handler".
-    unregistered: str | None = None
-    module: str = ""
+    def __init__(
+        self,
+        target: str,
+        spec: FunctionSpec,
+        vmap_method: str | None = None,
+        platform: str = HOST_PLATFORM,  # a name in brainevent.platforms: it checks the inputs
+        # Why the module's targets were not registered in this process (recorded at load
+        # time); a call then fails here, naming the reason, instead of in XLA with "No FFI handler".
+        unregistered: str | None = None,
+        module: str = "",
+    ) -> None:
+        self.target, self.spec, self.vmap_method = target, spec, vmap_method
+        self.platform, self.unregistered, self.module = platform, unregistered, module
+
+    def __repr__(self) -> str:
+        return f"KernelFunction(target={self.target!r}, spec={self.spec!r}, platform={self.platform!r})"
 
     def __call__(self, *arrays: Any, outs: Any = None, scratch_bytes: Any = None, **attrs: Any) -> Any:
         import jax
@@ -260,7 +270,6 @@ class KernelFunction:
         return specs
 
 
-@dataclass
 class CompiledModule:
     """A compiled and (usually) registered module.
 
@@ -269,19 +278,52 @@ class CompiledModule:
     :class:`FunctionSpec`; ``targets`` maps it to its FFI target name.
     """
 
-    name: str
-    platform: str  # the platform it was built for (a name in brainevent.platforms)
-    functions: Mapping[str, FunctionSpec]
-    targets: Mapping[str, str]
-    registered: bool
-    built_now: bool
-    cache_dir: Path
-    # Required at run time (the field raises AttributeError on the class, so dataclass sees
-    # no default); placed last because type checkers take the descriptor for a default.
-    path: ArtifactPathField = ArtifactPathField()  # noqa: RUF009
-    # Why registration was refused at load time (no GPU, JAX without CUDA), else None.
-    unregistered_reason: str | None = None
-    _calls: dict[str, KernelFunction] = field(default_factory=dict, repr=False)
+    path = ArtifactPathField()
+
+    def __init__(
+        self,
+        name: str,
+        platform: str,  # the platform it was built for (a name in brainevent.platforms)
+        functions: Mapping[str, FunctionSpec],
+        targets: Mapping[str, str],
+        registered: bool,
+        built_now: bool,
+        cache_dir: Path,
+        path: str | os.PathLike[str],
+        # Why registration was refused at load time (no GPU, JAX without CUDA), else None.
+        unregistered_reason: str | None = None,
+    ) -> None:
+        self.name, self.platform, self.functions, self.targets = name, platform, functions, targets
+        self.registered, self.built_now, self.cache_dir = registered, built_now, cache_dir
+        self.path = path  # the field stores an ArtifactPath
+        self.unregistered_reason = unregistered_reason
+        self._calls: dict[str, KernelFunction] = {}
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.name,
+            self.platform,
+            self.functions,
+            self.targets,
+            self.registered,
+            self.built_now,
+            self.cache_dir,
+            self.path,
+            self.unregistered_reason,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CompiledModule) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return (
+            f"CompiledModule(name={self.name!r}, platform={self.platform!r}, functions={self.functions!r}, "
+            f"targets={self.targets!r}, registered={self.registered!r}, built_now={self.built_now!r}, "
+            f"cache_dir={self.cache_dir!r}, path={self.path!r}, "
+            f"unregistered_reason={self.unregistered_reason!r})"
+        )
 
     @property
     def function_names(self) -> list[str]:
@@ -293,7 +335,7 @@ class CompiledModule:
         ``jax.ffi.pycapsule(mod.get_handler("f"))`` registers it by hand."""
         import ctypes
 
-        from ..codegen.binding import handler_symbol
+        from ..vocabulary import handler_symbol
 
         if name not in self.functions:
             raise KernelCallError(

@@ -15,15 +15,14 @@ import ctypes
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import RegistrationError
 
 log = logging.getLogger("brainevent.runtime")
 
 
-@dataclass
-class _Registered:
+class _Registered(NamedTuple):
     library: ctypes.CDLL
     function: str
     platform: str
@@ -107,12 +106,12 @@ def _register_locked(
     artifact_key: str,
     command_buffer: bool,
 ) -> str:
-    from ..codegen.binding import forward_symbol, handler_symbol, impl_symbol
+    from ..vocabulary import forward_symbol, handler_symbol, impl_symbol
 
     existing = _targets.get((target, platform))
     if existing is not None:
         if existing.artifact_key == artifact_key:
-            existing.module = module
+            _targets[(target, platform)] = existing._replace(module=module)
             return "unchanged"
         # The slot of the handler XLA holds now points at the new code's non-forwarding
         # entry (or back to nothing, when the original code returns).

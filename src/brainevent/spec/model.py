@@ -7,15 +7,18 @@ the code generator consumes and what ``CompiledModule`` exposes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..vocabulary import SCALAR_TYPES, Role
 
 __all__ = ["SCALAR_TYPES", "FunctionSpec", "Param", "Role"]
 
 
-@dataclass(frozen=True)
-class Param:
+# NamedTuples, not dataclasses: a cache hit reads specs back from the manifest, and creating
+# a dataclass at import costs far more.
+
+
+class Param(NamedTuple):
     """One C++ parameter of an entry point."""
 
     role: Role
@@ -32,8 +35,7 @@ class Param:
         return self.role.value
 
 
-@dataclass(frozen=True)
-class FunctionSpec:
+class FunctionSpec(NamedTuple):
     """A checked entry point: its name, parameters and where it is defined."""
 
     name: str

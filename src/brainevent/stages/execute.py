@@ -1,7 +1,8 @@
 """Build plan -> a finished staging directory and its manifest (cache misses only).
 
 Objects already in the object cache are reused; ninja runs the rest in parallel; each new
-object is published to the object cache with the files its compiler read.
+object is published to the object cache with the files its compiler read, and a decoder
+this build compiled is published for every later build (stages/decoder.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..cache.manifest import Manifest, sha256_file
 from ..errors import CompileError
 from ..headers import INCLUDE_DIR
 from .artifact import spec_to_json
+from .decoder import publish_decoder
 from .key import ModuleKey
 from .plan import BuildPlan
 from .request import LoadRequest, SourceUnit
@@ -49,7 +51,11 @@ def run_plan(
     # its dependency record does not list (they are keyed here instead).
     salted = sorted([*platform.key_inputs(options), "package", "binding_schema", "package_headers"])
     salt = json.dumps([[k, key.record.get(k)] for k in salted], default=str)
-    object_keys = {s.output: objects.key(staging, s, salt) for s in plan.steps if s.output.endswith(".o")}
+    object_keys = {
+        s.output: objects.key(staging, s, salt)
+        for s in plan.steps
+        if s.output.endswith(".o") and s.output != plan.sources.decoder
+    }
     reused: dict[str, DependencyRecord] = {}
     for out, object_key in object_keys.items():
         cached = objects.fetch(object_key, staging / out)
@@ -57,11 +63,12 @@ def run_plan(
             reused[out] = cached
     todo = [step for step in plan.steps if step.output not in reused]
     log.info(
-        "compiling %s: %d translation unit(s) + binding [%s]%s",
+        "compiling %s: %d translation unit(s) [%s]%s%s",
         options.name,
         len(request.units),
         ", ".join(u.display_name for u in request.units),
         f"; {len(reused)} object(s) reused" if reused else "",
+        "" if plan.decoder.fetched else "; and the shared FFI decoder, once for this toolchain",
     )
     # What our include scan expects the compiler to read, as it is before the build: a
     # file unchanged since then was compiled as it is now (see cache/deps.py).
@@ -84,6 +91,7 @@ def run_plan(
             timed_out=bool(exc.data.get("timed_out")),
             timeout_s=exc.data.get("timeout_s"),
         ) from None
+    publish_decoder(staging, plan.decoder, started_ns, tuple(todo))
     dependencies = _record_objects(todo, object_keys, objects, staging, request, before, started_ns)
     for cached in reused.values():
         dependencies.update(cached)
@@ -91,7 +99,7 @@ def run_plan(
     artifact, artifact_sha256 = _name_after_content(staging, plan.sources.library, options.name)
     elapsed = time.monotonic() - started
     log.info("compiled %s in %.2f s", options.name, elapsed)
-    _remove_intermediates(staging, object_keys, platform.scratch_dirs)
+    _remove_intermediates(staging, [*object_keys, plan.sources.decoder], platform.scratch_dirs)
     return Manifest(
         key=key.exact.digest,
         name=options.name,
@@ -117,10 +125,11 @@ def _name_after_content(staging: Path, library: str, name: str) -> tuple[str, st
     return artifact, artifact_sha256
 
 
-def _remove_intermediates(staging: Path, objects: Mapping[str, str], scratch: Sequence[str]) -> None:
-    for out in objects:  # objects live on in the object cache, not in the entry
+def _remove_intermediates(staging: Path, objects: Sequence[str], scratch: Sequence[str]) -> None:
+    for out in objects:  # objects live on in the object caches, not in the entry
         (staging / out).unlink(missing_ok=True)
         (staging / f"{out}.d").unlink(missing_ok=True)
+    (staging / "k0.d").unlink(missing_ok=True)  # a unit compiled and linked in one call
     for directory in scratch:
         shutil.rmtree(staging / directory, ignore_errors=True)
     for leftover in ("build.ninja", ".ninja_log", ".ninja_deps"):
@@ -156,17 +165,18 @@ def _record_objects(
     keyed = {os.path.normpath(u.display_name) for u in request.units if u.directory is not None}
     dependencies: dict[str, list[Any]] = {}
     for step in todo:
-        if step.output not in object_keys:
-            continue  # the link
-        deps: DependencyRecord = {}
-        if step.depfile is not None:  # the binding reads only our and XLA's headers
-            read = [
-                p
-                for p in read_depfile(staging / step.depfile, staging)
-                if not _inside(p, staging) and p not in keyed
-            ]
-            deps = record_dependencies(read, before=before, started_ns=started_ns, skip_dirs=covered)
-        objects.publish(object_keys[step.output], staging / step.output, deps, started_ns)
+        if step.depfile is None:
+            continue  # a link, or the decoder (which reads only keyed headers)
+        read = [
+            p
+            for p in read_depfile(staging / step.depfile, staging)
+            if not _inside(p, staging) and p not in keyed
+        ]
+        deps: DependencyRecord = record_dependencies(
+            read, before=before, started_ns=started_ns, skip_dirs=covered
+        )
+        if step.output in object_keys:  # not a unit compiled and linked in one call
+            objects.publish(object_keys[step.output], staging / step.output, deps, started_ns)
         dependencies.update(deps)
     return dependencies
 

@@ -39,7 +39,7 @@ def derive_key(request: LoadRequest) -> ModuleKey:
     record: dict[str, Any] = {
         "package": __version__,
         "binding_schema": BINDING_SCHEMA,
-        "package_headers": _package_headers_digest(),
+        "package_headers": package_headers_digest(),
         "name": options.name,
         "functions": _functions_key(request.functions),
         "optimization_level": options.optimization_level,
@@ -78,7 +78,7 @@ def _library_inputs(names: Sequence[str]) -> dict[str, Any]:
 
 
 @cache
-def _package_headers_digest() -> str:
+def package_headers_digest() -> str:
     digest = hashlib.sha256()
     for path in sorted((INCLUDE_DIR / "brainevent").glob("*.h")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")

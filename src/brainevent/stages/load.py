@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 
-from .. import bundle, distributed
 from ..cache.store import CacheEntry, EntryStore, cache_root
 from ..logs import to_stderr
 from ..runtime.module import CompiledModule
@@ -37,7 +36,11 @@ def build(request: LoadRequest) -> Artifact:
 def _artifact(request: LoadRequest) -> Artifact:
     options = request.options
     key = derive_key(request)
-    if not options.force_rebuild:  # a module prebuilt into the user's own package comes first
+    # A module prebuilt into the user's own package comes first (inline sources have none:
+    # their loads skip importing the bundle reader).
+    if not options.force_rebuild and any(u.directory is not None for u in request.units):
+        from .. import bundle
+
         bundled = bundle.lookup(
             request.units,
             key.keyed_without_toolchain,
@@ -55,6 +58,8 @@ def _artifact(request: LoadRequest) -> Artifact:
             log.debug("cache hit for %s at %s", options.name, entry.directory)
             return Artifact.from_entry(entry)
     # In a jax.distributed job, one process builds for all (distributed/exchange.py).
+    from .. import distributed
+
     exact = key.exact
     built = distributed.get_or_build(
         store, exact, lambda: build_missing(request, key, store), force=options.force_rebuild

@@ -1,5 +1,6 @@
-"""Key -> build plan (cache misses only): resolve the specs, write the generated units, and
-ask the platform for the compile and link steps."""
+"""Key -> build plan (cache misses only): resolve the specs, write the generated units (the
+user's source, its trampolines and FFI handlers), fetch the shared decoder (stages/decoder.py)
+and ask the platform for the compile and link steps."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import NamedTuple
 from ..build.step import BuildStep
 from ..platforms.base import GeneratedSources
 from ..spec.model import FunctionSpec
+from .decoder import DECODER_OBJECT, DecoderPlan, prepare_decoder
 from .request import LoadRequest, SourceUnit, refuse_c_entry_points
 
 
@@ -18,6 +20,7 @@ class BuildPlan(NamedTuple):
     specs: tuple[FunctionSpec, ...]
     sources: GeneratedSources  # the link's library is renamed after its content once built
     steps: tuple[BuildStep, ...]
+    decoder: DecoderPlan  # fetched from the cache, or compiled (and published) by this build
 
 
 def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
@@ -38,12 +41,15 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
     (staging / "src").mkdir()
     kernel_units = []
     for unit, file_name, unit_specs in zip(units, _unit_file_names(units), per_unit, strict=True):
-        (staging / "src" / file_name).write_text(render_kernel_unit(unit.display_name, unit.text, unit_specs))
+        binding = (
+            render_binding(options.name, unit_specs, target=platform.binding_target) if unit_specs else ""
+        )
+        text = render_kernel_unit(unit.display_name, unit.text, unit_specs, binding)
+        (staging / "src" / file_name).write_text(text)
         kernel_units.append((f"src/{file_name}", unit))
-    binding = "src/binding.cpp"
-    (staging / binding).write_text(render_binding(options.name, specs, target=platform.binding_target))
-    sources = GeneratedSources(tuple(kernel_units), binding, f"lib{options.name}.so")
-    return BuildPlan(tuple(specs), sources, tuple(platform.compile_steps(options, sources)))
+    decoder_source, decoder = prepare_decoder(staging, request)
+    sources = GeneratedSources(tuple(kernel_units), DECODER_OBJECT, decoder_source, f"lib{options.name}.so")
+    return BuildPlan(tuple(specs), sources, tuple(platform.compile_steps(options, sources)), decoder)
 
 
 def _unit_file_names(units: Sequence[SourceUnit]) -> list[str]:

@@ -7,11 +7,10 @@ Finding it runs no subprocess: the cache key uses the compiler's file identity
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import config
 from ..errors import HostCompilerNotFoundError
@@ -21,13 +20,37 @@ _PATH_NAMES = ("g++", "c++", "clang++")
 _CONDA_NAMES = ("x86_64-conda-linux-gnu-c++", "aarch64-conda-linux-gnu-c++", "g++", "c++")
 
 
-@dataclass(frozen=True)
 class HostCompiler:
-    path: str  # the executable as found
-    found_via: str
-    wrapper: tuple[str, ...] = ()  # e.g. ("ccache",)
-    extra_flags: tuple[str, ...] = ()  # flags written after the compiler in CXX
-    searched: tuple[str, ...] = field(default=(), compare=False)
+    """The host C++ compiler as found. A plain class, not a dataclass: a cache hit imports
+    this module, and creating a dataclass costs far more."""
+
+    __slots__ = ("extra_flags", "found_via", "path", "searched", "wrapper")
+
+    def __init__(
+        self,
+        path: str,  # the executable as found
+        found_via: str,
+        wrapper: tuple[str, ...] = (),  # e.g. ("ccache",)
+        extra_flags: tuple[str, ...] = (),  # flags written after the compiler in CXX
+        searched: tuple[str, ...] = (),  # where the search looked (not part of equality)
+    ) -> None:
+        self.path, self.found_via, self.wrapper = path, found_via, wrapper
+        self.extra_flags, self.searched = extra_flags, searched
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.path, self.found_via, self.wrapper, self.extra_flags)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HostCompiler) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"HostCompiler(path={self.path!r}, found_via={self.found_via!r}, wrapper={self.wrapper!r}, "
+            f"extra_flags={self.extra_flags!r}, searched={self.searched!r})"
+        )
 
     @property
     def command(self) -> list[str]:
@@ -39,6 +62,8 @@ class HostCompiler:
 
 
 def _from_command(raw: str, found_via: str, searched: list[str]) -> HostCompiler:
+    import shlex  # only for a compiler named in the environment
+
     words = shlex.split(raw)
     if not words:
         raise HostCompilerNotFoundError(f"{found_via} is empty; set it to a C++ compiler such as g++.")
@@ -152,8 +177,7 @@ def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
 _C_DRIVERS = (("clang++", "clang"), ("g++", "gcc"), ("c++", "cc"))
 
 
-@dataclass(frozen=True)
-class HostCCompiler:
+class HostCCompiler(NamedTuple):
     """How ``.c`` units are compiled: the C driver beside the host C++ compiler, or the C++
     compiler itself told the language (``-x c``) when it has no such sibling."""
 

@@ -1,15 +1,15 @@
 // brainevent/ffi_binding.h - decodes an XLA FFI call frame for generated bindings.
 //
-// Internal: included only by the binding translation unit that brainevent
-// generates. It speaks XLA's stable C ABI (xla/ffi/api/c_api.h) directly
-// instead of the header-only C++ layer (ffi.h), which keeps the binding cheap
-// to compile and lets every kernel build skip ffi.h entirely.
+// Internal: included only by the decoder translation unit that brainevent
+// generates (codegen.render_decoder), compiled once per toolchain and platform.
+// It speaks XLA's stable C ABI (xla/ffi/api/c_api.h) directly instead of the
+// header-only C++ layer (ffi.h), so no build ever compiles ffi.h.
 //
 // One FunctionDesc per entry point (BE_FFI_FUNCTION, ffi_function.h) describes its
 // parameters in C++ order; call_frame fills BE::Tensor views and converted attribute
 // values (ffi_attrs.h) and calls the entry point's C trampoline, which lives in the
-// user's translation unit. call_frame is defined here, not inline: include this header
-// in exactly one translation unit of a module.
+// user's translation unit. call_frame is defined here, not inline: the shared decoder
+// object is the one translation unit that includes this header.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 // brainevent/ffi_function.h - the per-function part of a generated XLA FFI binding.
 //
-// Internal. For each entry point the generated binding writes one line,
+// Internal. For each entry point, the generated kernel unit ends with one line,
 //
 //   BE_FFI_FUNCTION(scale, "mod.scale", "k.cpp:3", Cpu, BE_ARG BE_RET BE_ATTR("factor", Float32))
 //
@@ -12,8 +12,9 @@
 //   be_impl_<f>        the handler that never forwards (what a forwarding slot points at)
 //   be_fwd_<f>         the forwarding slot
 //
-// This header needs only XLA's C ABI (c_api.h) and BE::Tensor: the call-frame decoder
-// (brainevent/ffi_binding.h) is declared here and defined once per binding.
+// This header needs only XLA's C ABI (c_api.h) and BE::Tensor, so it adds little to the
+// compile of the user's unit: the call-frame decoder (brainevent/ffi_binding.h) is declared
+// here and compiled once per toolchain into an object that every module links.
 #pragma once
 
 #include <cstdint>

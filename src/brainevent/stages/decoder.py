@@ -1,0 +1,75 @@
+"""The call-frame decoder every module links: compiled once per toolchain and platform, then shared.
+
+The decoder (``brainevent/ffi_binding.h``) is the same code for every module of a platform,
+so it is not compiled with each module: the first build that needs it compiles it
+alongside the user's code and publishes the object to the cache; later builds copy it
+into their build directory, and a single-file module then compiles and links in one
+compiler call. Layout under the cache root::
+
+    v1/.decoder/objects/<key>.o          the object (".decoder" can never be a module name)
+    v1/.decoder/objects/<key>.deps.json  its (empty) dependency record
+
+The key covers the compile command, the decoder's source and :func:`platforms.base.decoder_salt`
+(host compiler identity, XLA's C API, brainevent's version, binding schema and headers), so
+a new compiler or package version builds a new decoder. Publishing is an atomic rename of
+a private file (cache/objects.py): two first builds racing both compile it and one wins,
+with identical bytes; a reader sees a whole object or none.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..cache.store import LAYOUT_VERSION, cache_root
+from ..codegen.binding import render_decoder
+
+if TYPE_CHECKING:
+    from ..build.step import BuildStep
+    from ..cache.objects import ObjectCache
+    from .request import LoadRequest
+
+DECODER_SOURCE = "src/decoder.cpp"
+DECODER_OBJECT = "decoder.o"
+DECODER_DIR = ".decoder"
+
+
+class DecoderPlan(NamedTuple):
+    """Where this build's decoder comes from."""
+
+    key: str  # the object cache key
+    cache: ObjectCache
+    fetched: bool  # True: copied into the build directory; False: this build compiles it
+
+
+def decoder_cache(request: LoadRequest) -> ObjectCache:
+    from ..cache.objects import ObjectCache
+    from ..cache.trust import private_dir
+
+    base = cache_root(request.options.build_directory) / LAYOUT_VERSION
+    if private_dir(base, create=False):
+        private_dir(base / DECODER_DIR, create=True)
+    return ObjectCache(base / DECODER_DIR / "objects")
+
+
+def prepare_decoder(staging: Path, request: LoadRequest) -> tuple[str | None, DecoderPlan]:
+    """Writes the decoder's source into ``staging`` and fetches its object from the cache.
+
+    Returns (the decoder source for GeneratedSources, None when the object was fetched; the plan).
+    """
+    from ..platforms.base import GeneratedSources, decoder_salt
+
+    platform = request.platform
+    (staging / DECODER_SOURCE).write_text(render_decoder(target=platform.binding_target))
+    step = platform.decoder_step(GeneratedSources((), DECODER_OBJECT, DECODER_SOURCE, ""))
+    cache = decoder_cache(request)
+    key = cache.key(staging, step, json.dumps(decoder_salt(platform), sort_keys=True, default=str))
+    fetched = cache.fetch(key, staging / DECODER_OBJECT) is not None
+    return (None if fetched else DECODER_SOURCE), DecoderPlan(key, cache, fetched)
+
+
+def publish_decoder(staging: Path, plan: DecoderPlan, started_ns: int, steps: tuple[BuildStep, ...]) -> None:
+    """Publishes the decoder this build compiled (it reads only keyed headers: no record)."""
+    if not plan.fetched and any(step.output == DECODER_OBJECT for step in steps):
+        plan.cache.publish(plan.key, staging / DECODER_OBJECT, {}, started_ns)
