@@ -341,5 +341,5 @@ def test_long_builds_say_they_are_still_compiling(monkeypatch: pytest.MonkeyPatc
         logging.getLogger("brainevent").removeHandler(handler)
         logging.getLogger("brainevent").setLevel(logging.NOTSET)
     messages = [m for _, m in handler.records]
-    assert messages[0].startswith("compiling still: 1 translation unit(s) + binding")
+    assert messages[0].startswith("compiling still: 1 translation unit(s) [still.cpp]")
     assert any(m.startswith("still compiling still (") for m in messages), messages
