@@ -19,7 +19,7 @@ import brainevent
 from brainevent import CacheError, CompileError, SpecError
 from brainevent.build.includes import header_closure
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 KERNEL = r"""
 #include "brainevent/common.h"

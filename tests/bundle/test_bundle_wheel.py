@@ -21,7 +21,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # a wheel build and a venv: several seconds
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SRC_DIR = str(REPO / "src")
 EXAMPLE = REPO / "examples" / "prebuilt_package"
 PIP = (sys.executable, "-m", "pip")

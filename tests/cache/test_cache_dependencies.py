@@ -22,7 +22,7 @@ import pytest
 import brainevent
 from brainevent.cache.deps import RACY_WINDOW_NS
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 KERNEL = """
 // @BE f arg ret

@@ -27,7 +27,7 @@ import pytest
 
 import brainevent
 
-SRC_DIR = Path(__file__).resolve().parents[1] / "src"
+SRC_DIR = Path(__file__).resolve().parents[2] / "src"
 
 # VAL comes from extra_cflags, HEADER_VAL and DEEP_VAL from a project header and the header
 # it includes, COMPILER_V2 from the compiler; g is exported only when `functions` allows it.

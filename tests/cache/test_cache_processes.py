@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-SRC_DIR = str(Path(__file__).resolve().parents[1] / "src")
+SRC_DIR = str(Path(__file__).resolve().parents[2] / "src")
 
 KERNEL = r"""
 #include "brainevent/common.h"

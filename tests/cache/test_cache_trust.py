@@ -36,7 +36,7 @@ if os.getuid() != 0:
         raise RuntimeError("the cache trust tests need root to act as a second user")
     pytest.skip("acting as a second user needs root", allow_module_level=True)
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 ADD1 = r"""
 #include "brainevent/common.h"

@@ -15,7 +15,7 @@ import pytest
 
 import brainevent
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 KERNEL = r"""
 #include "brainevent/common.h"

@@ -1,6 +1,7 @@
 """Generated code is pinned by golden files, and each golden compiles with the real g++.
 
-Regenerate after an intended change with: BRAINEVENT_UPDATE_GOLDEN=1 pytest tests/test_codegen_golden.py
+Regenerate after an intended change with:
+BRAINEVENT_UPDATE_GOLDEN=1 pytest tests/codegen/test_codegen_golden.py
 """
 
 from __future__ import annotations

@@ -467,6 +467,6 @@ def test_0_2_1_names_are_reachable_after_a_bare_import() -> None:
         "assert brainevent.config.get_compute_capability() == ['sm_80']\n"
         "print('ok')\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert done.stdout.strip() == "ok", done.stderr[-2000:]

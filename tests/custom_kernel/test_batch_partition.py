@@ -1,7 +1,7 @@
 """Batch-partitionable kernels: ``jit`` with sharded inputs splits the call instead of gathering.
 
 Runs on two host (CPU) devices in a subprocess, since the device count is fixed when JAX
-starts; the same lowering is what a multi-GPU host compiles (tests/test_multigpu.py).
+starts; the same lowering is what a multi-GPU host compiles (tests/e2e/test_multigpu.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 SCRIPT = textwrap.dedent(
     r"""

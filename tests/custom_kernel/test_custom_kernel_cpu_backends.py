@@ -13,8 +13,8 @@ import jax
 import pytest
 
 import brainevent
-from backend_cases import axpy_primitive, check_backend, inputs
 from brainevent.custom_kernel import BenchmarkConfig, XLACustomKernel
+from tests.support.backend_cases import axpy_primitive, check_backend, inputs
 
 N = 4096
 CPP = r"""

@@ -12,7 +12,7 @@ from jax.interpreters import ad
 
 import brainevent
 from brainevent import KernelCallError, XLACustomKernel
-from xla_dumps import custom_call_placement, run_dumping
+from tests.support.xla_dumps import custom_call_placement, run_dumping
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 cuda = pytest.importorskip("numba.cuda")

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import brainevent
-from backend_cases import axpy_primitive, check_backend, inputs
 from brainevent.custom_kernel import BenchmarkConfig, XLACustomKernel, remembered
+from tests.support.backend_cases import axpy_primitive, check_backend, inputs
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 

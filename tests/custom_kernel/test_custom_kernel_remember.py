@@ -24,7 +24,7 @@ from brainevent import config
 from brainevent.cli import main as cli_main
 from brainevent.custom_kernel import BenchmarkConfig, XLACustomKernel, remembered
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 _ids = itertools.count()
 
 

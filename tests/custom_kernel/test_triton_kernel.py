@@ -1,6 +1,6 @@
 """brainevent.triton_kernel without a GPU: argument checks, how parameters are laid out, Triton's
 compiler run for an explicit architecture, and the custom call a CUDA lowering emits (with the
-launcher built by nvcc). Running the kernels is tests/test_custom_kernel_gpu_backends.py."""
+launcher built by nvcc). Running the kernels is tests/custom_kernel/test_custom_kernel_gpu_backends.py."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from brainevent.distributed import CHUNK_BYTES
 
 pytestmark = pytest.mark.slow  # four interpreters that import JAX: a few seconds per test
 
-SRC_DIR = str(Path(__file__).resolve().parents[1] / "src")
+SRC_DIR = str(Path(__file__).resolve().parents[2] / "src")
 PROCESSES = 4
 
 KERNEL = r"""

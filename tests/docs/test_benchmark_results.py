@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 
 pytestmark = pytest.mark.skipif(not BENCH.is_dir(), reason="no benchmarks/: not a source checkout")

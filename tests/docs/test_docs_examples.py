@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 GPU_MARKERS = (
     "load_cuda",
     "enable_cuda_graphs",

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from markdown_tables import table_problems
+from tests.support.markdown_tables import table_problems
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 BENCHMARK_PAGES = [ROOT / "docs" / "benchmarks-cpu.md", ROOT / "docs" / "benchmarks-gpu.md"]
 

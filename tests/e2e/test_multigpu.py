@@ -22,7 +22,7 @@ import brainevent
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 AXPB = r"""
 #include <cuda_runtime.h>

@@ -20,7 +20,7 @@ import brainevent
 from brainevent import CacheError, CompileError
 from brainevent.cache.manifest import Manifest
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 KERNEL = r"""
 #include "brainevent/common.h"

@@ -314,7 +314,7 @@ def test_fori_loop_captured_in_cuda_graphs_matches(tmp_path: Path) -> None:
         "    np.testing.assert_allclose(out, np.full(1024, 1.001 ** 1000, np.float32), rtol=1e-3)\n"
         "print('ok')\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
     env.pop("XLA_FLAGS", None)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

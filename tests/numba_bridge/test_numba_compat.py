@@ -1,7 +1,7 @@
 """Numba-bridge behaviour that code written for brainevent 0.2.1 relies on (CPU-runnable parts).
 
 The GPU parts (per-element launches under vmap, nested vmap, zero fill on the device) are in
-tests/test_numba_cuda_gpu.py.
+tests/numba_bridge/test_numba_cuda_gpu.py.
 """
 
 from __future__ import annotations

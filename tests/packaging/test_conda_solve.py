@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CUDA12_FILE = ROOT / "environment.yml"
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (pip install pyyaml)")

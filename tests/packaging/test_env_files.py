@@ -9,7 +9,7 @@
 - lower bounds of packages that pyproject.toml also names are the same as there (one
   source of truth); the comments point at a command that tests this environment.
 
-tests/test_conda_solve.py solves the files against a model of conda-forge's recipes.
+tests/packaging/test_conda_solve.py solves the files against a model of conda-forge's recipes.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV_FILES = sorted(ROOT.glob("environment*.yml"))
 PYTHONS = ("3.11", "3.12", "3.13")  # the nox matrix
 TOOLS = ("pip", "pytest", "hypothesis", "nox")

@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("hypothesis", reason="Hypothesis is not installed (pip install hypothesis)")
 
-ROOT = Path(__file__).resolve().parents[1]
-PROPERTY_TEST = "tests/test_spec_tokens.py::test_canonical_form_round_trips"
+ROOT = Path(__file__).resolve().parents[2]
+PROPERTY_TEST = "tests/spec/test_spec_tokens.py::test_canonical_form_round_trips"
 WARNING = "The database setting is not configured, and the default location is unusable"
 _CI_VARS = (
     "CI",

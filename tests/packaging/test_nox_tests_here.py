@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(
     not (ROOT / "noxfile.py").is_file(), reason="no noxfile.py: not a source checkout"
@@ -37,7 +37,9 @@ def _nox(*args: str, pythonpath: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_tests_here_runs_pytest_with_this_interpreter() -> None:
-    done = _nox("-q", "-p", "no:cacheprovider", "tests/test_spec_tokens.py", pythonpath=str(ROOT / "src"))
+    done = _nox(
+        "-q", "-p", "no:cacheprovider", "tests/spec/test_spec_tokens.py", pythonpath=str(ROOT / "src")
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
     assert f"python {sys.executable}" in out
@@ -49,7 +51,7 @@ def test_tests_here_refuses_a_brainevent_from_elsewhere(tmp_path: Path) -> None:
     other = tmp_path / "brainevent"
     other.mkdir()
     (other / "__init__.py").write_text("")
-    done = _nox("-q", "tests/test_spec_tokens.py", pythonpath=str(tmp_path))
+    done = _nox("-q", "tests/spec/test_spec_tokens.py", pythonpath=str(tmp_path))
     out = done.stdout + done.stderr
     assert done.returncode != 0, out[-4000:]
     assert "not from this checkout" in out and "pip install -e '.[test]'" in out

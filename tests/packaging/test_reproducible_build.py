@@ -139,7 +139,7 @@ def test_precompiled_artifacts_are_byte_identical(tmp_path: Path, gxx: str) -> N
     kernel.parent.mkdir()
     kernel.write_text(CPP_SOURCE)
     env = dict(os.environ)
-    src = Path(__file__).resolve().parents[1] / "src"
+    src = Path(__file__).resolve().parents[2] / "src"
     if (src / "brainevent").is_dir():  # a checkout: run its code, as the tests do
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     artifacts = []

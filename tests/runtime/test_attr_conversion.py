@@ -2,7 +2,7 @@
 checks for every scalar type, arity, result specs, and the module's function lookup.
 
 (The compiled handler repeats the attribute checks for raw ``jax.ffi.ffi_call`` use:
-tests/test_cpu_errors.py.) No compiler is needed here: the functions are built from specs.
+tests/runtime/test_cpu_errors.py.) No compiler is needed here: the functions are built from specs.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from xla_dumps import custom_call_placement, hlo_placement, run_dumping, thunk_placement
+from tests.support.xla_dumps import custom_call_placement, hlo_placement, run_dumping, thunk_placement
 
 # ------------------------------------------------------------------ the dump parser
 

@@ -2,7 +2,7 @@
 
 Registration returns "registered", "unchanged" or "reloaded"; a reload makes the handler
 XLA already holds run the new code, and going back makes it run its own code again.
-(Reloading through the loaders is tested in tests/test_cpu_reload.py.)
+(Reloading through the loaders is tested in tests/runtime/test_cpu_reload.py.)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Finds Markdown tables that would not render as written (standard library only).
 
-Shared by tests/test_docs_tables.py and the nox ``docs`` session. A table is a header row,
+Shared by tests/docs/test_docs_tables.py and the nox ``docs`` session. A table is a header row,
 a delimiter row (``|---|---|``) and body rows, each starting and ending with ``|``.
 """
 

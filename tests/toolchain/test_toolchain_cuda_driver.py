@@ -188,7 +188,7 @@ def test_query_failure_is_reported(tmp_path: Path) -> None:
 def test_probe_in_a_fresh_process_agrees_with_this_one() -> None:
     # The import and the probe are harmless in a bare interpreter, and a fresh process
     # (nothing of JAX or brainevent loaded) sees the same driver and devices as this one.
-    src = Path(__file__).resolve().parents[1] / "src"
+    src = Path(__file__).resolve().parents[2] / "src"
     code = (
         "import json, sys; from brainevent.toolchain.cuda_driver import probe_devices;"
         "p = probe_devices(); print(json.dumps([p.available, p.reason, p.driver_version,"

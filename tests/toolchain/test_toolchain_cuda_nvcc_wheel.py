@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-_SRC = Path(__file__).resolve().parents[1] / "src"
+_SRC = Path(__file__).resolve().parents[2] / "src"
 
 _PROBE = """
 import json
