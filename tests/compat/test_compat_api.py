@@ -18,22 +18,18 @@ import pytest
 
 import brainevent
 from brainevent import config
+from tests.support.kernels import CPU_SCALE
 
-SCALE_SRC = r"""
-#include "brainevent/common.h"
-// @BE scale arg ret attr.factor:float32
-void scale(const BE::Tensor x, BE::Tensor out, float factor) {
-    const float* in = x.data_ptr<float>();
-    float* o = out.data_ptr<float>();
-    for (int64_t i = 0; i < x.numel(); ++i) o[i] = in[i] * factor;
-}
-// @BE negate arg ret
+SCALE_SRC = (
+    CPU_SCALE
+    + r"""// @BE negate arg ret
 void negate(const BE::Tensor x, BE::Tensor out) {
     const float* in = x.data_ptr<float>();
     float* o = out.data_ptr<float>();
     for (int64_t i = 0; i < x.numel(); ++i) o[i] = -in[i];
 }
 """
+)
 
 
 @pytest.fixture

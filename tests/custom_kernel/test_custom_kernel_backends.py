@@ -34,6 +34,7 @@ from brainevent.errors import (
     KernelFallbackExhaustedError,
     UnhashableAttributeError,
 )
+from tests.support.kernels import CPU_SCALE
 
 _ids = itertools.count()
 X = np.arange(8, dtype=np.float32)
@@ -69,15 +70,7 @@ def no_global_backend() -> Iterator[None]:
 def scale_module():  # type: ignore[no-untyped-def]
     return brainevent.load_cpp_inline(
         name="ckb_scale",
-        cpp_sources=r"""
-#include "brainevent/common.h"
-// @BE scale arg ret attr.factor:float32
-void scale(const BE::Tensor x, BE::Tensor out, float factor) {
-  const float* px = x.data_ptr<float>();
-  float* po = out.data_ptr<float>();
-  for (int64_t i = 0; i < x.numel(); ++i) po[i] = px[i] * factor;
-}
-""",
+        cpp_sources=CPU_SCALE,
     )
 
 

@@ -10,6 +10,7 @@ from jax.interpreters import ad
 
 import brainevent
 from brainevent import KernelCallError, XLACustomKernel
+from tests.support.kernels import CPU_SCALE
 
 numba = pytest.importorskip("numba")
 # Several tests here reuse a primitive name on purpose (each makes its own "axpy").
@@ -31,15 +32,7 @@ def scale_module():  # type: ignore[no-untyped-def]
     # Works on any rank: a batched call sees one flat buffer.
     return brainevent.load_cpp_inline(
         name="ck_scale",
-        cpp_sources=r"""
-#include "brainevent/common.h"
-// @BE scale arg ret attr.factor:float32
-void scale(const BE::Tensor x, BE::Tensor out, float factor) {
-  const float* px = x.data_ptr<float>();
-  float* po = out.data_ptr<float>();
-  for (int64_t i = 0; i < x.numel(); ++i) po[i] = px[i] * factor;
-}
-""",
+        cpp_sources=CPU_SCALE,
     )
 
 

@@ -12,6 +12,7 @@ from jax.interpreters import ad
 
 import brainevent
 from brainevent import KernelCallError, XLACustomKernel
+from tests.support.kernels import CUDA_SCALE as SCALE
 from tests.support.xla_dumps import custom_call_placement, run_dumping
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
@@ -23,23 +24,6 @@ def axpy(x, y, out):  # type: ignore[no-untyped-def]
     i = cuda.grid(1)
     if i < out.size:
         out[i] = 2 * x[i] + y[i]
-
-
-SCALE = r"""
-#include <cuda_runtime.h>
-#include "brainevent/common.h"
-__global__ void scale_kernel(const float* x, float* out, float f, int64_t n) {
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i < n) out[i] = x[i] * f;
-}
-// @BE scale arg ret attr.factor:float32 stream
-void scale(const BE::Tensor x, BE::Tensor out, float factor, int64_t stream) {
-    int64_t n = x.numel();
-    scale_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
-        x.data_ptr<float>(), out.data_ptr<float>(), factor, n);
-    BE_CHECK_KERNEL_LAUNCH();
-}
-"""
 
 
 def spec(n: int) -> jax.ShapeDtypeStruct:

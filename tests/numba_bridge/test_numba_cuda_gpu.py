@@ -15,6 +15,7 @@ import pytest
 import brainevent
 from brainevent import numba_cuda_kernel
 from brainevent.runtime.registry import registered_targets
+from tests.support.kernels import CUDA_VECTOR_ADD as CUDA_ADD
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 cuda = pytest.importorskip("numba.cuda")
@@ -223,25 +224,6 @@ def test_under_cuda_graph_flags_in_a_fresh_process() -> None:
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "graphs-ok" in out.stdout
-
-
-CUDA_ADD = r"""
-#include <cuda_runtime.h>
-#include "brainevent/common.h"
-
-__global__ void add_kernel(const float* a, const float* b, float* out, int n) {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx < n) out[idx] = a[idx] + b[idx];
-}
-
-// @BE vector_add arg arg ret stream
-void vector_add(const BE::Tensor a, const BE::Tensor b, BE::Tensor out, int64_t stream) {
-    int n = a.numel();
-    add_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
-        static_cast<const float*>(a.data_ptr()), static_cast<const float*>(b.data_ptr()),
-        static_cast<float*>(out.data_ptr()), n);
-}
-"""
 
 
 def test_numba_cuda_kernel_and_load_cuda_inline_agree() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.kernels import CUDA_SCALE as SCALE
 from tests.support.xla_dumps import custom_call_placement, hlo_placement, run_dumping, thunk_placement
 
 # ------------------------------------------------------------------ the dump parser
@@ -133,22 +134,6 @@ def test_a_real_dump_is_read(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------- on a GPU
-
-SCALE = r"""
-#include <cuda_runtime.h>
-#include "brainevent/common.h"
-__global__ void scale_kernel(const float* x, float* out, float f, int64_t n) {
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i < n) out[i] = x[i] * f;
-}
-// @BE scale arg ret attr.factor:float32 stream
-void scale(const BE::Tensor x, BE::Tensor out, float factor, int64_t stream) {
-    const int64_t n = x.numel();
-    scale_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
-        x.data_ptr<float>(), out.data_ptr<float>(), factor, n);
-    BE_CHECK_KERNEL_LAUNCH();
-}
-"""
 
 # Compiles and runs `captured_step` (XLA module jit_captured_step): the custom call, then an
 # add XLA fuses, so a captured region has a neighbour; the result is checked.

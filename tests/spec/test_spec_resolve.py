@@ -8,22 +8,11 @@ import pytest
 
 from brainevent.errors import SpecError
 from brainevent.spec import FunctionSpec, Param, Role, resolve_functions
+from tests.support.kernels import CUDA_VECTOR_ADD
 
-KERNELS = r"""
-#include <cuda_runtime.h>
-#include "brainevent/common.h"
-__global__ void add_kernel(const float* a, const float* b, float* out, int n) {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx < n) out[idx] = a[idx] + b[idx];
-}
-// @BE vector_add arg arg ret stream
-void vector_add(const BE::Tensor a, const BE::Tensor b,
-                BE::Tensor out, int64_t stream) {
-    int n = 4;
-    add_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
-        nullptr, nullptr, nullptr, n);
-}
-
+KERNELS = (
+    CUDA_VECTOR_ADD
+    + r"""
 __global__ void scale_kernel(const float* x, float* out, float s, int n) {}
 
 // @BE scale_by arg ret attr.scale_factor:float32 stream
@@ -31,6 +20,7 @@ void scale_by(const BE::Tensor x, BE::Tensor out, float scale_factor, int64_t st
     scale_kernel<<<1, 256, 0, (cudaStream_t)stream>>>(nullptr, nullptr, scale_factor, 0);
 }
 """
+)
 
 BARE_ATTR = KERNELS.replace("attr.scale_factor:float32", "attr.scale_factor")
 
@@ -43,7 +33,7 @@ VECTOR_ADD = FunctionSpec(
         Param(Role.STREAM, "stream", None, "int64_t"),
     ),
     "kernels.cu",
-    9,
+    11,
 )
 SCALE_BY = FunctionSpec(
     "scale_by",
@@ -54,7 +44,7 @@ SCALE_BY = FunctionSpec(
         Param(Role.STREAM, "stream", None, "int64_t"),
     ),
     "kernels.cu",
-    19,
+    23,
 )
 
 
@@ -210,8 +200,8 @@ def test_not_found_lists_all_files() -> None:
 
 
 def test_kernel_name_is_explained() -> None:
-    err = error(["add_kernel"], KERNELS, "add_kernel", "__global__ kernel", "kernels.cu:4")
-    assert err.line == 4
+    err = error(["add_kernel"], KERNELS, "add_kernel", "__global__ kernel", "kernels.cu:5")
+    assert err.line == 5
 
 
 def test_found_in_several_sources() -> None:
@@ -249,7 +239,7 @@ def test_arity_mismatch() -> None:
     err = error(
         {"vector_add": "arg arg ret"},
         KERNELS,
-        "vector_add (kernels.cu:9)",
+        "vector_add (kernels.cu:11)",
         "3 token(s)",
         "4 parameter(s)",
         "int64_t stream",

@@ -18,23 +18,7 @@ from brainevent.spec import (
     infer_spec,
     scan_functions,
 )
-
-SEED = r"""
-#include <cuda_runtime.h>
-#include "brainevent/common.h"
-__global__ void add_kernel(const float* a, const float* b, float* out, int n) {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx < n) out[idx] = a[idx] + b[idx];
-}
-// @BE vector_add arg arg ret stream
-void vector_add(const BE::Tensor a, const BE::Tensor b,
-                BE::Tensor out, int64_t stream) {
-    int n = static_cast<int>(out.size());
-    add_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
-        static_cast<const float*>(a.data_ptr()), static_cast<const float*>(b.data_ptr()),
-        static_cast<float*>(out.data_ptr()), n);
-}
-"""
+from tests.support.kernels import CUDA_VECTOR_ADD as SEED
 
 
 def sig_of(source: str, name: str = "f") -> CxxSignature:
@@ -51,7 +35,7 @@ def test_seed_example() -> None:
     sig = sig_of(SEED, "vector_add")
     assert sig.name == "vector_add"
     assert sig.return_type == "void"
-    assert sig.line == 9
+    assert sig.line == 11
     assert sig.file_name == "k.cu"
     assert sig.is_definition
     assert param_table(sig) == [
@@ -60,7 +44,7 @@ def test_seed_example() -> None:
         ("out", "BE::Tensor"),
         ("stream", "int64_t"),
     ]
-    assert [p.line for p in sig.params] == [9, 9, 10, 10]
+    assert [p.line for p in sig.params] == [11, 11, 12, 12]
     assert [t.canonical for t in infer_spec(sig)] == ["arg", "arg", "ret", "stream"]
 
 
