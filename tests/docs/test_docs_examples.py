@@ -55,8 +55,11 @@ PAGES = sorted(p for p in [*DOCS.glob("*.md"), DOCS.parent / "README.md"] if pyt
 
 
 def _marks(page: Path) -> list[pytest.MarkDecorator]:
-    if any(m in block for block in python_blocks(page.read_text()) for m in GPU_MARKERS):
+    blocks = python_blocks(page.read_text())
+    if any(m in block for block in blocks for m in GPU_MARKERS):
         return [pytest.mark.gpu, pytest.mark.nvcc]
+    if any(m in block for block in blocks for m in ("load_cpp_", "numba_kernel", "brainevent build")):
+        return [pytest.mark.host]  # the page's examples compile C++ with the host compiler
     return []
 
 
