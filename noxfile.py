@@ -88,7 +88,7 @@ def install_project(session: nox.Session, *extras: str) -> None:
     test the built wheel.
     """
     target = f".[{','.join(extras)}]" if extras else "."
-    args = ["-e", target, "pip"]  # pip: tests/test_env_files.py dry-runs the pip sections
+    args = ["-e", target, "pip"]  # pip: tests/packaging/test_env_files.py dry-runs the pip sections
     if CONSTRAINTS.is_file():
         args += ["-c", str(CONSTRAINTS)]
     session.install(*args)
@@ -109,11 +109,11 @@ def tests_cpu(session: nox.Session) -> None:
 
 
 BACKEND_TESTS = [
-    "tests/test_custom_kernel_cpu_backends.py",
-    "tests/test_custom_kernel_backends.py",
-    "tests/test_triton_kernel.py",
-    "tests/test_custom_kernel_remember.py",
-    "tests/test_custom_kernel_fingerprint.py",
+    "tests/custom_kernel/test_custom_kernel_cpu_backends.py",
+    "tests/custom_kernel/test_custom_kernel_backends.py",
+    "tests/custom_kernel/test_triton_kernel.py",
+    "tests/custom_kernel/test_custom_kernel_remember.py",
+    "tests/custom_kernel/test_custom_kernel_fingerprint.py",
 ]
 
 
@@ -390,7 +390,7 @@ def _table_problems(pages: list[Path]) -> list[str]:
     """Tables that would not render as written (text glued to a table, wrong cell counts)."""
     import sys
 
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
     try:
         from markdown_tables import table_problems
     finally:
@@ -422,7 +422,7 @@ def docs(session: nox.Session) -> None:
     tables = _table_problems(pages)
     if tables:
         session.error("tables that do not render as written:\n  " + "\n  ".join(tables))
-    session.log("every table renders as written (tests/markdown_tables.py)")
+    session.log("every table renders as written (tests/support/markdown_tables.py)")
     if not readme_blocks:
         session.error("README.md has no Python example to run")
     env = {"BRAINEVENT_CACHE_DIR": str(tmp / "cache")}

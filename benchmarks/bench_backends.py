@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 
 def page_blocks(text: str) -> list[str]:
-    """The ```python blocks of a page, as tests/test_docs_examples.py runs them."""
+    """The ```python blocks of a page, as tests/docs/test_docs_examples.py runs them."""
     blocks, lines, i = [], text.splitlines(), 0
     while i < len(lines):
         if lines[i].strip() == "```python":

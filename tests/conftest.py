@@ -1,8 +1,10 @@
 """Shared fixtures and the capability probes that gate test tiers.
 
-Tiers: pure Python (always), host compiler (`g++`), nvcc (marker `nvcc`), GPU
-(marker `gpu`, found through the CUDA driver API). Each is gated by a probe of
-what the machine can do; BRAINEVENT_REQUIRE_ALL_TESTS=1 turns skips into failures.
+Tiers, one marker each: ``unit`` (pure Python), ``host`` (needs the host C++ compiler),
+``nvcc`` and ``gpu`` (a CUDA device, found through the CUDA driver API). ``nvcc`` and
+``gpu`` are written on the tests; ``host`` and ``unit`` are applied here at collection
+(see ``_needs_host``), so ``pytest -m unit`` runs without any compiler. Each tier is gated
+by a probe of what the machine can do; BRAINEVENT_REQUIRE_ALL_TESTS=1 turns skips into failures.
 
 That holds for every skip, whatever raised it (a marker, ``pytest.skip``,
 ``importorskip``, ``skipif``): a skipped test fails, and a module skipped while it was
@@ -15,8 +17,10 @@ covers the situation it is in.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
+import types
 from pathlib import Path
 
 import pytest
@@ -30,6 +34,11 @@ _session_cache = Path(tempfile.gettempdir()) / "brainevent-test-cache-unset"
 
 def pytest_configure(config: pytest.Config) -> None:
     global _session_cache
+    # The tiers this file applies, also where it runs without pyproject.toml's list of markers.
+    known = {line.split(":")[0].strip() for line in config.getini("markers")}
+    for tier, meaning in (("unit", "pure Python, no compiler"), ("host", "needs the host C++ compiler")):
+        if tier not in known:
+            config.addinivalue_line("markers", f"{tier}: {meaning}")
     _session_cache = Path(tempfile.mkdtemp(prefix="brainevent-test-cache-"))
     os.environ["BRAINEVENT_CACHE_DIR"] = str(_session_cache)
 
@@ -94,13 +103,97 @@ def have_gpu() -> bool:
     return bool(probe.available and probe.devices)
 
 
+def have_host_compiler() -> str | None:
+    try:
+        from brainevent.toolchain.host import find_host_compiler
+    except ImportError:
+        return None
+    try:
+        return find_host_compiler().path
+    except Exception:
+        return None
+
+
+_PROBES = {"host": have_host_compiler, "nvcc": have_nvcc, "gpu": have_gpu}
 _probes: dict[str, object] = {}
 
 
 def _probe(name: str) -> object:
     if name not in _probes:
-        _probes[name] = have_nvcc() if name == "nvcc" else have_gpu()
+        _probes[name] = _PROBES[name]()
     return _probes[name]
+
+
+# ------------------------------------------------------------------------ tiers
+
+# What a test calls (directly, through a fixture, or through a helper of its module) that
+# compiles C++ with the host compiler; and the same in the text of a script it runs.
+_BUILD_NAMES = frozenset(
+    {
+        "load_cpp_inline",
+        "load_cpp_file",
+        "load_cpp_dir",
+        "load_cuda_inline",
+        "load_cuda_file",
+        "load_cuda_dir",
+        "numba_kernel",
+        "def_numba_kernel",
+    }
+)
+_BUILD_TEXT = re.compile(r"\b(load_cpp_\w+|load_cuda_\w+|numba_kernel)\(|\bbrainevent build\b")
+_HOST_FIXTURES = frozenset({"gxx"})
+_TIERS = ("unit", "host", "nvcc", "gpu")
+
+
+def _builds(func: object, seen: set[int], depth: int = 0) -> bool:
+    """Whether ``func`` (or a module-level helper or script text it names) compiles C++."""
+    code = getattr(func, "__code__", None)
+    if code is None or id(code) in seen or depth > 3:
+        return False
+    seen.add(id(code))
+    scope = getattr(func, "__globals__", {})
+    codes = [code]
+    while codes:
+        c = codes.pop()
+        if _BUILD_NAMES.intersection(c.co_names) or {"brainevent", "build"} <= set(c.co_consts):
+            return True  # a loader, or the command line `python -m brainevent build ...`
+        for const in c.co_consts:
+            if isinstance(const, types.CodeType):
+                codes.append(const)
+            elif isinstance(const, str) and _BUILD_TEXT.search(const):
+                return True
+        for name in c.co_names:
+            value = scope.get(name)
+            if isinstance(value, str) and _BUILD_TEXT.search(value):
+                return True
+            if isinstance(value, types.FunctionType) and _builds(value, seen, depth + 1):
+                return True
+            if isinstance(value, type) and value.__module__ == scope.get("__name__"):
+                methods = [m for m in vars(value).values() if isinstance(m, types.FunctionType)]
+                if any(_builds(m, seen, depth + 1) for m in methods):
+                    return True  # a helper class of the test's module
+    return False
+
+
+def _needs_host(item: pytest.Item) -> bool:
+    """A test needs the host compiler if it, a fixture it uses, or a helper they call builds."""
+    if _HOST_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    funcs = [getattr(item, "function", None)]
+    fixtureinfo = getattr(item, "_fixtureinfo", None)
+    if fixtureinfo is not None:
+        for defs in fixtureinfo.name2fixturedefs.values():
+            funcs += [d.func for d in defs]
+    seen: set[int] = set()
+    return any(_builds(func, seen) for func in funcs)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test gets one tier: its own marker, else ``host`` if it builds, else ``unit``."""
+    for item in items:
+        if any(item.get_closest_marker(tier) for tier in _TIERS):
+            continue
+        item.add_marker("host" if _needs_host(item) else "unit")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -150,6 +243,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for marker, reason in (
+        ("host", "no host C++ compiler found (see `brainevent doctor`)"),
         ("nvcc", "no nvcc found (see `brainevent doctor`)"),
         ("gpu", "no CUDA device found through the CUDA driver API"),
     ):

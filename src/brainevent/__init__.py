@@ -16,7 +16,7 @@ _apply_cuda_graph_default()
 
 # Everything else is imported on first use (module __getattr__ below), so that
 # `import brainevent` stays cheap. Type checkers and IDEs read the real objects from this
-# block instead; tests/test_public_api.py keeps it and _LAZY listing the same names.
+# block instead; tests/api/test_public_api.py keeps it and _LAZY listing the same names.
 if TYPE_CHECKING:
     from .cache_control import clear_cache as clear_cache
     from .cache_control import get_cache_dir as get_cache_dir
