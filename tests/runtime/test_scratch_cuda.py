@@ -140,7 +140,7 @@ print("ran")
 @pytest.mark.gpu
 @pytest.mark.nvcc
 def test_cub_sum_with_scratch_is_captured_in_a_cuda_graph(tmp_path: Path) -> None:
-    from xla_dumps import custom_call_placement, run_dumping
+    from tests.support.xla_dumps import custom_call_placement, run_dumping
 
     out = run_dumping(LOOP_SCRIPT, [json.dumps({"source": SOURCE})], tmp_path / "dump", "looped_sum")
     assert "ran" in out
