@@ -165,9 +165,19 @@ __attribute__((noinline, cold)) XLA_FFI_Error* answer_metadata(XLA_FFI_CallFrame
 
 // The kernel_id attribute: the call's only one, a scalar int64 (bridge.py passes it so).
 __attribute__((noinline, cold)) XLA_FFI_Error* bad_attributes(const XLA_FFI_CallFrame* frame) {
+  std::string got = std::to_string(frame->attrs.size) + " attribute(s)";
+  if (frame->attrs.size == 1) {
+    const XLA_FFI_ByteSpan* name = frame->attrs.names[0];
+    got += ": '" + std::string(name->ptr, name->len) + "'";
+    if (frame->attrs.types[0] == XLA_FFI_AttrType_SCALAR) {
+      const auto dtype = static_cast<const XLA_FFI_Scalar*>(frame->attrs.attrs[0])->dtype;
+      got += std::string(", a scalar of ") + BE::dtype_name(static_cast<BE::DType>(dtype));
+    } else {
+      got += ", not a scalar";
+    }
+  }
   return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT,
-              "expected exactly one attribute, kernel_id, an int64 scalar; got " +
-                  std::to_string(frame->attrs.size) + " attribute(s)");
+              "expected exactly one attribute, kernel_id, an int64 scalar (as numba_kernel passes it); got " + got);
 }
 
 inline bool is_kernel_id(const XLA_FFI_CallFrame* frame) {
