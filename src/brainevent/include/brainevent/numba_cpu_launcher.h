@@ -39,6 +39,7 @@ struct Kernel {
   Entry entry;
   std::string name;
   std::vector<int64_t> ndims, itemsizes;
+  int64_t total_dims;  // the sum of ndims: how many shapes a call passes
 };
 
 // Set while this thread runs a Numba entry; `raised` receives what it raised. Only the
@@ -188,6 +189,40 @@ inline bool is_kernel_id(const XLA_FFI_CallFrame* frame) {
          static_cast<const XLA_FFI_Scalar*>(frame->attrs.attrs[0])->dtype == XLA_FFI_DataType_S64;
 }
 
+// Packs the operands into data/shapes (room for count and k.total_dims) and runs the entry.
+inline XLA_FFI_Error* pack_and_run(const XLA_FFI_CallFrame* frame, const Kernel& k, void** data, int64_t* shapes) {
+  const int64_t n_args = frame->args.size;
+  const int64_t count = n_args + frame->rets.size;
+  const int64_t* ndims = k.ndims.data();
+  const int64_t* itemsizes = k.itemsizes.data();
+  int64_t used = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const auto* buf = static_cast<const XLA_FFI_Buffer*>(i < n_args ? frame->args.args[i]
+                                                                     : frame->rets.rets[i - n_args]);
+    const auto itemsize = static_cast<int64_t>(BE::element_size(static_cast<BE::DType>(buf->dtype)));
+    // Ranks as compiled, so `used` never passes k.total_dims.
+    if (BE_UNLIKELY(buf->rank != ndims[i] || itemsize != itemsizes[i])) {
+      return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, wrong_operand(k, i, buf->rank, itemsize));
+    }
+    data[i] = buf->data;
+    for (int64_t j = 0; j < buf->rank; ++j) shapes[used++] = buf->dims[j];
+  }
+  if (BE_UNLIKELY(!run(k, data, shapes))) {
+    return fail(frame, XLA_FFI_Error_Code_INTERNAL, "the Numba function " + k.name + " raised " + raised_text());
+  }
+  return nullptr;
+}
+
+// Many operands or dimensions: the buffers come from the heap, not a large stack frame.
+__attribute__((noinline)) XLA_FFI_Error* pack_and_run_large(const XLA_FFI_CallFrame* frame, const Kernel& k) {
+  std::vector<void*> data(k.ndims.size());
+  std::vector<int64_t> shapes(static_cast<std::size_t>(k.total_dims) + 1);
+  return pack_and_run(frame, k, data.data(), shapes.data());
+}
+
+constexpr int64_t kSmallOperands = 16;
+constexpr int64_t kSmallDims = 64;
+
 XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
   for (XLA_FFI_Extension_Base* ext = frame->extension_start; ext != nullptr; ext = ext->next) {
     if (ext->type == XLA_FFI_Extension_Metadata) {
@@ -199,30 +234,14 @@ XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
   const int64_t id = *static_cast<const int64_t*>(static_cast<const XLA_FFI_Scalar*>(frame->attrs.attrs[0])->value);
   const Kernel* k = find_kernel(id);
   if (BE_UNLIKELY(k == nullptr)) return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, unregistered(id));
-  const int64_t n_args = frame->args.size;
-  const int64_t count = n_args + frame->rets.size;
-  if (BE_UNLIKELY(static_cast<int64_t>(k->ndims.size()) != count || count > kMaxOperands)) {
+  const int64_t count = frame->args.size + frame->rets.size;
+  if (BE_UNLIKELY(static_cast<int64_t>(k->ndims.size()) != count)) {
     return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, wrong_count(*k, count));
   }
-  void* data[kMaxOperands];
-  int64_t shapes[kMaxDims];
-  int64_t used = 0;
-  const int64_t* ndims = k->ndims.data();
-  const int64_t* itemsizes = k->itemsizes.data();
-  for (int64_t i = 0; i < count; ++i) {
-    const auto* buf = static_cast<const XLA_FFI_Buffer*>(i < n_args ? frame->args.args[i]
-                                                                     : frame->rets.rets[i - n_args]);
-    const auto itemsize = static_cast<int64_t>(BE::element_size(static_cast<BE::DType>(buf->dtype)));
-    if (BE_UNLIKELY(buf->rank != ndims[i] || itemsize != itemsizes[i] || used + buf->rank > kMaxDims)) {
-      return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, wrong_operand(*k, i, buf->rank, itemsize));
-    }
-    data[i] = buf->data;
-    for (int64_t j = 0; j < buf->rank; ++j) shapes[used++] = buf->dims[j];
-  }
-  if (BE_UNLIKELY(!run(*k, data, shapes))) {
-    return fail(frame, XLA_FFI_Error_Code_INTERNAL, "the Numba function " + k->name + " raised " + raised_text());
-  }
-  return nullptr;
+  if (BE_UNLIKELY(count > kSmallOperands || k->total_dims > kSmallDims)) return pack_and_run_large(frame, *k);
+  void* data[kSmallOperands];
+  int64_t shapes[kSmallDims];
+  return pack_and_run(frame, *k, data, shapes);
 }
 
 }  // namespace
@@ -240,6 +259,8 @@ BE_NUMBA_CPU_EXPORT int be_numba_cpu_register(
   k.name = name;
   k.ndims.assign(ndims, ndims + count);
   k.itemsizes.assign(itemsizes, itemsizes + count);
+  k.total_dims = 0;
+  for (int64_t i = 0; i < count; ++i) k.total_dims += ndims[i];
   table().emplace(id, std::move(k));
   publish_index();
   return 0;
