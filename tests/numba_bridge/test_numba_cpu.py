@@ -188,3 +188,17 @@ def test_handler_needs_its_kernel_id_attribute() -> None:
         jax.block_until_ready(call(x, x))
     with pytest.raises(error, match=r"got 1 attribute\(s\): 'kernel_id', a scalar of int32"):
         jax.block_until_ready(call(x, x, kernel_id=np.int32(kernel_id & 0x7FFF)))
+
+
+@numba.njit
+def sum16(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, out):
+    for i in range(out.size):
+        out[i] = a0[i] + a1[i] + a2[i] + a3[i] + a4[i] + a5[i] + a6[i] + a7[i]
+        out[i] += a8[i] + a9[i] + a10[i] + a11[i] + a12[i] + a13[i] + a14[i] + a15[i]
+
+
+def test_many_operands_take_the_handlers_heap_path() -> None:
+    # 17 operands: more than the handler keeps on its stack.
+    f = brainevent.numba_kernel(sum16, outs=spec((5,)))
+    inputs = [jnp.full(5, float(k), jnp.float32) for k in range(16)]
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(*inputs)), np.full(5, float(sum(range(16)))))
