@@ -84,6 +84,7 @@ inline const Kernel* find_kernel(int64_t id) {
   }
 }
 
+// Bounds of the generic entry (call_kernel); the handler below uses the heap past its small buffers.
 constexpr int kMaxOperands = 256;
 constexpr int kMaxDims = 2048;
 
