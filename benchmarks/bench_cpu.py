@@ -384,10 +384,10 @@ def main() -> None:
                 f"load_cpp_inline: {be_d * 1e6:.2f} / {be_l * 1e6:.3f} us; "
                 f"jnp: {np_d * 1e6:.2f} / {np_l * 1e6:.3f} us",
                 f"{nb_d / be_d:.3f}x / {nb_l / be_l:.3f}x vs load_cpp_inline",
-                "<= 1.15x vs load_cpp_inline",
+                "<= 1.05x vs load_cpp_inline",
                 verdict(
-                    Check("per call", nb_d / be_d, 1.15, digits=3),
-                    Check("per step", nb_l / be_l, 1.15, digits=3),
+                    Check("per call", nb_d / be_d, 1.05, digits=3),
+                    Check("per step", nb_l / be_l, 1.05, digits=3),
                 ),
             ]
         )

@@ -143,3 +143,62 @@ def test_numba_kernel_without_numba_raises_import_error(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "numba", None)
     with pytest.raises(ImportError, match="numba"):
         brainevent.numba_kernel(lambda x, o: None, outs=spec((1,)))
+
+
+# ------------------------------------------------------------------ the handler's own checks
+
+
+def _add_target_and_id() -> tuple[str, int]:
+    from brainevent.numba_bridge.cpu_kernel import preparer
+    from brainevent.numba_bridge.operands import signature_of
+
+    x = jnp.ones(8, jnp.float32)
+    return preparer(add)(signature_of((x, x), [spec((8,))]))
+
+
+def test_handler_calls_only_registered_kernels() -> None:
+    target, kernel_id = _add_target_and_id()
+    x = jnp.arange(8, dtype=jnp.float32)
+    call = jax.ffi.ffi_call(target, spec((8,)))
+    np.testing.assert_array_equal(np.asarray(call(x, x, kernel_id=np.int64(kernel_id))), np.arange(8) * 2.0)
+    unknown = kernel_id ^ 0x5A5A5A5A
+    with pytest.raises(jax.errors.JaxRuntimeError, match=rf"Numba kernel id {unknown} is not registered"):
+        jax.block_until_ready(jax.jit(lambda v: call(v, v, kernel_id=np.int64(unknown)))(x))
+
+
+def test_handler_rejects_operands_the_kernel_was_not_compiled_for() -> None:
+    target, kernel_id = _add_target_and_id()
+    x = jnp.ones(8, jnp.float32)
+    with pytest.raises(jax.errors.JaxRuntimeError, match=r"compiled for 3 arrays, the call passes 2"):
+        jax.block_until_ready(jax.ffi.ffi_call(target, spec((8,)))(x, kernel_id=np.int64(kernel_id)))
+    grid = jnp.ones((2, 4), jnp.float32)
+    with pytest.raises(jax.errors.JaxRuntimeError, match=r"array 0 has rank 2 .* compiled for rank 1"):
+        jax.block_until_ready(jax.ffi.ffi_call(target, spec((8,)))(grid, x, kernel_id=np.int64(kernel_id)))
+    doubles = jnp.ones(8, jnp.int64) if jax.config.jax_enable_x64 else jnp.ones(8, jnp.int16)
+    with pytest.raises(jax.errors.JaxRuntimeError, match=r"array 1 has rank 1 and \d-byte elements"):
+        jax.block_until_ready(jax.ffi.ffi_call(target, spec((8,)))(x, doubles, kernel_id=np.int64(kernel_id)))
+
+
+def test_handler_needs_its_kernel_id_attribute() -> None:
+    target, kernel_id = _add_target_and_id()
+    x = jnp.ones(8, jnp.float32)
+    call = jax.ffi.ffi_call(target, spec((8,)))
+    error = jax.errors.JaxRuntimeError
+    with pytest.raises(error, match=r"exactly one attribute, kernel_id, an int64 scalar .*; got 0 attribute"):
+        jax.block_until_ready(call(x, x))
+    with pytest.raises(error, match=r"got 1 attribute\(s\): 'kernel_id', a scalar of int32"):
+        jax.block_until_ready(call(x, x, kernel_id=np.int32(kernel_id & 0x7FFF)))
+
+
+@numba.njit
+def sum16(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, out):
+    for i in range(out.size):
+        out[i] = a0[i] + a1[i] + a2[i] + a3[i] + a4[i] + a5[i] + a6[i] + a7[i]
+        out[i] += a8[i] + a9[i] + a10[i] + a11[i] + a12[i] + a13[i] + a14[i] + a15[i]
+
+
+def test_many_operands_take_the_handlers_heap_path() -> None:
+    # 17 operands: more than the handler keeps on its stack.
+    f = brainevent.numba_kernel(sum16, outs=spec((5,)))
+    inputs = [jnp.full(5, float(k), jnp.float32) for k in range(16)]
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(*inputs)), np.full(5, float(sum(range(16)))))

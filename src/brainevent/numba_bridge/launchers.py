@@ -30,6 +30,9 @@ class LauncherSpec:
     cuda: bool  # compiled by nvcc, and given XLA's stream
     api: CtypesApi
     load_options: Mapping[str, Any] = field(default_factory=dict)
+    # An XLA FFI handler the library exports that reads the call frame itself; when set,
+    # calls go to it (target "<module>.<handler>") instead of the generic entry.
+    handler: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,31 @@ def build_launcher(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> Launche
     for function, (restype, argtypes) in spec.api.items():
         getattr(library, function).restype = restype
         getattr(library, function).argtypes = argtypes
-    return Launcher(module.targets[spec.function], library)
+    if spec.handler is None:
+        return Launcher(module.targets[spec.function], library)
+    return Launcher(register_handler(f"{name}.{spec.handler}", library, spec.handler), library)
+
+
+_handler_targets: dict[str, int] = {}  # target -> handler address, registered in this process
+_handler_lock = threading.Lock()
+
+
+def register_handler(target: str, library: ctypes.CDLL, symbol: str) -> str:
+    """Registers ``library``'s handler ``symbol`` for CPU and returns its target. XLA keeps a
+    name's first handler, so a rebuilt library (another cache) gets a name of its own."""
+    import jax.ffi
+
+    handler = getattr(library, symbol)
+    address = ctypes.cast(handler, ctypes.c_void_p).value or 0
+    with _handler_lock:
+        chosen, n = target, 1
+        while chosen in _handler_targets and _handler_targets[chosen] != address:
+            n += 1
+            chosen = f"{target}_{n}"
+        if chosen not in _handler_targets:
+            jax.ffi.register_ffi_target(chosen, jax.ffi.pycapsule(handler), platform="cpu", api_version=1)
+            _handler_targets[chosen] = address
+    return chosen
 
 
 class LauncherCache:
