@@ -23,11 +23,12 @@ log = logging.getLogger("brainevent.runtime")
 
 
 class _Registered(NamedTuple):
-    library: ctypes.CDLL
+    library: ctypes.CDLL  # the library whose handler XLA holds
     function: str
     platform: str
     artifact_key: str
     module: str  # the module that owns the target now
+    running: ctypes.CDLL  # the library whose code calls run (``library``, or the one it forwards to)
 
 
 _lock = threading.Lock()
@@ -110,7 +111,10 @@ def _register_locked(
 
     existing = _targets.get((target, platform))
     if existing is not None:
-        if existing.artifact_key == artifact_key:
+        # The same bytes loaded from another path (another cache directory) are another
+        # instance, with its own static state (a launcher's kernel table): point the target
+        # at it, or the caller's handle and the code XLA runs would disagree.
+        if existing.artifact_key == artifact_key and existing.running._handle == library._handle:
             _targets[(target, platform)] = existing._replace(module=module)
             return "unchanged"
         # The slot of the handler XLA holds now points at the new code's non-forwarding
@@ -120,7 +124,7 @@ def _register_locked(
         slot = ctypes.c_void_p.in_dll(existing.library, forward_symbol(existing.function))
         slot.value = None if new_impl == own_impl else new_impl
         _targets[(target, platform)] = _Registered(
-            existing.library, existing.function, platform, artifact_key, module
+            existing.library, existing.function, platform, artifact_key, module, library
         )
         # Keep the new library alive: the old handler now calls into it.
         _keepalive.append(library)
@@ -142,7 +146,7 @@ def _register_locked(
             target=target,
             platform=platform,
         ) from exc
-    _targets[(target, platform)] = _Registered(library, function, platform, artifact_key, module)
+    _targets[(target, platform)] = _Registered(library, function, platform, artifact_key, module, library)
     return "registered"
 
 

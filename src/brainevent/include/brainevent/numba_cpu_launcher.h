@@ -225,7 +225,8 @@ constexpr int64_t kSmallOperands = 16;
 constexpr int64_t kSmallDims = 64;
 
 XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
-  for (XLA_FFI_Extension_Base* ext = frame->extension_start; ext != nullptr; ext = ext->next) {
+  // auto: the extension base type's name differs across XLA releases.
+  for (auto* ext = frame->extension_start; ext != nullptr; ext = ext->next) {
     if (ext->type == XLA_FFI_Extension_Metadata) {
       return answer_metadata(frame, reinterpret_cast<XLA_FFI_Metadata_Extension*>(ext));
     }
