@@ -15,19 +15,25 @@ import ctypes
 import logging
 import threading
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from ..errors import RegistrationError
 
 log = logging.getLogger("brainevent.runtime")
 
 
-class _Registered(NamedTuple):
-    library: ctypes.CDLL
-    function: str
-    platform: str
-    artifact_key: str
-    module: str  # the module that owns the target now
+class _Registered:
+    """A registered target (a plain class: the first cache hit imports this module)."""
+
+    __slots__ = ("artifact_key", "function", "library", "module", "platform")
+
+    def __init__(
+        self, library: ctypes.CDLL, function: str, platform: str, artifact_key: str, module: str
+    ) -> None:
+        self.library = library
+        self.function = function
+        self.platform = platform
+        self.artifact_key = artifact_key
+        self.module = module  # the module that owns the target now
 
 
 _lock = threading.Lock()
@@ -111,7 +117,7 @@ def _register_locked(
     existing = _targets.get((target, platform))
     if existing is not None:
         if existing.artifact_key == artifact_key:
-            _targets[(target, platform)] = existing._replace(module=module)
+            existing.module = module
             return "unchanged"
         # The slot of the handler XLA holds now points at the new code's non-forwarding
         # entry (or back to nothing, when the original code returns).

@@ -9,29 +9,42 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .._version import BINDING_SCHEMA, __version__
 from ..cache.key import CacheKey, KeyBuilder
 from ..errors import ToolchainError
 from ..headers import INCLUDE_DIR
-from .request import LoadRequest, SourceUnit
+
+if TYPE_CHECKING:
+    from .request import LoadRequest, SourceUnit
 
 
-class ModuleKey(NamedTuple):
+class ModuleKey:
     """The keys of one request.
 
     ``portable`` leaves out the toolchain's identity: it finds an ahead-of-time build on a
     machine without a compiler (a production node), through an alias file. ``exact`` is
-    None when the toolchain is missing (``toolchain_error`` says why).
+    None when the toolchain is missing (``toolchain_error`` says why). A plain class, as the
+    other records of the cache-hit path (docs/architecture.md says why).
     """
 
-    portable: CacheKey
-    exact: CacheKey | None
-    record: Mapping[str, Any]  # the keyed inputs, as the manifest records them
-    toolchain_error: ToolchainError | None = None
-    # The keyed inputs before the toolchain's identity: what a bundled build is checked against.
-    keyed_without_toolchain: Mapping[str, Any] = {}
+    __slots__ = ("exact", "keyed_without_toolchain", "portable", "record", "toolchain_error")
+
+    def __init__(
+        self,
+        portable: CacheKey,
+        exact: CacheKey | None,
+        record: Mapping[str, Any],
+        toolchain_error: ToolchainError | None = None,
+        keyed_without_toolchain: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.portable = portable
+        self.exact = exact
+        self.record = record  # the keyed inputs, as the manifest records them
+        self.toolchain_error = toolchain_error
+        # The keyed inputs before the toolchain's identity: what a bundled build is checked against.
+        self.keyed_without_toolchain: Mapping[str, Any] = keyed_without_toolchain or {}
 
 
 def derive_key(request: LoadRequest) -> ModuleKey:
