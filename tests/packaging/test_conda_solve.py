@@ -283,6 +283,7 @@ def test_other_files_solve(name: str, tmp_path: Path) -> None:
     if not path.is_file():
         pytest.skip(f"no {name}")
     solved = solve(conda_specs(path), tmp_path, cuda=None)
-    assert not any(n.startswith("cuda-") for n in solved), sorted(solved)
+    # no CUDA toolkit package; cuda-pathfinder (pure Python, finds NVIDIA libraries) is fine
+    assert not any(n.startswith("cuda-") and n != "cuda-pathfinder" for n in solved), sorted(solved)
     if "jaxlib" in solved:
         assert solved["jaxlib"][1].startswith("cpu"), solved["jaxlib"]
