@@ -7,6 +7,7 @@ re-checks them (cache/deps.py), whatever flags or macros chose them.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -92,9 +93,13 @@ def _library_inputs(names: Sequence[str]) -> dict[str, Any]:
 
 @cache
 def package_headers_digest() -> str:
+    # os.scandir and open rather than Path.glob and read_bytes: the first cache hit of a
+    # process computes this, and pathlib's overhead was most of its cost.
     digest = hashlib.sha256()
-    for path in sorted((INCLUDE_DIR / "brainevent").glob("*.h")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    directory = os.path.join(INCLUDE_DIR, "brainevent")
+    for name in sorted(e.name for e in os.scandir(directory) if e.name.endswith(".h") and e.name[0] != "."):
+        with open(os.path.join(directory, name), "rb") as file:
+            digest.update(name.encode() + b"\0" + file.read() + b"\0")
     return digest.hexdigest()
 
 

@@ -3,10 +3,11 @@ checked options and the platform.
 
 Every option is checked here, once, when the request is made; the later stages trust it.
 The values are NamedTuples rather than dataclasses: a cache hit imports this module, and
-creating a dataclass costs a few tenths of a millisecond each.
+creating a dataclass costs a few tenths of a millisecond each. For the same reason this module
+has no ``from __future__ import annotations``: NamedTuple compiles every string annotation
+of its fields, which costs more than evaluating them (only names known to type checkers alone
+are quoted).
 """
-
-from __future__ import annotations
 
 import os
 import re
@@ -68,9 +69,9 @@ class LoadOptions(NamedTuple):
 
 class LoadRequest(NamedTuple):
     units: tuple[SourceUnit, ...]
-    functions: FunctionsArgument
+    functions: "FunctionsArgument"
     options: LoadOptions
-    platform: Platform
+    platform: "Platform"
 
 
 _FLAG_OPTIONS = ("extra_cflags", "extra_ldflags", "extra_include_paths")
