@@ -9,6 +9,9 @@ Every figure is a ratio against a baseline measured in the same run:
   published       with --published-python: brainevent 0.2.1 (bench_published.py) in its own venv
 
 Usage: python benchmarks/bench_cpu.py [--write docs/benchmarks-cpu.md] [--published-python PATH]
+       python benchmarks/bench_cpu.py --hit-only [--compare-src OTHER/src] [--repeat N]
+         (the first cache hit alone; with --compare-src, fresh processes of this tree and of
+         another checkout's src/ in turns, so that host noise falls on both alike)
 """
 
 from __future__ import annotations
@@ -157,6 +160,46 @@ def cache_hit(repeat: int, cache: str) -> tuple[float, float, float, float]:
     )
 
 
+# Builds both modules of HIT_PROBE into the cache (a probe then finds them there).
+HIT_WARM = r"""
+import sys
+import brainevent
+for name in ("bench_add", "bench_add2"):
+    brainevent.load_cpp_inline(name=name, cpp_sources=sys.argv[1], auto_register=False)
+"""
+
+
+def first_hit_compare(repeat: int, other_src: str | None) -> dict[str, list[float]]:
+    """First cache-hit loads (ms) in fresh processes, this tree's src/ and ``other_src`` in
+    turns, each with its own bytecode-compiled package and its own warm cache."""
+    import compileall
+
+    trees = {"this tree": str(SRC)}
+    if other_src:
+        trees["other"] = str(Path(other_src).resolve())
+        compileall.compile_dir(trees["other"], quiet=1)
+    envs = {}
+    for label, src in trees.items():
+        envs[label] = {"PYTHONPATH": src, "JAX_PLATFORMS": "cpu", "BRAINEVENT_CACHE_DIR": tempfile.mkdtemp()}
+        run_python(HIT_WARM, envs[label], [KERNEL])
+    firsts: dict[str, list[float]] = {label: [] for label in trees}
+    for _ in range(repeat):
+        for label in trees:
+            firsts[label].append(json.loads(run_python(HIT_PROBE, envs[label], [KERNEL]))["first"] * 1000)
+    for env in envs.values():
+        shutil.rmtree(env["BRAINEVENT_CACHE_DIR"], ignore_errors=True)
+    return firsts
+
+
+def print_first_hits(firsts: dict[str, list[float]]) -> None:
+    for label, samples in firsts.items():
+        ordered = sorted(samples)
+        print(
+            f"first cache hit, {label}: median {statistics.median(samples):.2f} ms "
+            f"(min {ordered[0]:.2f}, max {ordered[-1]:.2f}, {len(samples)} fresh processes)"
+        )
+
+
 def per_call(cache: str, n: int, calls: int) -> dict[str, tuple[float, float]]:
     import ctypes
 
@@ -285,8 +328,13 @@ def main() -> None:
         "--published-python",
         help="interpreter of a separate venv with the published brainevent: adds comparison rows",
     )
+    parser.add_argument("--hit-only", action="store_true", help="measure the first cache hit alone")
+    parser.add_argument("--compare-src", help="with --hit-only: another checkout's src/, measured in turns")
     args = parser.parse_args()
     precompile()
+    if args.hit_only:
+        print_first_hits(first_hit_compare(args.repeat, args.compare_src))
+        return
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     cache = tempfile.mkdtemp(prefix="be-bench-")
     os.environ["BRAINEVENT_CACHE_DIR"] = cache

@@ -9,13 +9,15 @@ from typing import Any
 
 from .errors import SpecError
 from .runtime.module import CompiledModule
-from .stages import LoadRequest, load, make_options
+from .stages.load import load
 from .stages.request import (
     C_SUFFIXES,
     CPP_SUFFIXES,
+    LoadRequest,
     SourceUnit,
     inline_unit,
     keyword_options,
+    make_options,
     name_from_path,
     read_source_file,
     refuse_c_only,

@@ -9,13 +9,12 @@ this module. Every lookup raises on a value it does not know, so a new role or t
 added on one side only fails loudly instead of being mishandled.
 """
 
-from __future__ import annotations
-
 from enum import Enum
 from typing import NamedTuple, Never, NoReturn
 
 # The records here are NamedTuples, not dataclasses: a cache hit imports this module, and
-# creating a dataclass costs far more at import.
+# creating a dataclass costs far more at import. No `from __future__ import annotations`
+# either: a NamedTuple compiles each string annotation of its fields.
 
 
 class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expect
@@ -109,7 +108,7 @@ class BindingTarget(_BindingTargetFields):
 
     __slots__ = ()
 
-    def __new__(cls, tag: str, defines: tuple[str, ...] = ()) -> BindingTarget:
+    def __new__(cls, tag: str, defines: tuple[str, ...] = ()) -> "BindingTarget":
         if tag not in PLATFORM_ENUM:
             raise ValueError(
                 f"unknown binding platform {tag!r}; the binding knows: {', '.join(PLATFORM_ENUM)}. "

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -53,7 +52,7 @@ def test_round_trip_and_record(tmp_path: Path) -> None:
     assert loaded == published
     assert loaded.schema == MANIFEST_SCHEMA
     raw = json.loads((tmp_path / MANIFEST_NAME).read_text())
-    assert raw == asdict(published)  # the file holds every field, nothing else
+    assert raw == published.as_dict()  # the file holds every field, nothing else
     assert loaded.verify(tmp_path, KEY) is None
 
 

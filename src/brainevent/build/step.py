@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-# Commands name the build directory through this token, so that they (and the object
-# cache keys made from them) do not depend on where a build happens to run.
-BUILD_DIR = "@BUILD_DIR@"
+from . import BUILD_DIR as BUILD_DIR  # the token commands name the build directory by (build/__init__.py)
 
 
-class BuildStep(NamedTuple):  # a NamedTuple: platforms/base.py is imported on cache hits
+class BuildStep(NamedTuple):
     output: str  # path relative to the build directory
     inputs: tuple[str, ...]
     command: tuple[str, ...]  # an argument list; ninja gets it shell-quoted

@@ -1,7 +1,39 @@
-"""Content-addressed store of compiled modules: key schema, locks, atomic publish, manifests."""
+"""Content-addressed store of compiled modules: key schema, locks, atomic publish, manifests.
 
-from .key import CacheKey, KeyBuilder
-from .manifest import Manifest
-from .store import CacheEntry, EntryStore, cache_root
+The names below load on first use, so that importing one submodule does not import the rest.
+"""
 
-__all__ = ["CacheEntry", "CacheKey", "EntryStore", "KeyBuilder", "Manifest", "cache_root"]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .key import CacheKey as CacheKey
+    from .key import KeyBuilder as KeyBuilder
+    from .manifest import Manifest as Manifest
+    from .store import CacheEntry as CacheEntry
+    from .store import EntryStore as EntryStore
+    from .store import cache_root as cache_root
+
+_EXPORTS = {
+    "CacheKey": "key",
+    "KeyBuilder": "key",
+    "Manifest": "manifest",
+    "CacheEntry": "store",
+    "EntryStore": "store",
+    "cache_root": "store",
+}
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        if name in _EXPORTS:
+            import importlib
+
+            value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_EXPORTS)

@@ -8,14 +8,28 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
 
 # Bump when the meaning of any keyed input changes; old entries are then ignored.
 KEY_SCHEMA = 2  # 2: headers left the key for the dependency record
 
 
-class CacheKey(NamedTuple):  # not a dataclass: a cache hit imports this module
-    digest: str  # full sha256 hex
+class CacheKey:
+    """A key, by its digest. A plain class: every cache hit imports this module, and creating
+    a NamedTuple (or a dataclass) at import costs more than the hit's own work here."""
+
+    __slots__ = ("digest",)
+
+    def __init__(self, digest: str) -> None:
+        self.digest = digest  # full sha256 hex
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CacheKey) and other.digest == self.digest
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def __repr__(self) -> str:
+        return f"CacheKey({self.digest!r})"
 
     @property
     def short(self) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,27 +13,75 @@ MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = 2  # 2: dependencies recorded from the compiler
 
 
-@dataclass
 class Manifest:
-    key: str
-    name: str
-    platform: str
-    artifact: str  # file name of the shared object, relative to the entry
-    artifact_sha256: str
-    functions: dict[str, Any]  # function name -> serialised FunctionSpec
-    inputs: dict[str, Any] = field(default_factory=dict)  # human-readable record of what was keyed
-    created: float = 0.0
-    build_seconds: float = 0.0
-    artifact_size: int = -1  # with artifact_mtime_ns: the file as published
-    artifact_mtime_ns: int = -1
-    # Every file the compiler read outside the toolchain's own directories, as
-    # {path: [size, mtime_ns, sha256]} (see cache/deps.py), and when the build began.
-    dependencies: dict[str, list[Any]] = field(default_factory=dict)
-    dependencies_since_ns: int = 0
-    schema: int = MANIFEST_SCHEMA
+    """A plain class, not a dataclass: every cache hit imports this module, and creating a
+    dataclass at import costs more than the rest of a hit's work on this file."""
+
+    __slots__ = _FIELDS = (
+        "key",
+        "name",
+        "platform",
+        "artifact",  # file name of the shared object, relative to the entry
+        "artifact_sha256",
+        "functions",  # function name -> serialised FunctionSpec
+        "inputs",  # human-readable record of what was keyed
+        "created",
+        "build_seconds",
+        "artifact_size",  # with artifact_mtime_ns: the file as published
+        "artifact_mtime_ns",
+        # Every file the compiler read outside the toolchain's own directories, as
+        # {path: [size, mtime_ns, sha256]} (see cache/deps.py), and when the build began.
+        "dependencies",
+        "dependencies_since_ns",
+        "schema",
+    )
+
+    def __init__(
+        self,
+        key: str,
+        name: str,
+        platform: str,
+        artifact: str,
+        artifact_sha256: str,
+        functions: dict[str, Any],
+        inputs: dict[str, Any] | None = None,
+        created: float = 0.0,
+        build_seconds: float = 0.0,
+        artifact_size: int = -1,
+        artifact_mtime_ns: int = -1,
+        dependencies: dict[str, list[Any]] | None = None,
+        dependencies_since_ns: int = 0,
+        schema: int = MANIFEST_SCHEMA,
+    ) -> None:
+        self.key = key
+        self.name = name
+        self.platform = platform
+        self.artifact = artifact
+        self.artifact_sha256 = artifact_sha256
+        self.functions = functions
+        self.inputs: dict[str, Any] = {} if inputs is None else inputs
+        self.created = created
+        self.build_seconds = build_seconds
+        self.artifact_size = artifact_size
+        self.artifact_mtime_ns = artifact_mtime_ns
+        self.dependencies: dict[str, list[Any]] = {} if dependencies is None else dependencies
+        self.dependencies_since_ns = dependencies_since_ns
+        self.schema = schema
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field, as the manifest file holds them."""
+        return {name: getattr(self, name) for name in self._FIELDS}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Manifest) and self.as_dict() == other.as_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return f"Manifest({', '.join(f'{k}={v!r}' for k, v in self.as_dict().items())})"
 
     def dump(self, directory: Path) -> None:
-        (directory / MANIFEST_NAME).write_text(json.dumps(asdict(self), indent=1, sort_keys=True))
+        (directory / MANIFEST_NAME).write_text(json.dumps(self.as_dict(), indent=1, sort_keys=True))
 
     @classmethod
     def load(cls, directory: Path) -> Manifest | None:

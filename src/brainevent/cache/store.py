@@ -25,7 +25,6 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 from .. import config
 from ..errors import CacheError
@@ -45,24 +44,38 @@ def cache_root(build_directory: str | os.PathLike[str] | None = None) -> Path:
     return config.CACHE_DIR.get()
 
 
-class CacheEntry(NamedTuple):  # not a dataclass: a cache hit imports this module
-    directory: Path
-    manifest: Manifest
-    built_now: bool  # False on a cache hit
+class CacheEntry:
+    """A published entry. A plain class: every cache hit creates one, and creating a
+    NamedTuple (or a dataclass) at import costs more than the hit's own work here."""
+
+    __slots__ = ("built_now", "directory", "manifest")
+
+    def __init__(self, directory: Path, manifest: Manifest, built_now: bool) -> None:
+        self.directory = directory
+        self.manifest = manifest
+        self.built_now = built_now  # False on a cache hit
+
+    def __repr__(self) -> str:
+        return f"CacheEntry({self.directory!r}, built_now={self.built_now})"
 
     @property
     def artifact(self) -> Path:
         return self.directory / self.manifest.artifact
 
 
-class BuildSlot(NamedTuple):
+class BuildSlot:
     """A build of ``key`` in progress: its staging directory, or the entry that another
     process published while this one waited (then ``staging`` is None)."""
 
-    key: CacheKey
-    staging: Path | None
-    existing: CacheEntry | None
-    replace: bool  # force_rebuild: the published entry gives way to this build
+    __slots__ = ("existing", "key", "replace", "staging")
+
+    def __init__(
+        self, key: CacheKey, staging: Path | None, existing: CacheEntry | None, replace: bool
+    ) -> None:
+        self.key = key
+        self.staging = staging
+        self.existing = existing
+        self.replace = replace  # force_rebuild: the published entry gives way to this build
 
 
 def _require_writable(directory: Path) -> None:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ..build.step import BuildStep
 from ..headers import INCLUDE_DIR
 from ..toolchain import find_host_compiler, xla_include_dir
 from ..toolchain.host import system_include_dirs
@@ -20,22 +19,34 @@ from ..vocabulary import BindingTarget
 from .languages import HOST_COMMON_FLAGS, c_compiler_key
 
 if TYPE_CHECKING:
+    from ..build.step import BuildStep
     from ..stages.request import LoadOptions, SourceUnit
 
 
-class GeneratedSources(NamedTuple):
+class GeneratedSources:
     """What the plan stage wrote for a platform to compile (paths relative to the build directory).
 
     Each kernel unit carries its entry points' trampolines and FFI handlers. The call-frame
     decoder is shared by every module of a toolchain (stages/decoder.py): it is either
     already in the build directory as ``decoder`` (fetched from the cache), or ``decoder_source``
-    names its translation unit, to compile into ``decoder`` in this build.
+    names its translation unit, to compile into ``decoder`` in this build. A plain class: a
+    cache hit imports this module (the platform keys the build), and creating a NamedTuple
+    costs more at import.
     """
 
-    kernel_units: tuple[tuple[str, SourceUnit], ...]  # (generated unit, the user's unit it wraps)
-    decoder: str  # the decoder object every link takes
-    decoder_source: str | None  # None: `decoder` is in place already
-    library: str  # the file the link writes
+    __slots__ = ("decoder", "decoder_source", "kernel_units", "library")
+
+    def __init__(
+        self,
+        kernel_units: tuple[tuple[str, SourceUnit], ...],
+        decoder: str,
+        decoder_source: str | None,
+        library: str,
+    ) -> None:
+        self.kernel_units = kernel_units  # (generated unit, the user's unit it wraps)
+        self.decoder = decoder  # the decoder object every link takes
+        self.decoder_source = decoder_source  # None: `decoder` is in place already
+        self.library = library  # the file the link writes
 
     @property
     def one_call(self) -> bool:
@@ -144,6 +155,8 @@ DECODER_OPT = "-O2"
 
 def host_decoder_step(cxx: Sequence[str], source: str, output: str) -> BuildStep:
     """The decoder unit, compiled by the host compiler against XLA's C API header."""
+    from ..build.step import BuildStep  # build-only: a cache hit never imports it
+
     return BuildStep(
         output=output,
         inputs=(source,),
@@ -179,6 +192,8 @@ def depfile_flags(obj: str) -> tuple[str, ...]:
 
 def unit_step(obj: str, path: str, unit: SourceUnit, command: Sequence[str], **extra: Any) -> BuildStep:
     """Compile one kernel unit with ``command`` (everything but the output and depfile flags)."""
+    from ..build.step import BuildStep
+
     full = (*command, *depfile_flags(obj), "-c", path, "-o", obj)
     return BuildStep(obj, (path,), full, unit.display_name, depfile=f"{obj}.d", **extra)
 
@@ -195,6 +210,8 @@ def one_call_step(
     ``command`` is the unit's compile command without ``-c``; ``link_flags`` are the link's own
     (``-shared``); ``ldflags`` the user's, after the inputs, where libraries must come.
     """
+    from ..build.step import BuildStep
+
     (path, unit), library = sources.kernel_units[0], sources.library
     full = (*command, *depfile_flags("k0"), *link_flags, path, sources.decoder, "-o", library, *ldflags)
     return BuildStep(library, (path, sources.decoder), full, unit.display_name, depfile="k0.d", **extra)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..build.step import BuildStep
 from ..toolchain import find_host_compiler
 from . import base, languages
 from .base import GeneratedSources, PlatformBase
 
 if TYPE_CHECKING:
+    from ..build.step import BuildStep
     from ..stages.request import LoadOptions, SourceUnit
 
 
@@ -51,6 +51,8 @@ class CpuPlatform(PlatformBase):
             *base.library_link_flags(options),
             *options.extra_ldflags,
         )
+        from ..build.step import BuildStep  # build-only: a cache hit never imports it
+
         steps.append(BuildStep(library, objects, link, f"link {library}"))
         return steps
 

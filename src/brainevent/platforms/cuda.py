@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..build.step import BUILD_DIR, BuildStep
+from ..build import BUILD_DIR
 from ..errors import ToolchainError
 from ..toolchain import find_host_compiler
 from . import languages
@@ -29,6 +29,7 @@ from .base import (
 )
 
 if TYPE_CHECKING:
+    from ..build.step import BuildStep
     from ..stages.request import LoadOptions, SourceUnit
     from ..toolchain.nvcc import NvccInfo
 
@@ -149,6 +150,8 @@ class CudaPlatform(PlatformBase):
             *objects,
             *ldflags,
         )
+        from ..build.step import BuildStep  # build-only: a cache hit never imports it
+
         steps.append(BuildStep(sources.library, objects, link, f"link {sources.library}"))
         return steps
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..build.step import BUILD_DIR
+from ..build import BUILD_DIR
 
 if TYPE_CHECKING:
     from ..stages.request import LoadOptions, SourceUnit
@@ -26,8 +26,9 @@ C_STANDARD = "-std=gnu17"  # C17 with the GNU extensions most existing C code as
 # so two clean builds of the same inputs are byte-identical.
 HOST_COMMON_FLAGS = ("-fPIC", "-fvisibility=hidden", f"-ffile-prefix-map={BUILD_DIR}=.")
 
-_CXX_STD = re.compile(r"-std=(c|gnu)\+\+\w+")
-_C_STD = re.compile(r"-std=(c|gnu|iso9899:)\w+")
+# Patterns, compiled by `re` on first use: a cache hit imports this module and matches none.
+_CXX_STD = r"-std=(c|gnu)\+\+\w+"
+_C_STD = r"-std=(c|gnu|iso9899:)\w+"
 
 
 def is_c_unit(unit: SourceUnit) -> bool:
@@ -35,11 +36,11 @@ def is_c_unit(unit: SourceUnit) -> bool:
 
 
 def is_cxx_standard(flag: str) -> bool:
-    return bool(_CXX_STD.fullmatch(flag))
+    return bool(re.fullmatch(_CXX_STD, flag))
 
 
 def is_c_standard(flag: str) -> bool:
-    return bool(_C_STD.fullmatch(flag)) and not is_cxx_standard(flag)
+    return bool(re.fullmatch(_C_STD, flag)) and not is_cxx_standard(flag)
 
 
 def cxx_flags(flags: Sequence[str]) -> list[str]:

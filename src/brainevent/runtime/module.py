@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import KernelCallError, KernelNotAvailableError
 from ..platforms import HOST_PLATFORM, platform_class
-from ..spec.model import FunctionSpec
 from .artifact_path import ArtifactPathField
+
+if TYPE_CHECKING:
+    from ..spec.model import FunctionSpec
 
 
 def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:

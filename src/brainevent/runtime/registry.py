@@ -15,20 +15,32 @@ import ctypes
 import logging
 import threading
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from ..errors import RegistrationError
 
 log = logging.getLogger("brainevent.runtime")
 
 
-class _Registered(NamedTuple):
-    library: ctypes.CDLL  # the library whose handler XLA holds
-    function: str
-    platform: str
-    artifact_key: str
-    module: str  # the module that owns the target now
-    running: ctypes.CDLL  # the library whose code calls run (``library``, or the one it forwards to)
+class _Registered:
+    """A registered target (a plain class: the first cache hit imports this module)."""
+
+    __slots__ = ("artifact_key", "function", "library", "module", "platform", "running")
+
+    def __init__(
+        self,
+        library: ctypes.CDLL,
+        function: str,
+        platform: str,
+        artifact_key: str,
+        module: str,
+        running: ctypes.CDLL,
+    ) -> None:
+        self.library = library  # the library whose handler XLA holds
+        self.function = function
+        self.platform = platform
+        self.artifact_key = artifact_key
+        self.module = module  # the module that owns the target now
+        self.running = running  # the library whose code calls run (``library``, or the one it forwards to)
 
 
 _lock = threading.Lock()
@@ -115,7 +127,7 @@ def _register_locked(
         # instance, with its own static state (a launcher's kernel table): point the target
         # at it, or the caller's handle and the code XLA runs would disagree.
         if existing.artifact_key == artifact_key and existing.running._handle == library._handle:
-            _targets[(target, platform)] = existing._replace(module=module)
+            existing.module = module
             return "unchanged"
         # The slot of the handler XLA holds now points at the new code's non-forwarding
         # entry (or back to nothing, when the original code returns).

@@ -5,8 +5,6 @@ with its role (input tensor, output tensor, stream, scalar attribute, scratch me
 the code generator consumes and what ``CompiledModule`` exposes.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from ..vocabulary import SCALAR_TYPES, Role
@@ -15,7 +13,8 @@ __all__ = ["SCALAR_TYPES", "FunctionSpec", "Param", "Role"]
 
 
 # NamedTuples, not dataclasses: a cache hit reads specs back from the manifest, and creating
-# a dataclass at import costs far more.
+# a dataclass at import costs far more. No `from __future__ import annotations` either: a
+# NamedTuple compiles each string annotation of its fields, which costs more than evaluating it.
 
 
 class Param(NamedTuple):

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from ..cache.manifest import Manifest
-from ..cache.store import CacheEntry
 from ..spec.model import FunctionSpec, Param, Role
 
+if TYPE_CHECKING:
+    from ..cache.manifest import Manifest
+    from ..cache.store import CacheEntry
 
-class Artifact(NamedTuple):
-    directory: Path  # the published cache entry
-    manifest: Manifest
-    built_now: bool  # False when it came from the cache
+
+class Artifact:
+    """A plain class, as the other records of the cache-hit path (docs/architecture.md)."""
+
+    __slots__ = ("built_now", "directory", "manifest")
+
+    def __init__(self, directory: Path, manifest: Manifest, built_now: bool) -> None:
+        self.directory = directory  # the published cache entry
+        self.manifest = manifest
+        self.built_now = built_now  # False when it came from the cache
 
     @classmethod
     def from_entry(cls, entry: CacheEntry) -> Artifact:

@@ -7,31 +7,45 @@ re-checks them (cache/deps.py), whatever flags or macros chose them.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .._version import BINDING_SCHEMA, __version__
 from ..cache.key import CacheKey, KeyBuilder
 from ..errors import ToolchainError
 from ..headers import INCLUDE_DIR
-from .request import LoadRequest, SourceUnit
+
+if TYPE_CHECKING:
+    from .request import LoadRequest, SourceUnit
 
 
-class ModuleKey(NamedTuple):
+class ModuleKey:
     """The keys of one request.
 
     ``portable`` leaves out the toolchain's identity: it finds an ahead-of-time build on a
     machine without a compiler (a production node), through an alias file. ``exact`` is
-    None when the toolchain is missing (``toolchain_error`` says why).
+    None when the toolchain is missing (``toolchain_error`` says why). A plain class, as the
+    other records of the cache-hit path (docs/architecture.md says why).
     """
 
-    portable: CacheKey
-    exact: CacheKey | None
-    record: Mapping[str, Any]  # the keyed inputs, as the manifest records them
-    toolchain_error: ToolchainError | None = None
-    # The keyed inputs before the toolchain's identity: what a bundled build is checked against.
-    keyed_without_toolchain: Mapping[str, Any] = {}
+    __slots__ = ("exact", "keyed_without_toolchain", "portable", "record", "toolchain_error")
+
+    def __init__(
+        self,
+        portable: CacheKey,
+        exact: CacheKey | None,
+        record: Mapping[str, Any],
+        toolchain_error: ToolchainError | None = None,
+        keyed_without_toolchain: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.portable = portable
+        self.exact = exact
+        self.record = record  # the keyed inputs, as the manifest records them
+        self.toolchain_error = toolchain_error
+        # The keyed inputs before the toolchain's identity: what a bundled build is checked against.
+        self.keyed_without_toolchain: Mapping[str, Any] = keyed_without_toolchain or {}
 
 
 def derive_key(request: LoadRequest) -> ModuleKey:
@@ -79,9 +93,13 @@ def _library_inputs(names: Sequence[str]) -> dict[str, Any]:
 
 @cache
 def package_headers_digest() -> str:
+    # os.scandir and open rather than Path.glob and read_bytes: the first cache hit of a
+    # process computes this, and pathlib's overhead was most of its cost.
     digest = hashlib.sha256()
-    for path in sorted((INCLUDE_DIR / "brainevent").glob("*.h")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    directory = os.path.join(INCLUDE_DIR, "brainevent")
+    for name in sorted(e.name for e in os.scandir(directory) if e.name.endswith(".h") and e.name[0] != "."):
+        with open(os.path.join(directory, name), "rb") as file:
+            digest.update(name.encode() + b"\0" + file.read() + b"\0")
     return digest.hexdigest()
 
 

@@ -9,26 +9,36 @@ from it.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from ..cache.store import CacheEntry, EntryStore, cache_root
-from ..logs import to_stderr
-from ..runtime.module import CompiledModule
+from ..cache.store import EntryStore, cache_root
 from .artifact import Artifact
-from .key import ModuleKey, derive_key
+from .key import derive_key
 from .register import register
-from .request import LoadRequest
+
+if TYPE_CHECKING:
+    from ..cache.store import CacheEntry
+    from ..runtime.module import CompiledModule
+    from .key import ModuleKey
+    from .request import LoadRequest
 
 log = logging.getLogger("brainevent")
 
 
 def load(request: LoadRequest) -> CompiledModule:
     """The module of ``request``, from the cache or built now, registered with JAX."""
-    with to_stderr(log, logging.DEBUG, request.options.verbose):
+    if not request.options.verbose:  # the common case imports no logging helper
+        return register(_artifact(request), request)
+    from ..logs import to_stderr
+
+    with to_stderr(log, logging.DEBUG):
         return register(_artifact(request), request)
 
 
 def build(request: LoadRequest) -> Artifact:
     """The artifact of ``request``, from the cache or built now; nothing is loaded."""
+    from ..logs import to_stderr
+
     with to_stderr(log, logging.DEBUG, request.options.verbose):
         return _artifact(request)
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import ctypes
 import logging
+from typing import TYPE_CHECKING
 
 from ..errors import LoadError
 from ..runtime.module import CompiledModule
 from ..runtime.registry import register_targets
-from .artifact import Artifact
-from .request import LoadRequest
+
+if TYPE_CHECKING:
+    from .artifact import Artifact
+    from .request import LoadRequest
 
 log = logging.getLogger("brainevent")
 

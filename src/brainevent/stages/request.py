@@ -3,10 +3,11 @@ checked options and the platform.
 
 Every option is checked here, once, when the request is made; the later stages trust it.
 The values are NamedTuples rather than dataclasses: a cache hit imports this module, and
-creating a dataclass costs a few tenths of a millisecond each.
+creating a dataclass costs a few tenths of a millisecond each. For the same reason this module
+has no ``from __future__ import annotations``: NamedTuple compiles every string annotation
+of its fields, which costs more than evaluating them (only names known to type checkers alone
+are quoted).
 """
-
-from __future__ import annotations
 
 import os
 import re
@@ -25,7 +26,14 @@ if TYPE_CHECKING:
     # or None (annotations decide). It is read only on a cache miss (spec/resolve.py).
     FunctionsArgument: TypeAlias = Mapping[str, Any] | Sequence[str] | None
 
-_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.-][A-Za-z0-9_]+)*")
+
+def _is_module_name(value: str) -> bool:
+    """``[A-Za-z_][A-Za-z0-9_]*`` words joined by single dots or dashes; checked without a
+    regular expression, whose compilation would cost the first cache hit more than the check."""
+    if not value.isascii() or not (value[:1].isalpha() or value[:1] == "_"):
+        return False
+    words = value.replace("-", ".").split(".")
+    return all(word and word.replace("_", "a").isalnum() for word in words)
 
 
 class SourceUnit(NamedTuple):
@@ -61,9 +69,9 @@ class LoadOptions(NamedTuple):
 
 class LoadRequest(NamedTuple):
     units: tuple[SourceUnit, ...]
-    functions: FunctionsArgument
+    functions: "FunctionsArgument"
     options: LoadOptions
-    platform: Platform
+    platform: "Platform"
 
 
 _FLAG_OPTIONS = ("extra_cflags", "extra_ldflags", "extra_include_paths")
@@ -124,7 +132,7 @@ def keyword_options(caller: str, kwargs: Mapping[str, Any], accepted: Sequence[s
 
 
 def check_name(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not _NAME_RE.fullmatch(value) or len(value) > 100:
+    if not isinstance(value, str) or not _is_module_name(value) or len(value) > 100:
         raise SpecError(
             f"{what} {value!r} is not a valid module name: use letters, digits and '_' "
             "(dots and dashes between them), starting with a letter, at most 100 characters, "
@@ -259,7 +267,7 @@ def refuse_c_only(units: Sequence[SourceUnit], caller: str) -> None:
         )
 
 
-_ANNOTATION = re.compile(r"//\s*@BE\s+([A-Za-z_]\w*)")
+_ANNOTATION = r"//\s*@BE\s+([A-Za-z_]\w*)"  # compiled by `re` on first use (a build path)
 
 
 def refuse_c_entry_points(units: Sequence[SourceUnit], functions: Any) -> None:
@@ -272,7 +280,7 @@ def refuse_c_entry_points(units: Sequence[SourceUnit], functions: Any) -> None:
     cxx_text = "\n".join(u.text for u in units if u.suffix != ".c")
     requested = [str(f) for f in functions] if isinstance(functions, (Mapping, list, tuple)) else []
     for unit in c_units:
-        names = _ANNOTATION.findall(unit.text)
+        names = re.findall(_ANNOTATION, unit.text)
         names += [n for n in requested if _defines(unit.text, n) and not _defines(cxx_text, n)]
         if names:
             raise SpecError(

@@ -10,7 +10,6 @@ import os
 import shutil
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple
 
 from .. import config
 from ..errors import HostCompilerNotFoundError
@@ -177,13 +176,20 @@ def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
 _C_DRIVERS = (("clang++", "clang"), ("g++", "gcc"), ("c++", "cc"))
 
 
-class HostCCompiler(NamedTuple):
+class HostCCompiler:
     """How ``.c`` units are compiled: the C driver beside the host C++ compiler, or the C++
-    compiler itself told the language (``-x c``) when it has no such sibling."""
+    compiler itself told the language (``-x c``) when it has no such sibling. A plain class:
+    a cache hit imports this module."""
 
-    command: tuple[str, ...]
-    identity: str
-    found_via: str
+    __slots__ = ("command", "found_via", "identity")
+
+    def __init__(self, command: tuple[str, ...], identity: str, found_via: str) -> None:
+        self.command = command
+        self.identity = identity
+        self.found_via = found_via
+
+    def __repr__(self) -> str:
+        return f"HostCCompiler({self.command!r}, {self.identity!r}, {self.found_via!r})"
 
 
 @cache

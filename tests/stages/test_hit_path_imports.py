@@ -1,0 +1,72 @@
+"""The cache-hit path imports only what a hit needs: the build machinery loads on a miss."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SRC_DIR = str(Path(__file__).resolve().parents[2] / "src")
+
+KERNEL = r"""
+#include "brainevent/common.h"
+// @BE hit_twice arg ret
+void hit_twice(const BE::Tensor x, BE::Tensor out) {
+    for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<float>()[i] = 2.0f * x.data_ptr<float>()[i];
+}
+"""
+
+PROBE = textwrap.dedent(
+    """
+    import json, sys
+    import jax, numpy as np
+    import brainevent
+    before = set(sys.modules)
+    mod = brainevent.load_cpp_inline(name="hit_imports", cpp_sources=sys.argv[1])
+    loaded = sorted(m for m in set(sys.modules) - before if m.startswith("brainevent"))
+    y = mod.hit_twice(np.arange(4, dtype=np.float32))
+    assert np.allclose(np.asarray(y), [0, 2, 4, 6]), y
+    print(json.dumps({"built_now": mod.built_now, "loaded": loaded}))
+    """
+)
+
+# Modules only a build (or a bundle, or a distributed job) needs.
+BUILD_ONLY = (
+    "brainevent.spec.resolve",
+    "brainevent.spec.signature",
+    "brainevent.spec.annotations",
+    "brainevent.codegen",
+    "brainevent.stages.plan",
+    "brainevent.stages.execute",
+    "brainevent.stages.decoder",
+    "brainevent.build.step",
+    "brainevent.build.ninja",
+    "brainevent.distributed",
+    "brainevent.bundle",
+    "brainevent.logs",
+)
+
+
+def _load(cache: Path) -> dict[str, object]:
+    env = dict(os.environ, BRAINEVENT_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu")
+    env["PYTHONPATH"] = SRC_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, KERNEL], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_cache_hit_imports_no_build_machinery(tmp_path: Path) -> None:
+    miss = _load(tmp_path)
+    assert miss["built_now"] is True
+    assert "brainevent.stages.plan" in miss["loaded"]  # the probe sees what a build imports
+
+    hit = _load(tmp_path)
+    assert hit["built_now"] is False
+    imported = set(hit["loaded"])  # type: ignore[arg-type]
+    assert sorted(m for m in imported if m.startswith(BUILD_ONLY)) == []
+    assert "brainevent.stages.register" in imported  # the hit did load and register
