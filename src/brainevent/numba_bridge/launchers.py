@@ -75,7 +75,14 @@ def build_launcher(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> Launche
         from ..loaders import load_cpp_inline
 
         module = load_cpp_inline(name=name, cpp_sources=[source], **spec.load_options)
-    library = ctypes.CDLL(str(module.path), mode=ctypes.RTLD_LOCAL)  # the handle XLA already uses
+    # The instance XLA calls: the same bytes loaded earlier from another cache directory
+    # are another instance with its own kernel table, and stay the one that runs.
+    from ..platforms import platform_class
+    from ..runtime.registry import running_library
+
+    jax_platform = platform_class(module.platform).jax_platform
+    running = running_library(module.targets[spec.function], jax_platform) if module.registered else None
+    library = running or ctypes.CDLL(str(module.path), mode=ctypes.RTLD_LOCAL)
     for function, (restype, argtypes) in spec.api.items():
         getattr(library, function).restype = restype
         getattr(library, function).argtypes = argtypes

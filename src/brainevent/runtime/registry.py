@@ -124,9 +124,10 @@ def _register_locked(
     existing = _targets.get((target, platform))
     if existing is not None:
         # The same bytes loaded from another path (another cache directory) are another
-        # instance, with its own static state (a launcher's kernel table): point the target
-        # at it, or the caller's handle and the code XLA runs would disagree.
-        if existing.artifact_key == artifact_key and existing.running._handle == library._handle:
+        # library instance, with static state of its own: calls keep running the instance
+        # they ran (code holding state in it, e.g. a launcher's kernel table, stays valid);
+        # running_library() names it for callers that need its state.
+        if existing.artifact_key == artifact_key:
             existing.module = module
             return "unchanged"
         # The slot of the handler XLA holds now points at the new code's non-forwarding
@@ -171,6 +172,13 @@ def _drop_compiled_executables(targets: list[str]) -> None:
 
     jax.clear_caches()
     log.info("cleared JAX's compiled executables so that calls of %s run the new code", ", ".join(targets))
+
+
+def running_library(target: str, platform: str) -> ctypes.CDLL | None:
+    """The library instance whose code runs when XLA calls ``target`` on ``platform``."""
+    with _lock:
+        found = _targets.get((target, platform))
+        return None if found is None else found.running
 
 
 def registered_targets() -> dict[str, str]:
