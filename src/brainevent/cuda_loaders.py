@@ -15,6 +15,7 @@ from .stages.request import (
     CPP_SUFFIXES,
     LoadRequest,
     SourceUnit,
+    file_request_parts,
     inline_unit,
     join_sources,
     keyword_options,
@@ -126,11 +127,9 @@ def load_cuda_file(
 ) -> CompiledModule:
     """Compile one ``.cu`` file (its directory is on the include path), or a list of
     ``.cu``/``.cpp``/``.c`` files linked into one module. Keywords as ``load_cuda_inline``."""
-    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    units = [cuda_file_unit(p) for p in paths]
-    refuse_c_only(units, "load_cuda_file")
-    keywords = keyword_options("load_cuda_file", kwargs, CUDA_KEYWORDS)
-    module_name = name if name is not None else name_from_path(Path(units[0].display_name))
+    units, module_name, keywords = file_request_parts(
+        path, cuda_file_unit, "load_cuda_file", kwargs, CUDA_KEYWORDS, name
+    )
     return load(cuda_request(units, module_name, functions, keywords))
 
 

@@ -15,6 +15,7 @@ from .stages.request import (
     CPP_SUFFIXES,
     LoadRequest,
     SourceUnit,
+    file_request_parts,
     inline_unit,
     keyword_options,
     make_options,
@@ -108,11 +109,9 @@ def load_cpp_file(
     Each file's directory is on its include path, and the project headers it includes
     (transitively) are tracked. ``.c`` files are compiled as C; entry points live in the C++ files.
     """
-    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    units = [cpp_file_unit(p) for p in paths]
-    refuse_c_only(units, "load_cpp_file")
-    keywords = keyword_options("load_cpp_file", kwargs, CPP_KEYWORDS)
-    module_name = name if name is not None else name_from_path(Path(units[0].display_name))
+    units, module_name, keywords = file_request_parts(
+        path, cpp_file_unit, "load_cpp_file", kwargs, CPP_KEYWORDS, name
+    )
     return load(cpp_request(units, module_name, functions, keywords))
 
 

@@ -5,7 +5,7 @@ The names below load on first use, so that importing one submodule does not impo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .key import CacheKey as CacheKey
@@ -25,15 +25,9 @@ _EXPORTS = {
 }
 
 if not TYPE_CHECKING:
+    from ..lazy_exports import lazy_getattr
 
-    def __getattr__(name: str) -> Any:
-        if name in _EXPORTS:
-            import importlib
-
-            value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-            globals()[name] = value
-            return value
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 
 __all__ = sorted(_EXPORTS)

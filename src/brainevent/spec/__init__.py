@@ -7,8 +7,7 @@ are exported for tools and tests. They load on first use: a cache hit needs only
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..lazy_exports import lazy_getattr
 
 _EXPORTS = {
     "Annotation": "annotations",
@@ -34,12 +33,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 
 __all__ = sorted(_EXPORTS)

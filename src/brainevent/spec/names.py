@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 # C and C++ keywords cannot name a function or an attribute even though they
@@ -30,6 +29,8 @@ def close_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]
     """Likely intended spellings of ``word`` (case-insensitive first, then difflib)."""
     pool = sorted(set(candidates))
     lowered = [c for c in pool if c.lower() == word.lower() and c != word]
+    import difflib  # only when a name is wrong: not on the load path
+
     fuzzy = difflib.get_close_matches(word, pool, n=n, cutoff=0.6)
     out: list[str] = []
     for c in lowered + fuzzy:
@@ -44,3 +45,8 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     if not matches:
         return ""
     return " Did you mean " + " or ".join(repr(m) for m in matches) + "?"
+
+
+def is_string_list(value: object) -> bool:
+    """A list or tuple of str (a bare string is not: it would split into characters)."""
+    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)

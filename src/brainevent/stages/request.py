@@ -11,11 +11,12 @@ are quoted).
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import SpecError
+from ..spec.names import is_string_list
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -146,11 +147,7 @@ def as_flags(value: Any, label: str) -> tuple[str, ...]:
     """A list of flags as a tuple; a bare string is refused (it would split into characters)."""
     if value is None:
         return ()
-    if (
-        isinstance(value, str)
-        or not isinstance(value, (list, tuple))
-        or not all(isinstance(v, str) for v in value)
-    ):
+    if not is_string_list(value):
         raise SpecError(f'{label}={value!r} must be a list of strings, e.g. ["-DFOO=1"].', value=value)
     for flag in value:
         problem = _flag_problem(flag)
@@ -313,3 +310,21 @@ def read_source_file(path: str | os.PathLike[str], suffixes: Sequence[str]) -> t
         return resolved, resolved.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"cannot read source file {resolved}: {exc}", value=str(path)) from exc
+
+
+def file_request_parts(
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    unit_of: Callable[[str | os.PathLike[str]], SourceUnit],
+    caller: str,
+    kwargs: Mapping[str, Any],
+    accepted: Sequence[str],
+    name: str | None,
+) -> tuple[list[SourceUnit], str, dict[str, Any]]:
+    """What a file loader (one path or a list of them) builds its request from: the units,
+    the module name (the first file's stem unless given) and the checked keywords."""
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    units = [unit_of(p) for p in paths]
+    refuse_c_only(units, caller)
+    keywords = keyword_options(caller, kwargs, accepted)
+    module_name = name if name is not None else name_from_path(Path(units[0].display_name))
+    return units, module_name, keywords

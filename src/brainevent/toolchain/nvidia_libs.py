@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from ..errors import NvidiaLibraryNotFoundError, SpecError
 from ..fileio import file_identity
+from ..spec.names import is_string_list
 
 # Libraries whose headers pathfinder files under another name (its SUPPORTED_HEADERS_CTK).
 _HEADER_NAMES = {"cublasLt": "cublas", "cufftw": "cufft", "cusolverMg": "cusolver", "nvJitLink": "nvjitlink"}
@@ -85,11 +86,7 @@ def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
     """``value`` as a tuple of library names pathfinder knows; SpecError naming the bad one."""
     if value is None:
         return ()
-    if (
-        isinstance(value, str)
-        or not isinstance(value, (list, tuple))
-        or not all(isinstance(v, str) for v in value)
-    ):
+    if not is_string_list(value):
         raise SpecError(
             f'{label}={value!r} must be a list of NVIDIA library names, e.g. ["cublas", "curand"].',
             value=value,
