@@ -84,6 +84,26 @@ def _compiles(log: Path) -> int:
     return sum(1 for line in log.read_text().splitlines() if " src/k0_" in line)
 
 
+def _load_concurrently(env: dict[str, str], name: str, n: int) -> list[dict[str, object]]:
+    """Starts ``n`` processes that load module ``name`` at once; their JSON reports."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", LOADER, name, KERNEL],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(n)
+    ]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
+
+
 def test_cache_hit_in_fresh_process_runs_no_compiler(tmp_path: Path) -> None:
     cxx, log = _counting_compiler(tmp_path)
     env = _env(tmp_path / "cache", cxx)
@@ -99,21 +119,7 @@ def test_cache_hit_in_fresh_process_runs_no_compiler(tmp_path: Path) -> None:
 def test_concurrent_loads_compile_once(tmp_path: Path) -> None:
     cxx, log = _counting_compiler(tmp_path)
     env = _env(tmp_path / "cache", cxx, delay=1.0)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", LOADER, "proc_race", KERNEL],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
-    results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    results = _load_concurrently(env, "proc_race", 4)
     assert sum(1 for r in results if r["built_now"]) == 1
     assert _compiles(log) == 1
 
@@ -170,21 +176,7 @@ def test_lock_free_concurrent_builders_never_corrupt(tmp_path: Path) -> None:
     cxx, _ = _counting_compiler(tmp_path)
     env = _env(tmp_path / "cache", cxx, delay=0.5)
     env["BRAINEVENT_USE_LOCKS"] = "0"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", LOADER, "proc_lockfree", KERNEL],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
-    results = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    results = _load_concurrently(env, "proc_lockfree", 4)
     assert len({r["path"] for r in results}) == 1
     assert not (
         tmp_path / "cache" / "v1" / "proc_lockfree" / f"{Path(str(results[0]['path'])).parent.name}.lock"

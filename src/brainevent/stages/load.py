@@ -70,9 +70,8 @@ def _artifact(request: LoadRequest) -> Artifact:
     # In a jax.distributed job, one process builds for all (distributed/exchange.py).
     from .. import distributed
 
-    exact = key.exact
     built = distributed.get_or_build(
-        store, exact, lambda: build_missing(request, key, store), force=options.force_rebuild
+        store, key.exact, lambda: build_missing(request, key, store), force=options.force_rebuild
     )
     return Artifact.from_entry(built)
 
