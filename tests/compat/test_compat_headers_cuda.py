@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import brainevent
-from brainevent.build.half_types import half_type_flags, names_half_type, needs_half_headers
+from brainevent.build.optional_headers import names_half_type, needs_half_headers, optional_header_flags
 
 # A 0.2.1-style CUDA source: statement-form dispatch with half and complex cases, the
 # CUDA half types, numel_checked_int() in host code, BE_CHECK_KERNEL_LAUNCH_SYNC().
@@ -218,9 +218,14 @@ def test_half_detection_reads_code_and_directives_not_comments() -> None:
 def test_half_detection_follows_project_headers(tmp_path: Path) -> None:
     (tmp_path / "mine.h").write_text("using my_t = BE::float16_t;\n")
     text = '#include "mine.h"\nvoid f(float x);\n'
-    assert half_type_flags(text, tmp_path, [], []) == []
-    assert half_type_flags("void f(float x);", tmp_path, [], []) == ["-DBE_CUDA_HALF_TYPES=0"]
-    assert half_type_flags("void f(float x);", None, [], ["-DBE_CUDA_HALF_TYPES=1"]) == []
+    no_complex = "-DBE_STD_COMPLEX=0"
+    assert optional_header_flags(text, tmp_path, [], [], cuda=True) == [no_complex]
+    assert optional_header_flags("void f(float x);", tmp_path, [], [], cuda=True) == [
+        no_complex,
+        "-DBE_CUDA_HALF_TYPES=0",
+    ]
+    theirs = ["-DBE_CUDA_HALF_TYPES=1"]
+    assert optional_header_flags("void f(float x);", None, [], theirs, cuda=True) == [no_complex]
 
 
 # ---- on a GPU ---------------------------------------------------------------------------

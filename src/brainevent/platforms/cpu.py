@@ -73,6 +73,7 @@ class CpuPlatform(PlatformBase):
             user = languages.c_flags(options.extra_cflags)
         else:
             compiler, flags = find_host_compiler().command, list(base.HOST_BASE_FLAGS)
+            flags += languages.optional_header_flags(options, unit, cuda=False)
             user = languages.cxx_flags(options.extra_cflags)
         return (
             *compiler,

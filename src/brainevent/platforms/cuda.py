@@ -185,17 +185,12 @@ class CudaPlatform(PlatformBase):
         # nvcc as well (it hands them to the host compiler), so extra_cuda_cflags mean
         # the same for every unit and the CUDA headers are on the path.
         includes = [("-I" if f == "-iquote" else f) for f in includes]
-        half = []
-        if unit.suffix == ".cu":
-            from ..build.half_types import half_type_flags
-
-            search = [Path(p) for p in options.extra_include_paths]
-            half = half_type_flags(unit.text, unit.directory, search, options.extra_cflags)
+        optional = languages.optional_header_flags(options, unit, cuda=unit.suffix == ".cu")
         openmp = languages.openmp_nvcc_flags(options)
         return [
             *includes,
             *library_include_flags(options),
-            *half,
+            *optional,
             *openmp,
             *languages.cxx_flags(options.extra_cflags),
         ]

@@ -120,3 +120,15 @@ def c_compiler_key() -> dict[str, Any]:
 
     cc = find_host_c_compiler()
     return {"cc": list(cc.command), "cc_identity": cc.identity}
+
+
+def optional_header_flags(options: LoadOptions, unit: SourceUnit, *, cuda: bool) -> list[str]:
+    """``-D<macro>=0`` for the optional headers (``<complex>``; with ``cuda``, CUDA's half
+    headers) that a C++ or CUDA unit and its project headers never use
+    (build/optional_headers.py)."""
+    from pathlib import Path
+
+    from ..build.optional_headers import optional_header_flags as flags_for
+
+    search = [Path(p) for p in options.extra_include_paths]
+    return flags_for(unit.text, unit.directory, search, options.extra_cflags, cuda=cuda)

@@ -20,7 +20,9 @@
 #include "brainevent/check.h"
 #include "brainevent/dispatch.h"
 #include "brainevent/dtype.h"
+#if BE_STD_COMPLEX  // dtype.h has the default (1) and says when the build sets it to 0
 #include "brainevent/dtype_complex.h"
+#endif
 #include "brainevent/half.h"
 #include "brainevent/scratch.h"
 #include "brainevent/tensor.h"

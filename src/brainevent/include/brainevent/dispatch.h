@@ -15,12 +15,14 @@
 // the dtypes accepted; it never aborts.
 #pragma once
 
-#include <complex>
 #include <cstdint>
 #include <string>
 
 #include "brainevent/check.h"
 #include "brainevent/dtype.h"
+#if BE_STD_COMPLEX  // the _FN forms' complex cases are std::complex (see dtype.h)
+#include <complex>
+#endif
 #include "brainevent/half.h"
 
 namespace BE {
@@ -200,6 +202,7 @@ namespace detail {
                       BE_CASES_FLOATING_(BE_FN_CASE_, be_unused_, __VA_ARGS__)                             \
                           BE_CASES_INTEGRAL_(BE_FN_CASE_, be_unused_, __VA_ARGS__))
 
+#if BE_STD_COMPLEX
 #define BE_DISPATCH_COMPLEX_FN(DTYPE, NAME, ...)             \
   BE_DISPATCH_SWITCH_(DTYPE, NAME, "complex64, complex128", \
                       BE_CASES_COMPLEX_STD_(BE_FN_CASE_, be_unused_, __VA_ARGS__))
@@ -208,3 +211,15 @@ namespace detail {
   BE_DISPATCH_SWITCH_(DTYPE, NAME, "float32, float64, complex64, complex128",     \
                       BE_CASES_FLOATING_(BE_FN_CASE_, be_unused_, __VA_ARGS__)             \
                           BE_CASES_COMPLEX_STD_(BE_FN_CASE_, be_unused_, __VA_ARGS__))
+#else
+// Built with BE_STD_COMPLEX=0 (no <complex>): say so where the macro is used.
+#define BE_STD_COMPLEX_MISSING_(NAME)                                                          \
+  [&] {                                                                                        \
+    static_assert(BE_STD_COMPLEX, NAME " needs <complex>: compile with -DBE_STD_COMPLEX=1 "     \
+                                       "(or #define it before the first brainevent include)"); \
+    return 0;                                                                                  \
+  }()
+#define BE_DISPATCH_COMPLEX_FN(DTYPE, NAME, ...) BE_STD_COMPLEX_MISSING_("BE_DISPATCH_COMPLEX_FN")
+#define BE_DISPATCH_FLOATING_AND_COMPLEX_FN(DTYPE, NAME, ...) \
+  BE_STD_COMPLEX_MISSING_("BE_DISPATCH_FLOATING_AND_COMPLEX_FN")
+#endif

@@ -7,6 +7,13 @@
 #include <cstddef>
 #include <cstdint>
 
+// Whether common.h and dispatch.h bring in <complex> for BE::complex64 / complex128 and the
+// _FN dispatch macros with complex cases (see dtype_complex.h). brainevent's build sets it
+// to 0 for a unit that never names a complex type; compiled elsewhere, the default is 1.
+#ifndef BE_STD_COMPLEX
+#define BE_STD_COMPLEX 1
+#endif
+
 namespace BE {
 
 enum class DType : int32_t {

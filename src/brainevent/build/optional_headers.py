@@ -1,0 +1,140 @@
+"""Decide which optional standard and CUDA headers a unit needs.
+
+Two groups of headers cost a large share of a small kernel's compile and are needed only
+by code that names what they declare:
+
+- ``<cuda_fp16.h>`` and ``<cuda_bf16.h>`` (``brainevent/half.h``, under nvcc, as
+  brainevent 0.2.1 did): about half a second per nvcc compile. A ``.cu`` unit that never
+  names a half type, a half intrinsic or a dispatch macro with half cases is compiled with
+  ``-DBE_CUDA_HALF_TYPES=0``.
+- ``<complex>`` (``brainevent/dtype_complex.h``, for ``BE::complex64`` = ``std::complex<float>``
+  and the ``_FN`` dispatch macros with complex cases): it pulls in ``<sstream>`` and is most
+  of what ``brainevent/common.h`` preprocesses to, about a fifth of an nvcc compile. A C++ or
+  CUDA unit in which no identifier contains ``complex`` (nor names a ``std::`` function only
+  ``<complex>`` declares) is compiled with ``-DBE_STD_COMPLEX=0``.
+
+The test reads the identifiers of the code and of its preprocessor lines (not comments),
+in the unit and in the project headers it includes, so a false positive only costs
+compile time. A unit (or one of its project headers) or a flag that mentions the macro
+itself is left alone: the user decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from ..headers import INCLUDE_DIR
+from ..spec.cxx_lexer import Token, lex
+from .includes import header_closure
+
+HALF_MACRO = "BE_CUDA_HALF_TYPES"
+COMPLEX_MACRO = "BE_STD_COMPLEX"
+
+_HALF_NAMES = frozenset({"float16_t", "bfloat16_t", "BE_DISPATCH_ALL"})
+# Substrings of the names cuda_fp16.h / cuda_bf16.h declare (__half, __float2half,
+# __nv_bfloat16, __bfloat162float, CUDART_ZERO_FP16, ...) and of our half dispatch macro.
+_HALF_PARTS = ("half", "bfloat16", "bf16", "fp16")
+# Half math functions without any of those parts (hsqrt, h2exp, __hadd, __hmul, ...).
+_HALF_MATH = frozenset(
+    {"habs", "hceil", "hcos", "hexp", "hexp10", "hexp2", "hfloor", "hlog", "hlog10", "hlog2",
+     "hrcp", "hrint", "hrsqrt", "hsin", "hsqrt", "htanh", "htrunc"}
+)  # fmt: skip
+# Functions of <complex> whose names say nothing of it, when called as std::name.
+_STD_COMPLEX_FUNCTIONS = frozenset({"polar", "conj", "proj", "real", "imag", "arg", "norm"})
+
+
+def names_half_type(word: str) -> bool:
+    """True for an identifier that only compiles with CUDA's half headers in."""
+    if word in _HALF_NAMES or word in _HALF_MATH:
+        return True
+    low = word.lower()
+    if any(part in low for part in _HALF_PARTS):
+        return True
+    if word.startswith("__h") and word != "__host__":
+        return True
+    return word.startswith("h2") and word[2:].isalpha()
+
+
+def names_std_complex(word: str) -> bool:
+    """True for an identifier that may need ``<complex>``: std::complex, BE::complex64,
+    BE_DISPATCH_COMPLEX_FN, complex_literals, ... (BE::complex64_t needs none: a false
+    positive, which only costs compile time)."""
+    return "complex" in word.lower()
+
+
+def _half_in(tokens: Sequence[Token]) -> bool:
+    return any(tok.kind == "ident" and names_half_type(tok.text) for tok in tokens)
+
+
+def _complex_in(tokens: Sequence[Token]) -> bool:
+    for i, tok in enumerate(tokens):
+        if tok.kind != "ident":
+            continue
+        if names_std_complex(tok.text):
+            return True
+        std_call = i >= 2 and tokens[i - 1].text == "::" and tokens[i - 2].text == "std"
+        if std_call and tok.text in _STD_COMPLEX_FUNCTIONS:
+            return True
+    return False
+
+
+def _lexed(text: str) -> list[Sequence[Token]]:
+    """The tokens of the code and of each directive's body (``#define MY_DISPATCH
+    BE_DISPATCH_ALL``); comments are left out, where "half" or "complex" is just a word."""
+    return [lex(part).tokens for part in (text, *_directives(text))]
+
+
+def _needs(
+    texts: Sequence[tuple[str, list[Sequence[Token]]]],
+    macro: str,
+    found_in: Callable[[Sequence[Token]], bool],
+) -> bool:
+    for text, parts in texts:
+        if macro in text:
+            return True  # the user decides; never contradict a define of theirs
+        if any(found_in(tokens) for tokens in parts):
+            return True
+    return False
+
+
+def needs_half_headers(texts: Iterable[str]) -> bool:
+    return _needs([(t, _lexed(t)) for t in texts], HALF_MACRO, _half_in)
+
+
+def needs_std_complex(texts: Iterable[str]) -> bool:
+    return _needs([(t, _lexed(t)) for t in texts], COMPLEX_MACRO, _complex_in)
+
+
+def _directives(text: str) -> Iterable[str]:
+    """The text after ``#`` of each preprocessor line, continuation lines joined."""
+    lines = iter(text.splitlines())
+    for line in lines:
+        stripped = line.lstrip()
+        if not stripped.startswith("#"):
+            continue
+        body = stripped[1:]
+        while body.endswith("\\"):
+            body = body[:-1] + " " + next(lines, "")
+        yield body
+
+
+def optional_header_flags(
+    text: str,
+    directory: Path | None,
+    search: Sequence[Path],
+    extra_cflags: Sequence[str],
+    *,
+    cuda: bool,
+) -> list[str]:
+    """The ``-D<macro>=0`` flags that leave out the optional headers a C++ unit (``cuda``:
+    a ``.cu`` unit, which may also use the half headers) does not need."""
+    checks = [(COMPLEX_MACRO, _complex_in)] + ([(HALF_MACRO, _half_in)] if cuda else [])
+    checks = [(m, f) for m, f in checks if not any(m in flag for flag in extra_cflags)]
+    if not checks:
+        return []
+    dirs = list(search) + ([directory] if directory is not None else [])
+    headers = header_closure([(text, directory)], dirs, skip_dirs=[INCLUDE_DIR])
+    texts = [text] + [Path(path).read_text(errors="replace") for path in headers]
+    lexed = [(t, _lexed(t)) for t in texts]
+    return [f"-D{macro}=0" for macro, found_in in checks if not _needs(lexed, macro, found_in)]

@@ -1,0 +1,161 @@
+"""<complex> only where a unit uses it: -DBE_STD_COMPLEX=0 otherwise, with real g++ / nvcc.
+
+The half headers' twin of this lives in tests/compat/test_compat_headers_cuda.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import brainevent
+from brainevent.build.optional_headers import names_std_complex, needs_std_complex, optional_header_flags
+from tests.support.kernels import CUDA_VECTOR_ADD
+
+NO_COMPLEX = "-DBE_STD_COMPLEX=0"
+
+REAL_SCALE = r"""
+#include "brainevent/common.h"
+
+// @BE scale arg ret attr.factor:float32
+void scale(const BE::Tensor x, BE::Tensor out, float factor) {
+    const float* px = x.data_ptr<float>();
+    float* po = out.data_ptr<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) po[i] = px[i] * factor;
+}
+"""
+
+# The kernel names no complex type itself: its project header does.
+CONJ_VIA_HEADER = r"""
+#include "brainevent/common.h"
+#include "conj_impl.h"
+
+// @BE conj arg ret
+void conj(const BE::Tensor x, BE::Tensor out) {
+    conj_all(x, out);
+}
+"""
+
+CONJ_IMPL = r"""
+#pragma once
+inline void conj_all(const BE::Tensor& x, BE::Tensor& out) {
+    const auto* px = x.data_ptr<BE::complex64>();
+    auto* po = out.data_ptr<BE::complex64>();
+    for (int64_t i = 0; i < x.numel(); ++i) po[i] = std::conj(px[i]);
+}
+"""
+
+DISPATCH_FN = r"""
+#include "brainevent/common.h"
+
+// @BE total arg ret
+void total(const BE::Tensor x, BE::Tensor out) {
+    out.data_ptr<float>()[0] = BE_DISPATCH_FLOATING_AND_COMPLEX_FN(x.dtype(), "total", [&] {
+        scalar_t s{};
+        const scalar_t* p = x.data_ptr<scalar_t>();
+        for (int64_t i = 0; i < x.numel(); ++i) s += p[i];
+        return static_cast<float>(std::abs(s));
+    });
+}
+"""
+
+
+def _log(mod: brainevent.CompiledModule) -> str:
+    return (mod.cache_dir / "build.log").read_text()  # with verbose=True: every command
+
+
+@pytest.mark.parametrize(
+    ("word", "needs"),
+    [
+        ("complex", True),
+        ("complex64", True),
+        ("complex128", True),
+        ("complex64_t", True),  # a false positive: it only costs compile time
+        ("BE_DISPATCH_COMPLEX_FN", True),
+        ("BE_DISPATCH_FLOATING_AND_COMPLEX_FN", True),
+        ("complex_literals", True),
+        ("float", False),
+        ("BE_DISPATCH_FLOATING_FN", False),
+        ("real", False),
+    ],
+)
+def test_complex_word_detection(word: str, needs: bool) -> None:
+    assert names_std_complex(word) is needs
+
+
+def test_complex_detection_reads_code_and_directives_not_comments() -> None:
+    assert not needs_std_complex(["// a complex kernel\n/* std::complex */ void f(float x);\n"])
+    assert needs_std_complex(["void f(std::complex<float> x);"])
+    assert needs_std_complex(["#define MY_DISPATCH BE_DISPATCH_COMPLEX_FN\nvoid f(float x);"])
+    # <complex>'s functions whose names do not say so count when called as std::name
+    assert needs_std_complex(["auto g(const T& z) { return std::conj(z); }"])
+    assert needs_std_complex(["auto g(const T& z) { return std::norm(z); }"])
+    assert not needs_std_complex(["float norm(float x); float g(float x) { return norm(x); }"])
+    assert needs_std_complex(["#define BE_STD_COMPLEX 1\nvoid f(float x);"])  # theirs to decide
+
+
+def test_complex_detection_follows_project_headers(tmp_path: Path) -> None:
+    (tmp_path / "conj_impl.h").write_text(CONJ_IMPL)
+    assert optional_header_flags(CONJ_VIA_HEADER, tmp_path, [], [], cuda=False) == []
+    assert optional_header_flags(REAL_SCALE, tmp_path, [], [], cuda=False) == [NO_COMPLEX]
+    theirs = ["-DBE_STD_COMPLEX=1"]
+    assert optional_header_flags(REAL_SCALE, None, [], theirs, cuda=False) == []
+
+
+def test_a_real_kernel_compiles_without_complex_and_matches_numpy() -> None:
+    mod = brainevent.load_cpp_inline(name="opt_hdr_real", cpp_sources=REAL_SCALE, verbose=True)
+    assert NO_COMPLEX in _log(mod)
+    x = np.linspace(-2, 2, 13, dtype=np.float32)
+    out = mod.scale(jnp.asarray(x), factor=1.5)
+    np.testing.assert_allclose(np.asarray(out), x * 1.5, rtol=1e-6)
+
+
+def test_complex_named_only_in_a_project_header_keeps_complex(tmp_path: Path) -> None:
+    (tmp_path / "conj_impl.h").write_text(CONJ_IMPL)
+    source = tmp_path / "conj.cpp"
+    source.write_text(CONJ_VIA_HEADER)
+    mod = brainevent.load_cpp_file(str(source), name="opt_hdr_conj", verbose=True)
+    assert "BE_STD_COMPLEX" not in _log(mod)
+    x = (np.arange(6) + 1j * np.arange(6, 0, -1)).astype(np.complex64)
+    out = jax.jit(mod.conj)(jnp.asarray(x))
+    np.testing.assert_array_equal(np.asarray(out), np.conj(x))
+
+
+def test_complex_dispatch_keeps_complex_and_matches_numpy() -> None:
+    mod = brainevent.load_cpp_inline(
+        name="opt_hdr_dispatch",
+        cpp_sources=DISPATCH_FN,
+        functions={"total": ["arg", "ret"]},
+        verbose=True,
+    )
+    assert "BE_STD_COMPLEX" not in _log(mod)
+    x = (np.arange(4) - 1j).astype(np.complex64)
+    out = mod.total(jnp.asarray(x), outs=jax.ShapeDtypeStruct((1,), np.float32))
+    np.testing.assert_allclose(np.asarray(out)[0], abs(x.sum()), rtol=1e-6)
+
+
+def test_complex_dispatch_without_complex_says_how_to_fix() -> None:
+    source = "#define BE_STD_COMPLEX 0\n" + DISPATCH_FN
+    with pytest.raises(
+        brainevent.CompileError,
+        match=r"BE_DISPATCH_FLOATING_AND_COMPLEX_FN needs <complex>: "
+        r"compile with -DBE_STD_COMPLEX=1",
+    ):
+        brainevent.load_cpp_inline(name="opt_hdr_off", cpp_sources=source, auto_register=False)
+
+
+@pytest.mark.nvcc
+def test_the_seeds_vector_add_compiles_without_complex_or_half_headers() -> None:
+    mod = brainevent.load_cuda_inline(
+        name="opt_hdr_vadd",
+        cuda_sources=CUDA_VECTOR_ADD,
+        compute_capability="sm_80",
+        auto_register=False,
+        verbose=True,
+    )
+    log = _log(mod)
+    assert NO_COMPLEX in log and "-DBE_CUDA_HALF_TYPES=0" in log
