@@ -18,6 +18,36 @@ def _rules(text: str) -> list[list[str]]:
     A word that is ``:`` or ends with an unescaped ``:`` closes the line's targets; it is
     kept as the marker ``":"`` so the caller can tell targets from prerequisites.
     """
+    plain = text.replace("\\\n", "").replace("\\\r", "")
+    if "$" not in text and "\\" not in plain and "\0" not in text:
+        return _plain_rules(text)
+    return _escaped_rules(text)
+
+
+def _plain_rules(text: str) -> list[list[str]]:
+    """``_rules`` of a file without escapes (the common case), with str.split: the
+    character loop below took about 10 ms on the depfile of a kernel that includes a few
+    hundred headers."""
+    rules: list[list[str]] = []
+    # Only "\n" ends a rule, and a backslash before "\n" or "\r" continues it while ending
+    # the word, as below; the NUL left in its place keeps a ":" just before it in the word.
+    joined = text.replace("\\\n", "\0 ").replace("\\\r", "\0 ")
+    for line in joined.split("\n"):
+        words: list[str] = []
+        for word in line.split():
+            marker = word.endswith(":")
+            word = (word[:-1] if marker else word).replace("\0", "")
+            if word:
+                words.append(word)
+            if marker:
+                words.append(":")
+        if words:
+            rules.append(words)
+    return rules
+
+
+def _escaped_rules(text: str) -> list[list[str]]:
+    """``_rules`` of any file, a character at a time."""
     rules: list[list[str]] = [[]]
     current: list[str] = []
 

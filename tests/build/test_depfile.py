@@ -1,0 +1,53 @@
+"""Reading the dependency files g++ writes with -MD, escaped names included."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+from pathlib import Path
+
+from brainevent.build.depfile import _escaped_rules, _plain_rules, _rules, read_depfile
+
+
+def _gxx_depfile(tmp_path: Path, headers: list[str]) -> Path:
+    for name in headers:
+        (tmp_path / name).write_text(f"// {name}\n")
+    includes = "".join(f'#include "{name}"\n' for name in headers)
+    (tmp_path / "unit.cpp").write_text(includes + "#include <vector>\nint f() { return 1; }\n")
+    subprocess.run(
+        ["g++", "-std=c++17", "-MD", "-MF", "unit.d", "-c", "unit.cpp", "-o", "unit.o"],
+        cwd=tmp_path,
+        check=True,
+    )
+    return tmp_path / "unit.d"
+
+
+def test_a_plain_gxx_depfile_lists_every_header(tmp_path: Path) -> None:
+    depfile = _gxx_depfile(tmp_path, ["a.h", "b.h"])
+    deps = read_depfile(depfile, tmp_path)
+    assert deps[0] == str(tmp_path / "unit.cpp")
+    assert str(tmp_path / "a.h") in deps and str(tmp_path / "b.h") in deps
+    assert any(d.endswith("/vector") for d in deps)  # system headers are listed too
+    text = depfile.read_text()
+    assert _plain_rules(text) == _escaped_rules(text)
+
+
+def test_escaped_names_take_the_careful_reader(tmp_path: Path) -> None:
+    depfile = _gxx_depfile(tmp_path, ["with space.h", "dollar$sign.h", "hash#mark.h"])
+    deps = read_depfile(depfile, tmp_path)
+    for name in ("with space.h", "dollar$sign.h", "hash#mark.h"):
+        assert str(tmp_path / name) in deps
+
+
+def test_the_fast_reader_agrees_with_the_careful_one() -> None:
+    # Every text of up to 5 pieces from an alphabet of the characters that matter: colons
+    # in and at the end of words, continuations (LF and CR), bare CR, tabs, newlines.
+    pieces = ["a", ":", " ", "\n", "\\\n", "\\\r", "\r", "\t", "/x.h"]
+    checked = 0
+    for size in range(1, 6):
+        for combo in itertools.product(pieces, repeat=size):
+            text = "".join(combo)
+            assert _plain_rules(text) == _escaped_rules(text), repr(text)
+            assert _rules(text) == _escaped_rules(text), repr(text)
+            checked += 1
+    assert checked > 60000
