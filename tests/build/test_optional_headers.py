@@ -1,4 +1,5 @@
-"""<complex> only where a unit uses it: -DBE_STD_COMPLEX=0 otherwise, with real g++ / nvcc.
+"""<complex> and the checking half of common.h only where a unit uses them
+(-DBE_STD_COMPLEX=0, -DBE_CHECK_HEADERS=0 otherwise), with real g++ / nvcc.
 
 The half headers' twin of this lives in tests/compat/test_compat_headers_cuda.py.
 """
@@ -13,10 +14,16 @@ import numpy as np
 import pytest
 
 import brainevent
-from brainevent.build.optional_headers import names_std_complex, needs_std_complex, optional_header_flags
+from brainevent.build.optional_headers import (
+    CHECKS_MACRO,
+    names_std_complex,
+    needs_std_complex,
+    optional_header_flags,
+)
 from tests.support.kernels import CUDA_VECTOR_ADD
 
 NO_COMPLEX = "-DBE_STD_COMPLEX=0"
+NO_CHECKS = "-DBE_CHECK_HEADERS=0"
 
 REAL_SCALE = r"""
 #include "brainevent/common.h"
@@ -101,9 +108,9 @@ def test_complex_detection_reads_code_and_directives_not_comments() -> None:
 def test_complex_detection_follows_project_headers(tmp_path: Path) -> None:
     (tmp_path / "conj_impl.h").write_text(CONJ_IMPL)
     assert optional_header_flags(CONJ_VIA_HEADER, tmp_path, [], [], cuda=False) == []
-    assert optional_header_flags(REAL_SCALE, tmp_path, [], [], cuda=False) == [NO_COMPLEX]
+    assert optional_header_flags(REAL_SCALE, tmp_path, [], [], cuda=False) == [NO_COMPLEX, NO_CHECKS]
     theirs = ["-DBE_STD_COMPLEX=1"]
-    assert optional_header_flags(REAL_SCALE, None, [], theirs, cuda=False) == []
+    assert optional_header_flags(REAL_SCALE, None, [], theirs, cuda=False) == [NO_CHECKS]
 
 
 def test_a_real_kernel_compiles_without_complex_and_matches_numpy() -> None:
@@ -149,7 +156,7 @@ def test_complex_dispatch_without_complex_says_how_to_fix() -> None:
 
 
 @pytest.mark.nvcc
-def test_the_seeds_vector_add_compiles_without_complex_or_half_headers() -> None:
+def test_the_seeds_vector_add_compiles_without_the_optional_headers() -> None:
     mod = brainevent.load_cuda_inline(
         name="opt_hdr_vadd",
         cuda_sources=CUDA_VECTOR_ADD,
@@ -158,4 +165,108 @@ def test_the_seeds_vector_add_compiles_without_complex_or_half_headers() -> None
         verbose=True,
     )
     log = _log(mod)
-    assert NO_COMPLEX in log and "-DBE_CUDA_HALF_TYPES=0" in log
+    assert NO_COMPLEX in log and NO_CHECKS in log and "-DBE_CUDA_HALF_TYPES=0" in log
+
+
+# ---- the checking half of common.h (check.h, dispatch.h, scratch.h, <string>) -------------
+
+# Names only dtype.h, half.h and tensor.h: built with -DBE_CHECK_HEADERS=0. The typed
+# accessor throws on a wrong dtype: the error path is the shared decoder's.
+PLAIN_TYPED = r"""
+#include "brainevent/common.h"
+
+// @BE add_i32 arg arg ret
+void add_i32(const BE::Tensor a, const BE::Tensor b, BE::Tensor out) {
+    const float* pa = a.data_ptr<float>();
+    const int32_t* pb = b.data_ptr<int32_t>();
+    float* po = out.data_ptr<float>();
+    for (int64_t i = 0; i < a.numel(); ++i) po[i] = pa[i] + static_cast<float>(pb[i]);
+}
+"""
+
+# The same kernel with a BE_CHECK, so it keeps the whole header.
+CHECKED_TYPED = PLAIN_TYPED.replace("add_i32", "add_i32_checked").replace(
+    "    float* po", '    BE_CHECK(a.numel() == b.numel()) << "sizes differ";\n    float* po'
+)
+
+# C library calls that <string> used to bring in; no std, no BE_ macro.
+C_STYLE = r"""
+#include "brainevent/common.h"
+
+// @BE copy_len arg ret
+void copy_len(const BE::Tensor x, BE::Tensor out) {
+    memcpy(out.data_ptr(), x.data_ptr(), x.nbytes());
+    if (strlen("abc") != 3 || !isdigit('7')) throw 42;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "needs"),
+    [
+        ("void f(const BE::Tensor& t) { t.data_ptr<float>(); }", False),
+        ("void f(BE::float16_t* p, BE::DType d, BE::complex64_t c);", False),
+        ("void f(const BE::Tensor& t) { BE_CHECK(t.ndim() == 1); }", True),
+        ("#define MY_CHECK(c) BE_CHECK(c)\nvoid f();", True),
+        ("void f() { std::vector<int> v; }", True),
+        ("using namespace std; void f();", True),
+        ("using namespace BE; void f(Tensor t);", True),
+        ("namespace BE { void mine(); }", True),
+        ("void f(BE::Scratch s);", True),
+        ("void f(BE::complex64 z);", True),
+        ('void f() { throw BE::Error("x", __FILE__, __LINE__); }', True),
+        ("// BE_CHECK and std::string only in a comment\nvoid f(BE::Tensor t);", False),
+    ],
+)
+def test_check_headers_detection(code: str, needs: bool) -> None:
+    flags = optional_header_flags(code, None, [], [], cuda=False)
+    assert (NO_CHECKS not in flags) is needs
+
+
+def test_a_plain_kernel_without_the_checking_half_matches_numpy_and_reports_a_wrong_dtype() -> None:
+    plain = brainevent.load_cpp_inline(name="opt_hdr_plain", cpp_sources=PLAIN_TYPED, verbose=True)
+    checked = brainevent.load_cpp_inline(name="opt_hdr_checked", cpp_sources=CHECKED_TYPED, verbose=True)
+    assert NO_CHECKS in _log(plain) and CHECKS_MACRO not in _log(checked)
+    a = np.linspace(0, 1, 9, dtype=np.float32)
+    b = np.arange(9, dtype=np.int32)
+    np.testing.assert_allclose(np.asarray(plain.add_i32(jnp.asarray(a), jnp.asarray(b))), a + b)
+    # A wrong dtype: the same typed message from both (raised through the decoder's instance
+    # in the first), not reported as an unknown C++ exception.
+    for fn in (plain.add_i32, checked.add_i32_checked):
+        with pytest.raises(
+            Exception, match=r"BE::Tensor: data_ptr<int32>\(\) on a tensor of dtype float32"
+        ) as info:
+            jax.block_until_ready(fn(jnp.asarray(a), jnp.asarray(a)))
+        assert "uncaught C++ exception" not in str(info.value)
+
+
+def test_c_library_calls_still_compile_without_the_checking_half() -> None:
+    mod = brainevent.load_cpp_inline(name="opt_hdr_c_style", cpp_sources=C_STYLE, verbose=True)
+    assert NO_CHECKS in _log(mod)
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(mod.copy_len(jnp.asarray(x))), x)
+
+
+def test_plain_and_checked_units_share_one_module(tmp_path: Path) -> None:
+    (tmp_path / "plain.cpp").write_text(PLAIN_TYPED)
+    (tmp_path / "checked.cpp").write_text(CHECKED_TYPED)
+    mod = brainevent.load_cpp_dir(str(tmp_path), name="opt_hdr_mixed", verbose=True)
+    log = _log(mod)
+    assert log.count(NO_CHECKS) == 1  # the plain unit only
+    a = np.ones(4, np.float32)
+    b = np.arange(4, dtype=np.int32)
+    for fn in (mod.add_i32, mod.add_i32_checked):
+        np.testing.assert_allclose(np.asarray(fn(jnp.asarray(a), jnp.asarray(b))), a + b)
+        with pytest.raises(Exception, match=r"data_ptr<int32>\(\) on a tensor of dtype float32"):
+            jax.block_until_ready(fn(jnp.asarray(a), jnp.asarray(a)))
+
+
+def test_a_users_own_setting_of_the_checks_macro_wins() -> None:
+    mod = brainevent.load_cpp_inline(
+        name="opt_hdr_force_checks",
+        cpp_sources=PLAIN_TYPED,
+        extra_cflags=["-DBE_CHECK_HEADERS=1"],
+        verbose=True,
+    )
+    log = _log(mod)
+    assert "-DBE_CHECK_HEADERS=1" in log and NO_CHECKS not in log

@@ -1,6 +1,6 @@
 """Decide which optional standard and CUDA headers a unit needs.
 
-Two groups of headers cost a large share of a small kernel's compile and are needed only
+Three groups of headers cost a large share of a small kernel's compile and are needed only
 by code that names what they declare:
 
 - ``<cuda_fp16.h>`` and ``<cuda_bf16.h>`` (``brainevent/half.h``, under nvcc, as
@@ -12,6 +12,12 @@ by code that names what they declare:
   of what ``brainevent/common.h`` preprocesses to, about a fifth of an nvcc compile. A C++ or
   CUDA unit in which no identifier contains ``complex`` (nor names a ``std::`` function only
   ``<complex>`` declares) is compiled with ``-DBE_STD_COMPLEX=0``.
+- The checking half of ``brainevent/common.h``: ``BE_CHECK`` and ``BE::Error``
+  (``check.h``, with ``<string>`` and ``<stdexcept>``), the dispatch macros, ``BE::Scratch``
+  and the CUDA checks: about 0.3 s of a 1 s nvcc compile. A C++ or CUDA unit that names no
+  ``std``, no ``BE_`` macro and nothing of namespace ``BE`` beyond the tensor and element
+  types is compiled with ``-DBE_CHECK_HEADERS=0``; the tensor checks' error path then comes
+  from the shared decoder the module links (``brainevent/ffi_binding.h``).
 
 The test reads the identifiers of the code and of its preprocessor lines (not comments),
 in the unit and in the project headers it includes, so a false positive only costs
@@ -30,6 +36,14 @@ from .includes import header_closure
 
 HALF_MACRO = "BE_CUDA_HALF_TYPES"
 COMPLEX_MACRO = "BE_STD_COMPLEX"
+CHECKS_MACRO = "BE_CHECK_HEADERS"
+
+# What brainevent/common.h offers without its checking half (BE_CHECK_HEADERS=0): dtype.h,
+# half.h and tensor.h. A unit naming anything else of namespace BE keeps the whole header.
+_BE_WITHOUT_CHECKS = frozenset(
+    {"Tensor", "DType", "DTypeOf", "dtype_of", "element_size", "dtype_size", "dtype_name",
+     "float16", "bfloat16", "float16_t", "bfloat16_t", "complex64_t", "complex128_t"}
+)  # fmt: skip
 
 _HALF_NAMES = frozenset({"float16_t", "bfloat16_t", "BE_DISPATCH_ALL"})
 # Substrings of the names cuda_fp16.h / cuda_bf16.h declare (__half, __float2half,
@@ -85,6 +99,27 @@ def _lexed(text: str) -> list[Sequence[Token]]:
     return [lex(part).tokens for part in (text, *_directives(text))]
 
 
+def _checks_in(tokens: Sequence[Token]) -> bool:
+    """True for code that may need the checking half of common.h (check.h and with it
+    <string> and <stdexcept>, dispatch.h, scratch.h, cuda_check.h): any ``std`` (a kernel
+    may rely on what <string> includes), any ``BE_`` macro, ``namespace BE``, or a ``BE::``
+    name that dtype.h, half.h and tensor.h do not declare."""
+    for i, tok in enumerate(tokens):
+        if tok.kind != "ident":
+            continue
+        if tok.text == "std" or tok.text.startswith("BE_"):
+            return True
+        if tok.text != "BE":
+            continue
+        if i > 0 and tokens[i - 1].text == "namespace":
+            return True
+        if i + 2 >= len(tokens) or tokens[i + 1].text != "::":
+            return True  # BE on its own (a macro argument, a using-declaration): keep it all
+        if tokens[i + 2].text not in _BE_WITHOUT_CHECKS:
+            return True
+    return False
+
+
 def _needs(
     texts: Sequence[tuple[str, list[Sequence[Token]]]],
     macro: str,
@@ -129,7 +164,8 @@ def optional_header_flags(
 ) -> list[str]:
     """The ``-D<macro>=0`` flags that leave out the optional headers a C++ unit (``cuda``:
     a ``.cu`` unit, which may also use the half headers) does not need."""
-    checks = [(COMPLEX_MACRO, _complex_in)] + ([(HALF_MACRO, _half_in)] if cuda else [])
+    checks = [(COMPLEX_MACRO, _complex_in), (CHECKS_MACRO, _checks_in)]
+    checks += [(HALF_MACRO, _half_in)] if cuda else []
     checks = [(m, f) for m, f in checks if not any(m in flag for flag in extra_cflags)]
     if not checks:
         return []

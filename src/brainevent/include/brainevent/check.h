@@ -115,6 +115,13 @@ struct ErrorRaiser {
   [[noreturn]] void operator&(const ErrorBuilder& builder) const { builder.raise(); }
 };
 
+// Declared in entry.h (see there); a template so that a unit built without this header
+// can use the shared decoder's instance.
+template <typename Unused>
+const char* exception_prefix(const std::exception& e) noexcept {
+  return dynamic_cast<const ::BE::Error*>(&e) != nullptr ? "" : "uncaught C++ exception: ";
+}
+
 template <typename Unused>
 [[noreturn]] void raise_tensor_error(const char* what, int64_t a, int64_t b, DType dtype) {
   ErrorBuilder error("BE::Tensor", 0, nullptr);

@@ -14,19 +14,31 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+
+#include "brainevent/dtype.h"  // the defaults of BE_CHECK_HEADERS and BE_STD_COMPLEX
+
+#if BE_CHECK_HEADERS
 #include <stdexcept>
 #include <string>
 
 #include "brainevent/check.h"
 #include "brainevent/dispatch.h"
-#include "brainevent/dtype.h"
-#if BE_STD_COMPLEX  // dtype.h has the default (1) and says when the build sets it to 0
+#include "brainevent/scratch.h"
+#else
+// The C and C++ headers <string> brought in that plain kernels may use unqualified
+// (memcpy, strlen, isdigit, errno, placement new, braced lists).
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <initializer_list>
+#include <new>
+#endif
+#if BE_STD_COMPLEX
 #include "brainevent/dtype_complex.h"
 #endif
 #include "brainevent/half.h"
-#include "brainevent/scratch.h"
 #include "brainevent/tensor.h"
 
-#if defined(__CUDACC__) || defined(__CUDA_RUNTIME_H__)
+#if BE_CHECK_HEADERS && (defined(__CUDACC__) || defined(__CUDA_RUNTIME_H__))
 #include "brainevent/cuda_check.h"
 #endif

@@ -14,6 +14,15 @@
 #define BE_STD_COMPLEX 1
 #endif
 
+// Whether common.h brings in the checking half: BE_CHECK and BE::Error (check.h, with
+// <string> and <stdexcept>), the dispatch macros, BE::Scratch and the CUDA checks.
+// brainevent's build sets it to 0 for a unit that uses none of them (nor anything of
+// namespace std); the shared decoder it links then holds the tensor checks' error path.
+// Compiled elsewhere, the default is 1; do not set it to 0 outside brainevent's build.
+#ifndef BE_CHECK_HEADERS
+#define BE_CHECK_HEADERS 1
+#endif
+
 namespace BE {
 
 enum class DType : int32_t {

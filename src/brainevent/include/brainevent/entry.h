@@ -12,8 +12,11 @@
 #include <exception>
 #include <type_traits>
 
+#include "brainevent/dtype.h"
+#if BE_CHECK_HEADERS
 #include "brainevent/check.h"
 #include "brainevent/scratch.h"
+#endif
 #include "brainevent/tensor.h"
 
 #define BE_ENTRY extern "C" __attribute__((visibility("hidden")))
@@ -30,6 +33,12 @@ inline void copy_message(char* out, std::size_t cap, const char* prefix, const c
   out[used] = '\0';
 }
 
+// "" for a BE::Error (its message says what failed), else a prefix saying the exception is
+// not one of ours. Defined in check.h; a unit built without it (BE_CHECK_HEADERS=0) calls
+// the shared decoder's instance, as for the tensor checks' raise_tensor_error.
+template <typename Unused>
+const char* exception_prefix(const std::exception& e) noexcept;
+
 // One message buffer per thread (and per shared object): only failures touch it.
 inline thread_local char entry_error[2048];
 
@@ -38,10 +47,8 @@ const char* guarded_call(Fn&& fn) noexcept {
   try {
     fn();
     return nullptr;
-  } catch (const ::BE::Error& e) {
-    copy_message(entry_error, sizeof entry_error, "", e.what());
   } catch (const std::exception& e) {
-    copy_message(entry_error, sizeof entry_error, "uncaught C++ exception: ", e.what());
+    copy_message(entry_error, sizeof entry_error, exception_prefix<void>(e), e.what());
   } catch (...) {
     copy_message(entry_error, sizeof entry_error, "uncaught C++ exception of unknown type", "");
   }
@@ -70,7 +77,9 @@ std::remove_cv_t<std::remove_reference_t<T>> stream_as(int64_t stream) noexcept 
 
 // A scratch buffer reaches the trampoline as a tensor (an XLA result buffer); the entry
 // point sees its bytes.
+#if BE_CHECK_HEADERS
 inline ::BE::Scratch scratch_of(const ::BE::Tensor& t) noexcept { return ::BE::Scratch(t.data(), t.nbytes()); }
+#endif
 
 }  // namespace detail
 }  // namespace BE

@@ -17,10 +17,22 @@
 #include <cstdio>
 #include <cstring>
 
+#include "brainevent/check.h"
 #include "brainevent/dtype.h"
+#include "brainevent/entry.h"
 #include "brainevent/ffi_attrs.h"
 #include "brainevent/ffi_function.h"  // and through it xla/ffi/api/c_api.h, included once
 #include "brainevent/tensor.h"
+
+#if !BE_CHECK_HEADERS
+#error "the shared decoder holds the checks' error path: compile it with BE_CHECK_HEADERS=1"
+#endif
+
+// The error paths of BE::Tensor's checks and of the entry points, instantiated here once for
+// every module: a unit built with BE_CHECK_HEADERS=0 (no check.h, no <string>) declares
+// them without a body and calls these.
+template void BE::detail::raise_tensor_error<void>(const char*, int64_t, int64_t, BE::DType);
+template const char* BE::detail::exception_prefix<void>(const std::exception&) noexcept;
 
 // The CUDA runtime entry points the binding needs, declared here (C linkage, int-sized
 // enums) so the binding compiles without CUDA headers; CUDA modules link cudart.

@@ -13,7 +13,8 @@
 namespace BE {
 namespace detail {
 // Defined in check.h. A template, so this header stays free of <string> and
-// friends: the generated binding includes it and never calls a checked method.
+// friends: the generated binding includes it and never calls a checked method, and a unit
+// built with BE_CHECK_HEADERS=0 calls the instance the shared decoder holds (ffi_binding.h).
 template <typename Unused = void>
 [[noreturn]] void raise_tensor_error(const char* what, int64_t a, int64_t b, DType dtype);
 }  // namespace detail
