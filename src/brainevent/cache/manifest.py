@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from ..fileio import sha256_file, size_and_mtime
-from .deps import first_stale
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = 2  # 2: dependencies recorded from the compiler
@@ -123,4 +122,8 @@ class Manifest:
 
     def stale_dependency(self) -> str | None:
         """None when every file the build read is unchanged, else which one changed."""
+        if not self.dependencies:  # e.g. inline sources that include only our headers
+            return None
+        from .deps import first_stale
+
         return first_stale(self.dependencies, self.dependencies_since_ns)

@@ -2,25 +2,25 @@
 
 A platform turns generated translation units into compile and link steps, says which of
 its inputs key a build, and whether this process can run what it builds. The stages never
-name a platform or a compiler: they hold a :class:`Platform` and ask it.
+name a platform or a compiler: they hold a ``Platform`` (the protocol in protocol.py) and ask it.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..headers import INCLUDE_DIR
 from ..toolchain import find_host_compiler, xla_include_dir
-from ..toolchain.host import system_include_dirs
+from ..toolchain.host import find_host_c_compiler, system_include_dirs
 from ..toolchain.xla import c_api_digest
 from ..vocabulary import BindingTarget
-from .languages import HOST_COMMON_FLAGS, c_compiler_key
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
     from ..stages.request import LoadOptions, SourceUnit
+    from .protocol import Platform
 
 
 class GeneratedSources:
@@ -54,71 +54,6 @@ class GeneratedSources:
         return len(self.kernel_units) == 1 and self.decoder_source is None
 
 
-class Platform(Protocol):
-    """One kind of artifact: its compilers, flags and link, and how JAX runs it."""
-
-    name: ClassVar[str]  # the artifact's kind: manifests and CompiledModule.platform carry it
-    jax_platform: ClassVar[str]  # the platform name given to jax.ffi.register_ffi_target
-    spellings: ClassVar[tuple[str, ...]]  # what register_ffi_target(platform=) accepts for it
-    # Directories under the build directory that compile steps leave behind: removed before
-    # the entry is published.
-    scratch_dirs: ClassVar[tuple[str, ...]]
-
-    @property
-    def binding_target(self) -> BindingTarget:
-        """What the binding generator is told about this platform."""
-        ...
-
-    @staticmethod
-    def unregistered_help() -> tuple[str, str]:
-        """(what the artifact is built for, in words; how to make it callable) for the error a
-        call to a built-but-unregistered module raises."""
-        ...
-
-    def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
-        """Everything that keys a build, the toolchain's identity included; ToolchainError
-        when the toolchain is missing (then only an ahead-of-time build can load)."""
-        ...
-
-    def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
-        """What keys a build apart from the toolchain's identity (found by ahead-of-time aliases)."""
-        ...
-
-    def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
-        """Compile each kernel unit (and the decoder when it is not at hand yet), then link the
-        library with the decoder; a single unit with the decoder at hand is one compiler call
-        (``sources.one_call``). A compile step's depfile lists what its compiler read."""
-        ...
-
-    def decoder_step(self, sources: GeneratedSources) -> BuildStep:
-        """Compile the shared decoder: it must depend only on what :func:`decoder_salt` keys."""
-        ...
-
-    def covered_dirs(self) -> list[str]:
-        """Header directories whose contents the toolchain's identity already covers."""
-        ...
-
-    def can_register(self) -> str | None:
-        """None if this process's JAX can run the artifact, else why not."""
-        ...
-
-    def preprocess_command(
-        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
-    ) -> list[str]:
-        """The unit's compile command with -E instead of -c (see build/preprocess.py)."""
-        ...
-
-    @staticmethod
-    def check_inputs(target: str, arrays: Sequence[Any]) -> None:
-        """Raise a KernelCallError for inputs a call cannot use (e.g. on the wrong device)."""
-        ...
-
-    @staticmethod
-    def describe_artifact(library: str, inputs: dict[str, Any]) -> list[tuple[str, str]]:
-        """Extra (label, value) lines `brainevent cache info` shows for an entry."""
-        ...
-
-
 class PlatformBase:
     """Defaults and the binding description the platforms share."""
 
@@ -148,19 +83,18 @@ class PlatformBase:
         return []
 
 
-# Flags of ours that every host C++ compile gets (languages.py says why).
-HOST_BASE_FLAGS = ("-std=c++17", *HOST_COMMON_FLAGS)
 DECODER_OPT = "-O2"
 
 
 def host_decoder_step(cxx: Sequence[str], source: str, output: str) -> BuildStep:
     """The decoder unit, compiled by the host compiler against XLA's C API header."""
     from ..build.step import BuildStep  # build-only: a cache hit never imports it
+    from .languages import HOST_CXX_FLAGS
 
     return BuildStep(
         output=output,
         inputs=(source,),
-        command=(*cxx, *HOST_BASE_FLAGS, DECODER_OPT, *binding_include_flags(), "-c", source, "-o", output),
+        command=(*cxx, *HOST_CXX_FLAGS, DECODER_OPT, *binding_include_flags(), "-c", source, "-o", output),
         description="FFI decoder (built once per toolchain)",
     )
 
@@ -218,9 +152,16 @@ def one_call_step(
 
 
 def host_key_inputs() -> dict[str, Any]:
-    """The host compilers' and XLA's C API's identity: every platform's binding needs them."""
-    cxx = find_host_compiler()
-    return {"cxx": cxx.command, "cxx_identity": cxx.identity, **c_compiler_key(), "xla_c_api": c_api_digest()}
+    """The host compilers' and XLA's C API's identity: every platform's binding needs them.
+    The host C compiler's is keyed with the C++ compiler's: it builds ``.c`` units."""
+    cxx, cc = find_host_compiler(), find_host_c_compiler()
+    return {
+        "cxx": cxx.command,
+        "cxx_identity": cxx.identity,
+        "cc": list(cc.command),
+        "cc_identity": cc.identity,
+        "xla_c_api": c_api_digest(),
+    }
 
 
 def toolchain_header_dirs() -> list[str]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..toolchain import find_host_compiler
-from . import base, languages
+from . import base
 from .base import GeneratedSources, PlatformBase
 
 if TYPE_CHECKING:
@@ -61,9 +61,13 @@ class CpuPlatform(PlatformBase):
 
     @staticmethod
     def _link_flags(options: LoadOptions) -> list[str]:
+        from . import languages  # build-only, as the methods below: a cache hit never imports it
+
         return [*languages.HOST_LINK_CHECKS, *languages.openmp_host_flags(options)]
 
     def _unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
+        from . import languages
+
         opt = [f"-O{options.optimization_level}"] + (["-ffast-math"] if options.use_fast_math else [])
         opt += languages.openmp_host_flags(options)
         if languages.is_c_unit(unit):
@@ -72,7 +76,7 @@ class CpuPlatform(PlatformBase):
             compiler, flags = [*find_host_c_compiler().command], list(languages.HOST_COMMON_FLAGS)
             user = languages.c_flags(options.extra_cflags)
         else:
-            compiler, flags = find_host_compiler().command, list(base.HOST_BASE_FLAGS)
+            compiler, flags = find_host_compiler().command, list(languages.HOST_CXX_FLAGS)
             flags += languages.optional_header_flags(options, unit, cuda=False)
             user = languages.cxx_flags(options.extra_cflags)
         return (

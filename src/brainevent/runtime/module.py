@@ -11,10 +11,10 @@ import numpy as np
 
 from ..errors import KernelCallError, KernelNotAvailableError
 from ..platforms import HOST_PLATFORM, platform_class
-from .artifact_path import ArtifactPathField
 
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec
+    from .artifact_path import ArtifactPath
 
 
 def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
@@ -280,8 +280,6 @@ class CompiledModule:
     :class:`FunctionSpec`; ``targets`` maps it to its FFI target name.
     """
 
-    path = ArtifactPathField()
-
     def __init__(
         self,
         name: str,
@@ -297,7 +295,7 @@ class CompiledModule:
     ) -> None:
         self.name, self.platform, self.functions, self.targets = name, platform, functions, targets
         self.registered, self.built_now, self.cache_dir = registered, built_now, cache_dir
-        self.path = path  # the field stores an ArtifactPath
+        self._path: str = os.fspath(path)  # an ArtifactPath once `path` has been read
         self.unregistered_reason = unregistered_reason
         self._calls: dict[str, KernelFunction] = {}
 
@@ -326,6 +324,18 @@ class CompiledModule:
             f"cache_dir={self.cache_dir!r}, path={self.path!r}, "
             f"unregistered_reason={self.unregistered_reason!r})"
         )
+
+    @property
+    def path(self) -> ArtifactPath:
+        from .artifact_path import ArtifactPath  # on first use: a load itself never reads the path
+
+        if not isinstance(self._path, ArtifactPath):
+            self._path = ArtifactPath(self._path)
+        return self._path
+
+    @path.setter
+    def path(self, value: str | os.PathLike[str]) -> None:
+        self._path = os.fspath(value)
 
     @property
     def function_names(self) -> list[str]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .._version import BINDING_SCHEMA, __version__
 from ..cache.key import CacheKey, KeyBuilder
 from ..errors import ToolchainError
+from ..fileio import read_blocks
 from ..headers import INCLUDE_DIR
 
 if TYPE_CHECKING:
@@ -93,13 +94,15 @@ def _library_inputs(names: Sequence[str]) -> dict[str, Any]:
 
 @cache
 def package_headers_digest() -> str:
-    # os.scandir and open rather than Path.glob and read_bytes: the first cache hit of a
-    # process computes this, and pathlib's overhead was most of its cost.
+    # os.scandir and read_blocks rather than Path.glob and read_bytes: the first cache hit of a
+    # process computes this, and pathlib's and file objects' overhead was most of its cost.
     digest = hashlib.sha256()
     directory = os.path.join(INCLUDE_DIR, "brainevent")
     for name in sorted(e.name for e in os.scandir(directory) if e.name.endswith(".h") and e.name[0] != "."):
-        with open(os.path.join(directory, name), "rb") as file:
-            digest.update(name.encode() + b"\0" + file.read() + b"\0")
+        digest.update(name.encode() + b"\0")
+        for block in read_blocks(os.path.join(directory, name)):
+            digest.update(block)
+        digest.update(b"\0")
     return digest.hexdigest()
 
 
