@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..fileio import sha256_file, size_and_mtime
+from ..fileio import read_blocks, sha256_file, size_and_mtime
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = 2  # 2: dependencies recorded from the compiler
@@ -86,7 +86,7 @@ class Manifest:
     def load(cls, directory: Path) -> Manifest | None:
         """The manifest, or None if it is missing, truncated or of another schema."""
         try:
-            raw = json.loads((directory / MANIFEST_NAME).read_text())
+            raw = json.loads(b"".join(read_blocks(directory / MANIFEST_NAME)))  # ASCII JSON
             if not isinstance(raw, dict) or raw.get("schema") != MANIFEST_SCHEMA:
                 return None
             return cls(**raw)
