@@ -21,7 +21,8 @@ import pytest
 
 from brainevent import KernelCallError
 from brainevent.runtime.attrs import convert_attr
-from brainevent.runtime.module import CompiledModule, KernelFunction
+from brainevent.runtime.kernel_function import KernelFunction
+from brainevent.runtime.module import CompiledModule
 from brainevent.spec.model import FunctionSpec, Param, Role
 
 INTEGERS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]

@@ -67,7 +67,8 @@ class EntryStore:
     def __init__(self, root: Path, name: str) -> None:
         self.root = root
         self.name = name
-        self.module_dir = root / LAYOUT_VERSION / name
+        self.layout_dir = root / LAYOUT_VERSION
+        self.module_dir = self.layout_dir / name
 
     def entry_dir(self, key: CacheKey) -> Path:
         return self.module_dir / key.short
@@ -77,9 +78,7 @@ class EntryStore:
         False when they do not exist yet. Refuses with a CacheError what others could write."""
         if not check_root(self.root, create=create):
             return False
-        return private_dir(self.root / LAYOUT_VERSION, create=create) and private_dir(
-            self.module_dir, create=create
-        )
+        return private_dir(self.layout_dir, create=create) and private_dir(self.module_dir, create=create)
 
     def lock_path(self, key: CacheKey) -> Path:
         return self.module_dir / f"{key.short}.lock"

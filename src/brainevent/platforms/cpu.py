@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..toolchain import find_host_compiler
 from . import base
-from .base import GeneratedSources, PlatformBase
+from .base import PlatformBase
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
     from ..stages.request import LoadOptions, SourceUnit
+    from .steps import GeneratedSources
 
 
 class CpuPlatform(PlatformBase):
@@ -27,14 +28,17 @@ class CpuPlatform(PlatformBase):
         return base.host_key_inputs()
 
     def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
+        # steps.py and languages.py (below) are build-only: a cache hit imports neither.
+        from .steps import library_link_flags, one_call_step, unit_step
+
         cxx = find_host_compiler().command
         if sources.one_call:
             command = self._unit_command(options, sources.kernel_units[0][1])
             link_flags = ("-shared", *self._link_flags(options))
-            ldflags = (*base.library_link_flags(options), *options.extra_ldflags)
-            return [base.one_call_step(sources, command, link_flags, ldflags)]
+            ldflags = (*library_link_flags(options), *options.extra_ldflags)
+            return [one_call_step(sources, command, link_flags, ldflags)]
         steps = [
-            base.unit_step(f"k{i}.o", path, unit, self._unit_command(options, unit))
+            unit_step(f"k{i}.o", path, unit, self._unit_command(options, unit))
             for i, (path, unit) in enumerate(sources.kernel_units)
         ]
         if sources.decoder_source is not None:
@@ -48,7 +52,7 @@ class CpuPlatform(PlatformBase):
             "-o",
             library,
             *objects,
-            *base.library_link_flags(options),
+            *library_link_flags(options),
             *options.extra_ldflags,
         )
         from ..build.step import BuildStep  # build-only: a cache hit never imports it
@@ -57,16 +61,18 @@ class CpuPlatform(PlatformBase):
         return steps
 
     def covered_dirs(self) -> list[str]:
-        return base.toolchain_header_dirs()
+        from .steps import toolchain_header_dirs
+
+        return toolchain_header_dirs()
 
     @staticmethod
     def _link_flags(options: LoadOptions) -> list[str]:
-        from . import languages  # build-only, as the methods below: a cache hit never imports it
+        from . import languages
 
         return [*languages.HOST_LINK_CHECKS, *languages.openmp_host_flags(options)]
 
     def _unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
-        from . import languages
+        from . import languages, steps
 
         opt = [f"-O{options.optimization_level}"] + (["-ffast-math"] if options.use_fast_math else [])
         opt += languages.openmp_host_flags(options)
@@ -83,8 +89,8 @@ class CpuPlatform(PlatformBase):
             *compiler,
             *flags,
             *opt,
-            *base.user_include_flags(options, unit),
-            *base.library_include_flags(options),
+            *steps.user_include_flags(options, unit),
+            *steps.library_include_flags(options),
             *user,
         )
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..build.step import BuildStep
     from ..stages.request import LoadOptions, SourceUnit
     from ..vocabulary import BindingTarget
-    from .base import GeneratedSources
+    from .steps import GeneratedSources
 
 
 class Platform(Protocol):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..build.step import BuildStep
-from ..platforms.base import GeneratedSources
+from ..platforms.steps import GeneratedSources
 from ..spec.model import FunctionSpec
 from .decoder import DECODER_OBJECT, DecoderPlan, prepare_decoder
 from .request import LoadRequest, SourceUnit, refuse_c_entry_points
