@@ -316,35 +316,6 @@ def refuse_c_only(units: Sequence[SourceUnit], caller: str) -> None:
         )
 
 
-_ANNOTATION = r"//\s*@BE\s+([A-Za-z_]\w*)"  # compiled by `re` on first use (a build path)
-
-
-def refuse_c_entry_points(units: Sequence[SourceUnit], functions: Any) -> None:
-    """An entry point in a .c unit cannot be compiled there (see refuse_c_only): refused
-    before the C++ reader sees the file, by its annotation or by a requested name that only a
-    C file defines."""
-    c_units = [u for u in units if u.suffix == ".c"]
-    if not c_units:
-        return
-    cxx_text = "\n".join(u.text for u in units if u.suffix != ".c")
-    requested = [str(f) for f in functions] if isinstance(functions, (Mapping, list, tuple)) else []
-    for unit in c_units:
-        names = re.findall(_ANNOTATION, unit.text)
-        names += [n for n in requested if _defines(unit.text, n) and not _defines(cxx_text, n)]
-        if names:
-            raise SpecError(
-                f"function {names[0]!r} is an entry point but {unit.display_name} is compiled as C, "
-                "and entry points take BE::Tensor, a C++ type. Put the entry point in a .cpp file "
-                'of the same module and let it call the C function (declared extern "C").',
-                value=names[0],
-                function=names[0],
-            )
-
-
-def _defines(text: str, name: str) -> bool:
-    return re.search(rf"\b{re.escape(name)}\s*\(", text) is not None
-
-
 def name_from_path(path: Path) -> str:
     stem = re.sub(r"[^A-Za-z0-9_]", "_", path.stem) or "module"
     return stem if stem[0].isalpha() or stem[0] == "_" else f"m_{stem}"
