@@ -25,8 +25,8 @@ class KernelFunction:
     and dtype of the first input. ``scratch_bytes`` sizes a ``scratch`` parameter: an int,
     or a callable given the input arrays (their shapes and dtypes) that returns one.
     Hashable by identity, so ``jax.jit(mod.func)`` works.
-    (A plain class, as is CompiledModule: a cache hit imports this module, and creating a
-    dataclass costs far more.)
+    (A plain class, as is CompiledModule: creating a dataclass costs far more, and the
+    first call of a process imports this module.)
     """
 
     def __init__(
