@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     from .numba_bridge import numba_cuda_callable as numba_cuda_callable
     from .numba_bridge import numba_cuda_kernel as numba_cuda_kernel
     from .numba_bridge import numba_kernel as numba_kernel
+    from .runtime.kernel_function import KernelFunction as KernelFunction
     from .runtime.module import CompiledModule as CompiledModule
-    from .runtime.module import KernelFunction as KernelFunction
     from .runtime.targets import list_registered_targets as list_registered_targets
     from .runtime.targets import register_ffi_target as register_ffi_target
     from .spec.normalize import normalize_tokens as normalize_tokens
@@ -64,7 +64,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "include_dir": ("headers", "include_dir"),
     "enable_cuda_graphs": ("cuda_graphs", "enable_cuda_graphs"),
     "CompiledModule": ("runtime.module", "CompiledModule"),
-    "KernelFunction": ("runtime.module", "KernelFunction"),
+    "KernelFunction": ("runtime.kernel_function", "KernelFunction"),
     "numba_kernel": ("numba_bridge", "numba_kernel"),
     "numba_cuda_kernel": ("numba_bridge", "numba_cuda_kernel"),
     "numba_cuda_callable": ("numba_bridge", "numba_cuda_callable"),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-INCLUDE_DIR = Path(__file__).parent / "include"
+INCLUDE_DIR = Path(os.path.join(os.path.dirname(__file__), "include"))  # one Path: a cache hit imports this
 
 
 def include_dir() -> str:

@@ -9,12 +9,15 @@ this module. Every lookup raises on a value it does not know, so a new role or t
 added on one side only fails loudly instead of being mishandled.
 """
 
-from enum import Enum
-from typing import NamedTuple, Never, NoReturn
+from __future__ import annotations
 
-# The records here are NamedTuples, not dataclasses: a cache hit imports this module, and
-# creating a dataclass costs far more at import. No `from __future__ import annotations`
-# either: a NamedTuple compiles each string annotation of its fields.
+from enum import Enum
+from typing import Never, NoReturn
+
+from .records import Record
+
+# The records here are plain classes (brainevent.records): a cache hit imports this module,
+# and creating a NamedTuple or dataclass class costs ten times as much.
 
 
 class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expect
@@ -37,15 +40,18 @@ ROLE_ENUM: dict[Role, tuple[str, int]] = {
 }
 
 
-class ScalarType(NamedTuple):
+class ScalarType(Record):
     """One element / attribute type: its canonical name (as in arg_specs and NumPy), its
     ``BE::DType`` enumerator and value (equal to XLA's FFI data-type code), its kind and width."""
 
-    name: str
-    cxx_enum: str
-    code: int
-    kind: str  # "bool", "int", "uint", "float" or "complex"
-    bits: int
+    __slots__ = _fields = ("name", "cxx_enum", "code", "kind", "bits")
+
+    def __init__(self, name: str, cxx_enum: str, code: int, kind: str, bits: int) -> None:
+        self.name = name
+        self.cxx_enum = cxx_enum
+        self.code = code
+        self.kind = kind  # "bool", "int", "uint", "float" or "complex"
+        self.bits = bits
 
 
 # In the order the docs list them.
@@ -97,18 +103,13 @@ PLATFORM_ENUM: dict[str, tuple[str, int]] = {
 }
 
 
-class _BindingTargetFields(NamedTuple):
-    tag: str
-    defines: tuple[str, ...] = ()
-
-
-class BindingTarget(_BindingTargetFields):
+class BindingTarget(Record):
     """What a platform tells the code generator: its tag (one of :data:`PLATFORM_ENUM`) and
     the preprocessor symbols the shared decoder is compiled with."""
 
-    __slots__ = ()
+    __slots__ = _fields = ("tag", "defines")
 
-    def __new__(cls, tag: str, defines: tuple[str, ...] = ()) -> "BindingTarget":
+    def __init__(self, tag: str, defines: tuple[str, ...] = ()) -> None:
         if tag not in PLATFORM_ENUM:
             raise ValueError(
                 f"unknown binding platform {tag!r}; the binding knows: {', '.join(PLATFORM_ENUM)}. "
@@ -117,7 +118,8 @@ class BindingTarget(_BindingTargetFields):
         for define in defines:
             if not define.isidentifier():
                 raise ValueError(f"binding define {define!r} is not a C identifier")
-        return super().__new__(cls, tag, tuple(defines))
+        self.tag = tag
+        self.defines = tuple(defines)
 
     @property
     def cxx_enum(self) -> str:

@@ -20,7 +20,9 @@ import numpy as np
 import pytest
 
 from brainevent import KernelCallError
-from brainevent.runtime.module import CompiledModule, KernelFunction, _convert_attr
+from brainevent.runtime.attrs import convert_attr
+from brainevent.runtime.kernel_function import KernelFunction
+from brainevent.runtime.module import CompiledModule
 from brainevent.spec.model import FunctionSpec, Param, Role
 
 INTEGERS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -28,7 +30,7 @@ REALS = ["float16", "bfloat16", "float32", "float64"]
 
 
 def convert(dtype: str, value: Any) -> Any:
-    return _convert_attr("m.f", "n", dtype, value)
+    return convert_attr("m.f", "n", dtype, value)
 
 
 @contextlib.contextmanager

@@ -50,7 +50,7 @@ def test_file_loaders_accept_and_default_what_the_inline_loader_does(
     # and their defaults (LoadOptions') must be the inline loader's.
     defaults = _keyword_defaults(loader)
     assert sorted(defaults) == sorted(accepted)
-    fields = LoadOptions._field_defaults
+    fields = {p.name: p.default for p in inspect.signature(LoadOptions).parameters.values()}
     for keyword, default in defaults.items():
         field = renamed.get(keyword, keyword)
         if field == "compute_capability":  # the platform's, not an option

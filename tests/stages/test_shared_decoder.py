@@ -15,7 +15,7 @@ import brainevent
 from brainevent import stages
 from brainevent.loaders import cpp_request
 from brainevent.platforms import create
-from brainevent.platforms.base import decoder_salt
+from brainevent.platforms.steps import decoder_salt
 from brainevent.stages.decoder import DECODER_DIR
 from brainevent.stages.request import file_unit
 

@@ -22,7 +22,7 @@ from .diagnostics import first_error_index
 from .step import BUILD_DIR
 
 if TYPE_CHECKING:
-    from ..platforms.base import Platform
+    from ..platforms.protocol import Platform
     from ..stages.request import LoadOptions, SourceUnit
 
 log = logging.getLogger("brainevent.build")

@@ -5,7 +5,7 @@ The names below load on first use, so that importing one submodule does not impo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .key import CacheKey as CacheKey
@@ -24,10 +24,12 @@ _EXPORTS = {
     "cache_root": "store",
 }
 
-if not TYPE_CHECKING:
-    from ..lazy_exports import lazy_getattr
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error there
 
-    __getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
+    def __getattr__(name: str) -> Any:
+        from ..lazy_exports import load_export
+
+        return load_export(__name__, _EXPORTS, globals(), name)
 
 
 __all__ = sorted(_EXPORTS)

@@ -61,17 +61,21 @@ class KeyBuilder:
             self._feed(b"S", value.encode("utf-8", "surrogatepass"))
         elif isinstance(value, bytes):
             self._feed(b"Y", value)
-        elif isinstance(value, Mapping):
+        elif isinstance(value, (list, tuple)):  # the common sequences, before the Mapping check
+            self._sequence(value)
+        elif isinstance(value, (dict, Mapping)):  # dict first: an ABC check costs more
             items = sorted(value.items())
             self._feed(b"M", str(len(items)).encode())
             for k, v in items:
                 self._value(k)
                 self._value(v)
         else:
-            items_list = list(value)
-            self._feed(b"L", str(len(items_list)).encode())
-            for item in items_list:
-                self._value(item)
+            self._sequence(list(value))
+
+    def _sequence(self, items: list[KeyValue] | tuple[KeyValue, ...]) -> None:
+        self._feed(b"L", str(len(items)).encode())
+        for item in items:
+            self._value(item)
 
     def add(self, tag: str, value: KeyValue) -> KeyBuilder:
         self._feed(b"T", tag.encode())

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..fileio import sha256_file, size_and_mtime
-from .deps import first_stale
+from ..fileio import read_blocks, sha256_file, size_and_mtime
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = 2  # 2: dependencies recorded from the compiler
@@ -87,7 +86,7 @@ class Manifest:
     def load(cls, directory: Path) -> Manifest | None:
         """The manifest, or None if it is missing, truncated or of another schema."""
         try:
-            raw = json.loads((directory / MANIFEST_NAME).read_text())
+            raw = json.loads(b"".join(read_blocks(directory / MANIFEST_NAME)))  # ASCII JSON
             if not isinstance(raw, dict) or raw.get("schema") != MANIFEST_SCHEMA:
                 return None
             return cls(**raw)
@@ -123,4 +122,8 @@ class Manifest:
 
     def stale_dependency(self) -> str | None:
         """None when every file the build read is unchanged, else which one changed."""
+        if not self.dependencies:  # e.g. inline sources that include only our headers
+            return None
+        from .deps import first_stale
+
         return first_stale(self.dependencies, self.dependencies_since_ns)

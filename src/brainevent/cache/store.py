@@ -1,5 +1,8 @@
 """The published entries of one module: lookup, a build slot (lock + staging), publish.
 
+A cache hit needs only the lookup, here; the build side (the slot, publishing) is in
+publish.py, imported when a build starts.
+
 Layout under the cache root::
 
     v1/<module name>/<key>/            a published entry: artifact, manifest.json, build.log, sources
@@ -16,22 +19,19 @@ corrupt entry is rebuilt under the lock.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
-import shutil
-import socket
-import tempfile
-import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import config
-from ..errors import CacheError
 from ..fileio import atomic_write
 from .key import CacheKey
 from .manifest import MANIFEST_NAME, Manifest
-from .trust import check_root, entry_fix, harden_tree, private_dir, private_file, write_private
+from .trust import check_root, entry_fix, private_dir, private_file
+
+if TYPE_CHECKING:
+    from .publish import BuildSlot
 
 log = logging.getLogger("brainevent.cache")
 
@@ -63,51 +63,12 @@ class CacheEntry:
         return self.directory / self.manifest.artifact
 
 
-class BuildSlot:
-    """A build of ``key`` in progress: its staging directory, or the entry that another
-    process published while this one waited (then ``staging`` is None)."""
-
-    __slots__ = ("existing", "key", "replace", "staging")
-
-    def __init__(
-        self, key: CacheKey, staging: Path | None, existing: CacheEntry | None, replace: bool
-    ) -> None:
-        self.key = key
-        self.staging = staging
-        self.existing = existing
-        self.replace = replace  # force_rebuild: the published entry gives way to this build
-
-
-def _require_writable(directory: Path) -> None:
-    """CacheError unless this process may create files in ``directory`` (hits need no writes)."""
-    if not os.access(directory, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
-        raise _cannot_build_error(directory, "no write permission or a read-only filesystem")
-
-
-def _cannot_build_error(directory: Path, why: str | None) -> CacheError:
-    return CacheError(
-        f"cannot build into the cache directory {directory}: {why}. Modules already cached there "
-        "still load, but this one is not cached yet. Point BRAINEVENT_CACHE_DIR (or build_directory=) "
-        "at a writable directory, or build it once where this cache is writable (`brainevent build`).",
-        path=str(directory),
-    )
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class EntryStore:
     def __init__(self, root: Path, name: str) -> None:
         self.root = root
         self.name = name
-        self.module_dir = root / LAYOUT_VERSION / name
+        self.layout_dir = root / LAYOUT_VERSION
+        self.module_dir = self.layout_dir / name
 
     def entry_dir(self, key: CacheKey) -> Path:
         return self.module_dir / key.short
@@ -117,9 +78,7 @@ class EntryStore:
         False when they do not exist yet. Refuses with a CacheError what others could write."""
         if not check_root(self.root, create=create):
             return False
-        return private_dir(self.root / LAYOUT_VERSION, create=create) and private_dir(
-            self.module_dir, create=create
-        )
+        return private_dir(self.layout_dir, create=create) and private_dir(self.module_dir, create=create)
 
     def lock_path(self, key: CacheKey) -> Path:
         return self.module_dir / f"{key.short}.lock"
@@ -187,142 +146,20 @@ class EntryStore:
             _touch(entry.directory / MANIFEST_NAME)
         return entry
 
-    @contextlib.contextmanager
-    def build_slot(self, key: CacheKey, *, force: bool = False) -> Iterator[BuildSlot]:
-        """Holds the entry's build lock and a fresh staging directory for a build of ``key``.
+    def build_slot(
+        self, key: CacheKey, *, force: bool = False
+    ) -> contextlib.AbstractContextManager[BuildSlot]:
+        """The entry's build lock and a fresh staging directory for a build of ``key``, or the
+        entry another process published meanwhile (see :func:`.publish.build_slot`)."""
+        from .publish import build_slot
 
-        If another process published the entry while this one waited for the lock (and
-        ``force`` is False), the slot carries that entry instead and no staging directory:
-        build nothing. The staging directory is removed on leaving, published or not.
-        """
-        self.prepare(create=True)
-        _require_writable(self.module_dir)  # before the lock file: a read-only cache gets a CacheError
-        with self._locked(key):
-            if not force:
-                entry = self.lookup(key)  # another process may have published meanwhile
-                if entry is not None:
-                    yield BuildSlot(key, None, entry, replace=False)
-                    return
-            self._remove_abandoned_staging(key)
-            try:
-                staging = Path(
-                    tempfile.mkdtemp(prefix=f".staging-{key.short}-{os.getpid()}-", dir=self.module_dir)
-                )
-            except OSError as exc:
-                raise _cannot_build_error(self.module_dir, exc.strerror) from exc
-            try:
-                yield BuildSlot(key, staging, None, replace=force)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
+        return build_slot(self, key, force=force)
 
     def publish(self, slot: BuildSlot, manifest: Manifest) -> CacheEntry:
         """Writes ``manifest`` into the slot's staging directory and moves it into place."""
-        if slot.staging is None:
-            raise ValueError("this build slot holds an entry another process published; nothing to publish")
-        staging, key = slot.staging, slot.key
-        manifest.dump(staging)
-        harden_tree(staging, executable=manifest.artifact)  # whatever the umask
-        manifest.record_artifact(staging)  # rename keeps size and mtime
-        manifest.dump(staging)
-        self._publish(staging, self.entry_dir(key), key, replace=slot.replace)
-        # What was just built is what this process asked for, even if a file it read changed
-        # meanwhile (then the entry records that, and the next load rebuilds).
-        entry = self.lookup(key, check_dependencies=False)
-        if entry is None:
-            raise CacheError(
-                f"the entry just published at {self.entry_dir(key)} does not verify; the cache "
-                "directory may be on a failing or full disk. Clear it with `brainevent cache clear`.",
-                path=str(self.entry_dir(key)),
-            )
-        return CacheEntry(entry.directory, entry.manifest, built_now=True)
+        from .publish import publish
 
-    # -- internals -----------------------------------------------------------------------------
-
-    def _publish(self, staging: Path, final: Path, key: CacheKey, *, replace: bool) -> None:
-        """Move a finished build into place; an intact entry already there always wins.
-
-        Safe without the lock (e.g. a cache on a network filesystem with node-local
-        locks): content addressing makes concurrent builds of one key equivalent, so
-        losing the race only wastes the loser's work.
-        """
-        try:
-            os.rename(staging, final)
-            return
-        except OSError:
-            pass  # the final directory exists
-        if not replace and self.lookup(key) is not None:
-            log.debug("%s was published by another builder; keeping it", final)
-            return
-        # Damaged, incomplete or being force-rebuilt: move it aside, then publish ours.
-        trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=self.module_dir))
-        with contextlib.suppress(FileNotFoundError):
-            os.rename(final, trash / "old")
-        try:
-            os.rename(staging, final)
-        except OSError as exc:
-            log.debug("publish of %s lost a race: %s", final, exc)
-        shutil.rmtree(trash, ignore_errors=True)
-
-    def _remove_abandoned_staging(self, key: CacheKey) -> None:
-        prefix = f".staging-{key.short}-"
-        for child in self.module_dir.iterdir():
-            if not child.name.startswith(prefix):
-                continue
-            pid_text = child.name[len(prefix) :].split("-", 1)[0]
-            if pid_text.isdigit() and not _pid_alive(int(pid_text)):
-                shutil.rmtree(child, ignore_errors=True)
-
-    @contextlib.contextmanager
-    def _locked(self, key: CacheKey) -> Iterator[None]:
-        if not config.USE_LOCKS.get():
-            yield  # correctness rests on content addressing and atomic publish alone
-            return
-        import filelock  # only builds lock
-
-        lock = filelock.FileLock(str(self.lock_path(key)), mode=0o600)
-        owner_path = self.module_dir / f"{key.short}.owner"
-        deadline = time.monotonic() + config.LOCK_TIMEOUT.get()
-        poll = 0.05
-        announced = False
-        while True:
-            try:
-                lock.acquire(timeout=poll)
-                break
-            except filelock.Timeout:
-                holder = _read_owner(owner_path)
-                if not announced or poll >= 2.0:
-                    log.info(
-                        "waiting for the build lock of %s (%s), held by %s",
-                        self.name,
-                        self.lock_path(key),
-                        holder,
-                    )
-                    announced = True
-                if time.monotonic() >= deadline:
-                    raise CacheError(
-                        f"gave up after {config.LOCK_TIMEOUT.get():.0f} s waiting for the build lock "
-                        f"{self.lock_path(key)}, held by {holder}. If that build is stuck, stop it; "
-                        "raise BRAINEVENT_LOCK_TIMEOUT to wait longer.",
-                        lock_path=str(self.lock_path(key)),
-                        holder=holder,
-                    ) from None
-                poll = min(poll * 2, 2.0)
-            except OSError as exc:  # not a Timeout: e.g. a symbolic link planted where the lock goes
-                raise CacheError(
-                    f"cannot take the build lock {self.lock_path(key)}: {exc.strerror or exc}. Remove "
-                    f"that file (`brainevent cache clear {self.name}`) or point BRAINEVENT_CACHE_DIR at "
-                    "a directory only you can write.",
-                    lock_path=str(self.lock_path(key)),
-                ) from None
-        try:
-            with contextlib.suppress(OSError):
-                record = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
-                write_private(owner_path, json.dumps(record).encode())
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                owner_path.unlink()
-            lock.release()
+        return publish(self, slot, manifest)
 
 
 def _plain_name(name: object) -> bool:
@@ -333,14 +170,3 @@ def _plain_name(name: object) -> bool:
 def _touch(path: Path) -> None:
     with contextlib.suppress(OSError):  # a read-only cache still serves hits
         os.utime(path)
-
-
-def _read_owner(path: Path) -> str:
-    try:
-        if not private_file(path):  # never read a planted link (to a FIFO, say)
-            return "another process"
-        data = json.loads(path.read_text())
-        since = time.strftime("%H:%M:%S", time.localtime(float(data["since"])))
-        return f"pid {data['pid']} on {data['host']} since {since}"
-    except (OSError, ValueError, KeyError, TypeError, CacheError):
-        return "another process"

@@ -107,7 +107,7 @@ class BackendTable:
                 "kernel_generator must be callable: kernel_generator(outs=..., **attrs) returns a function "
                 f"of the input arrays; got {type(kernel_generator).__name__}"
             )
-        from ..runtime.module import KernelFunction
+        from ..runtime.kernel_function import KernelFunction
 
         if isinstance(kernel_generator, KernelFunction):
             return self._def_compiled(resolved, kernel_generator, backend=backend, asdefault=asdefault)

@@ -42,7 +42,7 @@ class ModuleFunctionKernel:
     are the function's ``attr.*`` parameters, checked and converted as in the call sugar."""
 
     def __init__(self, function: Any) -> None:
-        from ..runtime.module import KernelFunction
+        from ..runtime.kernel_function import KernelFunction
 
         if not isinstance(function, KernelFunction):
             raise TypeError(

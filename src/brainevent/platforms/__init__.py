@@ -1,6 +1,6 @@
 """The platforms a module can be built for: one module each, registered here by name.
 
-A new platform is a module with a class that follows :class:`~.base.Platform` plus one line
+A new platform is a module with a class that follows :class:`~.protocol.Platform` plus one line
 in ``_REGISTRY``. Platform modules are imported on first use, so naming one costs nothing.
 """
 
@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the platform modules (and what they import) load on first use
-    from .base import Platform
+    from .protocol import Platform
 
 # name -> "module:class", relative to this package.
 _REGISTRY: dict[str, str] = {

@@ -6,12 +6,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..toolchain import find_host_compiler
-from . import base, languages
-from .base import GeneratedSources, PlatformBase
+from . import base
+from .base import PlatformBase
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
     from ..stages.request import LoadOptions, SourceUnit
+    from .steps import GeneratedSources
 
 
 class CpuPlatform(PlatformBase):
@@ -27,14 +28,17 @@ class CpuPlatform(PlatformBase):
         return base.host_key_inputs()
 
     def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
+        # steps.py and languages.py (below) are build-only: a cache hit imports neither.
+        from .steps import library_link_flags, one_call_step, unit_step
+
         cxx = find_host_compiler().command
         if sources.one_call:
             command = self._unit_command(options, sources.kernel_units[0][1])
             link_flags = ("-shared", *self._link_flags(options))
-            ldflags = (*base.library_link_flags(options), *options.extra_ldflags)
-            return [base.one_call_step(sources, command, link_flags, ldflags)]
+            ldflags = (*library_link_flags(options), *options.extra_ldflags)
+            return [one_call_step(sources, command, link_flags, ldflags)]
         steps = [
-            base.unit_step(f"k{i}.o", path, unit, self._unit_command(options, unit))
+            unit_step(f"k{i}.o", path, unit, self._unit_command(options, unit))
             for i, (path, unit) in enumerate(sources.kernel_units)
         ]
         if sources.decoder_source is not None:
@@ -48,7 +52,7 @@ class CpuPlatform(PlatformBase):
             "-o",
             library,
             *objects,
-            *base.library_link_flags(options),
+            *library_link_flags(options),
             *options.extra_ldflags,
         )
         from ..build.step import BuildStep  # build-only: a cache hit never imports it
@@ -57,13 +61,19 @@ class CpuPlatform(PlatformBase):
         return steps
 
     def covered_dirs(self) -> list[str]:
-        return base.toolchain_header_dirs()
+        from .steps import toolchain_header_dirs
+
+        return toolchain_header_dirs()
 
     @staticmethod
     def _link_flags(options: LoadOptions) -> list[str]:
+        from . import languages
+
         return [*languages.HOST_LINK_CHECKS, *languages.openmp_host_flags(options)]
 
     def _unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
+        from . import languages, steps
+
         opt = [f"-O{options.optimization_level}"] + (["-ffast-math"] if options.use_fast_math else [])
         opt += languages.openmp_host_flags(options)
         if languages.is_c_unit(unit):
@@ -72,15 +82,15 @@ class CpuPlatform(PlatformBase):
             compiler, flags = [*find_host_c_compiler().command], list(languages.HOST_COMMON_FLAGS)
             user = languages.c_flags(options.extra_cflags)
         else:
-            compiler, flags = find_host_compiler().command, list(base.HOST_BASE_FLAGS)
+            compiler, flags = find_host_compiler().command, list(languages.HOST_CXX_FLAGS)
             flags += languages.optional_header_flags(options, unit, cuda=False)
             user = languages.cxx_flags(options.extra_cflags)
         return (
             *compiler,
             *flags,
             *opt,
-            *base.user_include_flags(options, unit),
-            *base.library_include_flags(options),
+            *steps.user_include_flags(options, unit),
+            *steps.library_include_flags(options),
             *user,
         )
 

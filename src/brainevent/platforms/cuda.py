@@ -16,10 +16,9 @@ from ..build import BUILD_DIR
 from ..errors import ToolchainError
 from ..toolchain import find_host_compiler
 from . import languages
-from .base import (
+from .base import PlatformBase, host_key_inputs
+from .steps import (
     GeneratedSources,
-    PlatformBase,
-    host_key_inputs,
     library_include_flags,
     library_link_flags,
     one_call_step,

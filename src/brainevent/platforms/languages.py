@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..build import BUILD_DIR
 
@@ -25,6 +25,8 @@ C_STANDARD = "-std=gnu17"  # C17 with the GNU extensions most existing C code as
 # -ffile-prefix-map keeps the (random) staging directory out of debug info and __FILE__,
 # so two clean builds of the same inputs are byte-identical.
 HOST_COMMON_FLAGS = ("-fPIC", "-fvisibility=hidden", f"-ffile-prefix-map={BUILD_DIR}=.")
+# And every host C++ compile (the binding's decoder and the C++ units of CPU modules).
+HOST_CXX_FLAGS = ("-std=c++17", *HOST_COMMON_FLAGS)
 
 # Patterns, compiled by `re` on first use: a cache hit imports this module and matches none.
 _CXX_STD = r"-std=(c|gnu)\+\+\w+"
@@ -112,14 +114,6 @@ def openmp_nvcc_link_flags(options: LoadOptions) -> list[str]:
 # wants symbols resolved at load time adds -Wl,-z,undefs (host) or -Xlinker=-z,undefs (nvcc).
 HOST_LINK_CHECKS = ("-Wl,-z,defs",)
 NVCC_LINK_CHECKS = ("-Xlinker", "-z,defs")
-
-
-def c_compiler_key() -> dict[str, Any]:
-    """The host C compiler's identity, keyed with the C++ compiler's (it builds ``.c`` units)."""
-    from ..toolchain.host import find_host_c_compiler
-
-    cc = find_host_c_compiler()
-    return {"cc": list(cc.command), "cc_identity": cc.identity}
 
 
 def optional_header_flags(options: LoadOptions, unit: SourceUnit, *, cuda: bool) -> list[str]:

@@ -34,19 +34,3 @@ class ArtifactPath(str):
 
     def __repr__(self) -> str:
         return f"ArtifactPath({str.__repr__(self)})"
-
-
-class ArtifactPathField:
-    """A dataclass field that stores whatever path it is given as an :class:`ArtifactPath`."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self._slot = f"_{name}"
-
-    def __get__(self, instance: object, owner: type | None = None) -> ArtifactPath:
-        if instance is None:
-            raise AttributeError("no class-level default")  # dataclass: the field is required
-        value: ArtifactPath = instance.__dict__[self._slot]
-        return value
-
-    def __set__(self, instance: object, value: str | os.PathLike[str]) -> None:
-        instance.__dict__[self._slot] = ArtifactPath(os.fspath(value))

@@ -1,275 +1,19 @@
-"""CompiledModule: what a loader returns, with call sugar over ``jax.ffi.ffi_call``."""
+"""CompiledModule: what a loader returns. Its functions' call sugar (``mod.<func>``, a
+:class:`~.kernel_function.KernelFunction`) loads on first use: a load never needs it."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..errors import KernelCallError, KernelNotAvailableError
-from ..platforms import HOST_PLATFORM, platform_class
-from .artifact_path import ArtifactPathField
+from ..errors import KernelCallError
 
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec
-
-
-def _convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
-    """A NumPy scalar of exactly the declared type, or a KernelCallError naming the attribute."""
-    if dtype == "bfloat16":
-        import ml_dtypes  # shipped with jax
-
-        np_type: Any = ml_dtypes.bfloat16
-    else:
-        np_type = np.dtype(dtype).type  # canonical names are NumPy's
-    kind = np.dtype(np_type).kind
-    if isinstance(value, np.ndarray) and value.ndim != 0:
-        raise KernelCallError(
-            f"{target}: attribute {name!r} must be a scalar {dtype}, got an array of shape {value.shape}",
-            target=target,
-            attribute=name,
-        )
-    if kind in "iu":
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise KernelCallError(
-                f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__}); "
-                "pass an int",
-                target=target,
-                attribute=name,
-            )
-        info = np.iinfo(np_type)
-        if not info.min <= int(value) <= info.max:
-            raise KernelCallError(
-                f"{target}: attribute {name!r} = {value} is out of range for {dtype} "
-                f"[{info.min}, {info.max}]",
-                target=target,
-                attribute=name,
-            )
-        return np_type(int(value))
-    if kind == "b":
-        if not isinstance(value, (bool, np.bool_)):
-            raise KernelCallError(
-                f"{target}: attribute {name!r} expects bool, got {value!r}; pass True or False",
-                target=target,
-                attribute=name,
-            )
-        return np.bool_(value)
-    if dtype in ("float16", "bfloat16"):
-        return _half_bits(target, name, dtype, np_type, value)
-    if kind == "f":
-        _check_real(target, name, dtype, np_type, value)
-        return np_type(value)
-    return _complex_attr(target, name, dtype, value)  # complex64 / complex128: all that is left
-
-
-def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:
-    """A complex value as the float array [re, im] the binding decodes.
-
-    MLIR has no complex scalar attribute, so ``jax.ffi.ffi_call`` cannot pass one.
-    """
-    if not isinstance(value, (int, float, complex, np.number)) or isinstance(value, (bool, np.bool_)):
-        raise KernelCallError(
-            f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__}); "
-            "pass a complex, float or int",
-            target=target,
-            attribute=name,
-        )
-    number = complex(value)
-    part = np.float32 if dtype == "complex64" else np.float64
-    limit = float(np.finfo(part).max)
-    for component in (number.real, number.imag):
-        if np.isfinite(component) and abs(component) > limit:
-            raise KernelCallError(
-                f"{target}: attribute {name!r} = {value} is out of range for {dtype} "
-                f"(each part |x| <= {limit:g})",
-                target=target,
-                attribute=name,
-            )
-    return np.array([number.real, number.imag], dtype=part)
-
-
-def _half_bits(target: str, name: str, dtype: str, np_type: Any, value: Any) -> Any:
-    """A 16-bit float attribute as a NumPy uint16 of its bits: XLA has no 16-bit float
-    attributes, and the binding takes a uint16 as the raw bits (as brainevent 0.2.1 did)."""
-    if isinstance(value, np.uint16):
-        return value  # already the bits
-    _check_real(target, name, dtype, np_type, value)
-    return np.asarray(float(value), dtype=np_type).view(np.uint16)[()]
-
-
-def _check_real(target: str, name: str, dtype: str, np_type: Any, value: Any) -> None:
-    """KernelCallError unless ``value`` is a real number within the range of ``dtype``
-    (infinities and NaN pass)."""
-    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
-        raise KernelCallError(
-            f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__})",
-            target=target,
-            attribute=name,
-        )
-    import ml_dtypes  # shipped with jax; unlike np.finfo, its finfo knows bfloat16
-
-    limit = float(ml_dtypes.finfo(np_type).max)
-    try:
-        out_of_range = bool(np.isfinite(float(value))) and abs(float(value)) > limit
-    except OverflowError:  # an int beyond any float
-        out_of_range = True
-    if out_of_range:
-        raise KernelCallError(
-            f"{target}: attribute {name!r} = {value} is out of range for {dtype} (|x| <= {limit:g})",
-            target=target,
-            attribute=name,
-        )
-
-
-class KernelFunction:
-    """``mod.<func>(*arrays, outs=None, scratch_bytes=None, **attrs)``: calls the FFI target
-    under or outside jit.
-
-    ``outs`` is a ``jax.ShapeDtypeStruct`` (or anything with ``shape`` and ``dtype``)
-    or a sequence of them, one per ``ret``; by default each result takes the shape
-    and dtype of the first input. ``scratch_bytes`` sizes a ``scratch`` parameter: an int,
-    or a callable given the input arrays (their shapes and dtypes) that returns one.
-    Hashable by identity, so ``jax.jit(mod.func)`` works.
-    (A plain class, as is CompiledModule: a cache hit imports this module, and creating a
-    dataclass costs far more.)
-    """
-
-    def __init__(
-        self,
-        target: str,
-        spec: FunctionSpec,
-        vmap_method: str | None = None,
-        platform: str = HOST_PLATFORM,  # a name in brainevent.platforms: it checks the inputs
-        # Why the module's targets were not registered in this process (recorded at load
-        # time); a call then fails here, naming the reason, instead of in XLA with "No FFI handler".
-        unregistered: str | None = None,
-        module: str = "",
-    ) -> None:
-        self.target, self.spec, self.vmap_method = target, spec, vmap_method
-        self.platform, self.unregistered, self.module = platform, unregistered, module
-
-    def __repr__(self) -> str:
-        return f"KernelFunction(target={self.target!r}, spec={self.spec!r}, platform={self.platform!r})"
-
-    def __call__(self, *arrays: Any, outs: Any = None, scratch_bytes: Any = None, **attrs: Any) -> Any:
-        import jax
-
-        if self.unregistered is not None:
-            raise self._not_registered_error()
-        spec = self.spec
-        self.check_arity(len(arrays))
-        converted = self.converted_attrs(attrs)
-        platform_class(self.platform).check_inputs(self.target, arrays)
-        result_specs = self._result_specs(arrays, outs)
-        single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
-        if spec.scratch or scratch_bytes is not None:
-            return self._call_with_scratch(arrays, converted, result_specs, single, scratch_bytes)
-        call = jax.ffi.ffi_call(
-            self.target,
-            result_specs[0] if single else result_specs,
-            vmap_method=self.vmap_method,
-        )
-        return call(*arrays, **converted)
-
-    def _call_with_scratch(
-        self,
-        arrays: Sequence[Any],
-        attrs: dict[str, Any],
-        results: list[Any],
-        single: bool,
-        scratch_bytes: Any,
-    ) -> Any:
-        """The scratch buffer is one more result (uint8, after the ``ret`` ones) that XLA
-        allocates per call; it is dropped from what the caller gets back."""
-        import jax
-
-        from .scratch import scratch_result
-
-        results = [*results, scratch_result(self.target, self.spec, arrays, scratch_bytes)]
-        call = jax.ffi.ffi_call(self.target, results, vmap_method=self.vmap_method)
-        out = call(*arrays, **attrs)[: len(self.spec.rets)]
-        return out[0] if single else out
-
-    def _not_registered_error(self) -> KernelNotAvailableError:
-        kind, fix = platform_class(self.platform).unregistered_help()
-        return KernelNotAvailableError(
-            f"{self.target}: module {self.module!r} was built for {kind} but not registered with JAX "
-            f"in this process, so it cannot be called: {self.unregistered}. {fix}",
-            target=self.target,
-            module=self.module,
-            platform=self.platform,
-            reason=self.unregistered,
-        )
-
-    def check_arity(self, n_inputs: int, n_outputs: int | None = None) -> None:
-        """KernelCallError unless the call passes as many inputs (and outputs) as the spec."""
-        spec = self.spec
-        if n_inputs != len(spec.args):
-            raise KernelCallError(
-                f"{self.target}: expected {len(spec.args)} input array(s) ({' '.join(spec.tokens())}), "
-                f"got {n_inputs}",
-                target=self.target,
-            )
-        if n_outputs is not None and n_outputs != len(spec.rets):
-            raise KernelCallError(
-                f"{self.target}: expected {len(spec.rets)} result spec(s) (one per 'ret'), got {n_outputs}",
-                target=self.target,
-            )
-
-    def converted_attrs(self, attrs: Mapping[str, Any]) -> dict[str, Any]:
-        """The attributes as NumPy scalars of their declared types; KernelCallError naming
-        any unknown, missing or out-of-range one."""
-        declared = {p.name: p.dtype for p in self.spec.attrs}
-        unknown = sorted(set(attrs) - set(declared))
-        if unknown:
-            raise KernelCallError(
-                f"{self.target}: unexpected attribute(s) {unknown}; it takes "
-                f"{sorted(declared) or 'no attributes'}",
-                target=self.target,
-            )
-        missing = sorted(set(declared) - set(attrs))
-        if missing:
-            raise KernelCallError(
-                f"{self.target}: missing attribute(s) {missing}; pass them as keywords",
-                target=self.target,
-            )
-        return {
-            name: _convert_attr(self.target, name, dtype or "float64", attrs[name])
-            for name, dtype in declared.items()
-        }
-
-    def _result_specs(self, arrays: Sequence[Any], outs: Any) -> list[Any]:
-        import jax
-
-        n = len(self.spec.rets)
-        if outs is None:
-            if not arrays:
-                raise KernelCallError(
-                    f"{self.target}: has no inputs to take result shapes from; "
-                    "pass outs=jax.ShapeDtypeStruct(...)",
-                    target=self.target,
-                )
-            first = arrays[0]
-            return [jax.ShapeDtypeStruct(np.shape(first), first.dtype) for _ in range(n)]
-        items = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-        if len(items) != n:
-            raise KernelCallError(
-                f"{self.target}: expected {n} result spec(s) in outs= (one per 'ret'), got {len(items)}",
-                target=self.target,
-            )
-        specs = []
-        for item in items:
-            if not (hasattr(item, "shape") and hasattr(item, "dtype")):
-                raise KernelCallError(
-                    f"{self.target}: outs= entries need .shape and .dtype (use jax.ShapeDtypeStruct), "
-                    f"got {item!r}",
-                    target=self.target,
-                )
-            specs.append(jax.ShapeDtypeStruct(item.shape, item.dtype))
-        return specs
+    from .artifact_path import ArtifactPath
+    from .kernel_function import KernelFunction
 
 
 class CompiledModule:
@@ -279,8 +23,6 @@ class CompiledModule:
     :class:`ArtifactPath`); ``functions`` maps each entry point to its
     :class:`FunctionSpec`; ``targets`` maps it to its FFI target name.
     """
-
-    path = ArtifactPathField()
 
     def __init__(
         self,
@@ -297,7 +39,7 @@ class CompiledModule:
     ) -> None:
         self.name, self.platform, self.functions, self.targets = name, platform, functions, targets
         self.registered, self.built_now, self.cache_dir = registered, built_now, cache_dir
-        self.path = path  # the field stores an ArtifactPath
+        self._path: str = os.fspath(path)  # an ArtifactPath once `path` has been read
         self.unregistered_reason = unregistered_reason
         self._calls: dict[str, KernelFunction] = {}
 
@@ -326,6 +68,18 @@ class CompiledModule:
             f"cache_dir={self.cache_dir!r}, path={self.path!r}, "
             f"unregistered_reason={self.unregistered_reason!r})"
         )
+
+    @property
+    def path(self) -> ArtifactPath:
+        from .artifact_path import ArtifactPath  # on first use: a load itself never reads the path
+
+        if not isinstance(self._path, ArtifactPath):
+            self._path = ArtifactPath(self._path)
+        return self._path
+
+    @path.setter
+    def path(self, value: str | os.PathLike[str]) -> None:
+        self._path = os.fspath(value)
 
     @property
     def function_names(self) -> list[str]:
@@ -371,6 +125,8 @@ class CompiledModule:
         if item in functions:
             calls = self.__dict__["_calls"]
             if item not in calls:
+                from .kernel_function import KernelFunction
+
                 calls[item] = KernelFunction(
                     self.targets[item],
                     functions[item],

@@ -7,7 +7,7 @@ are exported for tools and tests. They load on first use: a cache hit needs only
 
 from __future__ import annotations
 
-from ..lazy_exports import lazy_getattr
+from typing import Any
 
 _EXPORTS = {
     "Annotation": "annotations",
@@ -33,7 +33,10 @@ _EXPORTS = {
 }
 
 
-__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
+def __getattr__(name: str) -> Any:
+    from ..lazy_exports import load_export
+
+    return load_export(__name__, _EXPORTS, globals(), name)
 
 
 __all__ = sorted(_EXPORTS)

@@ -5,26 +5,36 @@ with its role (input tensor, output tensor, stream, scalar attribute, scratch me
 the code generator consumes and what ``CompiledModule`` exposes.
 """
 
-from typing import NamedTuple
+from __future__ import annotations
 
+from ..records import Record
 from ..vocabulary import SCALAR_TYPES, Role
 
 __all__ = ["SCALAR_TYPES", "FunctionSpec", "Param", "Role"]
 
 
-# NamedTuples, not dataclasses: a cache hit reads specs back from the manifest, and creating
-# a dataclass at import costs far more. No `from __future__ import annotations` either: a
-# NamedTuple compiles each string annotation of its fields, which costs more than evaluating it.
+# Records (brainevent.records), not NamedTuples or dataclasses: a cache hit reads specs back
+# from the manifest, and creating one of those classes at import costs ten times as much.
 
 
-class Param(NamedTuple):
+class Param(Record):
     """One C++ parameter of an entry point."""
 
-    role: Role
-    name: str  # the C++ parameter name (for attrs: the attribute name seen from Python)
-    dtype: str | None = None  # canonical scalar type, attrs only
-    cxx_type: str = ""  # the C++ type as written, normalised to single spaces
-    scratch_bytes: int | None = None  # scratch only: the size `scratch:<bytes>` gave, if any
+    __slots__ = _fields = ("role", "name", "dtype", "cxx_type", "scratch_bytes")
+
+    def __init__(
+        self,
+        role: Role,
+        name: str,
+        dtype: str | None = None,
+        cxx_type: str = "",
+        scratch_bytes: int | None = None,
+    ) -> None:
+        self.role = role
+        self.name = name  # the C++ parameter name (for attrs: the attribute name seen from Python)
+        self.dtype = dtype  # canonical scalar type, attrs only
+        self.cxx_type = cxx_type  # the C++ type as written, normalised to single spaces
+        self.scratch_bytes = scratch_bytes  # scratch only: the size `scratch:<bytes>` gave, if any
 
     def token(self) -> str:
         if self.role is Role.ATTR:
@@ -34,14 +44,19 @@ class Param(NamedTuple):
         return self.role.value
 
 
-class FunctionSpec(NamedTuple):
+class FunctionSpec(Record):
     """A checked entry point: its name, parameters and where it is defined."""
 
-    name: str
-    params: tuple[Param, ...]
-    source_file: str = ""  # virtual or real file name where the function is defined
-    line: int = 0  # 1-based line of the definition
-    scope: str = ""  # enclosing namespaces, e.g. "ops"; the entry is called as ::ops::name
+    __slots__ = _fields = ("name", "params", "source_file", "line", "scope")
+
+    def __init__(
+        self, name: str, params: tuple[Param, ...], source_file: str = "", line: int = 0, scope: str = ""
+    ) -> None:
+        self.name = name
+        self.params = params
+        self.source_file = source_file  # virtual or real file name where the function is defined
+        self.line = line  # 1-based line of the definition
+        self.scope = scope  # enclosing namespaces, e.g. "ops"; the entry is called as ::ops::name
 
     @property
     def qualified_name(self) -> str:

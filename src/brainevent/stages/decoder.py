@@ -9,7 +9,7 @@ compiler call. Layout under the cache root::
     v1/.decoder/objects/<key>.o          the object (".decoder" can never be a module name)
     v1/.decoder/objects/<key>.deps.json  its (empty) dependency record
 
-The key covers the compile command, the decoder's source and :func:`platforms.base.decoder_salt`
+The key covers the compile command, the decoder's source and :func:`platforms.steps.decoder_salt`
 (host compiler identity, XLA's C API, brainevent's version, binding schema and headers), so
 a new compiler or package version builds a new decoder. Publishing is an atomic rename of
 a private file (cache/objects.py): two first builds racing both compile it and one wins,
@@ -58,7 +58,7 @@ def prepare_decoder(staging: Path, request: LoadRequest) -> tuple[str | None, De
 
     Returns (the decoder source for GeneratedSources, None when the object was fetched; the plan).
     """
-    from ..platforms.base import GeneratedSources, decoder_salt
+    from ..platforms.steps import GeneratedSources, decoder_salt
 
     platform = request.platform
     (staging / DECODER_SOURCE).write_text(render_decoder(target=platform.binding_target))

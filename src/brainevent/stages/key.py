@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .._version import BINDING_SCHEMA, __version__
 from ..cache.key import CacheKey, KeyBuilder
 from ..errors import ToolchainError
+from ..fileio import read_blocks
 from ..headers import INCLUDE_DIR
 
 if TYPE_CHECKING:
@@ -30,22 +31,29 @@ class ModuleKey:
     other records of the cache-hit path (docs/architecture.md says why).
     """
 
-    __slots__ = ("exact", "keyed_without_toolchain", "portable", "record", "toolchain_error")
+    __slots__ = ("_portable", "exact", "keyed_without_toolchain", "record", "toolchain_error")
 
     def __init__(
         self,
-        portable: CacheKey,
+        portable: CacheKey | Callable[[], CacheKey],  # or how to compute it, when first asked
         exact: CacheKey | None,
         record: Mapping[str, Any],
         toolchain_error: ToolchainError | None = None,
         keyed_without_toolchain: Mapping[str, Any] | None = None,
     ) -> None:
-        self.portable = portable
+        self._portable = portable
         self.exact = exact
         self.record = record  # the keyed inputs, as the manifest records them
         self.toolchain_error = toolchain_error
         # The keyed inputs before the toolchain's identity: what a bundled build is checked against.
         self.keyed_without_toolchain: Mapping[str, Any] = keyed_without_toolchain or {}
+
+    @property
+    def portable(self) -> CacheKey:
+        """Hashed on first use: a hit in a cache with a toolchain at hand never asks for it."""
+        if not isinstance(self._portable, CacheKey):
+            self._portable = self._portable()
+        return self._portable
 
 
 def derive_key(request: LoadRequest) -> ModuleKey:
@@ -66,12 +74,16 @@ def derive_key(request: LoadRequest) -> ModuleKey:
     if options.extra_libraries:  # absent otherwise, so keys of modules without libraries stay as they were
         record["extra_libraries"] = list(options.extra_libraries)
     units = _unit_key(request.units)
-    portable = (
-        KeyBuilder(platform.name + "-portable")
-        .add("record", dict(record, **platform.portable_inputs(options)))
-        .add("units", units)
-        .finish()
-    )
+    portable_inputs = dict(record, **platform.portable_inputs(options))
+
+    def portable() -> CacheKey:
+        return (
+            KeyBuilder(platform.name + "-portable")
+            .add("record", portable_inputs)
+            .add("units", units)
+            .finish()
+        )
+
     portable_record = dict(record)
     try:
         record.update(platform.key_inputs(options))
@@ -93,13 +105,15 @@ def _library_inputs(names: Sequence[str]) -> dict[str, Any]:
 
 @cache
 def package_headers_digest() -> str:
-    # os.scandir and open rather than Path.glob and read_bytes: the first cache hit of a
-    # process computes this, and pathlib's overhead was most of its cost.
+    # os.scandir and read_blocks rather than Path.glob and read_bytes: the first cache hit of a
+    # process computes this, and pathlib's and file objects' overhead was most of its cost.
     digest = hashlib.sha256()
     directory = os.path.join(INCLUDE_DIR, "brainevent")
     for name in sorted(e.name for e in os.scandir(directory) if e.name.endswith(".h") and e.name[0] != "."):
-        with open(os.path.join(directory, name), "rb") as file:
-            digest.update(name.encode() + b"\0" + file.read() + b"\0")
+        digest.update(name.encode() + b"\0")
+        for block in read_blocks(os.path.join(directory, name)):
+            digest.update(block)
+        digest.update(b"\0")
     return digest.hexdigest()
 
 

@@ -5,15 +5,16 @@ and ask the platform for the compile and link steps."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..build.step import BuildStep
-from ..platforms.base import GeneratedSources
+from ..errors import SpecError
+from ..platforms.steps import GeneratedSources
 from ..spec.model import FunctionSpec
 from .decoder import DECODER_OBJECT, DecoderPlan, prepare_decoder
-from .request import LoadRequest, SourceUnit, refuse_c_entry_points
+from .request import LoadRequest, SourceUnit
 
 
 class BuildPlan(NamedTuple):
@@ -66,3 +67,32 @@ def _assign_functions(units: Sequence[SourceUnit], specs: Sequence[FunctionSpec]
     for spec in specs:
         by_unit[index[spec.source_file]].append(spec)
     return by_unit
+
+
+_ANNOTATION = r"//\s*@BE\s+([A-Za-z_]\w*)"  # compiled by `re` on first use
+
+
+def refuse_c_entry_points(units: Sequence[SourceUnit], functions: Any) -> None:
+    """An entry point in a .c unit cannot be compiled there (see request.refuse_c_only): refused
+    before the C++ reader sees the file, by its annotation or by a requested name that only a
+    C file defines."""
+    c_units = [u for u in units if u.suffix == ".c"]
+    if not c_units:
+        return
+    cxx_text = "\n".join(u.text for u in units if u.suffix != ".c")
+    requested = [str(f) for f in functions] if isinstance(functions, (Mapping, list, tuple)) else []
+    for unit in c_units:
+        names = re.findall(_ANNOTATION, unit.text)
+        names += [n for n in requested if _defines(unit.text, n) and not _defines(cxx_text, n)]
+        if names:
+            raise SpecError(
+                f"function {names[0]!r} is an entry point but {unit.display_name} is compiled as C, "
+                "and entry points take BE::Tensor, a C++ type. Put the entry point in a .cpp file "
+                'of the same module and let it call the C function (declared extern "C").',
+                value=names[0],
+                function=names[0],
+            )
+
+
+def _defines(text: str, name: str) -> bool:
+    return re.search(rf"\b{re.escape(name)}\s*\(", text) is not None

@@ -22,6 +22,7 @@ def register(artifact: Artifact, request: LoadRequest) -> CompiledModule:
     JAX cannot run the platform (then built, not registered, with a logged reason)."""
     options, platform = request.options, request.platform
     functions = artifact.functions()
+    path = artifact.library
     prefix = options.target_prefix or options.name
     targets = {name: f"{prefix}.{name}" for name in functions}
     registered = False
@@ -35,12 +36,12 @@ def register(artifact: Artifact, request: LoadRequest) -> CompiledModule:
 
                 prepare_openmp_runtime()  # before dlopen: libgomp reads its environment once
             try:
-                library = ctypes.CDLL(str(artifact.library), mode=ctypes.RTLD_LOCAL)
+                library = ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
             except OSError as exc:
                 raise LoadError(
-                    f"cannot load {artifact.library}: {exc}. Rebuild it with force_rebuild=True; if "
+                    f"cannot load {path}: {exc}. Rebuild it with force_rebuild=True; if "
                     "that fails too, the toolchain produced a library this process cannot load.",
-                    path=str(artifact.library),
+                    path=str(path),
                 ) from exc
             register_targets(
                 targets,
@@ -56,7 +57,7 @@ def register(artifact: Artifact, request: LoadRequest) -> CompiledModule:
             log.warning("module %s was built but not registered: %s", options.name, reason)
     return CompiledModule(
         name=options.name,
-        path=artifact.library,
+        path=path,
         platform=platform.name,
         functions=functions,
         targets=targets,

@@ -2,26 +2,26 @@
 checked options and the platform.
 
 Every option is checked here, once, when the request is made; the later stages trust it.
-The values are NamedTuples rather than dataclasses: a cache hit imports this module, and
-creating a dataclass costs a few tenths of a millisecond each. For the same reason this module
-has no ``from __future__ import annotations``: NamedTuple compiles every string annotation
-of its fields, which costs more than evaluating them (only names known to type checkers alone
-are quoted).
+The values are records (``brainevent.records``: plain classes with ``__slots__``) rather
+than NamedTuples or dataclasses: a cache hit imports this module, and creating one of those
+classes costs ten times as much.
 """
+
+from __future__ import annotations
 
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
-from ..spec.names import is_string_list
+from ..records import Record
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from ..platforms.base import Platform
+    from ..platforms.protocol import Platform
 
     # The raw ``functions`` argument of a loader: a {name: tokens} mapping, a list of names,
     # or None (annotations decide). It is read only on a cache miss (spec/resolve.py).
@@ -37,42 +37,92 @@ def _is_module_name(value: str) -> bool:
     return all(word and word.replace("_", "a").isalnum() for word in words)
 
 
-class SourceUnit(NamedTuple):
+class SourceUnit(Record):
     """One translation unit: inline text (``directory`` None) or a file's contents."""
 
-    display_name: str  # what diagnostics and __FILE__ show: "<name>.cpp" or the file's path
-    text: str
-    directory: Path | None
-    suffix: str  # ".cpp", ".cu" or ".c": decides the compiler and the language
+    __slots__ = _fields = ("display_name", "text", "directory", "suffix")
+
+    def __init__(self, display_name: str, text: str, directory: Path | None, suffix: str) -> None:
+        self.display_name = display_name  # what diagnostics and __FILE__ show: "<name>.cpp" or a path
+        self.text = text
+        self.directory = directory
+        self.suffix = suffix  # ".cpp", ".cu" or ".c": decides the compiler and the language
 
 
-class LoadOptions(NamedTuple):
+class LoadOptions(Record):
     """The loaders' keyword options, checked. Build them with :func:`make_options`."""
 
-    name: str
-    extra_cflags: tuple[str, ...] = ()
-    extra_ldflags: tuple[str, ...] = ()
-    extra_include_paths: tuple[str, ...] = ()
-    build_directory: str | None = None
-    verbose: bool = False
-    force_rebuild: bool = False
-    auto_register: bool = True
-    target_prefix: str | None = None
-    optimization_level: int = 3
-    use_fast_math: bool = False
-    ninja_workers: int | None = None
-    allow_cuda_graph: bool = True
-    replace: bool = False  # let this module take over targets another module registered
-    # NVIDIA libraries to compile and link against, found by cuda-pathfinder (toolchain/nvidia_libs.py)
-    extra_libraries: tuple[str, ...] = ()
-    openmp: bool = False  # compile and link with the host compiler's OpenMP (see openmp_options)
+    __slots__ = _fields = (
+        "name",
+        "extra_cflags",
+        "extra_ldflags",
+        "extra_include_paths",
+        "build_directory",
+        "verbose",
+        "force_rebuild",
+        "auto_register",
+        "target_prefix",
+        "optimization_level",
+        "use_fast_math",
+        "ninja_workers",
+        "allow_cuda_graph",
+        "replace",
+        "extra_libraries",
+        "openmp",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        extra_cflags: tuple[str, ...] = (),
+        extra_ldflags: tuple[str, ...] = (),
+        extra_include_paths: tuple[str, ...] = (),
+        build_directory: str | None = None,
+        verbose: bool = False,
+        force_rebuild: bool = False,
+        auto_register: bool = True,
+        target_prefix: str | None = None,
+        optimization_level: int = 3,
+        use_fast_math: bool = False,
+        ninja_workers: int | None = None,
+        allow_cuda_graph: bool = True,
+        replace: bool = False,
+        extra_libraries: tuple[str, ...] = (),
+        openmp: bool = False,
+    ) -> None:
+        self.name = name
+        self.extra_cflags = extra_cflags
+        self.extra_ldflags = extra_ldflags
+        self.extra_include_paths = extra_include_paths
+        self.build_directory = build_directory
+        self.verbose = verbose
+        self.force_rebuild = force_rebuild
+        self.auto_register = auto_register
+        self.target_prefix = target_prefix
+        self.optimization_level = optimization_level
+        self.use_fast_math = use_fast_math
+        self.ninja_workers = ninja_workers
+        self.allow_cuda_graph = allow_cuda_graph
+        self.replace = replace  # let this module take over targets another module registered
+        # NVIDIA libraries to compile and link against, found by cuda-pathfinder (toolchain/nvidia_libs.py)
+        self.extra_libraries = extra_libraries
+        self.openmp = openmp  # compile and link with the host compiler's OpenMP (see openmp_options)
 
 
-class LoadRequest(NamedTuple):
-    units: tuple[SourceUnit, ...]
-    functions: "FunctionsArgument"
-    options: LoadOptions
-    platform: "Platform"
+class LoadRequest(Record):
+    __slots__ = _fields = ("units", "functions", "options", "platform")
+
+    def __init__(
+        self,
+        units: tuple[SourceUnit, ...],
+        functions: FunctionsArgument,
+        options: LoadOptions,
+        platform: Platform,
+    ) -> None:
+        self.units = units
+        self.functions = functions
+        self.options = options
+        self.platform = platform
 
 
 _FLAG_OPTIONS = ("extra_cflags", "extra_ldflags", "extra_include_paths")
@@ -115,7 +165,7 @@ def openmp_options(options: LoadOptions) -> LoadOptions:
     found = [f for f in (*options.extra_cflags, *options.extra_ldflags) if f in _OPENMP_FLAGS]
     if not found:
         return options
-    return options._replace(
+    return options.copy_with(
         openmp=True,
         extra_cflags=tuple(f for f in options.extra_cflags if f not in _OPENMP_FLAGS),
         extra_ldflags=tuple(f for f in options.extra_ldflags if f not in _OPENMP_FLAGS),
@@ -147,6 +197,8 @@ def as_flags(value: Any, label: str) -> tuple[str, ...]:
     """A list of flags as a tuple; a bare string is refused (it would split into characters)."""
     if value is None:
         return ()
+    from ..spec.names import is_string_list  # only when flags are given: most loads pass none
+
     if not is_string_list(value):
         raise SpecError(f'{label}={value!r} must be a list of strings, e.g. ["-DFOO=1"].', value=value)
     for flag in value:
@@ -262,35 +314,6 @@ def refuse_c_only(units: Sequence[SourceUnit], caller: str) -> None:
             "load_cpp_file([c_file, cpp_file]).",
             value=names,
         )
-
-
-_ANNOTATION = r"//\s*@BE\s+([A-Za-z_]\w*)"  # compiled by `re` on first use (a build path)
-
-
-def refuse_c_entry_points(units: Sequence[SourceUnit], functions: Any) -> None:
-    """An entry point in a .c unit cannot be compiled there (see refuse_c_only): refused
-    before the C++ reader sees the file, by its annotation or by a requested name that only a
-    C file defines."""
-    c_units = [u for u in units if u.suffix == ".c"]
-    if not c_units:
-        return
-    cxx_text = "\n".join(u.text for u in units if u.suffix != ".c")
-    requested = [str(f) for f in functions] if isinstance(functions, (Mapping, list, tuple)) else []
-    for unit in c_units:
-        names = re.findall(_ANNOTATION, unit.text)
-        names += [n for n in requested if _defines(unit.text, n) and not _defines(cxx_text, n)]
-        if names:
-            raise SpecError(
-                f"function {names[0]!r} is an entry point but {unit.display_name} is compiled as C, "
-                "and entry points take BE::Tensor, a C++ type. Put the entry point in a .cpp file "
-                'of the same module and let it call the C function (declared extern "C").',
-                value=names[0],
-                function=names[0],
-            )
-
-
-def _defines(text: str, name: str) -> bool:
-    return re.search(rf"\b{re.escape(name)}\s*\(", text) is not None
 
 
 def name_from_path(path: Path) -> str:

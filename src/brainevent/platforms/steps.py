@@ -1,0 +1,149 @@
+"""The pieces every platform builds its compile and link steps from: the generated sources,
+the host compiler's decoder and unit steps, include and library flags, and what the shared
+decoder object is keyed with. Only a build imports this module."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..headers import INCLUDE_DIR
+from ..toolchain import find_host_compiler, xla_include_dir
+from ..toolchain.host import system_include_dirs
+from .base import host_key_inputs
+
+if TYPE_CHECKING:
+    from ..build.step import BuildStep
+    from ..stages.request import LoadOptions, SourceUnit
+    from .protocol import Platform
+
+
+class GeneratedSources:
+    """What the plan stage wrote for a platform to compile (paths relative to the build directory).
+
+    Each kernel unit carries its entry points' trampolines and FFI handlers. The call-frame
+    decoder is shared by every module of a toolchain (stages/decoder.py): it is either
+    already in the build directory as ``decoder`` (fetched from the cache), or ``decoder_source``
+    names its translation unit, to compile into ``decoder`` in this build.
+    """
+
+    __slots__ = ("decoder", "decoder_source", "kernel_units", "library")
+
+    def __init__(
+        self,
+        kernel_units: tuple[tuple[str, SourceUnit], ...],
+        decoder: str,
+        decoder_source: str | None,
+        library: str,
+    ) -> None:
+        self.kernel_units = kernel_units  # (generated unit, the user's unit it wraps)
+        self.decoder = decoder  # the decoder object every link takes
+        self.decoder_source = decoder_source  # None: `decoder` is in place already
+        self.library = library  # the file the link writes
+
+    @property
+    def one_call(self) -> bool:
+        """One source file and the decoder at hand: compile and link in one compiler call."""
+        return len(self.kernel_units) == 1 and self.decoder_source is None
+
+
+DECODER_OPT = "-O2"
+
+
+def host_decoder_step(cxx: Sequence[str], source: str, output: str) -> BuildStep:
+    """The decoder unit, compiled by the host compiler against XLA's C API header."""
+    from ..build.step import BuildStep  # build-only: a cache hit never imports it
+    from .languages import HOST_CXX_FLAGS
+
+    return BuildStep(
+        output=output,
+        inputs=(source,),
+        command=(*cxx, *HOST_CXX_FLAGS, DECODER_OPT, *binding_include_flags(), "-c", source, "-o", output),
+        description="FFI decoder (built once per toolchain)",
+    )
+
+
+def binding_include_flags() -> tuple[str, ...]:
+    """Our headers and XLA's C API header (-isystem: its warnings are not the user's)."""
+    return ("-I", str(INCLUDE_DIR), "-isystem", str(xla_include_dir()))
+
+
+def decoder_salt(platform: Platform) -> dict[str, Any]:
+    """What a decoder object depends on beyond its command and source: the host compiler,
+    XLA's C API and our headers (the object cache keys it with these)."""
+    from .._version import BINDING_SCHEMA, __version__
+    from ..stages.key import package_headers_digest
+
+    return {
+        **host_key_inputs(),
+        "package": __version__,
+        "binding_schema": BINDING_SCHEMA,
+        "package_headers": package_headers_digest(),
+        "platform": platform.name,
+    }
+
+
+def depfile_flags(obj: str) -> tuple[str, ...]:
+    """The compiler lists every file its preprocessor opened: the cache records them."""
+    return ("-MD", "-MF", f"{obj}.d")
+
+
+def unit_step(obj: str, path: str, unit: SourceUnit, command: Sequence[str], **extra: Any) -> BuildStep:
+    """Compile one kernel unit with ``command`` (everything but the output and depfile flags)."""
+    from ..build.step import BuildStep
+
+    full = (*command, *depfile_flags(obj), "-c", path, "-o", obj)
+    return BuildStep(obj, (path,), full, unit.display_name, depfile=f"{obj}.d", **extra)
+
+
+def one_call_step(
+    sources: GeneratedSources,
+    command: Sequence[str],
+    link_flags: Sequence[str],
+    ldflags: Sequence[str],
+    **extra: Any,
+) -> BuildStep:
+    """Compile the only kernel unit and link it with the decoder, in one compiler call.
+
+    ``command`` is the unit's compile command without ``-c``; ``link_flags`` are the link's own
+    (``-shared``); ``ldflags`` the user's, after the inputs, where libraries must come.
+    """
+    from ..build.step import BuildStep
+
+    (path, unit), library = sources.kernel_units[0], sources.library
+    full = (*command, *depfile_flags("k0"), *link_flags, path, sources.decoder, "-o", library, *ldflags)
+    return BuildStep(library, (path, sources.decoder), full, unit.display_name, depfile="k0.d", **extra)
+
+
+def toolchain_header_dirs() -> list[str]:
+    """Header directories the key already identifies: ours, XLA's and the host compiler's."""
+    dirs = [str(INCLUDE_DIR), str(xla_include_dir()), *system_include_dirs(find_host_compiler())]
+    return [os.path.realpath(d) for d in dirs]
+
+
+def user_include_flags(options: LoadOptions, unit: SourceUnit) -> list[str]:
+    flags = list(binding_include_flags())  # the appended handlers include XLA's c_api.h
+    if unit.directory is not None:  # a file's own directory, as if compiled in place
+        flags += ["-iquote", str(unit.directory)]
+    for path in options.extra_include_paths:
+        flags += ["-I", path]
+    return flags
+
+
+def library_include_flags(options: LoadOptions) -> list[str]:
+    """``-isystem`` for the headers of the NVIDIA libraries in ``extra_libraries``."""
+    if not options.extra_libraries:
+        return []
+    from ..toolchain.nvidia_libs import include_flags
+
+    return include_flags(options.extra_libraries)
+
+
+def library_link_flags(options: LoadOptions, *, nvcc: bool = False) -> list[str]:
+    """The NVIDIA libraries in ``extra_libraries``, by full path, with their runtime paths."""
+    if not options.extra_libraries:
+        return []
+    from ..toolchain.nvidia_libs import link_flags
+
+    return link_flags(options.extra_libraries, nvcc=nvcc)

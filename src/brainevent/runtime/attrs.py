@@ -1,0 +1,117 @@
+"""Attribute values as the binding takes them: a call's Python scalars become NumPy scalars of
+the declared types, checked for kind and range, so that XLA never sees a wrong scalar type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import KernelCallError
+
+
+def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
+    """A NumPy scalar of exactly the declared type, or a KernelCallError naming the attribute."""
+    if dtype == "bfloat16":
+        import ml_dtypes  # shipped with jax
+
+        np_type: Any = ml_dtypes.bfloat16
+    else:
+        np_type = np.dtype(dtype).type  # canonical names are NumPy's
+    kind = np.dtype(np_type).kind
+    if isinstance(value, np.ndarray) and value.ndim != 0:
+        raise KernelCallError(
+            f"{target}: attribute {name!r} must be a scalar {dtype}, got an array of shape {value.shape}",
+            target=target,
+            attribute=name,
+        )
+    if kind in "iu":
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise KernelCallError(
+                f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__}); "
+                "pass an int",
+                target=target,
+                attribute=name,
+            )
+        info = np.iinfo(np_type)
+        if not info.min <= int(value) <= info.max:
+            raise KernelCallError(
+                f"{target}: attribute {name!r} = {value} is out of range for {dtype} "
+                f"[{info.min}, {info.max}]",
+                target=target,
+                attribute=name,
+            )
+        return np_type(int(value))
+    if kind == "b":
+        if not isinstance(value, (bool, np.bool_)):
+            raise KernelCallError(
+                f"{target}: attribute {name!r} expects bool, got {value!r}; pass True or False",
+                target=target,
+                attribute=name,
+            )
+        return np.bool_(value)
+    if dtype in ("float16", "bfloat16"):
+        return _half_bits(target, name, dtype, np_type, value)
+    if kind == "f":
+        _check_real(target, name, dtype, np_type, value)
+        return np_type(value)
+    return _complex_attr(target, name, dtype, value)  # complex64 / complex128: all that is left
+
+
+def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:
+    """A complex value as the float array [re, im] the binding decodes.
+
+    MLIR has no complex scalar attribute, so ``jax.ffi.ffi_call`` cannot pass one.
+    """
+    if not isinstance(value, (int, float, complex, np.number)) or isinstance(value, (bool, np.bool_)):
+        raise KernelCallError(
+            f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__}); "
+            "pass a complex, float or int",
+            target=target,
+            attribute=name,
+        )
+    number = complex(value)
+    part = np.float32 if dtype == "complex64" else np.float64
+    limit = float(np.finfo(part).max)
+    for component in (number.real, number.imag):
+        if np.isfinite(component) and abs(component) > limit:
+            raise KernelCallError(
+                f"{target}: attribute {name!r} = {value} is out of range for {dtype} "
+                f"(each part |x| <= {limit:g})",
+                target=target,
+                attribute=name,
+            )
+    return np.array([number.real, number.imag], dtype=part)
+
+
+def _half_bits(target: str, name: str, dtype: str, np_type: Any, value: Any) -> Any:
+    """A 16-bit float attribute as a NumPy uint16 of its bits: XLA has no 16-bit float
+    attributes, and the binding takes a uint16 as the raw bits (as brainevent 0.2.1 did)."""
+    if isinstance(value, np.uint16):
+        return value  # already the bits
+    _check_real(target, name, dtype, np_type, value)
+    return np.asarray(float(value), dtype=np_type).view(np.uint16)[()]
+
+
+def _check_real(target: str, name: str, dtype: str, np_type: Any, value: Any) -> None:
+    """KernelCallError unless ``value`` is a real number within the range of ``dtype``
+    (infinities and NaN pass)."""
+    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+        raise KernelCallError(
+            f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__})",
+            target=target,
+            attribute=name,
+        )
+    import ml_dtypes  # shipped with jax; unlike np.finfo, its finfo knows bfloat16
+
+    limit = float(ml_dtypes.finfo(np_type).max)
+    try:
+        out_of_range = bool(np.isfinite(float(value))) and abs(float(value)) > limit
+    except OverflowError:  # an int beyond any float
+        out_of_range = True
+    if out_of_range:
+        raise KernelCallError(
+            f"{target}: attribute {name!r} = {value} is out of range for {dtype} (|x| <= {limit:g})",
+            target=target,
+            attribute=name,
+        )

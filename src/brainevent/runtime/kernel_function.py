@@ -1,0 +1,164 @@
+"""KernelFunction: ``mod.<func>(...)``, the call sugar over ``jax.ffi.ffi_call`` that a
+CompiledModule hands out for each of its functions (on first use)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import KernelCallError, KernelNotAvailableError
+from ..platforms import HOST_PLATFORM, platform_class
+from .attrs import convert_attr
+
+if TYPE_CHECKING:
+    from ..spec.model import FunctionSpec
+
+
+class KernelFunction:
+    """``mod.<func>(*arrays, outs=None, scratch_bytes=None, **attrs)``: calls the FFI target
+    under or outside jit.
+
+    ``outs`` is a ``jax.ShapeDtypeStruct`` (or anything with ``shape`` and ``dtype``)
+    or a sequence of them, one per ``ret``; by default each result takes the shape
+    and dtype of the first input. ``scratch_bytes`` sizes a ``scratch`` parameter: an int,
+    or a callable given the input arrays (their shapes and dtypes) that returns one.
+    Hashable by identity, so ``jax.jit(mod.func)`` works.
+    (A plain class, as is CompiledModule: creating a dataclass costs far more, and the
+    first call of a process imports this module.)
+    """
+
+    def __init__(
+        self,
+        target: str,
+        spec: FunctionSpec,
+        vmap_method: str | None = None,
+        platform: str = HOST_PLATFORM,  # a name in brainevent.platforms: it checks the inputs
+        # Why the module's targets were not registered in this process (recorded at load
+        # time); a call then fails here, naming the reason, instead of in XLA with "No FFI handler".
+        unregistered: str | None = None,
+        module: str = "",
+    ) -> None:
+        self.target, self.spec, self.vmap_method = target, spec, vmap_method
+        self.platform, self.unregistered, self.module = platform, unregistered, module
+
+    def __repr__(self) -> str:
+        return f"KernelFunction(target={self.target!r}, spec={self.spec!r}, platform={self.platform!r})"
+
+    def __call__(self, *arrays: Any, outs: Any = None, scratch_bytes: Any = None, **attrs: Any) -> Any:
+        import jax
+
+        if self.unregistered is not None:
+            raise self._not_registered_error()
+        spec = self.spec
+        self.check_arity(len(arrays))
+        converted = self.converted_attrs(attrs)
+        platform_class(self.platform).check_inputs(self.target, arrays)
+        result_specs = self._result_specs(arrays, outs)
+        single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
+        if spec.scratch or scratch_bytes is not None:
+            return self._call_with_scratch(arrays, converted, result_specs, single, scratch_bytes)
+        call = jax.ffi.ffi_call(
+            self.target,
+            result_specs[0] if single else result_specs,
+            vmap_method=self.vmap_method,
+        )
+        return call(*arrays, **converted)
+
+    def _call_with_scratch(
+        self,
+        arrays: Sequence[Any],
+        attrs: dict[str, Any],
+        results: list[Any],
+        single: bool,
+        scratch_bytes: Any,
+    ) -> Any:
+        """The scratch buffer is one more result (uint8, after the ``ret`` ones) that XLA
+        allocates per call; it is dropped from what the caller gets back."""
+        import jax
+
+        from .scratch import scratch_result
+
+        results = [*results, scratch_result(self.target, self.spec, arrays, scratch_bytes)]
+        call = jax.ffi.ffi_call(self.target, results, vmap_method=self.vmap_method)
+        out = call(*arrays, **attrs)[: len(self.spec.rets)]
+        return out[0] if single else out
+
+    def _not_registered_error(self) -> KernelNotAvailableError:
+        kind, fix = platform_class(self.platform).unregistered_help()
+        return KernelNotAvailableError(
+            f"{self.target}: module {self.module!r} was built for {kind} but not registered with JAX "
+            f"in this process, so it cannot be called: {self.unregistered}. {fix}",
+            target=self.target,
+            module=self.module,
+            platform=self.platform,
+            reason=self.unregistered,
+        )
+
+    def check_arity(self, n_inputs: int, n_outputs: int | None = None) -> None:
+        """KernelCallError unless the call passes as many inputs (and outputs) as the spec."""
+        spec = self.spec
+        if n_inputs != len(spec.args):
+            raise KernelCallError(
+                f"{self.target}: expected {len(spec.args)} input array(s) ({' '.join(spec.tokens())}), "
+                f"got {n_inputs}",
+                target=self.target,
+            )
+        if n_outputs is not None and n_outputs != len(spec.rets):
+            raise KernelCallError(
+                f"{self.target}: expected {len(spec.rets)} result spec(s) (one per 'ret'), got {n_outputs}",
+                target=self.target,
+            )
+
+    def converted_attrs(self, attrs: Mapping[str, Any]) -> dict[str, Any]:
+        """The attributes as NumPy scalars of their declared types; KernelCallError naming
+        any unknown, missing or out-of-range one."""
+        declared = {p.name: p.dtype for p in self.spec.attrs}
+        unknown = sorted(set(attrs) - set(declared))
+        if unknown:
+            raise KernelCallError(
+                f"{self.target}: unexpected attribute(s) {unknown}; it takes "
+                f"{sorted(declared) or 'no attributes'}",
+                target=self.target,
+            )
+        missing = sorted(set(declared) - set(attrs))
+        if missing:
+            raise KernelCallError(
+                f"{self.target}: missing attribute(s) {missing}; pass them as keywords",
+                target=self.target,
+            )
+        return {
+            name: convert_attr(self.target, name, dtype or "float64", attrs[name])
+            for name, dtype in declared.items()
+        }
+
+    def _result_specs(self, arrays: Sequence[Any], outs: Any) -> list[Any]:
+        import jax
+
+        n = len(self.spec.rets)
+        if outs is None:
+            if not arrays:
+                raise KernelCallError(
+                    f"{self.target}: has no inputs to take result shapes from; "
+                    "pass outs=jax.ShapeDtypeStruct(...)",
+                    target=self.target,
+                )
+            first = arrays[0]
+            return [jax.ShapeDtypeStruct(np.shape(first), first.dtype) for _ in range(n)]
+        items = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        if len(items) != n:
+            raise KernelCallError(
+                f"{self.target}: expected {n} result spec(s) in outs= (one per 'ret'), got {len(items)}",
+                target=self.target,
+            )
+        specs = []
+        for item in items:
+            if not (hasattr(item, "shape") and hasattr(item, "dtype")):
+                raise KernelCallError(
+                    f"{self.target}: outs= entries need .shape and .dtype (use jax.ShapeDtypeStruct), "
+                    f"got {item!r}",
+                    target=self.target,
+                )
+            specs.append(jax.ShapeDtypeStruct(item.shape, item.dtype))
+        return specs
