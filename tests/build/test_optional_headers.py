@@ -6,6 +6,7 @@ The half headers' twin of this lives in tests/compat/test_compat_headers_cuda.py
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import jax
@@ -270,3 +271,48 @@ def test_a_users_own_setting_of_the_checks_macro_wins() -> None:
     )
     log = _log(mod)
     assert "-DBE_CHECK_HEADERS=1" in log and NO_CHECKS not in log
+
+
+# ---- every header of ours includes what it uses ----------------------------------------------
+
+_HEADERS = sorted(p.name for p in (Path(brainevent.include_dir()) / "brainevent").glob("*.h"))
+# Headers that need CUDA's own headers (cuda_runtime.h, cuda.h) to parse.
+_NEEDS_CUDA = {
+    "cubin_launcher.h",
+    "cuda_check.h",
+    "cuda_kernel_table.h",
+    "numba_callable_launcher.h",
+    "numba_cuda_launcher.h",
+}
+
+
+def _syntax_check(header: str, macros: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    from brainevent.toolchain import xla_include_dir
+
+    command = ["g++", "-std=c++17", "-fsyntax-only", "-I", brainevent.include_dir()]
+    command += ["-isystem", str(xla_include_dir()), *macros]
+    if header in _NEEDS_CUDA:
+        from brainevent.toolchain.nvcc import find_nvcc
+
+        command += ["-isystem", str(Path(find_nvcc().root) / "include")]
+    source = tmp_path / "only.cpp"
+    source.write_text(f'#include "brainevent/{header}"\n')
+    return subprocess.run([*command, str(source)], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("header", [h for h in _HEADERS if h not in _NEEDS_CUDA])
+@pytest.mark.parametrize("checks", ["1", "0"])
+def test_each_header_compiles_on_its_own_in_both_modes(header: str, checks: str, tmp_path: Path) -> None:
+    done = _syntax_check(header, [f"-DBE_CHECK_HEADERS={checks}", "-DBE_STD_COMPLEX=0"], tmp_path)
+    if header == "ffi_binding.h" and checks == "0":  # the decoder must hold the error paths
+        assert done.returncode != 0 and "compile it with BE_CHECK_HEADERS=1" in done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("header", sorted(_NEEDS_CUDA))
+@pytest.mark.parametrize("checks", ["1", "0"])
+def test_each_cuda_header_compiles_on_its_own_in_both_modes(header: str, checks: str, tmp_path: Path) -> None:
+    done = _syntax_check(header, [f"-DBE_CHECK_HEADERS={checks}", "-DBE_STD_COMPLEX=0"], tmp_path)
+    assert done.returncode == 0, done.stderr

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "brainevent/check.h"  // what it uses, whatever common.h left out
 #include "brainevent/common.h"
 #include "brainevent/cuda_kernel_table.h"
 

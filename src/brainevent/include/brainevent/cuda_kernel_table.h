@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "brainevent/check.h"  // what it uses, whatever common.h left out
 #include "brainevent/common.h"
 
 #define BE_LAUNCHER_EXPORT extern "C" __attribute__((visibility("default")))

@@ -12,7 +12,9 @@
 #include <atomic>
 #include <cstdint>
 
+#include "brainevent/check.h"  // what it uses, whatever common.h left out
 #include "brainevent/common.h"
+#include "brainevent/cuda_check.h"
 
 #define BE_NUMBA_CALLABLE_EXPORT extern "C" __attribute__((visibility("default")))
 

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "brainevent/check.h"  // what it uses, whatever common.h left out
 #include "brainevent/common.h"
 #include "xla/ffi/api/c_api.h"
 
