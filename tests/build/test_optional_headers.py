@@ -316,3 +316,56 @@ def test_each_header_compiles_on_its_own_in_both_modes(header: str, checks: str,
 def test_each_cuda_header_compiles_on_its_own_in_both_modes(header: str, checks: str, tmp_path: Path) -> None:
     done = _syntax_check(header, [f"-DBE_CHECK_HEADERS={checks}", "-DBE_STD_COMPLEX=0"], tmp_path)
     assert done.returncode == 0, done.stderr
+
+
+# ---- headers from elsewhere -------------------------------------------------------------------
+
+USES_OWN_HEADER = r"""
+#include "brainevent/common.h"
+#include "checked_helpers.h"
+
+// @BE twice arg ret
+void twice(const BE::Tensor x, BE::Tensor out) {
+    twice_all(x, out);
+}
+"""
+
+CHECKED_HELPERS = r"""
+#pragma once
+inline void twice_all(const BE::Tensor& x, BE::Tensor& out) {
+    BE_CHECK(x.numel() == out.numel()) << "sizes differ";
+    const float* px = x.data_ptr<float>();
+    float* po = out.data_ptr<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) po[i] = 2.0f * px[i];
+}
+"""
+
+
+def test_headers_on_an_include_flag_are_read_too(tmp_path: Path) -> None:
+    (tmp_path / "checked_helpers.h").write_text(CHECKED_HELPERS)
+    mod = brainevent.load_cpp_inline(
+        name="opt_hdr_flag_dir", cpp_sources=USES_OWN_HEADER, extra_cflags=[f"-I{tmp_path}"], verbose=True
+    )
+    assert CHECKS_MACRO not in _log(mod)
+    x = np.arange(6, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(mod.twice(jnp.asarray(x))), 2 * x)
+
+
+def test_a_header_the_build_cannot_see_gets_a_note_that_says_how_to_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "checked_helpers.h").write_text(CHECKED_HELPERS)
+    monkeypatch.setenv("CPATH", str(tmp_path))  # g++ finds it; the build's scan does not
+    with pytest.raises(brainevent.CompileError, match="BE_CHECK") as info:
+        brainevent.load_cpp_inline(name="opt_hdr_hidden", cpp_sources=USES_OWN_HEADER, auto_register=False)
+    message = str(info.value)
+    assert "Note: brainevent left out the checking half of brainevent/common.h" in message
+    assert "pass its directory in extra_include_paths" in message and '"-DBE_CHECK_HEADERS=1"' in message
+    # Either fix works.
+    for name, options in (
+        ("opt_hdr_hidden_paths", {"extra_include_paths": [str(tmp_path)]}),
+        ("opt_hdr_hidden_flag", {"extra_cflags": ["-DBE_CHECK_HEADERS=1"]}),
+    ):
+        mod = brainevent.load_cpp_inline(name=name, cpp_sources=USES_OWN_HEADER, **options)  # type: ignore[arg-type]
+        x = np.ones(3, dtype=np.float32)
+        np.testing.assert_array_equal(np.asarray(mod.twice(jnp.asarray(x))), 2 * x)

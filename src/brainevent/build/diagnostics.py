@@ -38,6 +38,43 @@ def _compiler_lines(log_text: str) -> list[str]:
     return out
 
 
+# What compilers say of a name they do not know (g++, clang, nvcc's front end).
+_UNKNOWN_NAME = (
+    "was not declared",
+    "is undefined",
+    "does not name a type",
+    "has not been declared",
+    "is not a member of",
+    "undeclared identifier",
+    "no member named",
+)
+
+# The optional parts of brainevent/common.h a build may leave out (build/optional_headers.py).
+_LEFT_OUT = {
+    "BE_CHECK_HEADERS": "the checking half of brainevent/common.h (BE_CHECK, BE::Error, the dispatch "
+    "macros, BE::Scratch, and with them <string> and <stdexcept>)",
+    "BE_STD_COMPLEX": "<complex> (BE::complex64, the _FN dispatch macros' complex cases)",
+}
+
+
+def _left_out_note(log_text: str, lines: list[str]) -> str:
+    """Why a name may be missing: the build left an optional header out of the unit, judging
+    from the sources it could read, and a header from elsewhere needs it."""
+    if not any(marker in line for line in lines for marker in _UNKNOWN_NAME):
+        return ""
+    left_out = [(macro, what) for macro, what in _LEFT_OUT.items() if f"-D{macro}=0" in log_text]
+    if not left_out:
+        return ""
+    parts = "; ".join(f"{what} (-D{macro}=0)" for macro, what in left_out)
+    fixes = " or ".join(f'"-D{macro}=1"' for macro, _ in left_out)
+    return (
+        f"\n\nNote: brainevent left out {parts}, because neither the unit nor the project "
+        "headers it could read (the unit's directory, extra_include_paths, -I flags) need them. If a "
+        "header from elsewhere does, pass its directory in extra_include_paths, or add "
+        f"{fixes} to the compiler flags."
+    )
+
+
 def timeout_message(module: str, timeout: float | None) -> str:
     """The headline of a build stopped by BRAINEVENT_COMPILE_TIMEOUT (docs/troubleshooting.md)."""
     limit = f"{timeout:g} s" if timeout is not None else "the time limit"
@@ -86,5 +123,6 @@ def compile_error(
     headline = first_error or "the compiler failed without an error line (see the log)"
     if first_error is not None and "omp.h" in first_error and "No such file" in first_error:
         headline += " (the OpenMP header: install the compiler's OpenMP runtime, e.g. libgomp)"
-    message = f"compiling module {module!r} failed: {headline}\n\n{body}\n\nFull build log: {log_path}"
+    message = f"compiling module {module!r} failed: {headline}\n\n{body}{_left_out_note(log_text, lines)}"
+    message += f"\n\nFull build log: {log_path}"
     return CompileError(message, module=module, log_path=str(log_path), first_error=first_error)

@@ -169,8 +169,42 @@ def optional_header_flags(
     checks = [(m, f) for m, f in checks if not any(m in flag for flag in extra_cflags)]
     if not checks:
         return []
-    dirs = list(search) + ([directory] if directory is not None else [])
+    dirs = [*search, *flag_include_dirs(extra_cflags)] + ([directory] if directory is not None else [])
     headers = header_closure([(text, directory)], dirs, skip_dirs=[INCLUDE_DIR])
     texts = [text] + [Path(path).read_text(errors="replace") for path in headers]
     lexed = [(t, _lexed(t)) for t in texts]
     return [f"-D{macro}=0" for macro, found_in in checks if not _needs(lexed, macro, found_in)]
+
+
+# Include-directory options a flag list may carry instead of extra_include_paths.
+_INCLUDE_OPTIONS = ("-I", "-isystem", "-iquote", "-idirafter", "--include-path")
+
+
+def flag_include_dirs(flags: Sequence[str]) -> list[Path]:
+    """The directories ``-I DIR`` / ``-IDIR`` / ``-isystem DIR`` / ``--include-path=DIR`` ... of
+    a flag list: headers found there are read too. nvcc's ``-Xcompiler=-I/x,-O2`` hands
+    comma-separated flags to the host compiler, which searches those directories as well."""
+    words: list[str] = []
+    for flag in flags:
+        for prefix in ("-Xcompiler=", "--compiler-options="):
+            if flag.startswith(prefix):
+                words += flag[len(prefix) :].split(",")
+                break
+        else:
+            words.append(flag)
+    dirs: list[Path] = []
+    pending = False
+    for word in words:
+        if pending:
+            dirs.append(Path(word))
+            pending = False
+            continue
+        option = next((o for o in _INCLUDE_OPTIONS if word.startswith(o)), None)
+        if option is None:
+            continue
+        rest = word[len(option) :].lstrip("=")
+        if rest:
+            dirs.append(Path(rest))
+        else:
+            pending = True
+    return dirs
