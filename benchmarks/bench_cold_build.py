@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_cuda import HAND_WRITTEN, SEED_ADD
@@ -45,18 +46,25 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def _cold_load(load: Callable[[str], Any], cache: str | None) -> None:
+    """A load that must build: into ``cache``, or into an empty cache (None) made for it."""
+    with tempfile.TemporaryDirectory() as fresh:
+        assert load(cache or fresh).built_now
+
+
 def cpp_variants(persistent: str) -> dict[str, Callable[[], object]]:
     import brainevent
 
     def ours(cache: str | None) -> None:
-        with tempfile.TemporaryDirectory() as fresh:
-            mod = brainevent.load_cpp_inline(
+        _cold_load(
+            lambda directory: brainevent.load_cpp_inline(
                 name="cold_add",
                 cpp_sources=_unique(ADD_KERNEL),
-                build_directory=cache or fresh,
+                build_directory=directory,
                 auto_register=False,
-            )
-            assert mod.built_now
+            ),
+            cache,
+        )
 
     def gxx() -> None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -78,14 +86,15 @@ def cuda_variants(persistent: str) -> dict[str, Callable[[], object]]:
     flags = gencode_flags(resolve_archs(None))
 
     def ours(cache: str | None) -> None:
-        with tempfile.TemporaryDirectory() as fresh:
-            mod = brainevent.load_cuda_inline(
+        _cold_load(
+            lambda directory: brainevent.load_cuda_inline(
                 name="cold_vadd",
                 cuda_sources=_unique(SEED_ADD),
-                build_directory=cache or fresh,
+                build_directory=directory,
                 auto_register=False,
-            )
-            assert mod.built_now
+            ),
+            cache,
+        )
 
     def one_tu() -> None:
         with tempfile.TemporaryDirectory() as tmp:

@@ -23,7 +23,7 @@ class Record:
         return tuple([getattr(self, name) for name in self._fields])
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Record) and type(other) is type(self):
+        if type(other) is type(self):
             return self._values() == other._values()
         return NotImplemented
 

@@ -52,18 +52,15 @@ def _sha256(path: str) -> str | None:
         return None
 
 
-def is_covered(path: str, covered_dirs: Sequence[str], real_dirs: dict[str, str] | None = None) -> bool:
-    """True for files under a directory whose contents the toolchain's identity covers.
-
-    ``real_dirs`` memoises the resolved directories across calls: a build reads a few
-    hundred headers from a handful of directories, and resolving each path in full walked
-    every component of each.
-    """
-    real = _real_path(path, real_dirs) if real_dirs is not None else os.path.realpath(path)
-    return any(real == d or real.startswith(d + os.sep) for d in covered_dirs)
+def _under(real: str, dirs: Sequence[str]) -> bool:
+    """True for a (resolved) file under one of ``dirs``."""
+    return any(real == d or real.startswith(d + os.sep) for d in dirs)
 
 
 def _real_path(path: str, real_dirs: dict[str, str]) -> str:
+    """``path`` resolved; ``real_dirs`` memoises the resolved directories: a build reads a few
+    hundred headers from a handful of directories, and resolving each path in full walked
+    every component of each."""
     head, tail = os.path.split(path)
     real_head = real_dirs.get(head)
     if real_head is None:
@@ -84,7 +81,8 @@ def record(
     result: DependencyRecord = {}
     real_dirs: dict[str, str] = {}
     for path in paths:
-        if is_covered(path, skip_dirs, real_dirs):
+        real = _real_path(path, real_dirs)
+        if _under(real, skip_dirs):
             continue
         first = stat_of(path)
         digest = _sha256(path) if first is not None else None
@@ -92,7 +90,7 @@ def record(
         if first is None or last != first or digest is None:
             result[path] = [-1, -1, None]  # vanished or being written: unverified
             continue
-        unchanged_since_scan = before.get(_real_path(path, real_dirs)) == first
+        unchanged_since_scan = before.get(real) == first
         old_enough = first[1] < started_ns - RACY_WINDOW_NS
         result[path] = [first[0], first[1], digest if (unchanged_since_scan or old_enough) else None]
     return result

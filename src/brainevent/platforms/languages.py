@@ -117,9 +117,9 @@ NVCC_LINK_CHECKS = ("-Xlinker", "-z,defs")
 
 
 def optional_header_flags(options: LoadOptions, unit: SourceUnit, *, cuda: bool) -> list[str]:
-    """``-D<macro>=0`` for the optional headers (``<complex>``; with ``cuda``, CUDA's half
-    headers) that a C++ or CUDA unit and its project headers never use
-    (build/optional_headers.py)."""
+    """``-D<macro>=0`` for the optional parts of ``common.h`` (``<complex>``, the checking
+    half; with ``cuda``, CUDA's half headers) that a C++ or CUDA unit and its project headers
+    never use (build/optional_headers.py)."""
     from pathlib import Path
 
     from ..build.optional_headers import optional_header_flags as flags_for
