@@ -1,8 +1,9 @@
 """The binding vocabulary: the words that Python and the generated C++ must agree on.
 
-Parameter roles, scalar types, the platform tags the binding knows and the names of the
-symbols a compiled module exports are defined here once. The spec reader, the code
-generator, the runtime and the bridges read these tables; the C++ headers spell the same
+Parameter roles, scalar types and the platform tags the binding knows are defined here
+once; the names of the symbols a compiled module exports come from
+:mod:`brainevent.symbols`. The spec reader, the code generator, the runtime and the
+bridges read these tables; the C++ headers spell the same
 values (``BE::DType`` in ``brainevent/dtype.h``, ``BE::ffi::Role`` and
 ``BE::ffi::Platform`` in ``brainevent/ffi_function.h``) and a test checks them against
 this module. Every lookup raises on a value it does not know, so a new role or type
@@ -16,8 +17,14 @@ from typing import Never, NoReturn
 
 from .records import Record
 
-# The records here are plain classes (brainevent.records): a cache hit imports this module,
-# and creating a NamedTuple or dataclass class costs ten times as much.
+# Re-exported: the code generator and the tests read every binding name from here.
+from .symbols import entry_symbol as entry_symbol
+from .symbols import forward_symbol as forward_symbol
+from .symbols import handler_symbol as handler_symbol
+from .symbols import impl_symbol as impl_symbol
+
+# The records here are plain classes (brainevent.records): creating a NamedTuple or
+# dataclass class costs ten times as much, and a module's first call reads its specs.
 
 
 class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expect
@@ -140,30 +147,6 @@ def builtin_target(tag: str) -> BindingTarget:
         known = ", ".join(BUILTIN_TARGETS)
         raise ValueError(f"no built-in binding target for platform {tag!r}; known: {known}")
     return found
-
-
-# ---- symbol names ------------------------------------------------------------------------
-# The C++ side builds the same names by token pasting in BE_FFI_FUNCTION (ffi_function.h).
-
-
-def entry_symbol(function: str) -> str:
-    """The C trampoline appended to the user's translation unit."""
-    return f"be_entry_{function}"
-
-
-def handler_symbol(function: str, *, command_buffer: bool) -> str:
-    """The exported XLA FFI handler, with or without the command-buffer trait."""
-    return f"be_ffi_{function}__graph" if command_buffer else f"be_ffi_{function}"
-
-
-def forward_symbol(function: str) -> str:
-    """The exported forwarding slot a reloaded module's implementation is stored in."""
-    return f"be_fwd_{function}"
-
-
-def impl_symbol(function: str) -> str:
-    """The entry a forwarding slot points at: it never forwards, so slots cannot form cycles."""
-    return f"be_impl_{function}"
 
 
 def unhandled(value: Never, where: str) -> NoReturn:

@@ -153,3 +153,27 @@ def test_a_manifest_without_recorded_stat_always_hashes(tmp_path: Path) -> None:
     assert manifest.verify(tmp_path, KEY) is None
     manifest.artifact_sha256 = "0" * 64
     assert manifest.verify(tmp_path, KEY) == "artifact checksum mismatch (truncated or modified)"
+
+
+def test_specs_are_read_back_on_first_access() -> None:
+    from brainevent.cache.manifest import SpecTable, spec_to_json
+    from brainevent.spec.model import FunctionSpec, Param, Role
+
+    specs = {
+        "add": FunctionSpec("add", (Param(Role.ARG, "x"), Param(Role.RET, "out")), "k.cpp", 3),
+        "scale": FunctionSpec(
+            "scale",
+            (Param(Role.ARG, "x"), Param(Role.ATTR, "alpha", "float32", "float"), Param(Role.RET, "y")),
+        ),
+    }
+    rows = {name: spec_to_json(spec) for name, spec in specs.items()}
+    table = SpecTable(rows)
+    assert list(table) == ["add", "scale"] and len(table) == 2 and "add" in table and "mul" not in table
+    assert table._specs == {}  # names alone decode nothing
+    assert table["scale"] == specs["scale"] and table["scale"] is table["scale"]
+    assert list(table._specs) == ["scale"]
+    assert table == specs and dict(table) == specs  # a Mapping equal to the dict it was written from
+    assert repr(table) == repr(specs)
+    assert table["add"].tokens() == ["arg", "ret"]
+    with pytest.raises(KeyError):
+        table["mul"]

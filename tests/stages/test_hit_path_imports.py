@@ -60,8 +60,11 @@ BUILD_ONLY = (
     "brainevent.bundle",
     "brainevent.logs",
 )
-# Modules a call (or reading CompiledModule.path) needs, and a load does not.
+# Modules a call (or reading CompiledModule.path or .functions) needs, and a load does not:
+# registering takes the function names alone, the specs are read back on first use.
 CALL_ONLY = (
+    "brainevent.spec",
+    "brainevent.vocabulary",
     "brainevent.runtime.kernel_function",
     "brainevent.runtime.attrs",
     "brainevent.runtime.artifact_path",

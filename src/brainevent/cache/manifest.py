@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..fileio import read_blocks, sha256_file, size_and_mtime
+
+if TYPE_CHECKING:
+    from ..spec.model import FunctionSpec, Param
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = 2  # 2: dependencies recorded from the compiler
@@ -22,7 +26,7 @@ class Manifest:
         "platform",
         "artifact",  # file name of the shared object, relative to the entry
         "artifact_sha256",
-        "functions",  # function name -> serialised FunctionSpec
+        "functions",  # function name -> FunctionSpec as spec_to_json writes it
         "inputs",  # human-readable record of what was keyed
         "created",
         "build_seconds",
@@ -93,6 +97,10 @@ class Manifest:
         except (OSError, ValueError, TypeError):
             return None
 
+    def specs(self) -> SpecTable:
+        """The functions' specs, read back from their rows (a hit parses no C++)."""
+        return SpecTable(self.functions)
+
     def record_artifact(self, directory: Path) -> None:
         self.artifact_size, self.artifact_mtime_ns = size_and_mtime(directory / self.artifact)
 
@@ -127,3 +135,61 @@ class Manifest:
         from .deps import first_stale
 
         return first_stale(self.dependencies, self.dependencies_since_ns)
+
+
+class SpecTable(Mapping[str, "FunctionSpec"]):
+    """``{function: FunctionSpec}`` over a manifest's rows, each spec made on first access.
+
+    A load registers the functions by name alone; their specs (and the spec model and
+    vocabulary modules behind them) are first needed when a function is called.
+    """
+
+    __slots__ = ("_rows", "_specs")
+
+    def __init__(self, rows: Mapping[str, Mapping[str, Any]]) -> None:
+        self._rows = rows
+        self._specs: dict[str, FunctionSpec] = {}
+
+    def __getitem__(self, name: str) -> FunctionSpec:
+        spec = self._specs.get(name)
+        if spec is None:
+            spec = self._specs[name] = spec_from_json(name, self._rows[name])
+        return spec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._rows
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+def spec_to_json(spec: FunctionSpec) -> dict[str, Any]:
+    """A spec as its manifest row: each parameter ``[role, name, dtype, cxx_type(, scratch bytes)]``."""
+    return {
+        "params": [_param_to_json(p) for p in spec.params],
+        "source_file": spec.source_file,
+        "line": spec.line,
+        "scope": spec.scope,
+    }
+
+
+def _param_to_json(p: Param) -> list[Any]:
+    row: list[Any] = [p.role.value, p.name, p.dtype, p.cxx_type]
+    if p.scratch_bytes is not None:  # only scratch parameters carry a fifth field
+        row.append(p.scratch_bytes)
+    return row
+
+
+def spec_from_json(name: str, data: Mapping[str, Any]) -> FunctionSpec:
+    from ..spec.model import FunctionSpec, Param, Role
+
+    params = tuple(Param(Role(row[0]), *row[1:]) for row in data["params"])
+    return FunctionSpec(
+        name, params, data.get("source_file", ""), int(data.get("line", 0)), data.get("scope", "")
+    )

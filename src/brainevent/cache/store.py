@@ -31,6 +31,7 @@ from .manifest import MANIFEST_NAME, Manifest
 from .trust import check_root, entry_fix, private_dir, private_file
 
 if TYPE_CHECKING:
+    from .manifest import SpecTable
     from .publish import BuildSlot
 
 log = logging.getLogger("brainevent.cache")
@@ -45,8 +46,10 @@ def cache_root(build_directory: str | os.PathLike[str] | None = None) -> Path:
 
 
 class CacheEntry:
-    """A published entry. A plain class: every cache hit creates one, and creating a
-    NamedTuple (or a dataclass) at import costs more than the hit's own work here."""
+    """A published entry: the artifact the load stages pass on (library, manifest, specs).
+
+    A plain class: every cache hit creates one, and creating a NamedTuple (or a dataclass)
+    at import costs more than the hit's own work here."""
 
     __slots__ = ("built_now", "directory", "manifest")
 
@@ -59,8 +62,12 @@ class CacheEntry:
         return f"CacheEntry({self.directory!r}, built_now={self.built_now})"
 
     @property
-    def artifact(self) -> Path:
+    def library(self) -> Path:
+        """The shared object."""
         return self.directory / self.manifest.artifact
+
+    def functions(self) -> SpecTable:
+        return self.manifest.specs()
 
 
 class EntryStore:

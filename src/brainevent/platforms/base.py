@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..toolchain import find_host_compiler
 from ..toolchain.host import find_host_c_compiler
 from ..toolchain.xla import c_api_digest
-from ..vocabulary import BindingTarget
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
+    from ..vocabulary import BindingTarget
     from .steps import GeneratedSources
 
 
@@ -39,6 +39,8 @@ class PlatformBase:
 
     @property
     def binding_target(self) -> BindingTarget:
+        from ..vocabulary import BindingTarget  # build-only: a cache hit never reads the vocabulary
+
         return BindingTarget(self.binding_tag, self.binding_defines)
 
     @staticmethod

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Mapping
 
 from ..errors import RegistrationError
+from ..symbols import forward_symbol, handler_symbol, impl_symbol
 
 log = logging.getLogger("brainevent.runtime")
 
@@ -119,8 +120,6 @@ def _register_locked(
     artifact_key: str,
     command_buffer: bool,
 ) -> str:
-    from ..vocabulary import forward_symbol, handler_symbol, impl_symbol
-
     existing = _targets.get((target, platform))
     if existing is not None:
         # The same bytes loaded from another path (another cache directory) are another

@@ -17,10 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cache.manifest import Manifest, sha256_file
+from ..cache.manifest import Manifest, sha256_file, spec_to_json
 from ..errors import CompileError
 from ..headers import INCLUDE_DIR
-from .artifact import spec_to_json
 from .decoder import publish_decoder
 from .key import ModuleKey
 from .plan import BuildPlan

@@ -11,13 +11,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..cache.store import EntryStore, cache_root
-from .artifact import Artifact
+from ..cache.store import CacheEntry, EntryStore, cache_root
 from .key import derive_key
 from .register import register
 
 if TYPE_CHECKING:
-    from ..cache.store import CacheEntry
     from ..runtime.module import CompiledModule
     from .key import ModuleKey
     from .request import LoadRequest
@@ -35,7 +33,7 @@ def load(request: LoadRequest) -> CompiledModule:
         return register(_artifact(request), request)
 
 
-def build(request: LoadRequest) -> Artifact:
+def build(request: LoadRequest) -> CacheEntry:
     """The artifact of ``request``, from the cache or built now; nothing is loaded."""
     from ..logs import to_stderr
 
@@ -43,7 +41,7 @@ def build(request: LoadRequest) -> Artifact:
         return _artifact(request)
 
 
-def _artifact(request: LoadRequest) -> Artifact:
+def _artifact(request: LoadRequest) -> CacheEntry:
     options = request.options
     key = derive_key(request)
     # A module prebuilt into the user's own package comes first (inline sources have none:
@@ -58,7 +56,7 @@ def _artifact(request: LoadRequest) -> Artifact:
             request.platform.portable_inputs(options),
         )
         if bundled is not None:
-            return Artifact.from_entry(bundled)
+            return bundled
     store = EntryStore(cache_root(options.build_directory), options.name)
     if key.exact is None:
         return _prebuilt(store, key, request)
@@ -66,14 +64,14 @@ def _artifact(request: LoadRequest) -> Artifact:
         entry = store.hit(key.exact)
         if entry is not None:
             log.debug("cache hit for %s at %s", options.name, entry.directory)
-            return Artifact.from_entry(entry)
+            return entry
     # In a jax.distributed job, one process builds for all (distributed/exchange.py).
     from .. import distributed
 
     built = distributed.get_or_build(
         store, key.exact, lambda: build_missing(request, key, store), force=options.force_rebuild
     )
-    return Artifact.from_entry(built)
+    return built
 
 
 def build_missing(request: LoadRequest, key: ModuleKey, store: EntryStore) -> CacheEntry:
@@ -93,7 +91,7 @@ def build_missing(request: LoadRequest, key: ModuleKey, store: EntryStore) -> Ca
     return entry
 
 
-def _prebuilt(store: EntryStore, key: ModuleKey, request: LoadRequest) -> Artifact:
+def _prebuilt(store: EntryStore, key: ModuleKey, request: LoadRequest) -> CacheEntry:
     """No toolchain here: the ahead-of-time build of the same sources and options, if any."""
     assert key.toolchain_error is not None
     name = request.options.name
@@ -109,4 +107,4 @@ def _prebuilt(store: EntryStore, key: ModuleKey, request: LoadRequest) -> Artifa
         exc = key.toolchain_error
         raise type(exc)(f"{exc.message}\n{found}", **exc.data) from None  # keeps NvccNotFoundError etc.
     log.debug("no toolchain; loading the ahead-of-time build at %s", prebuilt.directory)
-    return Artifact.from_entry(prebuilt)
+    return prebuilt

@@ -1,4 +1,5 @@
-"""Artifact -> registration: dlopen the library and register each function with JAX."""
+"""The artifact (a published cache entry) -> registration: dlopen the library and register
+each function with JAX."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from ..runtime.module import CompiledModule
 from ..runtime.registry import register_targets
 
 if TYPE_CHECKING:
-    from .artifact import Artifact
+    from ..cache.store import CacheEntry
     from .request import LoadRequest
 
 log = logging.getLogger("brainevent")
 
 
-def register(artifact: Artifact, request: LoadRequest) -> CompiledModule:
+def register(artifact: CacheEntry, request: LoadRequest) -> CompiledModule:
     """The module, its targets registered unless ``auto_register=False`` or this process's
     JAX cannot run the platform (then built, not registered, with a logged reason)."""
     options, platform = request.options, request.platform
