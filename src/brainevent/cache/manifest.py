@@ -137,7 +137,13 @@ class Manifest:
         return first_stale(self.dependencies, self.dependencies_since_ns)
 
 
-class SpecTable(Mapping[str, "FunctionSpec"]):
+if TYPE_CHECKING:
+    _SpecMapping = Mapping[str, FunctionSpec]
+else:
+    _SpecMapping = Mapping  # unsubscripted: creating the class costs half as much
+
+
+class SpecTable(_SpecMapping):
     """``{function: FunctionSpec}`` over a manifest's rows, each spec made on first access.
 
     A load registers the functions by name alone; their specs (and the spec model and
