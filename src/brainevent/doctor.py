@@ -188,7 +188,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
 
     report.section("XLA FFI headers")
     try:
-        from .toolchain.xla import c_api_digest, xla_include_dir
+        from .headers import c_api_digest, xla_include_dir
 
         report.item("include dir", str(xla_include_dir()))
         report.item("c_api.h sha256", c_api_digest()[:16])

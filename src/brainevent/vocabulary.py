@@ -2,7 +2,7 @@
 
 Parameter roles, scalar types and the platform tags the binding knows are defined here
 once; the names of the symbols a compiled module exports come from
-:mod:`brainevent.symbols`. The spec reader, the code generator, the runtime and the
+:mod:`brainevent.headers`. The spec reader, the code generator, the runtime and the
 bridges read these tables; the C++ headers spell the same
 values (``BE::DType`` in ``brainevent/dtype.h``, ``BE::ffi::Role`` and
 ``BE::ffi::Platform`` in ``brainevent/ffi_function.h``) and a test checks them against
@@ -15,13 +15,12 @@ from __future__ import annotations
 from enum import Enum
 from typing import Never, NoReturn
 
-from .records import Record
-
 # Re-exported: the code generator and the tests read every binding name from here.
-from .symbols import entry_symbol as entry_symbol
-from .symbols import forward_symbol as forward_symbol
-from .symbols import handler_symbol as handler_symbol
-from .symbols import impl_symbol as impl_symbol
+from .headers import entry_symbol as entry_symbol
+from .headers import forward_symbol as forward_symbol
+from .headers import handler_symbol as handler_symbol
+from .headers import impl_symbol as impl_symbol
+from .records import Record
 
 # The records here are plain classes (brainevent.records): creating a NamedTuple or
 # dataclass class costs ten times as much, and a module's first call reads its specs.

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..headers import c_api_digest
 from ..toolchain import find_host_compiler
 from ..toolchain.host import find_host_c_compiler
-from ..toolchain.xla import c_api_digest
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep

@@ -8,8 +8,8 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..headers import INCLUDE_DIR
-from ..toolchain import find_host_compiler, xla_include_dir
+from ..headers import INCLUDE_DIR, xla_include_dir
+from ..toolchain import find_host_compiler
 from ..toolchain.host import system_include_dirs
 from .base import host_key_inputs
 
@@ -73,7 +73,7 @@ def decoder_salt(platform: Platform) -> dict[str, Any]:
     """What a decoder object depends on beyond its command and source: the host compiler,
     XLA's C API and our headers (the object cache keys it with these)."""
     from .._version import BINDING_SCHEMA, __version__
-    from ..stages.key import package_headers_digest
+    from ..headers import package_headers_digest
 
     return {
         **host_key_inputs(),

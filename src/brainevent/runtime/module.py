@@ -91,7 +91,7 @@ class CompiledModule:
         ``jax.ffi.pycapsule(mod.get_handler("f"))`` registers it by hand."""
         import ctypes
 
-        from ..symbols import handler_symbol
+        from ..headers import handler_symbol
 
         if name not in self.functions:
             raise KernelCallError(

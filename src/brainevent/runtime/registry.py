@@ -17,7 +17,7 @@ import threading
 from collections.abc import Mapping
 
 from ..errors import RegistrationError
-from ..symbols import forward_symbol, handler_symbol, impl_symbol
+from ..headers import forward_symbol, handler_symbol, impl_symbol
 
 log = logging.getLogger("brainevent.runtime")
 

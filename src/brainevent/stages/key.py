@@ -6,17 +6,13 @@ re-checks them (cache/deps.py), whatever flags or macros chose them.
 
 from __future__ import annotations
 
-import hashlib
-import os
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .._version import BINDING_SCHEMA, __version__
 from ..cache.key import CacheKey, KeyBuilder
 from ..errors import ToolchainError
-from ..fileio import read_blocks
-from ..headers import INCLUDE_DIR
+from ..headers import package_headers_digest
 
 if TYPE_CHECKING:
     from .request import LoadRequest, SourceUnit
@@ -101,20 +97,6 @@ def _library_inputs(names: Sequence[str]) -> dict[str, Any]:
     from ..toolchain.nvidia_libs import key_inputs
 
     return {"nvidia_libraries": key_inputs(names)}
-
-
-@cache
-def package_headers_digest() -> str:
-    # os.scandir and read_blocks rather than Path.glob and read_bytes: the first cache hit of a
-    # process computes this, and pathlib's and file objects' overhead was most of its cost.
-    digest = hashlib.sha256()
-    directory = os.path.join(INCLUDE_DIR, "brainevent")
-    for name in sorted(e.name for e in os.scandir(directory) if e.name.endswith(".h") and e.name[0] != "."):
-        digest.update(name.encode() + b"\0")
-        for block in read_blocks(os.path.join(directory, name)):
-            digest.update(block)
-        digest.update(b"\0")
-    return digest.hexdigest()
 
 
 def _functions_key(functions: Any) -> Any:
