@@ -369,3 +369,24 @@ def test_a_header_the_build_cannot_see_gets_a_note_that_says_how_to_fix(
         mod = brainevent.load_cpp_inline(name=name, cpp_sources=USES_OWN_HEADER, **options)  # type: ignore[arg-type]
         x = np.ones(3, dtype=np.float32)
         np.testing.assert_array_equal(np.asarray(mod.twice(jnp.asarray(x))), 2 * x)
+
+
+@pytest.mark.parametrize(
+    ("flags", "dirs"),
+    [
+        (["-I/a", "-I", "/b", "-isystem", "/c", "-isystem/d"], ["/a", "/b", "/c", "/d"]),
+        (
+            ["--include-path=/a", "--include-path", "/b", "-iquote", "/c", "-idirafter/d"],
+            ["/a", "/b", "/c", "/d"],
+        ),
+        (["-Xcompiler=-I/a,-O2", "--compiler-options=-isystem,/b"], ["/a", "/b"]),
+        (["-Xcompiler", "-I/a,-fopenmp", "--compiler-options", "-I/b"], ["/a", "/b"]),
+        (["-O3", "-include", "pre.h", "-DX=1", "-Xcompiler", "-fPIC", "-lm"], []),
+    ],
+)
+def test_include_directories_are_read_from_every_spelling_of_the_flags(
+    flags: list[str], dirs: list[str]
+) -> None:
+    from brainevent.build.optional_headers import flag_include_dirs
+
+    assert flag_include_dirs(flags) == [Path(d) for d in dirs]

@@ -182,16 +182,20 @@ _INCLUDE_OPTIONS = ("-I", "-isystem", "-iquote", "-idirafter", "--include-path")
 
 def flag_include_dirs(flags: Sequence[str]) -> list[Path]:
     """The directories ``-I DIR`` / ``-IDIR`` / ``-isystem DIR`` / ``--include-path=DIR`` ... of
-    a flag list: headers found there are read too. nvcc's ``-Xcompiler=-I/x,-O2`` hands
-    comma-separated flags to the host compiler, which searches those directories as well."""
+    a flag list: headers found there are read too. nvcc's ``-Xcompiler=-I/x,-O2`` (or
+    ``-Xcompiler -I/x,-O2``) hands comma-separated flags to the host compiler, which searches
+    those directories as well."""
     words: list[str] = []
+    host_list_next = False  # the previous flag was a bare -Xcompiler / --compiler-options
     for flag in flags:
-        for prefix in ("-Xcompiler=", "--compiler-options="):
-            if flag.startswith(prefix):
-                words += flag[len(prefix) :].split(",")
-                break
+        if host_list_next:
+            words += flag.split(",")
+            host_list_next = False
+        elif flag in ("-Xcompiler", "--compiler-options"):
+            host_list_next = True
         else:
-            words.append(flag)
+            prefix = next((p for p in ("-Xcompiler=", "--compiler-options=") if flag.startswith(p)), None)
+            words += flag[len(prefix) :].split(",") if prefix else [flag]
     dirs: list[Path] = []
     pending = False
     for word in words:
