@@ -387,6 +387,6 @@ def test_a_header_the_build_cannot_see_gets_a_note_that_says_how_to_fix(
 def test_include_directories_are_read_from_every_spelling_of_the_flags(
     flags: list[str], dirs: list[str]
 ) -> None:
-    from brainevent.build.optional_headers import flag_include_dirs
+    from brainevent.platforms.languages import flag_include_dirs
 
     assert flag_include_dirs(flags) == [Path(d) for d in dirs]

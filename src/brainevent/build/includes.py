@@ -87,8 +87,27 @@ def header_closure(
 
     ``sources`` are (text, directory of the file or None for inline code).
     """
+    found = _reachable(sources, search_dirs, skip_dirs)
+    return {real: hashlib.sha256(data).hexdigest() for real, data in sorted(found.items())}
+
+
+def header_texts(
+    sources: Sequence[tuple[str, Path | None]],
+    search_dirs: Sequence[Path],
+    skip_dirs: Sequence[Path] = (),
+) -> dict[str, str]:
+    """{resolved header path: text} of the same headers as :func:`header_closure`."""
+    found = _reachable(sources, search_dirs, skip_dirs)
+    return {real: data.decode("utf-8", "replace") for real, data in sorted(found.items())}
+
+
+def _reachable(
+    sources: Sequence[tuple[str, Path | None]],
+    search_dirs: Sequence[Path],
+    skip_dirs: Sequence[Path],
+) -> dict[str, bytes]:
     skip = tuple(os.path.realpath(d) + os.sep for d in skip_dirs)
-    found: dict[str, str] = {}
+    found: dict[str, bytes] = {}
     pending: list[tuple[str, Path | None]] = list(sources)
     while pending:
         text, here = pending.pop()
@@ -102,6 +121,6 @@ def header_closure(
             data = _read_header(real)
             if data is None:
                 continue
-            found[real] = hashlib.sha256(data).hexdigest()
+            found[real] = data
             pending.append((data.decode("utf-8", "replace"), Path(real).parent))
-    return dict(sorted(found.items()))
+    return found

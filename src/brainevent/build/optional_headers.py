@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..headers import INCLUDE_DIR
 from ..spec.cxx_lexer import Token, lex
-from .includes import header_closure
+from .includes import header_texts
 
 HALF_MACRO = "BE_CUDA_HALF_TYPES"
 COMPLEX_MACRO = "BE_STD_COMPLEX"
@@ -163,52 +163,15 @@ def optional_header_flags(
     cuda: bool,
 ) -> list[str]:
     """The ``-D<macro>=0`` flags that leave out the optional headers a C++ unit (``cuda``:
-    a ``.cu`` unit, which may also use the half headers) does not need."""
+    a ``.cu`` unit, which may also use the half headers) does not need. ``search`` holds the
+    include directories, those of ``-I`` flags too (``languages.flag_include_dirs``); a macro
+    named in ``extra_cflags`` is the user's to decide."""
     checks = [(COMPLEX_MACRO, _complex_in), (CHECKS_MACRO, _checks_in)]
     checks += [(HALF_MACRO, _half_in)] if cuda else []
     checks = [(m, f) for m, f in checks if not any(m in flag for flag in extra_cflags)]
     if not checks:
         return []
-    dirs = [*search, *flag_include_dirs(extra_cflags)] + ([directory] if directory is not None else [])
-    headers = header_closure([(text, directory)], dirs, skip_dirs=[INCLUDE_DIR])
-    texts = [text] + [Path(path).read_text(errors="replace") for path in headers]
+    dirs = [*search] + ([directory] if directory is not None else [])
+    texts = [text, *header_texts([(text, directory)], dirs, skip_dirs=[INCLUDE_DIR]).values()]
     lexed = [(t, _lexed(t)) for t in texts]
     return [f"-D{macro}=0" for macro, found_in in checks if not _needs(lexed, macro, found_in)]
-
-
-# Include-directory options a flag list may carry instead of extra_include_paths.
-_INCLUDE_OPTIONS = ("-I", "-isystem", "-iquote", "-idirafter", "--include-path")
-
-
-def flag_include_dirs(flags: Sequence[str]) -> list[Path]:
-    """The directories ``-I DIR`` / ``-IDIR`` / ``-isystem DIR`` / ``--include-path=DIR`` ... of
-    a flag list: headers found there are read too. nvcc's ``-Xcompiler=-I/x,-O2`` (or
-    ``-Xcompiler -I/x,-O2``) hands comma-separated flags to the host compiler, which searches
-    those directories as well."""
-    words: list[str] = []
-    host_list_next = False  # the previous flag was a bare -Xcompiler / --compiler-options
-    for flag in flags:
-        if host_list_next:
-            words += flag.split(",")
-            host_list_next = False
-        elif flag in ("-Xcompiler", "--compiler-options"):
-            host_list_next = True
-        else:
-            prefix = next((p for p in ("-Xcompiler=", "--compiler-options=") if flag.startswith(p)), None)
-            words += flag[len(prefix) :].split(",") if prefix else [flag]
-    dirs: list[Path] = []
-    pending = False
-    for word in words:
-        if pending:
-            dirs.append(Path(word))
-            pending = False
-            continue
-        option = next((o for o in _INCLUDE_OPTIONS if word.startswith(o)), None)
-        if option is None:
-            continue
-        rest = word[len(option) :].lstrip("=")
-        if rest:
-            dirs.append(Path(rest))
-        else:
-            pending = True
-    return dirs

@@ -9,7 +9,8 @@ language, and nvcc's own options never reach the host compilers.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..build import BUILD_DIR
@@ -69,25 +70,64 @@ _NVCC_PREFIXES = ("--", "-gencode", "-G", "-maxrregcount", "-dc", "-dlto", "-dli
 _HOST_PREFIXES = ("-D", "-U", "-I", "-O", "-f", "-W", "-g", "-m", "-std=", "-isystem", "-iquote", "-include")
 
 
+def _host_lists(flags: Sequence[str]) -> Iterator[tuple[str, bool]]:
+    """Each word of a flag list, and whether nvcc hands it to the host compiler: the values of
+    ``-Xcompiler=a,b`` / ``-Xcompiler a,b`` (``--compiler-options`` alike) split at commas."""
+    words = iter(flags)
+    for flag in words:
+        if flag in ("-Xcompiler", "--compiler-options"):
+            values = next(words, "")
+        elif flag.startswith(("-Xcompiler=", "--compiler-options=")):
+            values = flag.split("=", 1)[1]
+        else:
+            yield flag, False
+            continue
+        for value in values.split(","):
+            yield value, True
+
+
 def host_flags_from_nvcc(flags: Sequence[str]) -> list[str]:
     """The host compiler's share of an nvcc flag list: ``-Xcompiler`` values unwrapped,
     preprocessor, warning and optimisation flags kept, nvcc-only options dropped."""
     out: list[str] = []
-    words = iter(flags)
-    for flag in words:
-        if flag in ("-Xcompiler", "--compiler-options"):
-            out += next(words, "").split(",")
-        elif flag.startswith(("-Xcompiler=", "--compiler-options=")):
-            out += flag.split("=", 1)[1].split(",")
+    words = _host_lists(flags)
+    for flag, for_host in words:
+        if for_host:
+            out.append(flag)
         elif flag == "--use_fast_math":
             out.append("-ffast-math")
         elif flag in _NVCC_VALUE_OPTIONS:
             next(words, None)
         elif flag in ("-I", "-D", "-U", "-isystem", "-include"):
-            out += [flag, next(words, "")]
+            out += [flag, next(words, ("", False))[0]]
         elif flag.startswith(_HOST_PREFIXES) and not flag.startswith(_NVCC_PREFIXES):
             out.append(flag)
     return [f for f in out if f]
+
+
+# Include-directory options a flag list may carry instead of extra_include_paths.
+_INCLUDE_OPTIONS = ("-I", "-isystem", "-iquote", "-idirafter", "--include-path")
+
+
+def flag_include_dirs(flags: Sequence[str]) -> list[Path]:
+    """The directories ``-I DIR`` / ``-IDIR`` / ``-isystem DIR`` / ``--include-path=DIR`` ... of
+    a flag list, those in nvcc's ``-Xcompiler`` lists too (the host compiler searches them)."""
+    dirs: list[Path] = []
+    pending = False
+    for word, _ in _host_lists(flags):
+        if pending:
+            dirs.append(Path(word))
+            pending = False
+            continue
+        option = next((o for o in _INCLUDE_OPTIONS if word.startswith(o)), None)
+        if option is None:
+            continue
+        rest = word[len(option) :].lstrip("=")
+        if rest:
+            dirs.append(Path(rest))
+        else:
+            pending = True
+    return dirs
 
 
 # OpenMP: the same switch compiles the pragmas and links the runtime (libgomp for GCC,
@@ -120,9 +160,8 @@ def optional_header_flags(options: LoadOptions, unit: SourceUnit, *, cuda: bool)
     """``-D<macro>=0`` for the optional parts of ``common.h`` (``<complex>``, the checking
     half; with ``cuda``, CUDA's half headers) that a C++ or CUDA unit and its project headers
     never use (build/optional_headers.py)."""
-    from pathlib import Path
-
     from ..build.optional_headers import optional_header_flags as flags_for
 
-    search = [Path(p) for p in options.extra_include_paths]
+    # Headers on -I flags are read too (extra_cflags may carry them instead of extra_include_paths).
+    search = [Path(p) for p in options.extra_include_paths] + flag_include_dirs(options.extra_cflags)
     return flags_for(unit.text, unit.directory, search, options.extra_cflags, cuda=cuda)
