@@ -44,9 +44,9 @@ def variants(n: int) -> dict[str, Any]:
     import numpy as np
 
     import brainevent
+    from brainevent.calls.operands import signature_of
+    from brainevent.launchers.numba_cpu import cpu_launcher_for
     from brainevent.numba_bridge.cpu_kernel import preparer
-    from brainevent.numba_bridge.cpu_launcher import cpu_launcher_for
-    from brainevent.numba_bridge.operands import signature_of
 
     brainevent.load_cpp_inline(name="bench_add", cpp_sources=ADD_KERNEL)
     x = jnp.ones(n, jnp.float32)

@@ -15,10 +15,10 @@ import pytest
 
 import brainevent
 from brainevent.custom_kernel import XLACustomKernel
-from brainevent.custom_kernel.cubin_launcher import NULL, OPERAND, SCALAR, SCRATCH, Param
 from brainevent.custom_kernel.triton_call import parse_capability
 from brainevent.custom_kernel.triton_compile import scalar_bits, scalar_type, trailing_params
 from brainevent.errors import KernelCallError
+from brainevent.launchers.cubin import NULL, OPERAND, SCALAR, SCRATCH, Param
 
 SPEC = jax.ShapeDtypeStruct((4096,), jnp.float32)
 
@@ -71,8 +71,8 @@ def test_a_scalar_that_is_not_a_number_is_refused(value: Any, match: str) -> Non
 
 
 def test_trailing_scratch_parameters_follow_the_ptx_entry() -> None:
-    from brainevent.custom_kernel.cubin_launcher import Image
     from brainevent.custom_kernel.triton_compile import Compiled
+    from brainevent.launchers.cubin import Image
 
     compiled = Compiled(
         "k", Image(b"", 0), n_ptx_params=6, num_warps=4, scratch=((64, 128), (0, 1)), cooperative=False

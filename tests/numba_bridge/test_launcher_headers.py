@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from brainevent.custom_kernel import cubin_launcher
+from brainevent.launchers import cubin as cubin_launcher
+from brainevent.launchers.library import int64s
 from brainevent.numba_bridge import cuda_launcher
-from brainevent.numba_bridge.launchers import int64s
 from brainevent.toolchain.cuda_driver import probe_devices
 
 pytestmark = pytest.mark.nvcc

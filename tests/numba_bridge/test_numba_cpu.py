@@ -149,8 +149,8 @@ def test_numba_kernel_without_numba_raises_import_error(monkeypatch: pytest.Monk
 
 
 def _add_target_and_id() -> tuple[str, int]:
+    from brainevent.calls.operands import signature_of
     from brainevent.numba_bridge.cpu_kernel import preparer
-    from brainevent.numba_bridge.operands import signature_of
 
     x = jnp.ones(8, jnp.float32)
     return preparer(add)(signature_of((x, x), [spec((8,))]))

@@ -77,8 +77,8 @@ def test_ptx_for_a_signature_without_a_gpu(add_kernel) -> None:  # type: ignore[
     import numpy as np
     from numba.cuda.cudadrv.error import CudaSupportError, NvrtcSupportError, NvvmSupportError
 
+    from brainevent.calls.operands import Operand, Signature
     from brainevent.numba_bridge.cuda_compile import compile_ptx
-    from brainevent.numba_bridge.operands import Operand, Signature
 
     f32 = Operand(1, np.dtype(np.float32))
     try:

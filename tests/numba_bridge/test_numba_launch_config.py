@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from brainevent.numba_bridge.launch_config import resolve_launch
+from brainevent.launchers.launch_config import resolve_launch
 
 
 def test_grid_and_block_are_padded_to_three_dims() -> None:

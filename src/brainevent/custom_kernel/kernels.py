@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..calls.operands import Operand, Signature
 from ..errors import KernelCallError
-from ..numba_bridge.operands import Operand, Signature
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,8 @@ class NumbaCudaKernel:
         threads_per_block: int,
         shared_mem: int,
     ) -> None:
+        from ..launchers.launch_config import resolve_launch
         from ..numba_bridge.cuda_kernel import require_numba_cuda
-        from ..numba_bridge.launch_config import resolve_launch
 
         _, dispatcher_type = require_numba_cuda()
         if kernel is not None and not isinstance(kernel, dispatcher_type):
@@ -153,8 +153,8 @@ class NumbaCudaKernel:
         self.description = "Numba-CUDA kernel (cuda)"
 
     def call_site(self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any]) -> CallSite:
+        from ..launchers.launch_config import resolve_launch
         from ..numba_bridge.cuda_kernel import preparer
-        from ..numba_bridge.launch_config import resolve_launch
 
         kernel = self._source.kernel_for(attrs)
         if not isinstance(kernel, self._dispatcher_type):

@@ -117,7 +117,7 @@ class XLACustomKernel(BackendTable, Rules, Tools):
         import jax.numpy as jnp
         from jax.core import ShapedArray
 
-        from ..numba_bridge.operands import flatten_outs
+        from ..calls.results import align_inputs, flatten_outs
 
         if backend is None:
             backend = getattr(self._rule_backend, "value", None)
@@ -152,6 +152,7 @@ class XLACustomKernel(BackendTable, Rules, Tools):
             params["batch_dims"] = self._num_batch_dims
         if backend is not None:
             params["backend"] = backend
+        arrays, _ = align_inputs(arrays)  # the abstract eval then types results as they vary
         results = self.primitive.bind(*arrays, outs=out_avals, **params)
         return jax.tree_util.tree_unflatten(treedef, list(results))
 
@@ -185,7 +186,9 @@ class XLACustomKernel(BackendTable, Rules, Tools):
 
     @staticmethod
     def _abstract_eval(*avals: Any, outs: tuple[Any, ...], **params: Any) -> list[Any]:
-        return list(outs)
+        from ..calls.results import abstract_results
+
+        return abstract_results(avals, outs)
 
     def _lower(
         self, ctx: Any, *operands: Any, jax_platform: str | None, outs: tuple[Any, ...], **params: Any

@@ -85,7 +85,7 @@ class TritonCall:
         input_output_aliases: dict[int, int] | None,
         vmap_method: str | None,
     ) -> None:
-        from ..numba_bridge.operands import flatten_outs
+        from ..calls.results import flatten_outs
 
         self._kernel = kernel
         self._specs, self._treedef = flatten_outs(outs)
@@ -104,8 +104,9 @@ class TritonCall:
     def __call__(self, *arrays: Any) -> Any:
         import jax
 
-        from ..numba_bridge.operands import content_id
-        from .cubin_launcher import launcher_for, register
+        from ..calls.ffi import ffi_call
+        from ..calls.operands import content_id
+        from ..launchers.cubin import launcher_for, register
         from .triton_compile import bind, compile_for, trailing_params
 
         for i, a in enumerate(arrays):
@@ -167,13 +168,14 @@ class TritonCall:
             {cc: c.image for cc, c in compiled.items()},
             cooperative=first.cooperative,
         )
-        call = jax.ffi.ffi_call(
+        results = ffi_call(
             launcher.target,
+            arrays,
             [*self._specs, *scratch_specs],
             vmap_method=self._vmap_method,
             input_output_aliases=self._aliases,
+            kernel_id=np.int64(kernel_id),
         )
-        results = list(call(*arrays, kernel_id=np.int64(kernel_id)))
         return jax.tree_util.tree_unflatten(self._treedef, results[: len(self._specs)])
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CompileError, KernelCallError
-from .cubin_launcher import NULL, OPERAND, SCALAR, SCRATCH, Image, Param
+from ..launchers.cubin import NULL, OPERAND, SCALAR, SCRATCH, Image, Param
 
 # JAX dtype name -> Triton element type.
 _ELEMENT = {

@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .operands import Signature, flatten_outs, signature_of
+from ..calls.ffi import ffi_call
+from ..calls.operands import Signature, signature_of
+from ..calls.results import flatten_outs, vary_like
 
 # Methods that hand the kernel arrays with a batch axis: the kernel is compiled again for
 # those ranks (a custom_vmap rule), since a launch compiled for the unbatched ranks would
@@ -71,7 +73,7 @@ class BridgedFunction:
             import jax.numpy as jnp
 
             signature_of(args, self._specs)  # the arguments must still be arrays
-            flat = [jnp.zeros(s.shape, s.dtype) for s in self._specs]
+            flat = vary_like([jnp.zeros(s.shape, s.dtype) for s in self._specs], args)
         elif self._rank_changing:
             flat = self._batchable(tuple(self._specs))(*args)
         else:
@@ -79,8 +81,6 @@ class BridgedFunction:
         return jax.tree_util.tree_unflatten(self._treedef, list(flat))
 
     def _invoke(self, args: tuple[Any, ...], specs: list[Any], lenient: bool = False) -> list[Any]:
-        import jax
-
         signature = signature_of(args, specs)
         try:
             target, kernel_id = self._prepare(signature)
@@ -92,8 +92,14 @@ class BridgedFunction:
             # never registered makes an actual unbatched call fail at run time instead.
             target, kernel_id = self._prepare_target_only(signature), 0
         method = None if self._rank_changing else self._vmap_method
-        call = jax.ffi.ffi_call(target, specs, vmap_method=method, input_output_aliases=self._aliases)
-        return list(call(*args, kernel_id=np.int64(kernel_id)))
+        return ffi_call(
+            target,
+            args,
+            specs,
+            vmap_method=method,
+            input_output_aliases=self._aliases,
+            kernel_id=np.int64(kernel_id),
+        )
 
     def _prepare_target_only(self, signature: Signature) -> str:
         return self._target_for(len(signature.inputs), len(signature.outputs))

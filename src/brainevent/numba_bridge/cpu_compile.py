@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .operands import Signature
+from ..calls.operands import Signature
 
 
 @dataclass(frozen=True)

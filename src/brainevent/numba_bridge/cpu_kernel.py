@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..calls.operands import Signature, content_id
+from ..launchers.prepared import Made, PreparedKernels
 from .bridge import BridgedFunction
-from .operands import Signature, content_id
-from .prepared import Made, PreparedKernels
 
 _prepared = PreparedKernels()  # keyed by (id(function), signature)
 
@@ -22,8 +22,8 @@ def require_numba() -> Any:
 
 def preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
     def make(signature: Signature) -> Made:
+        from ..launchers.numba_cpu import cpu_launcher_for, register_cfunc
         from .cpu_compile import compile_entry
-        from .cpu_launcher import cpu_launcher_for, register_cfunc
 
         launcher = cpu_launcher_for(len(signature.inputs), len(signature.outputs))
         entry = compile_entry(func, signature)
@@ -38,7 +38,7 @@ def preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
 
 
 def _target_for(n_inputs: int, n_outputs: int) -> str:
-    from .cpu_launcher import cpu_launcher_for
+    from ..launchers.numba_cpu import cpu_launcher_for
 
     return cpu_launcher_for(n_inputs, n_outputs).target
 

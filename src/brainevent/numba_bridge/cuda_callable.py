@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..calls.operands import Signature
+from ..launchers.library import LauncherCache, LauncherSpec
 from .bridge import BridgedFunction
 from .cuda_kernel import require_numba_cuda
-from .launchers import LauncherCache, LauncherSpec
-from .operands import Signature
 
 _TRAMPOLINE = ctypes.CFUNCTYPE(
     ctypes.c_int,

@@ -7,11 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from ..calls.operands import Signature, content_id
+from ..calls.results import flatten_outs
 from ..errors import KernelTypeError
+from ..launchers.launch_config import LaunchConfig, resolve_launch
+from ..launchers.prepared import Made, PreparedKernels
 from .bridge import BridgedFunction, check_vmap_method
-from .launch_config import LaunchConfig, resolve_launch
-from .operands import Signature, content_id, flatten_outs
-from .prepared import Made, PreparedKernels
 
 
 def require_numba_cuda() -> Any:
@@ -34,8 +35,8 @@ _prepared = PreparedKernels()  # keyed by (id(kernel), launch config, signature)
 
 def preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[str, int]]:
     def make(signature: Signature) -> Made:
+        from ..launchers.numba_cuda import launcher_for, register_kernel
         from .cuda_compile import compile_for_devices
-        from .cuda_launcher import launcher_for, register_kernel
 
         launcher = launcher_for(len(signature.inputs), len(signature.outputs))
         compiled = compile_for_devices(kernel, signature)
@@ -59,7 +60,7 @@ def preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[s
 
 
 def _target_for(n_inputs: int, n_outputs: int) -> str:
-    from .cuda_launcher import launcher_for
+    from ..launchers.numba_cuda import launcher_for
 
     return launcher_for(n_inputs, n_outputs).target
 

@@ -47,7 +47,7 @@ class KernelFunction:
         return f"KernelFunction(target={self.target!r}, spec={self.spec!r}, platform={self.platform!r})"
 
     def __call__(self, *arrays: Any, outs: Any = None, scratch_bytes: Any = None, **attrs: Any) -> Any:
-        import jax
+        from ..calls.ffi import ffi_call
 
         if self.unregistered is not None:
             raise self._not_registered_error()
@@ -58,31 +58,13 @@ class KernelFunction:
         result_specs = self._result_specs(arrays, outs)
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
         if spec.scratch or scratch_bytes is not None:
-            return self._call_with_scratch(arrays, converted, result_specs, single, scratch_bytes)
-        call = jax.ffi.ffi_call(
-            self.target,
-            result_specs[0] if single else result_specs,
-            vmap_method=self.vmap_method,
-        )
-        return call(*arrays, **converted)
+            # The scratch buffer is one more result (uint8, after the ``ret`` ones) that XLA
+            # allocates per call; it is dropped from what the caller gets back.
+            from .scratch import scratch_result
 
-    def _call_with_scratch(
-        self,
-        arrays: Sequence[Any],
-        attrs: dict[str, Any],
-        results: list[Any],
-        single: bool,
-        scratch_bytes: Any,
-    ) -> Any:
-        """The scratch buffer is one more result (uint8, after the ``ret`` ones) that XLA
-        allocates per call; it is dropped from what the caller gets back."""
-        import jax
-
-        from .scratch import scratch_result
-
-        results = [*results, scratch_result(self.target, self.spec, arrays, scratch_bytes)]
-        call = jax.ffi.ffi_call(self.target, results, vmap_method=self.vmap_method)
-        out = call(*arrays, **attrs)[: len(self.spec.rets)]
+            result_specs.append(scratch_result(self.target, spec, arrays, scratch_bytes))
+        out = ffi_call(self.target, arrays, result_specs, vmap_method=self.vmap_method, **converted)
+        out = out[: len(spec.rets)]
         return out[0] if single else out
 
     def _not_registered_error(self) -> KernelNotAvailableError:

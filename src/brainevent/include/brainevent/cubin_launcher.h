@@ -20,7 +20,7 @@ using namespace be_cuda_launch;
 
 // One kernel parameter: a device pointer to an operand (checked to be aligned), a pointer to a
 // scratch operand (rounded up to the alignment), a scalar of `size` bytes, or a null pointer.
-// Keep in step with custom_kernel/cubin_launcher.py.
+// Keep in step with launchers/cubin.py.
 enum Kind : int64_t { kOperand = 0, kScalar = 1, kNull = 2, kScratch = 3 };
 struct Param {
   int64_t kind, value, size;  // operand index or raw scalar bits; alignment or scalar size

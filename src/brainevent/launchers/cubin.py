@@ -7,7 +7,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..numba_bridge.launchers import Launcher, LauncherCache, LauncherSpec, int64s
+from .library import Launcher, LauncherCache, LauncherSpec, int64s
 
 # Parameter kinds, as brainevent/cubin_launcher.h numbers them (enum Kind).
 OPERAND, SCALAR, NULL, SCRATCH = 0, 1, 2, 3

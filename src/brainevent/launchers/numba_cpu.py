@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ctypes
 
-from .cpu_errors import add_receiver
-from .launchers import Launcher, LauncherCache, LauncherSpec, int64s
-from .operands import Signature
+from ..calls.operands import Signature
+from .library import Launcher, LauncherCache, LauncherSpec, int64s
+from .numba_cpu_errors import add_receiver
 
 _i64, _p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
 _SPEC = LauncherSpec(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ctypes
 
+from ..calls.operands import Signature
 from .launch_config import LaunchConfig
-from .launchers import Launcher, LauncherCache, LauncherSpec, int64s
-from .operands import Signature
+from .library import Launcher, LauncherCache, LauncherSpec, int64s
 
 _i64, _p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
 _SPEC = LauncherSpec(

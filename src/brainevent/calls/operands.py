@@ -35,24 +35,6 @@ def _operand(value: Any) -> Operand:
     return Operand(len(np.shape(value)), np.dtype(value.dtype))
 
 
-def flatten_outs(outs: Any) -> tuple[list[Any], Any]:
-    """``outs`` as a flat list of ShapeDtypeStructs plus the treedef to rebuild the results."""
-    import jax
-
-    def is_spec(x: Any) -> bool:
-        return hasattr(x, "shape") and hasattr(x, "dtype")
-
-    leaves, treedef = jax.tree_util.tree_flatten(outs, is_leaf=is_spec)
-    if not leaves:
-        raise ValueError("outs must hold at least one jax.ShapeDtypeStruct")
-    specs = []
-    for leaf in leaves:
-        if not is_spec(leaf):
-            raise TypeError(f"outs entries must be jax.ShapeDtypeStruct (shape and dtype), got {leaf!r}")
-        specs.append(jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype))
-    return specs, treedef
-
-
 def signature_of(args: tuple[Any, ...], out_specs: list[Any]) -> Signature:
     for position, arg in enumerate(args):
         if not hasattr(arg, "dtype"):

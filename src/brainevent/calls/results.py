@@ -1,0 +1,124 @@
+"""Result types of a custom call, derived from its inputs' types.
+
+JAX checks that the inputs of an FFI call agree on their varying manual axes (inside
+``shard_map``) but types the results exactly as written. A result spec written as a bare
+``(shape, dtype)`` is then invariant across the mesh while the inputs vary, and any loop
+carrying it under ``shard_map`` fails its carry type check. The rule here, written once for
+every call path: a kernel's result varies over every manual axis any of its inputs varies
+over, and an input that varies over fewer axes is cast up to the union first (a pure type
+change, no data moves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def is_spec(value: Any) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def flatten_outs(outs: Any) -> tuple[list[Any], Any]:
+    """``outs`` as a flat list of ShapeDtypeStructs plus the treedef to rebuild the results."""
+    import jax
+
+    leaves, treedef = jax.tree_util.tree_flatten(outs, is_leaf=is_spec)
+    if not leaves:
+        raise ValueError("outs must hold at least one jax.ShapeDtypeStruct")
+    specs = []
+    for leaf in leaves:
+        if not is_spec(leaf):
+            raise TypeError(f"outs entries must be jax.ShapeDtypeStruct (shape and dtype), got {leaf!r}")
+        specs.append(jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype))
+    return specs, treedef
+
+
+def varying_axes(aval: Any) -> frozenset[Any]:
+    """The manual mesh axes a value varies over (empty outside ``shard_map`` or unchecked)."""
+    manual = getattr(aval, "mat", None)  # JAX >= 0.10: ManualAxisType
+    if manual is not None:
+        return frozenset(getattr(manual, "varying", ()))
+    return frozenset(getattr(aval, "vma", ()))  # earlier JAX spelled it vma
+
+
+def union_of(avals: Sequence[Any]) -> frozenset[Any]:
+    axes: frozenset[Any] = frozenset()
+    for aval in avals:
+        axes |= varying_axes(aval)
+    return axes
+
+
+def align_inputs(inputs: Sequence[Any]) -> tuple[list[Any], frozenset[Any]]:
+    """The inputs cast to vary over the union of their varying axes, and that union."""
+    import jax
+
+    avals = [jax.typeof(x) for x in inputs]
+    axes = union_of(avals)
+    if not axes:
+        return list(inputs), axes
+    aligned = []
+    for x, aval in zip(inputs, avals, strict=True):
+        missing = axes - varying_axes(aval)
+        aligned.append(jax.lax.pcast(x, tuple(sorted(missing, key=str)), to="varying") if missing else x)
+    return aligned, axes
+
+
+def vary_like(values: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
+    """``values`` made by us instead of a kernel (zeros for empty outputs) cast to vary as a
+    kernel's results would."""
+    import jax
+
+    axes = union_of([jax.typeof(x) for x in inputs])
+    if not axes:
+        return list(values)
+    order = tuple(sorted(axes, key=str))
+    return [jax.lax.pcast(v, order, to="varying") for v in values]
+
+
+def typed_like(spec: Any, template: Any) -> Any:
+    """``spec``'s shape and dtype with the manual-axis type of ``template`` (an input's aval
+    that already varies over the union). Keeps whatever else JAX's aval carries for a manual
+    context (its abstract mesh, memory space) without naming fields that change between
+    releases."""
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    shape = tuple(int(d) for d in spec.shape)
+    sharding = NamedSharding(template.sharding.mesh, P(*([None] * len(shape))))
+    return template.update(shape=shape, dtype=spec.dtype, sharding=sharding, weak_type=False)
+
+
+def result_types(specs: Sequence[Any], inputs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """``(inputs aligned, result types)`` for an FFI call of ``inputs`` returning ``specs``.
+
+    Outside ``shard_map`` (no input varies) the specs come back as given. A spec the caller
+    already typed with its own manual-axis type is kept as it is.
+    """
+    import jax
+
+    aligned, axes = align_inputs(inputs)
+    if not axes:
+        return aligned, list(specs)
+    template = jax.typeof(aligned[0])
+    typed = [
+        s if getattr(s, "manual_axis_type", None) is not None else typed_like(s, template) for s in specs
+    ]
+    return aligned, typed
+
+
+def abstract_results(avals_in: Sequence[Any], outs: Sequence[Any]) -> list[Any]:
+    """The abstract-eval side of the same rule, for a primitive whose declared results are
+    ShapedArrays: each varies over the union of the inputs' varying axes."""
+    axes = union_of(avals_in)
+    if not axes:
+        return list(outs)
+    template = next((a for a in avals_in if varying_axes(a) == axes), None)
+    if template is None or any(varying_axes(a) != axes for a in avals_in):
+        # Every call path aligns its inputs first; a bind that skipped it is a bug of ours.
+        raise ValueError(
+            f"the inputs of a custom call vary over different manual axes "
+            f"({[sorted(map(str, varying_axes(a))) for a in avals_in]}); cast them with "
+            "jax.lax.pcast(x, axes, to='varying') before the call"
+        )
+    return [typed_like(o, template) for o in outs]
