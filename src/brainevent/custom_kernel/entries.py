@@ -85,7 +85,20 @@ class GeneratorLowering:
         def traced(*args: Any) -> list[Any]:
             return checked_results(self.backend, kernel(*args), outs)
 
-        return mlir.lower_fun(traced, multiple_results=True)(call.ctx, *call.operands)
+        # The generated function is per-device code: by the time it is lowered JAX has
+        # checked the types, and its operands are the local blocks. Tracing it with plain
+        # types and no mesh keeps code written for one device (a Pallas kernel, which
+        # refuses mesh axes that are not manual, mixing in invariant constants) working
+        # inside shard_map and under sharded jit.
+        from jax.core import ShapedArray
+        from jax.sharding import AbstractMesh, use_abstract_mesh
+
+        ctx = call.ctx.replace(
+            avals_in=[ShapedArray(a.shape, a.dtype, weak_type=a.weak_type) for a in call.ctx.avals_in],
+            avals_out=[ShapedArray(a.shape, a.dtype) for a in call.ctx.avals_out],
+        )
+        with use_abstract_mesh(AbstractMesh((), ())):
+            return mlir.lower_fun(traced, multiple_results=True)(ctx, *call.operands)
 
 
 def checked_results(backend: str, results: Any, outs: Sequence[Any]) -> list[Any]:

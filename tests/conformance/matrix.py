@@ -1,0 +1,445 @@
+"""The conformance matrix: every kernel kind under every transformation it claims.
+
+Run as a script in a process of its own (the host device count is fixed when JAX starts):
+
+    python matrix.py run <platform> <out.json> <export dir>
+    python matrix.py replay <platform> <out.json> <export dir>
+
+``run`` computes every cell and writes ``{kind: {cell: outcome}}``; ``replay`` deserializes
+what ``run`` exported and runs it in a fresh process. An outcome is ``"ok"``, ``"wrong: ..."``
+(a result that differs from NumPy), ``"refused: <error type>: ..."`` (a cell the kind does not
+support, refused with an error of ours) or ``"error: <error type>: ..."``. Every kernel
+computes ``out = 0.5 * x + w`` with ``w`` broadcast over leading axes, so each cell has one
+NumPy reference.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+N_DEVICES = 4
+ROWS, COLS = 8, 4
+BATCH = 3
+VMAP_FFI = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
+VMAP_PRIMITIVE = ("sequential", "expand_dims", "broadcast_all")
+
+CPP = r"""
+#include "brainevent/common.h"
+// @BE step arg arg ret
+void step(const BE::Tensor x, const BE::Tensor w, BE::Tensor out) {
+  const float* px = x.data_ptr<float>();
+  const float* pw = w.data_ptr<float>();
+  float* po = out.data_ptr<float>();
+  const int64_t nw = w.numel();
+  BE_CHECK(out.numel() == x.numel()) << "out has " << out.numel() << " elements, x has " << x.numel();
+  for (int64_t i = 0; i < x.numel(); ++i) po[i] = 0.5f * px[i] + pw[i % nw];
+}
+"""
+
+CUDA = r"""
+#include <cuda_runtime.h>
+#include "brainevent/common.h"
+__global__ void step_kernel(const float* x, const float* w, float* out, int64_t n, int64_t nw) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 0.5f * x[i] + w[i % nw];
+}
+// @BE step arg arg ret stream
+void step(const BE::Tensor x, const BE::Tensor w, BE::Tensor out, int64_t stream) {
+  int64_t n = x.numel();
+  if (n == 0) return;
+  step_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
+      x.data_ptr<float>(), w.data_ptr<float>(), out.data_ptr<float>(), n, w.numel());
+  BE_CHECK_KERNEL_LAUNCH();
+}
+"""
+
+
+def spec_like(x: Any) -> Any:
+    import jax
+
+    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+
+
+# -- kernel kinds ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A way to write a kernel. ``make(vmap_method, num_batch_dims)`` returns ``f(x, w)``."""
+
+    name: str
+    platform: str  # "cpu" or "gpu"
+    make: Callable[[str | None, int | None], Callable[[Any, Any], Any]]
+    vmap_methods: tuple[str, ...]
+    differentiable: bool  # has a JVP rule (an XLACustomKernel with def_jvp_rule)
+    batch_dims: bool  # can declare batch dims (XLACustomKernel(num_batch_dims=k))
+    needs: str | None = None  # a module that must be importable
+
+
+def _module(platform: str) -> Any:
+    import brainevent
+
+    if platform == "cpu":
+        return brainevent.load_cpp_inline(name="conformance_cpu", cpp_sources=CPP)
+    return brainevent.load_cuda_inline(name="conformance_cuda", cuda_sources=CUDA)
+
+
+def module_kind(platform: str) -> Callable[[str | None, int | None], Callable[[Any, Any], Any]]:
+    def make(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
+        step = copy.copy(_module(platform).step)
+        step.vmap_method = vmap_method
+        return step  # type: ignore[no-any-return]
+
+    return make
+
+
+def _numba_cpu_step() -> Any:
+    import numba
+
+    @numba.njit
+    def step(x: Any, w: Any, out: Any) -> None:
+        xf, wf, of = x.ravel(), w.ravel(), out.ravel()
+        for i in range(xf.size):
+            of[i] = 0.5 * xf[i] + wf[i % wf.size]
+
+    return step
+
+
+def numba_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
+    import brainevent
+
+    step = _numba_cpu_step()
+
+    def f(x: Any, w: Any) -> Any:
+        return brainevent.numba_kernel(step, spec_like(x), vmap_method=vmap_method)(x, w)
+
+    return f
+
+
+def _numba_cuda_flat() -> Any:
+    from numba import cuda
+
+    @cuda.jit
+    def step(x: Any, w: Any, out: Any) -> None:
+        i = cuda.grid(1)
+        if i < out.size:
+            out.ravel()[i] = 0.5 * x.ravel()[i] + w.ravel()[i % w.size]
+
+    return step
+
+
+def _numba_cuda_2d() -> Any:
+    from numba import cuda
+
+    @cuda.jit
+    def step(x: Any, w: Any, out: Any) -> None:
+        i, j = cuda.grid(2)
+        if i < out.shape[0] and j < out.shape[1]:
+            out[i, j] = 0.5 * x[i, j] + w[i % w.shape[0], j]
+
+    return step
+
+
+def numba_cuda_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
+    import brainevent
+
+    step = _numba_cuda_2d()
+
+    def f(x: Any, w: Any) -> Any:
+        call = brainevent.numba_cuda_kernel(
+            step, spec_like(x), launch_dims=x.shape[-2:], vmap_method=vmap_method
+        )
+        return call(x, w)
+
+    return f
+
+
+def numba_cuda_callable_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
+    import brainevent
+
+    step = _numba_cuda_flat()
+
+    def launch(x: Any, w: Any, out: Any, stream: Any) -> None:
+        step[(out.size + 127) // 128, 128, stream](x, w, out)
+
+    def f(x: Any, w: Any) -> Any:
+        return brainevent.numba_cuda_callable(launch, spec_like(x), vmap_method=vmap_method)(x, w)
+
+    return f
+
+
+def _triton_step() -> Any:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def step(x_ptr: Any, w_ptr: Any, out_ptr: Any, n: Any, nw: Any, BLOCK: tl.constexpr) -> None:  # noqa: N803
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        x = tl.load(x_ptr + offsets, mask=mask)
+        w = tl.load(w_ptr + offsets % nw, mask=mask)
+        tl.store(out_ptr + offsets, 0.5 * x + w, mask=mask)
+
+    return step
+
+
+def _triton_call(x: Any, w: Any, outs: Any, vmap_method: str | None) -> Any:
+    import brainevent
+
+    n, nw = int(np.prod(outs.shape)), int(np.prod(w.shape))
+    call = brainevent.triton_kernel(
+        _triton_step(), outs, grid=((n + 127) // 128,), n=n, nw=nw, BLOCK=128, vmap_method=vmap_method
+    )
+    return call(x, w)
+
+
+def triton_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
+    return lambda x, w: _triton_call(x, w, spec_like(x), vmap_method)
+
+
+def _pallas(outs: Any, interpret: bool) -> Any:
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref: Any, w_ref: Any, o_ref: Any) -> None:
+        o_ref[...] = 0.5 * x_ref[...] + w_ref[...]
+
+    return pl.pallas_call(kernel, out_shape=outs[0], interpret=interpret)
+
+
+def primitive_kind(backend: str) -> Callable[[str | None, int | None], Callable[[Any, Any], Any]]:
+    """An XLACustomKernel with one backend, a JVP rule, and the given batching and batch dims."""
+
+    def make(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
+        import brainevent
+
+        name = f"conformance_{backend}_{vmap_method}_{num_batch_dims}"
+        op = brainevent.XLACustomKernel(
+            name, vmap_method=vmap_method or "sequential", num_batch_dims=num_batch_dims
+        )
+        if backend == "cpp":
+            op.def_kernel("cpu", _module("cpu").step)
+        elif backend == "cuda_raw":
+            op.def_kernel("gpu", _module("gpu").step)
+        elif backend == "numba":
+            op.def_numba_kernel(_numba_cpu_step())
+        elif backend == "numba_cuda":
+            op.def_numba_cuda_kernel(_numba_cuda_flat(), launch_dims=lambda ins, outs: (int(np.prod(outs[0].shape)),))
+        elif backend == "pallas_interpret":
+            op.def_kernel("pallas", "cpu", lambda outs, **_: _pallas(outs, interpret=True))
+        elif backend == "pallas":
+            op.def_pallas_kernel("gpu", lambda outs, **_: _pallas(outs, interpret=False))
+        elif backend == "triton":
+            op.def_triton_kernel(lambda outs, **_: lambda x, w: _triton_call(x, w, outs[0], None))
+        else:
+            raise ValueError(backend)
+
+        @op.def_jvp_rule
+        def jvp(primals: Any, tangents: Any, *, outs: Any, **attrs: Any) -> Any:
+            x, w = primals
+            dx, dw = tangents
+            return [op(x, w, outs=outs[0])], [0.5 * dx + dw]
+
+        return lambda x, w: op(x, w, outs=spec_like(x))
+
+    return make
+
+
+KINDS = (
+    Kind("cpp_module", "cpu", module_kind("cpu"), VMAP_FFI, False, False),
+    Kind("numba_kernel", "cpu", numba_kind, VMAP_FFI, False, False, needs="numba"),
+    Kind("xla_cpp", "cpu", primitive_kind("cpp"), VMAP_PRIMITIVE, True, True),
+    Kind("xla_numba", "cpu", primitive_kind("numba"), VMAP_PRIMITIVE, True, True, needs="numba"),
+    Kind("xla_pallas_interpret", "cpu", primitive_kind("pallas_interpret"), VMAP_PRIMITIVE, True, True),
+    Kind("cuda_module", "gpu", module_kind("gpu"), VMAP_FFI, False, False),
+    Kind("numba_cuda_kernel", "gpu", numba_cuda_kind, VMAP_FFI, False, False, needs="numba.cuda"),
+    Kind("numba_cuda_callable", "gpu", numba_cuda_callable_kind, VMAP_FFI, False, False, needs="numba.cuda"),
+    Kind("triton_kernel", "gpu", triton_kind, ("sequential", "sequential_unrolled"), False, False, needs="triton"),
+    Kind("xla_cuda_raw", "gpu", primitive_kind("cuda_raw"), VMAP_PRIMITIVE, True, True),
+    Kind("xla_numba_cuda", "gpu", primitive_kind("numba_cuda"), VMAP_PRIMITIVE, True, True, needs="numba.cuda"),
+    Kind("xla_pallas", "gpu", primitive_kind("pallas"), VMAP_PRIMITIVE, True, True),
+    Kind("xla_triton", "gpu", primitive_kind("triton"), VMAP_PRIMITIVE, True, True, needs="triton"),
+)
+
+
+# -- cells -------------------------------------------------------------------------------------
+
+
+def reference(x: Any, w: Any) -> np.ndarray:
+    return 0.5 * np.asarray(x, np.float32) + np.asarray(w, np.float32)
+
+
+def data() -> tuple[np.ndarray, np.ndarray]:
+    x = np.arange(ROWS * COLS, dtype=np.float32).reshape(ROWS, COLS) / 7
+    w = np.linspace(-1, 1, ROWS * COLS, dtype=np.float32).reshape(ROWS, COLS)
+    return x, w
+
+
+def loop_cells(f: Callable[[Any, Any], Any]) -> dict[str, tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]]:
+    """Control flow around the kernel, each with its NumPy reference: ``(jax fn, numpy fn)``."""
+    import jax
+
+    def twice(x: Any, w: Any) -> Any:
+        return reference(reference(x, w), w)
+
+    return {
+        "fori_loop": (lambda x, w: jax.lax.fori_loop(0, 2, lambda i, v: f(v, w), x), twice),
+        "scan": (lambda x, w: jax.lax.scan(lambda c, _: (f(c, w), None), x, None, length=2)[0], twice),
+        "while_loop": (
+            lambda x, w: jax.lax.while_loop(lambda s: s[0] < 2, lambda s: (s[0] + 1, f(s[1], w)), (0, x))[1],
+            twice,
+        ),
+        "cond": (lambda x, w: jax.lax.cond(x[0, 0] >= 0, f, lambda a, b: a, x, w), reference),
+    }
+
+
+def cells(kind: Kind, mesh: Any) -> dict[str, Callable[[], str]]:
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    x, w = data()
+    f = kind.make("sequential" if kind.vmap_methods else None, None)
+    out: dict[str, Callable[[], str]] = {}
+
+    def check(got: Any, want: Any) -> str:
+        got = np.asarray(got)
+        if got.shape != np.shape(want) or not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+            return f"wrong: got {got.ravel()[:4]}... shape {got.shape}, want {np.ravel(want)[:4]}..."
+        return "ok"
+
+    out["eager"] = lambda: check(f(x, w), reference(x, w))
+    out["jit"] = lambda: check(jax.jit(f)(x, w), reference(x, w))
+    out["lower_compile"] = lambda: check(jax.jit(f).lower(x, w).compile()(x, w), reference(x, w))
+    xs = np.stack([x + b for b in range(BATCH)])
+    for method in kind.vmap_methods:
+        g = kind.make(method, None)
+        out[f"vmap_{method}"] = lambda g=g: check(
+            jax.jit(jax.vmap(g, in_axes=(0, None)))(xs, w), reference(xs, w)
+        )
+
+    def grad() -> str:
+        got = jax.jit(jax.grad(lambda x, w: f(x, w).sum(), argnums=(0, 1)))(x, w)
+        return check(np.stack(got), np.stack([np.full_like(x, 0.5), np.ones_like(w)]))
+
+    out["grad"] = grad
+    for name, (jf, nf) in loop_cells(f).items():
+        out[name] = lambda jf=jf, nf=nf: check(jax.jit(jf)(x, w), nf(x, w))
+
+    # shard_map over every device, JAX's default checking of varying manual axes: x is split
+    # by rows (varies), w is replicated (invariant) and enters every kernel call.
+    row = NamedSharding(mesh, P("b"))
+    whole = NamedSharding(mesh, P())
+    wtile = np.tile(w[: ROWS // N_DEVICES], (N_DEVICES, 1))
+    xw_tiled = (jax.device_put(x, row), jax.device_put(w[: ROWS // N_DEVICES], whole))
+
+    def sharded(body: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        return jax.jit(jax.shard_map(body, mesh=mesh, in_specs=(P("b"), P()), out_specs=P("b")))
+
+    out["shard_map"] = lambda: check(sharded(f)(*xw_tiled), reference(x, wtile))
+    for name, (jf, nf) in loop_cells(f).items():
+        out[f"shard_map_{name}"] = lambda jf=jf, nf=nf: check(sharded(jf)(*xw_tiled), _per_shard(nf, x, w))
+
+    def sharded_jit() -> str:
+        # Both operands sharded by rows. A kind that declares batch dims must run on the local
+        # shards (no all-gather); any other must still compute the right result.
+        g = kind.make("sequential", 1) if kind.batch_dims else f
+        a, b = jax.device_put(x, row), jax.device_put(w, row)
+        jitted = jax.jit(g)
+        verdict = check(jitted(a, b), reference(x, w))
+        if verdict == "ok" and kind.batch_dims and "all-gather" in jitted.lower(a, b).compile().as_text():
+            return "wrong: declared batch dims but the call gathered its inputs"
+        return verdict
+
+    out["sharded_jit"] = sharded_jit
+    return out
+
+
+def _per_shard(nf: Callable[[Any, Any], Any], x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    rows = ROWS // N_DEVICES
+    wl = w[:rows]
+    return np.concatenate([nf(x[i * rows : (i + 1) * rows], wl) for i in range(N_DEVICES)])
+
+
+def outcome(cell: Callable[[], str]) -> str:
+    try:
+        return cell()
+    except Exception as exc:  # recorded, not raised: the test asserts each cell
+        message = " ".join(str(exc).split())[:600]
+        ours = type(exc).__module__.startswith("brainevent")
+        return f"{'refused' if ours else 'error'}: {type(exc).__name__}: {message}"
+
+
+def selected(platform: str) -> list[Kind]:
+    import importlib.util
+
+    chosen = []
+    for kind in KINDS:
+        if kind.platform != platform:
+            continue
+        if kind.needs and importlib.util.find_spec(kind.needs.split(".")[0]) is None:
+            continue
+        chosen.append(kind)
+    return chosen
+
+
+def run(platform: str, out_path: Path, export_dir: Path) -> None:
+    import jax
+
+    devices = jax.devices(platform)
+    mesh = jax.make_mesh((N_DEVICES,), ("b",), devices=devices[:N_DEVICES])
+    results: dict[str, dict[str, str]] = {"_devices": {"count": str(len(devices))}}
+    x, w = data()
+    for kind in selected(platform):
+        found = {name: outcome(cell) for name, cell in cells(kind, mesh).items()}
+        found["export"] = outcome(lambda kind=kind: export(kind, x, w, export_dir))
+        results[kind.name] = found
+    out_path.write_text(json.dumps(results, indent=1))
+
+
+def export(kind: Kind, x: np.ndarray, w: np.ndarray, export_dir: Path) -> str:
+    import jax
+    from jax import export as jexport
+
+    f = kind.make("sequential" if kind.vmap_methods else None, None)
+    exported = jexport.export(
+        jax.jit(f), disabled_checks=[jexport.DisabledSafetyCheck.custom_call("*")]
+    )(x, w)
+    (export_dir / f"{kind.name}.bin").write_bytes(exported.serialize())
+    return "ok"
+
+
+def replay(platform: str, out_path: Path, export_dir: Path) -> None:
+    """In a fresh process: load the same kernels (their FFI targets are registered when they
+    load or are first traced), then run what ``run`` exported."""
+    from jax import export as jexport
+
+    x, w = data()
+    results: dict[str, str] = {}
+    for kind in selected(platform):
+        blob = export_dir / f"{kind.name}.bin"
+        if not blob.exists():
+            continue
+
+        def call(kind: Kind = kind, blob: Path = blob) -> str:
+            import jax
+
+            f = kind.make("sequential" if kind.vmap_methods else None, None)
+            jax.jit(f).lower(x, w)  # registers the kernel as the exporting process did
+            got = jexport.deserialize(bytearray(blob.read_bytes())).call(x, w)
+            return "ok" if np.allclose(np.asarray(got), reference(x, w), rtol=1e-5) else "wrong"
+
+        results[kind.name] = outcome(call)
+    out_path.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    mode, platform_arg, out_arg, export_arg = sys.argv[1:5]
+    {"run": run, "replay": replay}[mode](platform_arg, Path(out_arg), Path(export_arg))
