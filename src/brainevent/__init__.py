@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .cache_control import clear_cache as clear_cache
     from .cache_control import get_cache_dir as get_cache_dir
     from .cache_control import set_cache_dir as set_cache_dir
+    from .calls.ffi import ffi_call as ffi_call
     from .cuda_graphs import enable_cuda_graphs as enable_cuda_graphs
     from .cuda_loaders import load_cuda_dir as load_cuda_dir
     from .cuda_loaders import load_cuda_file as load_cuda_file
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from .numba_bridge import numba_kernel as numba_kernel
     from .runtime.kernel_function import KernelFunction as KernelFunction
     from .runtime.module import CompiledModule as CompiledModule
+    from .runtime.targets import export_checks as export_checks
     from .runtime.targets import list_registered_targets as list_registered_targets
     from .runtime.targets import register_ffi_target as register_ffi_target
     from .spec.normalize import normalize_tokens as normalize_tokens
@@ -84,6 +86,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "clear_cache": ("cache_control", "clear_cache"),
     "register_ffi_target": ("runtime.targets", "register_ffi_target"),
     "list_registered_targets": ("runtime.targets", "list_registered_targets"),
+    "export_checks": ("runtime.targets", "export_checks"),
+    "ffi_call": ("calls.ffi", "ffi_call"),
     "print_diagnostics": ("doctor", "print_diagnostics"),
     "normalize_tokens": ("spec.normalize", "normalize_tokens"),
     "triton_kernel": ("custom_kernel", "triton_kernel"),

@@ -101,6 +101,14 @@ def module_kind(platform: str) -> Callable[[str | None, int | None], Callable[[A
     return make
 
 
+def raw_ffi_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
+    """A target called by name through ``brainevent.ffi_call``, JAX's signature."""
+    import brainevent
+
+    target = _module("cpu").targets["step"]
+    return lambda x, w: brainevent.ffi_call(target, spec_like(x), vmap_method=vmap_method)(x, w)
+
+
 def _numba_cpu_step() -> Any:
     import numba
 
@@ -162,7 +170,9 @@ def numba_cuda_kind(vmap_method: str | None, num_batch_dims: int | None) -> Call
     return f
 
 
-def numba_cuda_callable_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
+def numba_cuda_callable_kind(
+    vmap_method: str | None, num_batch_dims: int | None
+) -> Callable[[Any, Any], Any]:
     import brainevent
 
     step = _numba_cuda_flat()
@@ -181,7 +191,7 @@ def _triton_step() -> Any:
     import triton.language as tl
 
     @triton.jit
-    def step(x_ptr: Any, w_ptr: Any, out_ptr: Any, n: Any, nw: Any, BLOCK: tl.constexpr) -> None:  # noqa: N803
+    def step(x_ptr: Any, w_ptr: Any, out_ptr: Any, n: Any, nw: Any, BLOCK: tl.constexpr) -> None:
         offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offsets < n
         x = tl.load(x_ptr + offsets, mask=mask)
@@ -231,7 +241,9 @@ def primitive_kind(backend: str) -> Callable[[str | None, int | None], Callable[
         elif backend == "numba":
             op.def_numba_kernel(_numba_cpu_step())
         elif backend == "numba_cuda":
-            op.def_numba_cuda_kernel(_numba_cuda_flat(), launch_dims=lambda ins, outs: (int(np.prod(outs[0].shape)),))
+            op.def_numba_cuda_kernel(
+                _numba_cuda_flat(), launch_dims=lambda ins, outs: (int(np.prod(outs[0].shape)),)
+            )
         elif backend == "pallas_interpret":
             op.def_kernel("pallas", "cpu", lambda outs, **_: _pallas(outs, interpret=True))
         elif backend == "pallas":
@@ -254,6 +266,7 @@ def primitive_kind(backend: str) -> Callable[[str | None, int | None], Callable[
 
 KINDS = (
     Kind("cpp_module", "cpu", module_kind("cpu"), VMAP_FFI, False, False),
+    Kind("raw_ffi_call", "cpu", raw_ffi_kind, VMAP_FFI, False, False),
     Kind("numba_kernel", "cpu", numba_kind, VMAP_FFI, False, False, needs="numba"),
     Kind("xla_cpp", "cpu", primitive_kind("cpp"), VMAP_PRIMITIVE, True, True),
     Kind("xla_numba", "cpu", primitive_kind("numba"), VMAP_PRIMITIVE, True, True, needs="numba"),
@@ -261,15 +274,43 @@ KINDS = (
     Kind("cuda_module", "gpu", module_kind("gpu"), VMAP_FFI, False, False),
     Kind("numba_cuda_kernel", "gpu", numba_cuda_kind, VMAP_FFI, False, False, needs="numba.cuda"),
     Kind("numba_cuda_callable", "gpu", numba_cuda_callable_kind, VMAP_FFI, False, False, needs="numba.cuda"),
-    Kind("triton_kernel", "gpu", triton_kind, ("sequential", "sequential_unrolled"), False, False, needs="triton"),
+    Kind(
+        "triton_kernel",
+        "gpu",
+        triton_kind,
+        ("sequential", "sequential_unrolled"),
+        False,
+        False,
+        needs="triton",
+    ),
     Kind("xla_cuda_raw", "gpu", primitive_kind("cuda_raw"), VMAP_PRIMITIVE, True, True),
-    Kind("xla_numba_cuda", "gpu", primitive_kind("numba_cuda"), VMAP_PRIMITIVE, True, True, needs="numba.cuda"),
+    Kind(
+        "xla_numba_cuda", "gpu", primitive_kind("numba_cuda"), VMAP_PRIMITIVE, True, True, needs="numba.cuda"
+    ),
     Kind("xla_pallas", "gpu", primitive_kind("pallas"), VMAP_PRIMITIVE, True, True),
     Kind("xla_triton", "gpu", primitive_kind("triton"), VMAP_PRIMITIVE, True, True, needs="triton"),
 )
 
 
 # -- cells -------------------------------------------------------------------------------------
+
+LOOPS = ("fori_loop", "scan", "while_loop", "cond")
+
+
+def cell_names(kind: Kind) -> list[str]:
+    """Every cell of ``kind``'s row, in the order :func:`cells` builds them."""
+    return [
+        "eager",
+        "jit",
+        "lower_compile",
+        *(f"vmap_{m}" for m in kind.vmap_methods),
+        "grad",
+        *LOOPS,
+        "shard_map",
+        *(f"shard_map_{loop}" for loop in LOOPS),
+        "sharded_jit",
+        "export",
+    ]
 
 
 def reference(x: Any, w: Any) -> np.ndarray:
@@ -282,7 +323,9 @@ def data() -> tuple[np.ndarray, np.ndarray]:
     return x, w
 
 
-def loop_cells(f: Callable[[Any, Any], Any]) -> dict[str, tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]]:
+def loop_cells(
+    f: Callable[[Any, Any], Any],
+) -> dict[str, tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]]:
     """Control flow around the kernel, each with its NumPy reference: ``(jax fn, numpy fn)``."""
     import jax
 
@@ -393,13 +436,16 @@ def selected(platform: str) -> list[Kind]:
 def run(platform: str, out_path: Path, export_dir: Path) -> None:
     import jax
 
+    global N_DEVICES
     devices = jax.devices(platform)
+    N_DEVICES = min(N_DEVICES, len(devices))  # 4 host devices; as many GPUs as there are, up to 4
     mesh = jax.make_mesh((N_DEVICES,), ("b",), devices=devices[:N_DEVICES])
-    results: dict[str, dict[str, str]] = {"_devices": {"count": str(len(devices))}}
+    results: dict[str, dict[str, str]] = {"_devices": {"count": str(N_DEVICES)}}
     x, w = data()
     for kind in selected(platform):
         found = {name: outcome(cell) for name, cell in cells(kind, mesh).items()}
         found["export"] = outcome(lambda kind=kind: export(kind, x, w, export_dir))
+        assert list(found) == cell_names(kind), (list(found), cell_names(kind))
         results[kind.name] = found
     out_path.write_text(json.dumps(results, indent=1))
 
@@ -408,10 +454,11 @@ def export(kind: Kind, x: np.ndarray, w: np.ndarray, export_dir: Path) -> str:
     import jax
     from jax import export as jexport
 
+    import brainevent
+
     f = kind.make("sequential" if kind.vmap_methods else None, None)
-    exported = jexport.export(
-        jax.jit(f), disabled_checks=[jexport.DisabledSafetyCheck.custom_call("*")]
-    )(x, w)
+    jax.jit(f).lower(x, w)  # kernels traced once have registered their targets
+    exported = jexport.export(jax.jit(f), disabled_checks=brainevent.export_checks())(x, w)
     (export_dir / f"{kind.name}.bin").write_bytes(exported.serialize())
     return "ok"
 

@@ -6,13 +6,13 @@ the result types follow :mod:`.results` wherever the call is made from.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .results import result_types
 
 
-def ffi_call(
+def call_target(
     target: str,
     inputs: Sequence[Any],
     specs: Sequence[Any],
@@ -31,20 +31,38 @@ def ffi_call(
     return list(call(*aligned, **attrs))
 
 
-def ffi_outs(outs: Any, *inputs: Any) -> Any:
-    """``outs`` (a spec or a pytree of specs) typed for a call on ``inputs``, for code that
-    calls ``jax.ffi.ffi_call`` itself::
+def ffi_call(
+    target_name: str,
+    result_shape_dtypes: Any,
+    *,
+    vmap_method: str | None = None,
+    input_output_aliases: dict[int, int] | None = None,
+) -> Callable[..., Any]:
+    """``jax.ffi.ffi_call`` with the result rule above, for code that calls targets by name::
 
-        out = jax.ffi.ffi_call(target, brainevent.ffi_outs(spec, x, y))(x, y)
+        out = brainevent.ffi_call("mymod.step", jax.ShapeDtypeStruct(x.shape, x.dtype),
+                                  vmap_method="sequential")(x, w, scale=2.0)
 
-    Inside ``shard_map`` the specs then vary over the inputs' manual axes, so the results can
-    be loop carries. The inputs must already agree on their varying axes (JAX checks that);
-    outside ``shard_map`` the specs come back unchanged.
+    Same arguments and results as JAX's; inside ``shard_map`` the inputs are cast to vary
+    over the union of their manual axes and the results vary over it too, so they can be
+    carried through ``fori_loop``/``scan``/``while_loop``/``cond``.
     """
     import jax
 
     from .results import flatten_outs
 
-    specs, treedef = flatten_outs(outs)
-    _, types = result_types(specs, inputs)
-    return jax.tree_util.tree_unflatten(treedef, types)
+    specs, treedef = flatten_outs(result_shape_dtypes)
+    single = not isinstance(result_shape_dtypes, (list, tuple)) and len(specs) == 1
+
+    def call(*inputs: Any, **attrs: Any) -> Any:
+        results = call_target(
+            target_name,
+            inputs,
+            specs,
+            vmap_method=vmap_method,
+            input_output_aliases=input_output_aliases,
+            **attrs,
+        )
+        return results[0] if single else jax.tree_util.tree_unflatten(treedef, results)
+
+    return call

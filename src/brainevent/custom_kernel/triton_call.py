@@ -104,7 +104,7 @@ class TritonCall:
     def __call__(self, *arrays: Any) -> Any:
         import jax
 
-        from ..calls.ffi import ffi_call
+        from ..calls.ffi import call_target
         from ..calls.operands import content_id
         from ..launchers.cubin import launcher_for, register
         from .triton_compile import bind, compile_for, trailing_params
@@ -168,7 +168,7 @@ class TritonCall:
             {cc: c.image for cc, c in compiled.items()},
             cooperative=first.cooperative,
         )
-        results = ffi_call(
+        results = call_target(
             launcher.target,
             arrays,
             [*self._specs, *scratch_specs],

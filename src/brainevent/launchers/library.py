@@ -78,7 +78,7 @@ def build_launcher(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> Launche
     # The instance XLA calls: the same bytes loaded earlier from another cache directory
     # are another instance with its own kernel table, and stay the one that runs.
     from ..platforms import platform_class
-    from ..runtime.registry import running_library
+    from ..runtime.registry import register_handler, running_library
 
     jax_platform = platform_class(module.platform).jax_platform
     running = running_library(module.targets[spec.function], jax_platform) if module.registered else None
@@ -89,28 +89,6 @@ def build_launcher(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> Launche
     if spec.handler is None:
         return Launcher(module.targets[spec.function], library)
     return Launcher(register_handler(f"{name}.{spec.handler}", library, spec.handler), library)
-
-
-_handler_targets: dict[str, int] = {}  # target -> handler address, registered in this process
-_handler_lock = threading.Lock()
-
-
-def register_handler(target: str, library: ctypes.CDLL, symbol: str) -> str:
-    """Registers ``library``'s handler ``symbol`` for CPU and returns its target. XLA keeps a
-    name's first handler, so a rebuilt library (another cache) gets a name of its own."""
-    import jax.ffi
-
-    handler = getattr(library, symbol)
-    address = ctypes.cast(handler, ctypes.c_void_p).value or 0
-    with _handler_lock:
-        chosen, n = target, 1
-        while chosen in _handler_targets and _handler_targets[chosen] != address:
-            n += 1
-            chosen = f"{target}_{n}"
-        if chosen not in _handler_targets:
-            jax.ffi.register_ffi_target(chosen, jax.ffi.pycapsule(handler), platform="cpu", api_version=1)
-            _handler_targets[chosen] = address
-    return chosen
 
 
 class LauncherCache:

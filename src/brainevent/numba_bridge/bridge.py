@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..calls.ffi import ffi_call
+from ..calls.ffi import call_target
 from ..calls.operands import Signature, signature_of
 from ..calls.results import flatten_outs, vary_like
 
@@ -92,7 +92,7 @@ class BridgedFunction:
             # never registered makes an actual unbatched call fail at run time instead.
             target, kernel_id = self._prepare_target_only(signature), 0
         method = None if self._rank_changing else self._vmap_method
-        return ffi_call(
+        return call_target(
             target,
             args,
             specs,

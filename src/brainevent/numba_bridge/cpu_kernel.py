@@ -8,6 +8,7 @@ from typing import Any
 from ..calls.operands import Signature, content_id
 from ..launchers.prepared import Made, PreparedKernels
 from .bridge import BridgedFunction
+from .stable_text import stable_text
 
 _prepared = PreparedKernels()  # keyed by (id(function), signature)
 
@@ -27,7 +28,7 @@ def preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
 
         launcher = cpu_launcher_for(len(signature.inputs), len(signature.outputs))
         entry = compile_entry(func, signature)
-        kernel_id = content_id("numba-cpu", entry.llvm_ir, repr(signature))
+        kernel_id = content_id("numba-cpu", stable_text(entry.llvm_ir), repr(signature))
         register_cfunc(launcher, kernel_id, entry.address, getattr(func, "__name__", "?"), signature)
         return launcher.target, kernel_id, (func, entry)
 

@@ -13,6 +13,7 @@ from ..errors import KernelTypeError
 from ..launchers.launch_config import LaunchConfig, resolve_launch
 from ..launchers.prepared import Made, PreparedKernels
 from .bridge import BridgedFunction, check_vmap_method
+from .stable_text import stable_text
 
 
 def require_numba_cuda() -> Any:
@@ -42,11 +43,11 @@ def preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[s
         compiled = compile_for_devices(kernel, signature)
         kernel_id = content_id(
             "numba-cuda",
-            compiled.entry,
+            stable_text(compiled.entry),
             repr(config.as_ints()),
             repr([(o.ndim, o.itemsize) for o in signature.operands]),
             *(f"{cc}" for cc in sorted(compiled.images)),
-            *(compiled.images[cc] for cc in sorted(compiled.images)),
+            *(stable_text(compiled.images[cc]) for cc in sorted(compiled.images)),
         )
         register_kernel(
             launcher, kernel_id, compiled.entry, compiled.images, config, compiled.cooperative, signature

@@ -47,7 +47,7 @@ class KernelFunction:
         return f"KernelFunction(target={self.target!r}, spec={self.spec!r}, platform={self.platform!r})"
 
     def __call__(self, *arrays: Any, outs: Any = None, scratch_bytes: Any = None, **attrs: Any) -> Any:
-        from ..calls.ffi import ffi_call
+        from ..calls.ffi import call_target
 
         if self.unregistered is not None:
             raise self._not_registered_error()
@@ -63,7 +63,7 @@ class KernelFunction:
             from .scratch import scratch_result
 
             result_specs.append(scratch_result(self.target, spec, arrays, scratch_bytes))
-        out = ffi_call(self.target, arrays, result_specs, vmap_method=self.vmap_method, **converted)
+        out = call_target(self.target, arrays, result_specs, vmap_method=self.vmap_method, **converted)
         out = out[: len(spec.rets)]
         return out[0] if single else out
 

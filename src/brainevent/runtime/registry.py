@@ -180,6 +180,28 @@ def running_library(target: str, platform: str) -> ctypes.CDLL | None:
         return None if found is None else found.running
 
 
+_handlers: dict[str, int] = {}  # CPU launcher target -> handler address
+
+
+def register_handler(target: str, library: ctypes.CDLL, symbol: str) -> str:
+    """Registers ``library``'s handler ``symbol`` for the CPU under ``target`` (a launcher's,
+    not a module function's: nothing re-points it) and returns the name used. XLA keeps a
+    name's first handler, so a rebuilt library (another cache) gets a name of its own."""
+    import jax.ffi
+
+    handler = getattr(library, symbol)
+    address = ctypes.cast(handler, ctypes.c_void_p).value or 0
+    with _lock:
+        chosen, n = target, 1
+        while chosen in _handlers and _handlers[chosen] != address:
+            n += 1
+            chosen = f"{target}_{n}"
+        if chosen not in _handlers:
+            jax.ffi.register_ffi_target(chosen, jax.ffi.pycapsule(handler), platform="cpu", api_version=1)
+            _handlers[chosen] = address
+    return chosen
+
+
 def registered_targets() -> dict[str, str]:
     """{target: platform} of everything registered through brainevent in this process.
 
@@ -187,6 +209,6 @@ def registered_targets() -> dict[str, str]:
     """
     with _lock:
         platforms: dict[str, list[str]] = {}
-        for name, platform in sorted(_targets):
+        for name, platform in sorted([*_targets, *((name, "cpu") for name in _handlers)]):
             platforms.setdefault(name, []).append(platform)
         return {name: ", ".join(found) for name, found in platforms.items()}

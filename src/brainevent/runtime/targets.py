@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from typing import Any
 
 from ..errors import LoadError, RegistrationError
 from ..fileio import sha256_file
@@ -110,3 +111,18 @@ def register_ffi_target(
 def list_registered_targets() -> list[str]:
     """The names of every FFI target brainevent registered in this process, sorted."""
     return sorted(registered_targets())
+
+
+def export_checks() -> list[Any]:
+    """The ``disabled_checks`` that let ``jax.export`` serialize code calling our kernels.
+
+    JAX refuses to export a custom call whose target it does not know to be stable; our
+    targets are stable as long as the same kernels are loaded where the export is run (a
+    module loads its targets; a Numba or Triton kernel registers its own when first traced).
+    ``jax.export.export(jax.jit(f), disabled_checks=brainevent.export_checks())(...)``.
+    Call it after the kernels are loaded and ``f`` has been traced once, or pass the list
+    of target names yourself.
+    """
+    from jax import export
+
+    return [export.DisabledSafetyCheck.custom_call(target) for target in list_registered_targets()]

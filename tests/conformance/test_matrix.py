@@ -1,0 +1,89 @@
+"""The conformance matrix (matrix.py) as tests: one per kernel kind and transformation.
+
+The matrix runs once per platform in a subprocess of its own (CPU: 4 host devices), then what
+it exported runs in a second, fresh process. Every cell must compute NumPy's result; the
+only cells allowed to fail are ``grad`` of kinds without a JVP rule, and they must fail with
+JAX's "cannot be differentiated" error (docs/multi-gpu.md lists the matrix).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import matrix
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parents[1] / "src"
+
+
+def _run_matrix(platform: str, workdir: Path) -> dict[str, Any]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
+    if platform == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
+        flags = env.get("XLA_FLAGS", "")
+        env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={matrix.N_DEVICES}".strip()
+    found: dict[str, Any] = {}
+    for mode in ("run", "replay"):
+        out = workdir / f"{mode}.json"
+        done = subprocess.run(
+            [sys.executable, str(HERE / "matrix.py"), mode, platform, str(out), str(workdir)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=1200,
+        )
+        assert done.returncode == 0, done.stderr[-4000:]
+        found[mode] = json.loads(out.read_text())
+    return found
+
+
+@pytest.fixture(scope="module")
+def cpu_matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _run_matrix("cpu", tmp_path_factory.mktemp("matrix-cpu"))
+
+
+@pytest.fixture(scope="module")
+def gpu_matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _run_matrix("gpu", tmp_path_factory.mktemp("matrix-gpu"))
+
+
+def _cells(platform: str) -> list[Any]:
+    return [
+        pytest.param(kind.name, cell, id=f"{kind.name}-{cell}")
+        for kind in matrix.KINDS
+        if kind.platform == platform
+        for cell in [*matrix.cell_names(kind), "export_replay"]
+    ]
+
+
+def _check(found: dict[str, Any], kind_name: str, cell: str) -> None:
+    kind = next(k for k in matrix.KINDS if k.name == kind_name)
+    if kind_name not in found["run"]:
+        pytest.skip(f"{kind.needs} is not installed")
+    got = found["replay"][kind_name] if cell == "export_replay" else found["run"][kind_name][cell]
+    if cell == "grad" and not kind.differentiable:
+        # No JVP rule: JAX's own error says so and names the way out (jax.custom_jvp).
+        assert got.startswith("error: ValueError") and "cannot be differentiated" in got, got
+        return
+    assert got == "ok", got
+
+
+@pytest.mark.parametrize(("kind_name", "cell"), _cells("cpu"))
+def test_cpu_cell(cpu_matrix: dict[str, Any], kind_name: str, cell: str) -> None:
+    assert cpu_matrix["run"]["_devices"]["count"] == str(matrix.N_DEVICES)
+    _check(cpu_matrix, kind_name, cell)
+
+
+@pytest.mark.gpu
+@pytest.mark.nvcc
+@pytest.mark.parametrize(("kind_name", "cell"), _cells("gpu"))
+def test_gpu_cell(gpu_matrix: dict[str, Any], kind_name: str, cell: str) -> None:
+    _check(gpu_matrix, kind_name, cell)
