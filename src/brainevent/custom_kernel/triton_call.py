@@ -94,7 +94,9 @@ class TritonCall:
         self._options = options
         self._capabilities = list(compute_capability) if compute_capability else None
         self._aliases = dict(input_output_aliases) if input_output_aliases else None
-        self._vmap_method = vmap_method
+        # The grid and sizes are fixed when the kernel is made, so a launch cannot cover a
+        # batch axis: under vmap it runs once per batch element (as numba_cuda_kernel does).
+        self._vmap_method = "sequential" if vmap_method in ("expand_dims", "broadcast_all") else vmap_method
         self.__name__ = getattr(kernel, "__name__", "triton_kernel")
 
     def _grid_for(self, values: dict[str, Any]) -> tuple[int, int, int]:
@@ -211,7 +213,9 @@ def triton_kernel(
         compute_capability: Architecture(s) to compile for (``"sm_90"``, ``"9.0"``, ``90`` or a
             list); by default those of the visible GPUs.
         input_output_aliases: ``{input index: output index}`` for in-place updates.
-        vmap_method: ``jax.ffi.ffi_call``'s vmap method, for calls outside an ``XLACustomKernel``.
+        vmap_method: ``jax.ffi.ffi_call``'s vmap method, for calls outside an ``XLACustomKernel``;
+            ``"expand_dims"`` and ``"broadcast_all"`` run the launch once per batch element
+            (the grid is fixed), as ``"sequential"`` does.
         **params: The kernel's remaining parameters by name.
 
     Raises:

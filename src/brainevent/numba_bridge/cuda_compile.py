@@ -16,6 +16,9 @@ class CompiledKernel:
     entry: str
     images: dict[int, bytes]  # compute capability as major*10+minor -> cubin
     cooperative: bool
+    # What the images are made from (PTX per architecture, linked files): the same kernel
+    # gives the same text in every process, where cubins differ with Numba's name counters.
+    source: tuple[str, ...] = ()
 
 
 def numba_types(signature: Signature) -> tuple[Any, ...]:
@@ -54,7 +57,11 @@ def compile_for_devices(kernel: Any, signature: Signature) -> CompiledKernel:
     images = {
         major * 10 + minor: _as_bytes(library.get_cubin(cc=(major, minor))) for major, minor in capabilities
     }
-    return CompiledKernel(compiled.entry_name, images, bool(getattr(compiled, "cooperative", False)))
+    source = (
+        *(str(library.get_asm_str(cc=cc)) for cc in capabilities),
+        repr(sorted(map(str, getattr(library, "_linking_files", ())))),
+    )
+    return CompiledKernel(compiled.entry_name, images, bool(getattr(compiled, "cooperative", False)), source)
 
 
 def compile_ptx(kernel: Any, signature: Signature, cc: tuple[int, int] = (9, 0)) -> tuple[str, str]:

@@ -47,7 +47,7 @@ def preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[s
             repr(config.as_ints()),
             repr([(o.ndim, o.itemsize) for o in signature.operands]),
             *(f"{cc}" for cc in sorted(compiled.images)),
-            *(stable_text(compiled.images[cc]) for cc in sorted(compiled.images)),
+            *(stable_text(text) for text in compiled.source),
         )
         register_kernel(
             launcher, kernel_id, compiled.entry, compiled.images, config, compiled.cooperative, signature

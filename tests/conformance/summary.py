@@ -1,0 +1,19 @@
+"""Prints the cells of a matrix run that are not "ok" (for a run on a machine of its own)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+for path in sys.argv[1:]:
+    with open(path) as handle:
+        found = json.load(handle)
+    for kind, row in found.items():
+        if kind == "_devices":
+            print(path, "devices:", row["count"])
+            continue
+        cells = row.items() if isinstance(row, dict) else [("export_replay", row)]
+        bad = [(cell, text) for cell, text in cells if text != "ok"]
+        print(f"{kind}: {len(list(cells)) - len(bad)} ok" if not bad else f"{kind}:")
+        for cell, text in bad:
+            print(f"  {cell}: {text[:700]}")
