@@ -194,7 +194,7 @@ def _triton_step() -> Any:
 
     # No annotations on the parameters: Triton reads them as the parameters' types.
     @triton.jit
-    def step(x_ptr, w_ptr, out_ptr, n, nw, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]  # noqa: N803
+    def step(x_ptr, w_ptr, out_ptr, n, nw, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
         offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offsets < n
         x = tl.load(x_ptr + offsets, mask=mask)
