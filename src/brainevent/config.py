@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from .errors import BrainEventError
+from .platforms.devices import SPELLINGS as PLATFORM_ALIASES
 
 T = TypeVar("T")
 
@@ -227,7 +228,6 @@ ALL: tuple[EnvVar[object], ...] = (
 # Not an environment variable: an in-process setting, as in brainevent 0.2.1
 # (``brainevent.config.set_backend``). Each primitive reads it when it is lowered.
 
-PLATFORM_ALIASES = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
 _global_backends: dict[str, str] = {}  # platform -> backend
 
 

@@ -68,7 +68,9 @@ def _has_gpu_backend() -> bool:
     try:
         from jax._src import xla_bridge
 
-        return any(name in ("cuda", "gpu", "rocm") for name in xla_bridge.backends())
+        from .platforms.devices import OF_JAX_PLATFORM
+
+        return any(OF_JAX_PLATFORM.get(name) == "gpu" for name in xla_bridge.backends())
     except Exception:  # a backend that failed to start is JAX's to report, not ours
         return False
 

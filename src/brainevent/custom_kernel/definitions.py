@@ -6,16 +6,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from .. import config
-from ..config import PLATFORM_ALIASES as ALIASES
 from ..errors import KernelCallError
+from ..platforms.devices import BY_NAME, DEVICE_PLATFORMS
+from ..platforms.devices import SPELLINGS as ALIASES
 from .entries import CallSiteLowering, KernelEntry
 from .kernels import LaunchValue, ModuleFunctionKernel, NumbaCpuKernel, NumbaCudaKernel, PlatformKernel
 from .libraries import check_platform
 
-PLATFORMS = ("cpu", "gpu", "tpu")
-# A compiled function's backend name, and the KernelFunction.platform it must have.
-_COMPILED_BACKEND = {"cpu": "cpp", "gpu": "cuda_raw"}
-_COMPILED_PLATFORM = {"cpu": "cpu", "gpu": "cuda"}
+PLATFORMS = tuple(p.name for p in DEVICE_PLATFORMS)
 
 
 def platform_name(platform: object, allowed: Sequence[str] = PLATFORMS) -> str:
@@ -71,15 +69,15 @@ class BackendTable:
     def _def_compiled(
         self, platform: str, function: Any, *, backend: str | None = None, asdefault: bool = False
     ) -> Self:
-        resolved = platform_name(platform, ("cpu", "gpu"))
+        resolved = platform_name(platform, [p.name for p in DEVICE_PLATFORMS if p.build_platform])
         kernel = ModuleFunctionKernel(function)
-        expected = _COMPILED_PLATFORM[resolved]
+        expected = BY_NAME[resolved].build_platform
         if kernel.function.platform != expected:
             raise ValueError(
                 f"{kernel.function.target} was compiled for {kernel.function.platform!r}, not {expected!r}: "
                 "use load_cpp_* modules for 'cpu' and load_cuda_* modules for 'gpu'"
             )
-        name = _COMPILED_BACKEND[resolved] if backend is None else backend
+        name = BY_NAME[resolved].compiled_backend if backend is None else backend
         if not isinstance(name, str) or not name:
             raise TypeError(f"backend must be a non-empty string such as 'cpp', got {name!r}")
         return self._add(KernelEntry(name, resolved, function, CallSiteLowering(kernel)), asdefault)

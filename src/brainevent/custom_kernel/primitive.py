@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import config
 from ..errors import KernelCallError, UnhashableAttributeError
+from ..platforms.devices import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
 from . import selection
 from .definitions import BackendTable
 from .entries import KernelEntry, LoweringCall
@@ -18,9 +19,6 @@ from .libraries import require_library
 from .registry import register_primitive
 from .rules import VMAP_METHODS, Rules
 from .tools import Tools
-
-# The platform JAX lowers for, as the platform kernels are defined for.
-_OF_JAX_PLATFORM = {"cpu": "cpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
 
 
 def _check_attrs(name: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
