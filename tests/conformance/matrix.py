@@ -100,9 +100,16 @@ def module_kind(platform: str) -> Callable[[str | None, int | None], Callable[[A
     def make(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
         step = copy.copy(_module(platform).step)
         step.vmap_method = vmap_method
+        step.num_batch_dims = num_batch_dims
         return step  # type: ignore[no-any-return]
 
     return make
+
+
+def batched_module_kind(platform: str) -> Callable[[str | None, int | None], Callable[[Any, Any], Any]]:
+    """A module function that declares one batch dim, in every cell (not only sharded jit)."""
+    make = module_kind(platform)
+    return lambda vmap_method, num_batch_dims: make(vmap_method, 1)
 
 
 def raw_ffi_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
@@ -270,7 +277,8 @@ def primitive_kind(backend: str) -> Callable[[str | None, int | None], Callable[
 
 
 KINDS = (
-    Kind("cpp_module", "cpu", module_kind("cpu"), VMAP_FFI, False, False),
+    Kind("cpp_module", "cpu", module_kind("cpu"), VMAP_FFI, False, True),
+    Kind("cpp_module_batch_dims", "cpu", batched_module_kind("cpu"), VMAP_FFI, False, True),
     Kind("raw_ffi_call", "cpu", raw_ffi_kind, VMAP_FFI, False, False),
     Kind("numba_kernel", "cpu", numba_kind, VMAP_FFI, False, False, needs="numba"),
     Kind("xla_cpp", "cpu", primitive_kind("cpp"), VMAP_PRIMITIVE, True, True),
@@ -284,7 +292,8 @@ KINDS = (
         True,
         partitions=False,
     ),
-    Kind("cuda_module", "gpu", module_kind("gpu"), VMAP_FFI, False, False),
+    Kind("cuda_module", "gpu", module_kind("gpu"), VMAP_FFI, False, True),
+    Kind("cuda_module_batch_dims", "gpu", batched_module_kind("gpu"), VMAP_FFI, False, True),
     Kind("numba_cuda_kernel", "gpu", numba_cuda_kind, VMAP_FFI, False, False, needs="numba.cuda"),
     Kind("numba_cuda_callable", "gpu", numba_cuda_callable_kind, VMAP_FFI, False, False, needs="numba.cuda"),
     Kind("triton_kernel", "gpu", triton_kind, VMAP_FFI, False, False, needs="triton"),

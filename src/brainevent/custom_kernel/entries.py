@@ -50,7 +50,7 @@ class CallSiteLowering:
     def lower(self, call: LoweringCall) -> Sequence[Any]:
         import jax
 
-        from .partitioning import batch_partition_attributes, register_batch_partitionable
+        from ..calls.partitioning import batch_partition_attributes, register_batch_partitionable
 
         site = self.kernel.call_site(call.ctx.avals_in, call.outs, call.attrs)
         extra = None

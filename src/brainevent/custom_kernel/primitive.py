@@ -115,6 +115,7 @@ class XLACustomKernel(BackendTable, Rules, Tools):
         import jax.numpy as jnp
         from jax.core import ShapedArray
 
+        from ..calls.partitioning import check_batch_dims
         from ..calls.results import align_inputs, flatten_outs
 
         if backend is None:
@@ -146,23 +147,13 @@ class XLACustomKernel(BackendTable, Rules, Tools):
                     "num_batch_dims; rename the attribute",
                     kernel=self.name,
                 )
-            self._check_batch_dims(arrays, specs, self._num_batch_dims)
+            check_batch_dims(self.name, arrays, specs, self._num_batch_dims)
             params["batch_dims"] = self._num_batch_dims
         if backend is not None:
             params["backend"] = backend
         arrays, _ = align_inputs(arrays)  # the abstract eval then types results as they vary
         results = self.primitive.bind(*arrays, outs=out_avals, **params)
         return jax.tree_util.tree_unflatten(treedef, list(results))
-
-    def _check_batch_dims(self, arrays: Sequence[Any], specs: Sequence[Any], k: int) -> None:
-        shapes = [tuple(a.shape) for a in arrays] + [tuple(s.shape) for s in specs]
-        leading = {s[:k] for s in shapes}
-        if any(len(s) < k for s in shapes) or len(leading) != 1:
-            raise KernelCallError(
-                f"{self.name}: num_batch_dims={k} needs every operand and result to share its first "
-                f"{k} dims, got shapes {shapes}",
-                kernel=self.name,
-            )
 
     # -- JAX plumbing --------------------------------------------------------------------------
 

@@ -87,35 +87,9 @@ class Rules:
                     list(args), list(axes), outs=outs, **_kernel_attrs(params)
                 )
             return list(results), list(out_axes)
-        import jax
-        import jax.numpy as jnp
-        from jax.core import ShapedArray
+        from ..calls.batching import batch_by_method
 
-        size = next(a.shape[ax] for a, ax in zip(args, axes, strict=True) if ax is not None)
-        moved = [a if ax is None else jnp.moveaxis(a, ax, 0) for a, ax in zip(args, axes, strict=True)]
-        if self._vmap_method == "sequential":
-            batched = [i for i, ax in enumerate(axes) if ax is not None]
-
-            def one(slices: list[Any]) -> list[Any]:
-                full = list(moved)
-                for i, piece in zip(batched, slices, strict=True):
-                    full[i] = piece
-                return list(self.primitive.bind(*full, outs=outs, **params))
-
-            results = jax.lax.map(one, [moved[i] for i in batched])
-            return list(results), [0] * len(outs)
-        if self._vmap_method == "broadcast_all":
-            lead = [
-                a if ax is not None else jnp.broadcast_to(a, (size, *a.shape))
-                for a, ax in zip(moved, axes, strict=True)
-            ]
-        else:
-            lead = [a if ax is not None else jnp.expand_dims(a, 0) for a, ax in zip(moved, axes, strict=True)]
-        wide = tuple(ShapedArray((size, *o.shape), o.dtype) for o in outs)
-        if "batch_dims" in params:
-            params = {**params, "batch_dims": params["batch_dims"] + 1}
-        results = self.primitive.bind(*lead, outs=wide, **params)
-        return list(results), [0] * len(outs)
+        return batch_by_method(self.primitive.bind, self._vmap_method, args, axes, outs, params)
 
     def _defined(self, rule: Callable[..., Any] | None, what: str, how: str) -> Callable[..., Any]:
         """``rule``, or NotImplementedError saying which rule is missing and how to define it."""

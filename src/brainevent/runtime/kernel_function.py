@@ -25,6 +25,12 @@ class KernelFunction:
     and dtype of the first input. ``scratch_bytes`` sizes a ``scratch`` parameter: an int,
     or a callable given the input arrays (their shapes and dtypes) that returns one.
     Hashable by identity, so ``jax.jit(mod.func)`` works.
+
+    Two settings, assigned on the function (``mod.func.vmap_method = "expand_dims"``):
+    ``vmap_method`` is how ``jax.vmap`` batches it (``jax.ffi.ffi_call``'s methods; None
+    refuses vmap); ``num_batch_dims = k`` declares the first ``k`` dims of every operand and
+    result independent problems, so ``jax.jit`` with inputs sharded along them runs the call
+    on each device's shard instead of gathering them (docs/transformations.md).
     (A plain class, as is CompiledModule: creating a dataclass costs far more, and the
     first call of a process imports this module.)
     """
@@ -41,6 +47,7 @@ class KernelFunction:
         module: str = "",
     ) -> None:
         self.target, self.spec, self.vmap_method = target, spec, vmap_method
+        self.num_batch_dims: int | None = None
         self.platform, self.unregistered, self.module = platform, unregistered, module
 
     def __repr__(self) -> str:
@@ -57,6 +64,9 @@ class KernelFunction:
         platform_class(self.platform).check_inputs(self.target, arrays)
         result_specs = self._result_specs(arrays, outs)
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
+        if self.num_batch_dims is not None:
+            out = self._partitioned(arrays, result_specs, converted, scratch_bytes)
+            return out[0] if single else out
         if spec.scratch or scratch_bytes is not None:
             # The scratch buffer is one more result (uint8, after the ``ret`` ones) that XLA
             # allocates per call; it is dropped from what the caller gets back.
@@ -66,6 +76,26 @@ class KernelFunction:
         out = call_target(self.target, arrays, result_specs, vmap_method=self.vmap_method, **converted)
         out = out[: len(spec.rets)]
         return out[0] if single else out
+
+    def _partitioned(
+        self, arrays: Sequence[Any], specs: list[Any], attrs: dict[str, Any], scratch_bytes: Any
+    ) -> list[Any]:
+        from ..calls.partitioned import partitioned_call
+
+        k = self.num_batch_dims
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise KernelCallError(
+                f"{self.target}: num_batch_dims must be a positive int (or None), got {k!r}",
+                target=self.target,
+                value=k,
+            )
+        if self.spec.scratch or scratch_bytes is not None:
+            raise KernelCallError(
+                f"{self.target}: a function with a 'scratch' parameter cannot declare batch dims (its "
+                "scratch buffer is not split with the operands); set num_batch_dims = None",
+                target=self.target,
+            )
+        return partitioned_call(self.target, arrays, specs, k, self.vmap_method, attrs)
 
     def _not_registered_error(self) -> KernelNotAvailableError:
         kind, fix = platform_class(self.platform).unregistered_help()

@@ -15,6 +15,22 @@ from collections.abc import Sequence
 from typing import Any
 
 _registered: set[str] = set()
+
+
+def check_batch_dims(name: str, arrays: Sequence[Any], specs: Sequence[Any], k: int) -> None:
+    """KernelCallError unless every operand and result shares its first ``k`` dims."""
+    shapes = [tuple(a.shape) for a in arrays] + [tuple(s.shape) for s in specs]
+    leading = {s[:k] for s in shapes}
+    if any(len(s) < k for s in shapes) or len(leading) != 1:
+        from ..errors import KernelCallError
+
+        raise KernelCallError(
+            f"{name}: num_batch_dims={k} needs every operand and result to share its first "
+            f"{k} dims, got shapes {shapes}",
+            kernel=name,
+        )
+
+
 _lock = threading.Lock()
 
 
