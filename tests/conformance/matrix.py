@@ -238,6 +238,24 @@ def _pallas(outs: Any, interpret: bool) -> Any:
     return pl.pallas_call(kernel, out_shape=outs[0], interpret=interpret)
 
 
+def _warp_generator() -> Callable[..., Any]:
+    import warp as wp
+
+    wp.config.log_level = wp.LOG_WARNING
+
+    @wp.kernel
+    def step(
+        x: wp.array2d(dtype=wp.float32), w: wp.array2d(dtype=wp.float32), out: wp.array2d(dtype=wp.float32)
+    ):  # type: ignore[valid-type]
+        i, j = wp.tid()
+        out[i, j] = 0.5 * x[i, j] + w[i % w.shape[0], j]
+
+    def generator(outs: Any, **_: Any) -> Any:
+        return wp.jax_kernel(step, num_outputs=1)
+
+    return generator
+
+
 def primitive_kind(backend: str) -> Callable[[str | None, int | None], Callable[[Any, Any], Any]]:
     """An XLACustomKernel with one backend, a JVP rule, and the given batching and batch dims."""
 
@@ -260,6 +278,8 @@ def primitive_kind(backend: str) -> Callable[[str | None, int | None], Callable[
             op.def_kernel("pallas", "cpu", lambda outs, **_: _pallas(outs, interpret=True))
         elif backend == "pallas":
             op.def_pallas_kernel("gpu", lambda outs, **_: _pallas(outs, interpret=False))
+        elif backend in ("warp", "warp_cpu"):
+            op.def_warp_kernel(_warp_generator(), platform="cpu" if backend == "warp_cpu" else "gpu")
         elif backend == "triton":
             op.def_triton_kernel(lambda outs, **_: lambda x, w: _triton_call(x, w, outs[0], None))
         else:
@@ -290,6 +310,17 @@ KINDS = (
         VMAP_PRIMITIVE,
         True,
         True,
+        partitions=False,
+    ),
+    # A Warp kernel is typed for its arrays' ranks, as a Numba-CUDA one is: "sequential" only.
+    Kind(
+        "xla_warp_cpu",
+        "cpu",
+        primitive_kind("warp_cpu"),
+        ("sequential",),
+        True,
+        True,
+        needs="warp",
         partitions=False,
     ),
     Kind("cuda_module", "gpu", module_kind("gpu"), VMAP_FFI, False, True),
@@ -325,6 +356,15 @@ LOOPS = ("fori_loop", "scan", "while_loop", "cond")
 UNSUPPORTED = {
     # A Python launch function has no identity another process could find it by.
     ("numba_cuda_callable", "export_replay"): "executables from another process cannot be reused",
+    # Warp registers its kernels under per-process names that JAX does not know to be stable.
+    **{
+        (kind, cell): words
+        for kind in ("xla_warp_cpu", "xla_warp")
+        for cell, words in (
+            ("export", "Cannot serialize code with custom calls"),
+            ("export_replay", "not exported"),
+        )
+    },
 }
 
 
@@ -508,6 +548,7 @@ def replay(platform: str, out_path: Path, export_dir: Path) -> None:
     for kind in selected(platform):
         blob = export_dir / f"{kind.name}.bin"
         if not blob.exists():
+            results[kind.name] = "error: not exported"
             continue
 
         def call(kind: Kind = kind, blob: Path = blob) -> str:
