@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .kernel import cuda_kernel as cuda_kernel
 
 
-def compile(  # noqa: A001  (the package's verb)
+def compile(
     source_or_path: str | os.PathLike[str],
     name_expressions: Sequence[str] | str,
     arch: Any,

@@ -74,9 +74,11 @@ def compile_source(
         for expression in name_expressions:
             bound.check(lib.nvrtcAddNameExpression(program, expression.encode()), "nvrtcAddNameExpression")
         result = lib.nvrtcCompileProgram(program, len(options), _strings(options))
-        log = _read(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, program, bound).decode(
-            errors="replace"
-        ).rstrip("\x00")
+        log = (
+            _read(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, program, bound)
+            .decode(errors="replace")
+            .rstrip("\x00")
+        )
         if result == ERROR_COMPILATION:
             return None, log
         bound.check(result, "nvrtcCompileProgram")
@@ -84,7 +86,8 @@ def compile_source(
         for expression in name_expressions:
             name = ctypes.c_char_p()
             bound.check(
-                lib.nvrtcGetLoweredName(program, expression.encode(), ctypes.byref(name)), "nvrtcGetLoweredName"
+                lib.nvrtcGetLoweredName(program, expression.encode(), ctypes.byref(name)),
+                "nvrtcGetLoweredName",
             )
             lowered[expression] = (name.value or b"").decode()
         if arch.startswith("sm_"):

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from ..errors import CompileError
 
-_PLACE = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<kind>(?:catastrophic )?error|fatal error)\b(?P<rest>.*)$")
+_PLACE = re.compile(
+    r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<kind>(?:catastrophic )?error|fatal error)\b(?P<rest>.*)$"
+)
 _CONTEXT = 1  # lines quoted on each side of the offending one
 
 

@@ -93,7 +93,9 @@ def _template_params(tokens: list[Token], sig: CxxSignature) -> list[tuple[str, 
     at = next((i for i, t in enumerate(prefix) if t.text == "template"), None)
     if at is None or at + 1 >= len(prefix) or prefix[at + 1].text != "<":
         return []
-    depth, groups, current = 0, [], []
+    depth = 0
+    groups: list[list[str]] = []
+    current: list[str] = []
     for t in prefix[at + 1 :]:
         if t.text == "<":
             depth += 1
