@@ -56,7 +56,7 @@ def check_scalar_names(sig: KernelSignature, given: Sequence[str], expression: s
         why = (
             f"{pointer} are pointer parameters, which receive the arrays (inputs, then outputs)"
             if pointer
-            else f"the kernel's scalar parameters are {names}{did_you_mean(unknown[0], names)}"
+            else f"the kernel's scalar parameters are {names}.{did_you_mean(unknown[0], names)}"
         )
         raise KernelCallError(
             f"kernel {expression!r} has no scalar parameter {unknown[0]!r}: {why}",
