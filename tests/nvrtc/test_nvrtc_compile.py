@@ -234,3 +234,29 @@ def test_bad_architecture_is_a_typed_error() -> None:
 
     with pytest.raises(KernelCallError, match="compute_capability must look like"):
         nv.compile(VECTOR_ADD, "add", "sm_x")
+
+
+def test_doctor_says_which_libnvrtc_is_used_and_what_still_needs_nvcc() -> None:
+    from brainevent.doctor import Report, _nvrtc_section
+
+    report = Report()
+    _nvrtc_section(report, compile_checks=True)
+    text = "\n".join(report.lines)
+    assert "libnvrtc.so" in text and "found_via" in text
+    assert "smoke compile      ok (sm_80 cubin)" in text
+    assert "no for cuda_kernel's kernels" in text
+
+
+def test_cache_list_names_the_kernels_of_an_entry(tmp_path: Path) -> None:
+    import brainevent.nvrtc as nv
+
+    nv.compile(VECTOR_ADD, "add", "sm_80", build_directory=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-m", "brainevent", "cache", "--cache-dir", str(tmp_path), "list"],
+        env=dict(os.environ, PYTHONPATH=SRC),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "nvrtc/" in done.stdout and "[cuda, add]" in done.stdout

@@ -69,24 +69,27 @@ def key_of(request: Request) -> CacheKey:
 
 
 _memo_lock = threading.Lock()
-_memo: dict[str, Compiled] = {}  # this process's results by key: a second trace reads no file
+# This process's results by cache root and key: a second trace reads no file.
+_memo: dict[tuple[str, str], Compiled] = {}
 
 
 def compile_cached(request: Request, *, build_directory: str | None = None) -> Result:
     """The compiled kernel for ``request``, from this process, the disk cache, or NVRTC."""
     key = key_of(request)
+    root = cache_root(build_directory)
+    memo_key = (str(root), key.digest)
     with _memo_lock:
-        found = _memo.get(key.digest)
+        found = _memo.get(memo_key)
     if found is not None:
         return Result(found, False, key.digest)
-    store = EntryStore(cache_root(build_directory), STORE_NAME)
+    store = EntryStore(root, STORE_NAME)
     entry = store.hit(key)
     if entry is None:
         result = _build(store, key, request)
     else:
         result = Result(_read_entry(entry.library, entry.manifest.inputs), False, key.digest)
     with _memo_lock:
-        _memo[key.digest] = result.compiled
+        _memo[memo_key] = result.compiled
     return result
 
 
