@@ -166,12 +166,13 @@ from brainevent.nvrtc import library
 out = nv.compile(sys.argv[2], "add", "sm_80", build_directory=sys.argv[1])
 assert out.code[:4] == b"\x7fELF"
 maps = open("/proc/self/maps").read()
-print(library._bound is None, "libnvrtc" in maps)
+print(library._bound is None, "libnvrtc" in maps, "cuda.pathfinder" in sys.modules)
 """
 
 
 def test_a_cache_hit_neither_loads_nor_starts_nvrtc(tmp_path: Path) -> None:
     import brainevent.nvrtc as nv
+    from brainevent.nvrtc.toolkit import wheel_version
 
     nv.compile(VECTOR_ADD, "add", "sm_80", build_directory=str(tmp_path))
     done = subprocess.run(
@@ -182,7 +183,10 @@ def test_a_cache_hit_neither_loads_nor_starts_nvrtc(tmp_path: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["True", "False"]
+    bound, mapped, pathfinder = done.stdout.split()
+    assert (bound, mapped) == ("True", "False")
+    if wheel_version("nvidia-cuda-nvrtc") or wheel_version("nvidia-cuda-nvrtc-cu12"):
+        assert pathfinder == "False", "with NVRTC from a wheel, a hit does not even search for it"
 
 
 BROKEN = """extern "C" __global__ void add(const float* x, float* out, int n) {
@@ -260,3 +264,22 @@ def test_cache_list_names_the_kernels_of_an_entry(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "nvrtc/" in done.stdout and "[cuda, add]" in done.stdout
+
+
+def test_an_edited_toolkit_header_rebuilds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Headers found in the runtime header directories are keyed by where they are and their
+    size and modification time (a stat on each hit, not a read)."""
+    from brainevent.nvrtc import toolkit
+
+    toolkit_dir = tmp_path / "toolkit"
+    toolkit_dir.mkdir()
+    header = toolkit_dir / "tk_value.h"
+    header.write_text("#define TK_VALUE 1.0f\n")
+    monkeypatch.setattr(toolkit, "runtime_include_dirs", lambda: (str(toolkit_dir),))
+    source = '#include <tk_value.h>\nextern "C" __global__ void k(float* o) { o[0] = TK_VALUE; }\n'
+    request = _request(source, ("k",), "sm_80")
+    cache = tmp_path / "cache"
+    assert _build(request, cache)
+    assert not _build(request, cache)
+    header.write_text("#define TK_VALUE 22.0f\n")
+    assert _build(request, cache), "a changed toolkit header must rebuild"

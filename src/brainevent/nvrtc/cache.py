@@ -2,14 +2,16 @@
 build lock and atomic publish (brainevent.cache).
 
 Keyed by the source, its program name, the options, the name expressions, the architecture,
-NVRTC's release, the runtime header directories and the text of every header reachable from
-the source through the user's include directories (an edit there is a new key). A hit
-reads the manifest and the cubin: it neither loads nor starts NVRTC.
+NVRTC's release, the text of every header reachable from the source through its directory
+and the user's include directories (an edit there is a new key), and, for the toolkit
+headers it includes (``cuda_fp16.h``), where each one is and its size and modification time.
+A hit reads the manifest and the cubin: it neither loads nor starts NVRTC.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -48,12 +50,12 @@ class Result:
 
 
 def key_of(request: Request) -> CacheKey:
-    from ..build.includes import header_texts
-    from .toolkit import nvrtc_identity, runtime_include_dirs
+    from ..build.includes import scan_includes
+    from .toolkit import nvrtc_identity
 
     here = Path(request.source_dir) if request.source_dir else None
-    headers = header_texts([(request.source, here)], [Path(d) for d in request.search_dirs()])
-    return (
+    headers, unresolved = scan_includes([(request.source, here)], [Path(d) for d in request.search_dirs()])
+    key = (
         KeyBuilder("nvrtc-kernel")
         .add("source", request.source)
         .add("program_name", request.program_name)
@@ -63,9 +65,23 @@ def key_of(request: Request) -> CacheKey:
         .add("include_dirs", list(request.include_dirs))
         .add("headers", headers)
         .add("nvrtc", nvrtc_identity())
-        .add("runtime_include_dirs", list(runtime_include_dirs()))
-        .finish()
     )
+    if unresolved:  # the toolkit's headers: which ones, and where they are now
+        key.add("toolkit_headers", _toolkit_headers(unresolved))
+    return key.finish()
+
+
+def _toolkit_headers(names: list[str]) -> dict[str, str]:
+    """``{include target: file identity}`` in the runtime header directories (a stat each)."""
+    from ..fileio import file_identity
+    from .toolkit import runtime_include_dirs
+
+    dirs = runtime_include_dirs()
+    found = {}
+    for name in names:
+        where = next((d for d in dirs if os.path.isfile(os.path.join(d, name))), None)
+        found[name] = file_identity(os.path.join(where, name)) if where else "not found"
+    return found
 
 
 _memo_lock = threading.Lock()

@@ -44,7 +44,7 @@ def arch_number(arch: str) -> int:
 
 def base_options(arch: str, include_dirs: Sequence[str]) -> list[str]:
     """What every compile passes before the user's options."""
-    return [f"--gpu-architecture={arch}", "-default-device", *(f"-I{d}" for d in include_dirs)]
+    return [f"--gpu-architecture={arch}", *(f"-I{d}" for d in include_dirs)]
 
 
 def _strings(values: Sequence[str]) -> ctypes.Array[ctypes.c_char_p]:
