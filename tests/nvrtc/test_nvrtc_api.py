@@ -124,6 +124,9 @@ def test_operand_mismatches_are_typed_errors() -> None:
         _params(VECTOR_ADD, "add", [f32, f64, f32], 2, n=8)
     with pytest.raises(KernelCallError, match=r"scalar 'n'=4294967296 does not fit its type int"):
         _params(VECTOR_ADD, "add", [f32, f32, f32], 2, n=2**32)
+    with pytest.raises(KernelCallError, match=r"scalar 'n'=2.5 is not a whole number, but its type is int"):
+        _params(VECTOR_ADD, "add", [f32, f32, f32], 2, n=2.5)
+    assert _params(VECTOR_ADD, "add", [f32, f32, f32], 2, n=4.0)[-1].value == 4
     with pytest.raises(KernelCallError, match="must be a single number"):
         _params(VECTOR_ADD, "add", [f32, f32, f32], 2, n=[1, 2])
 

@@ -283,3 +283,13 @@ def test_an_edited_toolkit_header_rebuilds(tmp_path: Path, monkeypatch: pytest.M
     assert not _build(request, cache)
     header.write_text("#define TK_VALUE 22.0f\n")
     assert _build(request, cache), "a changed toolkit header must rebuild"
+
+
+def test_an_option_nvrtc_refuses_is_a_toolchain_error_with_its_log(tmp_path: Path) -> None:
+    import brainevent.nvrtc as nv
+    from brainevent.errors import ToolchainError
+
+    with pytest.raises(
+        ToolchainError, match=r"refused the compile of <inline> for sm_80: NVRTC_ERROR_INVALID_OPTION"
+    ):
+        nv.compile(VECTOR_ADD, "add", "sm_80", options=["--no-such-option"], build_directory=str(tmp_path))

@@ -81,7 +81,17 @@ def compile_source(
         )
         if result == ERROR_COMPILATION:
             return None, log
-        bound.check(result, "nvrtcCompileProgram")
+        if result != 0:  # e.g. NVRTC_ERROR_INVALID_OPTION: an option or architecture it rejects
+            from ..errors import ToolchainError
+
+            raise ToolchainError(
+                f"NVRTC {bound.version[0]}.{bound.version[1]} refused the compile of {source_name} for "
+                f"{arch}: {bound.error_text(result)}. {log.strip() or '(no log)'} Options: {list(options)}. "
+                "Check the options= given, and that this NVRTC supports the architecture (CUDA 13 starts "
+                "at sm_75).",
+                compiler="nvrtc",
+                command=list(options),
+            )
         lowered = {}
         for expression in name_expressions:
             name = ctypes.c_char_p()

@@ -102,6 +102,15 @@ def scalar_bits(param: KernelParam, value: Any, expression: str) -> tuple[int, i
             kernel=expression,
             parameter=param.name,
         )
+    if dtype.kind in "iu" and raw.dtype.kind == "f":
+        if not float(raw).is_integer():
+            raise KernelCallError(
+                f"kernel {expression!r}: scalar {param.name!r}={float(raw)!r} is not a whole number, but its "
+                f"type is {param.cxx_type}",
+                kernel=expression,
+                parameter=param.name,
+            )
+        raw = np.asarray(int(raw))
     if dtype.kind in "iu" and raw.dtype.kind in "biu":
         info = np.iinfo(dtype)
         if not info.min <= int(raw) <= info.max:
