@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from .numba_bridge import numba_cuda_callable as numba_cuda_callable
     from .numba_bridge import numba_cuda_kernel as numba_cuda_kernel
     from .numba_bridge import numba_kernel as numba_kernel
+    from .nvrtc.kernel import cuda_kernel as cuda_kernel
     from .runtime.kernel_function import KernelFunction as KernelFunction
     from .runtime.module import CompiledModule as CompiledModule
     from .runtime.targets import export_checks as export_checks
@@ -70,6 +71,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "numba_kernel": ("numba_bridge", "numba_kernel"),
     "numba_cuda_kernel": ("numba_bridge", "numba_cuda_kernel"),
     "numba_cuda_callable": ("numba_bridge", "numba_cuda_callable"),
+    "cuda_kernel": ("nvrtc.kernel", "cuda_kernel"),
     "XLACustomKernel": ("custom_kernel", "XLACustomKernel"),
     "defjvp": ("custom_kernel.jax_rules", "defjvp"),
     "general_batching_rule": ("custom_kernel.jax_rules", "general_batching_rule"),

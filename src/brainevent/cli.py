@@ -114,7 +114,9 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         print(f"cache: {root}")
         for entry in entries:
             m = entry.manifest
-            desc = f"{m.platform}, {', '.join(sorted(m.functions))}" if m else "DAMAGED"
+            # NVRTC entries hold kernels (their name expressions), not module functions.
+            names = m.functions or m.inputs.get("name_expressions", []) if m else []
+            desc = f"{m.platform}, {', '.join(sorted(names))}" if m else "DAMAGED"
             used = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.last_used))
             print(
                 f"  {entry.module}/{entry.directory.name}  {_size(entry.size):>9}  last used {used}  [{desc}]"

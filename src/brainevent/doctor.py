@@ -139,6 +139,45 @@ def _libraries_section(report: Report) -> None:
         report.item(name, found)
 
 
+def _nvrtc_section(report: Report, compile_checks: bool) -> None:
+    """Which libnvrtc ``brainevent.cuda_kernel`` compiles with, and what still needs nvcc."""
+    report.section("NVRTC (brainevent.cuda_kernel, no nvcc)")
+    from .errors import BrainEventError
+
+    try:
+        from .nvrtc.library import nvrtc
+        from .nvrtc.toolkit import runtime_include_dirs
+
+        bound = nvrtc()
+    except BrainEventError as exc:
+        report.item("libnvrtc", f"not found: {exc.message.splitlines()[0]}")
+        return
+    report.item("libnvrtc", f"{bound.path} (NVRTC {bound.version[0]}.{bound.version[1]})")
+    report.item("found_via", bound.found_via)
+    report.item(
+        "runtime headers",
+        ", ".join(runtime_include_dirs()) or "not found (kernels that include none still compile)",
+    )
+    report.item(
+        "needs nvcc",
+        "no for cuda_kernel's kernels; yes for load_cuda_* host code and, once per machine, the "
+        "launcher library that runs cubins",
+    )
+    if compile_checks:
+        from .nvrtc.compiler import base_options, compile_source
+
+        source = 'extern "C" __global__ void be_doctor_kernel(float* p) { p[threadIdx.x] = 1.0f; }\n'
+        try:
+            compiled, log = compile_source(
+                source, "doctor.cu", ["be_doctor_kernel"], "sm_80", base_options("sm_80", [])
+            )
+        except BrainEventError as exc:
+            compiled, log = None, str(exc)
+        report.item(
+            "smoke compile", "ok (sm_80 cubin)" if compiled is not None else f"FAILED: {log.strip()[:200]}"
+        )
+
+
 def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> Report:
     from .errors import BrainEventError
     from .toolchain.cuda_driver import probe_devices
@@ -273,6 +312,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
         report.item("note", CUDA12_NOTE)
 
     _libraries_section(report)
+    _nvrtc_section(report, compile_checks)
 
     report.section("Kernel cache")
     from .cache.admin import iter_entries, object_cache_size

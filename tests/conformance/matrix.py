@@ -62,6 +62,15 @@ void step(const BE::Tensor x, const BE::Tensor w, BE::Tensor out, int64_t stream
 """
 
 
+# The same step for NVRTC (brainevent.cuda_kernel): device code only, sizes bound per call.
+NVRTC_STEP = r"""
+extern "C" __global__ void step(const float* x, const float* w, float* out, long long n, long long nw) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = 0.5f * x[i] + w[i % nw];
+}
+"""
+
+
 def spec_like(x: Any) -> Any:
     import jax
 
@@ -229,6 +238,24 @@ def triton_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable
     return lambda x, w: _triton_call(x, w, spec_like(x), vmap_method)
 
 
+def nvrtc_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
+    import brainevent
+
+    def f(x: Any, w: Any) -> Any:
+        call = brainevent.cuda_kernel(
+            NVRTC_STEP,
+            "step",
+            spec_like(x),
+            launch_dims=lambda x, w: x.size,
+            vmap_method=vmap_method,
+            n=lambda x, w: x.size,
+            nw=lambda x, w: w.size,
+        )
+        return call(x, w)
+
+    return f
+
+
 def _pallas(outs: Any, interpret: bool) -> Any:
     from jax.experimental import pallas as pl
 
@@ -274,6 +301,15 @@ def primitive_kind(backend: str) -> Callable[[str | None, int | None], Callable[
             op.def_numba_kernel(_numba_cpu_step())
         elif backend == "numba_cuda":
             op.def_numba_cuda_kernel(_numba_cuda_2d(), launch_dims=lambda ins, outs: outs[0].shape)
+        elif backend == "nvrtc":
+            # Flat over whatever ranks the call has, so batching that adds an axis works too.
+            op.def_cuda_kernel(
+                NVRTC_STEP,
+                "step",
+                launch_dims=lambda ins, outs: outs[0].size,
+                n=lambda ins, outs: outs[0].size,
+                nw=lambda ins, outs: ins[1].size,
+            )
         elif backend == "pallas_interpret":
             op.def_kernel("pallas", "cpu", lambda outs, **_: _pallas(outs, interpret=True))
         elif backend == "pallas":
@@ -328,12 +364,16 @@ KINDS = (
     Kind("numba_cuda_kernel", "gpu", numba_cuda_kind, VMAP_FFI, False, False, needs="numba.cuda"),
     Kind("numba_cuda_callable", "gpu", numba_cuda_callable_kind, VMAP_FFI, False, False, needs="numba.cuda"),
     Kind("triton_kernel", "gpu", triton_kind, VMAP_FFI, False, False, needs="triton"),
+    Kind("nvrtc_cuda_kernel", "gpu", nvrtc_kind, VMAP_FFI, False, False),
     Kind("xla_cuda_raw", "gpu", primitive_kind("cuda_raw"), VMAP_PRIMITIVE, True, True),
     # A Numba-CUDA kernel is typed for its operands' ranks: batching that adds an axis to
     # them would need another kernel, so this row claims "sequential" only.
     Kind(
         "xla_numba_cuda", "gpu", primitive_kind("numba_cuda"), ("sequential",), True, True, needs="numba.cuda"
     ),
+    # Its sizes are scalars bound when the call is lowered (for the whole operands), so it
+    # declares no batch dims: a call split across devices would keep the global sizes.
+    Kind("xla_nvrtc", "gpu", primitive_kind("nvrtc"), VMAP_PRIMITIVE, True, False),
     Kind("xla_pallas", "gpu", primitive_kind("pallas"), VMAP_PRIMITIVE, True, True, partitions=False),
     Kind(
         "xla_triton",

@@ -1,8 +1,9 @@
 """Every XLACustomKernel backend on the GPU, on one primitive: Numba-CUDA, compiled CUDA (cuda_raw),
-Pallas (lowered by JAX through Triton), Triton (brainevent.triton_kernel), Warp (warp.jax_kernel)
-and plain JAX as a reference. Each matches NumPy under jit, vmap (the primitive's batching
-rule), jvp, grad and a 1000-step fori_loop; the benchmark times them against each other and
-prints the table; a remembered winner is what the next lowering on this GPU uses."""
+CUDA compiled with NVRTC (nvrtc), Pallas (lowered by JAX through Triton), Triton
+(brainevent.triton_kernel), Warp (warp.jax_kernel) and plain JAX as a reference. Each matches
+NumPy under jit, vmap (the primitive's batching rule), jvp, grad and a 1000-step fori_loop; the
+benchmark times them against each other and prints the table; a remembered winner is what the
+next lowering on this GPU uses."""
 
 from __future__ import annotations
 
@@ -39,11 +40,30 @@ void axpy(const BE::Tensor x, const BE::Tensor y, BE::Tensor out, int64_t stream
     BE_CHECK_KERNEL_LAUNCH();
 }
 """
+# The NVRTC backend's kernel: device code only, its scalars bound by def_cuda_kernel.
+NVRTC_AXPY = r"""
+extern "C" __global__ void axpy(const float* x, const float* y, float* out, float alpha, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = alpha * x[i] + y[i];
+}
+"""
 MISSING = {
+    "nvrtc": "libnvrtc is not installed (pip install nvidia-cuda-nvrtc)",
     "numba_cuda": "numba-cuda is not installed (pip install numba-cuda)",
     "triton": "triton is not installed (pip install triton, or the brainevent[triton] extra)",
     "warp": "warp-lang is not installed (pip install warp-lang, or the brainevent[warp] extra)",
 }
+
+
+def have_nvrtc() -> bool:
+    from brainevent.errors import ToolchainError
+    from brainevent.nvrtc.library import nvrtc
+
+    try:
+        nvrtc()
+    except ToolchainError:
+        return False
+    return True
 
 
 def installed(module: str) -> bool:
@@ -116,6 +136,9 @@ def gpu_axpy(tmp_path_factory: pytest.TempPathFactory) -> XLACustomKernel:
     if installed("numba.cuda"):
         op.def_numba_cuda_kernel(numba_cuda_kernel(), launch_dims=lambda ins, outs: outs[0].size)
     op.def_kernel("gpu", brainevent.load_cuda_inline(name="ck_gpu_backends_axpy", cuda_sources=CUDA).axpy)
+    if have_nvrtc():
+        size = lambda ins, outs: outs[0].size  # noqa: E731
+        op.def_cuda_kernel(NVRTC_AXPY, "axpy", launch_dims=size, alpha=2.0, n=size)
     op.def_pallas_kernel("gpu", pallas_generator)
     if installed("triton"):
         op.def_triton_kernel(triton_generator())
@@ -130,7 +153,7 @@ def on_gpu(a: Any) -> Any:
     return jax.device_put(a, jax.devices("gpu")[0])
 
 
-@pytest.mark.parametrize("backend", ["numba_cuda", "cuda_raw", "pallas", "triton", "warp", "jnp"])
+@pytest.mark.parametrize("backend", ["numba_cuda", "cuda_raw", "nvrtc", "pallas", "triton", "warp", "jnp"])
 def test_each_gpu_backend_matches_numpy_under_every_transform(
     gpu_axpy: XLACustomKernel, backend: str
 ) -> None:

@@ -24,6 +24,7 @@ GPU_MARKERS = (
     "load_cuda",
     "enable_cuda_graphs",
     "numba_cuda",
+    "cuda_kernel",  # brainevent.cuda_kernel and def_cuda_kernel (NVRTC)
     "def_triton_kernel",
     "def_warp_kernel",
     'def_pallas_kernel("gpu"',

@@ -101,6 +101,24 @@ def header_texts(
     return {real: data.decode("utf-8", "replace") for real, data in sorted(found.items())}
 
 
+def scan_includes(
+    sources: Sequence[tuple[str, Path | None]],
+    search_dirs: Sequence[Path],
+) -> tuple[dict[str, str], list[str]]:
+    """``({header path: text}, unresolved)``: the headers of :func:`header_texts`, and the
+    include targets that neither ``search_dirs`` nor the including file's directory holds
+    (the toolkit's or the system's headers)."""
+    found = _reachable(sources, search_dirs, ())
+    texts = {real: data.decode("utf-8", "replace") for real, data in sorted(found.items())}
+    unresolved: set[str] = set()
+    scanned = [*sources, *((text, Path(real).parent) for real, text in texts.items())]
+    for text, here in scanned:
+        for target, quoted in _include_targets(text):
+            if _resolve(target, quoted, here, search_dirs) is None:
+                unresolved.add(target)
+    return texts, sorted(unresolved)
+
+
 def _reachable(
     sources: Sequence[tuple[str, Path | None]],
     search_dirs: Sequence[Path],

@@ -10,7 +10,14 @@ from ..errors import KernelCallError
 from ..platforms.devices import BY_NAME, DEVICE_PLATFORMS
 from ..platforms.devices import SPELLINGS as ALIASES
 from .entries import CallSiteLowering, KernelEntry
-from .kernels import LaunchValue, ModuleFunctionKernel, NumbaCpuKernel, NumbaCudaKernel, PlatformKernel
+from .kernels import (
+    LaunchValue,
+    ModuleFunctionKernel,
+    NumbaCpuKernel,
+    NumbaCudaKernel,
+    NvrtcKernel,
+    PlatformKernel,
+)
 from .libraries import check_platform
 
 PLATFORMS = tuple(p.name for p in DEVICE_PLATFORMS)
@@ -166,6 +173,39 @@ class BackendTable:
             return NumbaCudaKernel(kernel, generator, grid, block, launch_dims, threads_per_block, shared_mem)
 
         return self._add_numba("numba_cuda", "gpu", kg, kernel, generator, asdefault, plain, launcher)
+
+    def def_cuda_kernel(
+        self,
+        source_or_path: Any,
+        name: Any,
+        *,
+        grid: LaunchValue = None,
+        block: LaunchValue = None,
+        launch_dims: LaunchValue = None,
+        threads_per_block: int = 256,
+        shared_mem: int = 0,
+        compute_capability: Any = None,
+        options: Sequence[str] = (),
+        include_dirs: Sequence[Any] = (),
+        asdefault: bool = False,
+        **scalars: Any,
+    ) -> Self:
+        """Backend ``"nvrtc"`` on the GPU: a ``__global__`` CUDA kernel compiled with NVRTC (no
+        nvcc) and launched like :func:`brainevent.cuda_kernel`. Its pointer parameters receive
+        the inputs, then the outputs; its scalar parameters come from ``scalars`` and from the
+        call's attributes, by name. ``name`` (a name expression such as ``"axpy<float>"``),
+        ``grid``/``block``/``launch_dims`` and each scalar may be callables ``(ins, outs) -> value``
+        of the call's abstract operands, e.g. ``n=lambda ins, outs: outs[0].size``."""
+        kernel = NvrtcKernel(
+            source_or_path,
+            name,
+            (grid, block, launch_dims, threads_per_block, shared_mem),
+            compute_capability,
+            options,
+            include_dirs,
+            scalars,
+        )
+        return self._add(KernelEntry("nvrtc", "gpu", name, CallSiteLowering(kernel)), asdefault)
 
     def _add_numba(
         self,

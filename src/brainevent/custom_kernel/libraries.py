@@ -28,6 +28,8 @@ LIBRARIES: dict[str, Library] = {
     "triton": Library("triton", "triton", ("gpu",)),
     # On the CPU through Pallas's interpreter (pallas_call(..., interpret=True)).
     "pallas": Library("jax.experimental.pallas", "jax", ("cpu", "gpu", "tpu")),
+    # CUDA source compiled with NVRTC (def_cuda_kernel); libnvrtc is found when it is lowered.
+    "nvrtc": Library("cuda.pathfinder", "nvidia-cuda-nvrtc", ("gpu",)),
 }
 
 

@@ -15,7 +15,8 @@ from ..errors import BrainEventError, CompileError, KernelFallbackExhaustedError
 MISSING_HINTS = {
     "cpu": "op.def_numba_kernel(...), op.def_kernel('cpu', cpp_module.func) or "
     "op.def_kernel('<backend>', 'cpu', kernel_generator)",
-    "gpu": "op.def_numba_cuda_kernel(...), op.def_kernel('gpu', cuda_module.func), "
+    "gpu": "op.def_cuda_kernel(source, name, ...), op.def_numba_cuda_kernel(...), "
+    "op.def_kernel('gpu', cuda_module.func), "
     "op.def_pallas_kernel('gpu', kernel_generator), op.def_warp_kernel(kernel_generator) or "
     "op.def_triton_kernel(kernel_generator)",
     "tpu": "op.def_pallas_kernel('tpu', kernel_generator)",

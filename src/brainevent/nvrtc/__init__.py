@@ -1,0 +1,69 @@
+"""CUDA kernels compiled in-process with NVRTC: no nvcc, no host code.
+
+``brainevent.cuda_kernel`` (see :mod:`.kernel`) is the JAX-facing API; :func:`compile` is the
+compiler with the disk cache, usable on its own (for named architectures, no GPU needed).
+Importing ``brainevent`` does not import this package.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .compiler import Compiled, parse_arch
+
+if TYPE_CHECKING:
+    from .kernel import cuda_kernel as cuda_kernel
+
+
+def compile(
+    source_or_path: str | os.PathLike[str],
+    name_expressions: Sequence[str] | str,
+    arch: Any,
+    *,
+    options: Sequence[str] = (),
+    include_dirs: Sequence[str | os.PathLike[str]] = (),
+    build_directory: str | None = None,
+) -> Compiled:
+    """Compile CUDA device code with NVRTC, through the disk cache.
+
+    Args:
+        source_or_path: The source text, or the path of a ``.cu`` file.
+        name_expressions: The kernels to keep, as C++ name expressions (``"add"``,
+            ``"axpy<float>"``); :attr:`Compiled.lowered` maps each to its symbol.
+        arch: ``"sm_90"`` (or ``90``, ``"9.0"``) for a cubin; ``"compute_90"`` for PTX.
+        options: Further NVRTC options (``"-DBLOCK=128"``, ``"--use_fast_math"``).
+        include_dirs: Directories searched for ``#include``; the headers found there are part
+            of the cache key.
+        build_directory: The cache root (default: brainevent's cache directory).
+
+    Raises:
+        CompileError: NVRTC rejected the source; the message quotes the offending line.
+        ToolchainError: libnvrtc cannot be found.
+    """
+    from .cache import compile_cached, compile_request
+    from .source import read_source
+
+    text, path = read_source(source_or_path)
+    names = [name_expressions] if isinstance(name_expressions, str) else list(name_expressions)
+    request = compile_request(
+        text,
+        names,
+        parse_arch(arch),
+        path=path,
+        options=[str(o) for o in options],
+        include_dirs=[os.fspath(d) for d in include_dirs],
+    )
+    return compile_cached(request, build_directory=build_directory).compiled
+
+
+def __getattr__(name: str) -> Any:
+    if name == "cuda_kernel":
+        from .kernel import cuda_kernel
+
+        return cuda_kernel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["Compiled", "compile", "cuda_kernel", "parse_arch"]

@@ -1,0 +1,202 @@
+"""Compiled kernels cached on disk, with the module cache's key schema, trust checks,
+build lock and atomic publish (brainevent.cache).
+
+Keyed by the source, its program name, the options, the name expressions, the architecture,
+NVRTC's release, the text of every header reachable from the source through its directory
+and the user's include directories (an edit there is a new key), and, for the toolkit
+headers it includes (``cuda_fp16.h``), where each one is and its size and modification time.
+A hit reads the manifest and the cubin: it neither loads nor starts NVRTC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..cache.key import CacheKey, KeyBuilder
+from ..cache.store import EntryStore, cache_root
+from .compiler import Compiled
+
+STORE_NAME = "nvrtc"  # entries live under <cache>/v1/nvrtc/<key>/
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything a compile depends on, as the user gave it."""
+
+    source: str
+    program_name: str  # the user's file path, or "<inline>"
+    display_name: str  # how errors name the source
+    source_dir: str | None  # the file's directory (searched for quoted includes)
+    name_expressions: tuple[str, ...]
+    arch: str  # "sm_90" (cubin) or "compute_90" (PTX)
+    options: tuple[str, ...]  # the user's, after ours
+    include_dirs: tuple[str, ...]  # the user's
+
+    def search_dirs(self) -> list[str]:
+        return ([self.source_dir] if self.source_dir else []) + list(self.include_dirs)
+
+
+@dataclass(frozen=True)
+class Result:
+    compiled: Compiled
+    built_now: bool  # False on a cache hit (NVRTC was not used)
+    key: str
+
+
+def key_of(request: Request) -> CacheKey:
+    from ..build.includes import scan_includes
+    from .toolkit import nvrtc_identity
+
+    here = Path(request.source_dir) if request.source_dir else None
+    headers, unresolved = scan_includes([(request.source, here)], [Path(d) for d in request.search_dirs()])
+    key = (
+        KeyBuilder("nvrtc-kernel")
+        .add("source", request.source)
+        .add("program_name", request.program_name)
+        .add("name_expressions", list(request.name_expressions))
+        .add("arch", request.arch)
+        .add("options", list(request.options))
+        .add("include_dirs", list(request.include_dirs))
+        .add("headers", headers)
+        .add("nvrtc", nvrtc_identity())
+    )
+    if unresolved:  # the toolkit's headers: which ones, and where they are now
+        key.add("toolkit_headers", _toolkit_headers(unresolved))
+    return key.finish()
+
+
+def _toolkit_headers(names: list[str]) -> dict[str, str]:
+    """``{include target: file identity}`` in the runtime header directories (a stat each)."""
+    from ..fileio import file_identity
+    from .toolkit import runtime_include_dirs
+
+    dirs = runtime_include_dirs()
+    found = {}
+    for name in names:
+        where = next((d for d in dirs if os.path.isfile(os.path.join(d, name))), None)
+        found[name] = file_identity(os.path.join(where, name)) if where else "not found"
+    return found
+
+
+_memo_lock = threading.Lock()
+# This process's results by cache root and key: a second trace reads no file.
+_memo: dict[tuple[str, str], Compiled] = {}
+
+
+def compile_cached(request: Request, *, build_directory: str | None = None) -> Result:
+    """The compiled kernel for ``request``, from this process, the disk cache, or NVRTC."""
+    key = key_of(request)
+    root = cache_root(build_directory)
+    memo_key = (str(root), key.digest)
+    with _memo_lock:
+        found = _memo.get(memo_key)
+    if found is not None:
+        return Result(found, False, key.digest)
+    store = EntryStore(root, STORE_NAME)
+    entry = store.hit(key)
+    if entry is None:
+        result = _build(store, key, request)
+    else:
+        result = Result(_read_entry(entry.library, entry.manifest.inputs), False, key.digest)
+    with _memo_lock:
+        _memo[memo_key] = result.compiled
+    return result
+
+
+def _read_entry(artifact: Path, inputs: dict[str, object]) -> Compiled:
+    lowered = inputs.get("lowered", {})
+    kind = inputs.get("kind", "cubin")
+    return Compiled(artifact.read_bytes(), str(kind), dict(lowered) if isinstance(lowered, dict) else {})
+
+
+def _compile(request: Request) -> Compiled:
+    from .compiler import base_options, compile_source
+    from .diagnostics import compile_error
+    from .toolkit import runtime_include_dirs
+
+    dirs = [*request.search_dirs(), *runtime_include_dirs()]
+    options = [*base_options(request.arch, dirs), *request.options]
+    compiled, log = compile_source(
+        request.source, request.program_name, request.name_expressions, request.arch, options
+    )
+    if compiled is None:
+        raise compile_error(
+            log,
+            source=request.source,
+            program_name=request.program_name,
+            display_name=request.display_name,
+            arch=request.arch,
+            kernel=", ".join(request.name_expressions),
+        )
+    return compiled
+
+
+def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
+    from ..cache.manifest import Manifest
+
+    with store.build_slot(key) as slot:
+        if slot.staging is None and slot.existing is not None:  # another process built it meanwhile
+            entry = slot.existing
+            return Result(_read_entry(entry.library, entry.manifest.inputs), False, key.digest)
+        assert slot.staging is not None
+        started = time.monotonic()
+        compiled = _compile(request)
+        artifact = f"kernel.{compiled.kind}"
+        (slot.staging / artifact).write_bytes(compiled.code)
+        (slot.staging / "build.log").write_text(compiled.log)
+        manifest = Manifest(
+            key=key.digest,
+            name=request.display_name,
+            platform="cuda",
+            artifact=artifact,
+            artifact_sha256=hashlib.sha256(compiled.code).hexdigest(),
+            functions={},
+            inputs={
+                "kind": compiled.kind,
+                "lowered": compiled.lowered,
+                "arch": request.arch,
+                "name_expressions": list(request.name_expressions),
+                "options": list(request.options),
+                "include_dirs": list(request.include_dirs),
+            },
+            created=time.time(),
+            build_seconds=time.monotonic() - started,
+        )
+        store.publish(slot, manifest)
+    return Result(compiled, True, key.digest)
+
+
+def forget_process_memo() -> None:
+    """Drop this process's results (tests that rebuild from the disk cache)."""
+    with _memo_lock:
+        _memo.clear()
+
+
+def compile_request(
+    source: str,
+    name_expressions: Sequence[str],
+    arch: str,
+    *,
+    path: str | None = None,
+    options: Sequence[str] = (),
+    include_dirs: Sequence[str] = (),
+) -> Request:
+    """A :class:`Request` for inline ``source`` or the file ``path`` holding it."""
+    import os
+
+    if path is not None:
+        real = os.path.abspath(path)
+        return Request(
+            source, real, real, os.path.dirname(real), tuple(name_expressions), arch,
+            tuple(options), tuple(os.path.abspath(d) for d in include_dirs),
+        )  # fmt: skip
+    return Request(
+        source, "<inline>", "the inline source", None, tuple(name_expressions), arch,
+        tuple(options), tuple(os.path.abspath(d) for d in include_dirs),
+    )  # fmt: skip

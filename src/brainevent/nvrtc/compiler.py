@@ -1,0 +1,119 @@
+"""One NVRTC compile: CUDA source and name expressions in, a cubin (or PTX) and the lowered
+(mangled) names of the kernels out. No cache here: see :mod:`.cache`."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..errors import KernelCallError
+
+
+@dataclass(frozen=True)
+class Compiled:
+    code: bytes  # a cubin, or PTX text ending in NUL
+    kind: str  # "cubin" or "ptx"
+    lowered: dict[str, str]  # name expression -> the kernel's symbol in ``code``
+    log: str = field(default="", compare=False)
+
+
+def parse_arch(value: object) -> str:
+    """``"sm_90"`` from ``90``, ``"90"``, ``"9.0"``, ``"sm_90"``; ``"compute_90"`` (PTX) and the
+    ``a``/``f`` suffixes (``"sm_90a"``) are kept as given."""
+    text = str(value).strip().lower()
+    prefix = "compute_" if text.startswith("compute_") else "sm_"
+    digits = text.removeprefix("sm_").removeprefix("compute_")
+    suffix = digits[-1] if digits[-1:] in ("a", "f") else ""
+    digits = digits.removesuffix(suffix) if suffix else digits
+    if "." in digits:
+        major, _, minor = digits.partition(".")
+        digits = f"{major}{minor}"
+    if not digits.isdigit() or int(digits) < 50:
+        raise KernelCallError(
+            f"compute_capability must look like 90, '9.0', 'sm_90' or 'compute_90' (PTX), got {value!r}",
+            value=repr(value),
+        )
+    return f"{prefix}{digits}{suffix}"
+
+
+def arch_number(arch: str) -> int:
+    """90 for ``"sm_90"``, ``"sm_90a"`` or ``"compute_90"``."""
+    return int(arch.removeprefix("sm_").removeprefix("compute_").rstrip("af"))
+
+
+def base_options(arch: str, include_dirs: Sequence[str]) -> list[str]:
+    """What every compile passes before the user's options."""
+    return [f"--gpu-architecture={arch}", *(f"-I{d}" for d in include_dirs)]
+
+
+def _strings(values: Sequence[str]) -> ctypes.Array[ctypes.c_char_p]:
+    return (ctypes.c_char_p * max(len(values), 1))(*(v.encode() for v in values))
+
+
+def compile_source(
+    source: str,
+    source_name: str,
+    name_expressions: Sequence[str],
+    arch: str,
+    options: Sequence[str],
+) -> tuple[Compiled | None, str]:
+    """``(compiled, log)``; ``compiled`` is None when NVRTC rejected the source (the caller
+    turns the log into a :class:`CompileError`). ``options`` are complete (see
+    :func:`base_options`)."""
+    from .library import ERROR_COMPILATION, nvrtc
+
+    bound = nvrtc()
+    lib = bound.lib
+    program = ctypes.c_void_p()
+    bound.check(
+        lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), source_name.encode(), 0, None, None),
+        "nvrtcCreateProgram",
+    )
+    try:
+        for expression in name_expressions:
+            bound.check(lib.nvrtcAddNameExpression(program, expression.encode()), "nvrtcAddNameExpression")
+        result = lib.nvrtcCompileProgram(program, len(options), _strings(options))
+        log = (
+            _read(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, program, bound)
+            .decode(errors="replace")
+            .rstrip("\x00")
+        )
+        if result == ERROR_COMPILATION:
+            return None, log
+        if result != 0:  # e.g. NVRTC_ERROR_INVALID_OPTION: an option or architecture it rejects
+            from ..errors import ToolchainError
+
+            raise ToolchainError(
+                f"NVRTC {bound.version[0]}.{bound.version[1]} refused the compile of {source_name} for "
+                f"{arch}: {bound.error_text(result)}. {log.strip() or '(no log)'} Options: {list(options)}. "
+                "Check the options= given, and that this NVRTC supports the architecture (CUDA 13 starts "
+                "at sm_75).",
+                compiler="nvrtc",
+                command=list(options),
+            )
+        lowered = {}
+        for expression in name_expressions:
+            name = ctypes.c_char_p()
+            bound.check(
+                lib.nvrtcGetLoweredName(program, expression.encode(), ctypes.byref(name)),
+                "nvrtcGetLoweredName",
+            )
+            lowered[expression] = (name.value or b"").decode()
+        if arch.startswith("sm_"):
+            code = _read(lib.nvrtcGetCUBINSize, lib.nvrtcGetCUBIN, program, bound)
+            kind = "cubin"
+        else:
+            code = _read(lib.nvrtcGetPTXSize, lib.nvrtcGetPTX, program, bound)
+            kind = "ptx"
+        return Compiled(code, kind, lowered, log), log
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(program))
+
+
+def _read(size_of: object, read: object, program: ctypes.c_void_p, bound: object) -> bytes:
+    size = ctypes.c_size_t()
+    bound.check(size_of(program, ctypes.byref(size)), getattr(size_of, "__name__", "size"))  # type: ignore[attr-defined,operator]
+    buffer = ctypes.create_string_buffer(max(size.value, 1))
+    bound.check(read(program, buffer), getattr(read, "__name__", "read"))  # type: ignore[attr-defined,operator]
+    return buffer.raw[: size.value]

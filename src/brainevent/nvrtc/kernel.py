@@ -1,0 +1,265 @@
+"""``brainevent.cuda_kernel``: a ``__global__`` CUDA kernel, compiled with NVRTC, as a JAX
+function. Launched like ``numba_cuda_kernel`` (same launch vocabulary), from compiled code
+on XLA's stream."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import KernelCallError
+from .launch import KernelSource
+
+# vmap methods of jax.ffi.ffi_call. The grid and scalars are fixed when a call is traced, so
+# a launch cannot cover a batch axis: the rank-changing methods run it once per batch
+# element, as numba_cuda_kernel does.
+RANK_CHANGING = ("expand_dims", "broadcast_all")
+VMAP_METHODS = (None, "sequential", "sequential_unrolled", *RANK_CHANGING)
+
+_C_TYPES = {
+    "bool": "bool",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "int16": "short",
+    "uint16": "unsigned short",
+    "int32": "int",
+    "uint32": "unsigned int",
+    "int64": "long long",
+    "uint64": "unsigned long long",
+    "float16": "__half",
+    "bfloat16": "__nv_bfloat16",
+    "float32": "float",
+    "float64": "double",
+}
+
+
+def ctype(dtype: Any) -> str:
+    """The CUDA C++ type of a dtype, for name expressions: ``f"axpy<{ctype(x.dtype)}>"``."""
+    name = np.dtype(dtype).name
+    if name not in _C_TYPES:
+        raise KernelCallError(f"no CUDA C++ type for dtype {name}; supported: {sorted(_C_TYPES)}", dtype=name)
+    return _C_TYPES[name]
+
+
+def check_vmap_method(vmap_method: object) -> None:
+    if vmap_method not in VMAP_METHODS:
+        raise KernelCallError(
+            f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}", value=repr(vmap_method)
+        )
+
+
+def parse_archs(compute_capability: Any) -> tuple[str, ...] | None:
+    """``("sm_80", "sm_90")`` from one value or a list; None to compile for the visible GPUs."""
+    from .compiler import parse_arch
+
+    if compute_capability is None:
+        return None
+    values = compute_capability if isinstance(compute_capability, (list, tuple)) else [compute_capability]
+    archs = [parse_arch(v) for v in values]
+    ptx = [a for a in archs if not a.startswith("sm_")]
+    if ptx:
+        raise KernelCallError(
+            f"cuda_kernel launches cubins: compute_capability takes real architectures such as 'sm_90', "
+            f"got {ptx} (brainevent.nvrtc.compile gives PTX)",
+            value=repr(compute_capability),
+        )
+    return tuple(sorted(set(archs)))
+
+
+def kernel_source(
+    source_or_path: str | os.PathLike[str], options: Sequence[str], include_dirs: Sequence[Any]
+) -> KernelSource:
+    from .source import read_source
+
+    if isinstance(options, str):
+        raise KernelCallError(
+            f"options must be a list of NVRTC options, got the string {options!r}", value=options
+        )
+    text, path = read_source(source_or_path)
+    return KernelSource(
+        text, path, tuple(str(o) for o in options), tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
+    )
+
+
+def resolve_config(
+    grid: Any, block: Any, launch_dims: Any, threads_per_block: int, shared_mem: int, vmap_method: str | None
+) -> Any:
+    """``resolve_launch`` with its ValueErrors as our typed error (still a ValueError)."""
+    from ..launchers.launch_config import resolve_launch
+
+    try:
+        return resolve_launch(
+            grid, block, launch_dims, threads_per_block, shared_mem, vmap_method=vmap_method, allow_empty=True
+        )
+    except KernelCallError:
+        raise
+    except ValueError as exc:
+        raise KernelCallError(f"cuda_kernel: {exc}", grid=repr((grid, block, launch_dims))) from None
+
+
+class CudaKernel:
+    """The JAX function :func:`cuda_kernel` returns; call it with the input arrays."""
+
+    def __init__(
+        self,
+        source: KernelSource,
+        name: str | Callable[..., str],
+        outs: Any,
+        launch: tuple[Any, Any, Any, int, int],
+        vmap_method: str | None,
+        input_output_aliases: dict[int, int] | None,
+        archs: tuple[str, ...] | None,
+        scalars: dict[str, Any],
+    ) -> None:
+        from ..calls.results import flatten_outs
+
+        self._source = source
+        self._name = name
+        self._specs, self._treedef = flatten_outs(outs)
+        self._launch = launch
+        self._given_vmap_method = vmap_method
+        self._vmap_method = "sequential" if vmap_method in RANK_CHANGING else vmap_method
+        self._aliases = dict(input_output_aliases) if input_output_aliases else None
+        self._archs = archs
+        self._scalars = scalars
+        self.__name__ = name if isinstance(name, str) else getattr(name, "__name__", "cuda_kernel")
+
+    def __call__(self, *arrays: Any) -> Any:
+        import jax
+        import jax.numpy as jnp
+
+        from ..calls.ffi import call_target
+        from ..calls.results import vary_like
+        from .launch import prepare
+
+        for i, a in enumerate(arrays):
+            if not hasattr(a, "dtype") or not hasattr(a, "shape"):
+                raise KernelCallError(
+                    f"{self.__name__}: argument {i} must be an array, got {type(a).__name__}; "
+                    "pass scalars as keywords of cuda_kernel",
+                    kernel=self.__name__,
+                )
+        avals = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in arrays]
+        expression = self._name(*avals) if callable(self._name) else self._name
+        if not isinstance(expression, str):
+            raise KernelCallError(
+                f"cuda_kernel: name must give a name expression string, got {expression!r}",
+                kernel=repr(expression),
+            )
+        grid, block, launch_dims, threads_per_block, shared_mem = (
+            v(*avals) if callable(v) else v for v in self._launch
+        )
+        config = resolve_config(
+            grid, block, launch_dims, threads_per_block, shared_mem, self._given_vmap_method
+        )
+        if config.empty or not any(int(np.prod(s.shape)) > 0 for s in self._specs):
+            # Nothing to launch: the results are zeros (as numba_cuda_kernel gives).
+            zeros = vary_like([jnp.zeros(s.shape, s.dtype) for s in self._specs], arrays)
+            return jax.tree_util.tree_unflatten(self._treedef, zeros)
+        scalars = {k: (v(*avals) if callable(v) else v) for k, v in self._scalars.items()}
+        target, kernel_id = prepare(
+            self._source, expression, avals, self._specs, scalars, config, self._archs
+        )
+        results = call_target(
+            target,
+            arrays,
+            self._specs,
+            vmap_method=self._vmap_method,
+            input_output_aliases=self._aliases,
+            kernel_id=np.int64(kernel_id),
+        )
+        return jax.tree_util.tree_unflatten(self._treedef, results)
+
+
+def cuda_kernel(
+    source_or_path: str | os.PathLike[str],
+    name: str | Callable[..., str],
+    outs: Any,
+    *,
+    grid: Any = None,
+    block: Any = None,
+    launch_dims: Any = None,
+    threads_per_block: int = 256,
+    shared_mem: int = 0,
+    vmap_method: str | None = None,
+    input_output_aliases: dict[int, int] | None = None,
+    compute_capability: Any = None,
+    options: Sequence[str] = (),
+    include_dirs: Sequence[str | os.PathLike[str]] = (),
+    **scalars: Any,
+) -> CudaKernel:
+    """Create a JAX-callable function from a ``__global__`` CUDA kernel, compiled with NVRTC.
+
+    The source holds device code only (no host launcher, no nvcc needed). The kernel's
+    pointer parameters receive the input arrays, then one array per leaf of ``outs`` to
+    write, in order; its other parameters are scalars, given here by name and typed from
+    the signature. The kernel is compiled (through the disk cache) for the GPUs present
+    when the function is traced, and launched from compiled code with ``cuLaunchKernel``
+    on XLA's stream: no Python runs per call, and the launch can be captured in a CUDA graph.
+
+    Example::
+
+        add = brainevent.cuda_kernel(SOURCE, "add", jax.ShapeDtypeStruct(x.shape, x.dtype),
+                                     launch_dims=lambda x, y: x.size, n=lambda x, y: x.size)
+        z = jax.jit(add)(x, y)
+
+    Args:
+        source_or_path: CUDA source text, or the path of a ``.cu`` file.
+        name: The kernel, as a C++ name expression: ``"add"``, or ``"axpy<float>"`` for a
+            template instantiation; or a callable of the inputs' abstract values returning
+            one (``lambda x, y: f"axpy<{brainevent.nvrtc.kernel.ctype(x.dtype)}>"``).
+        outs: A ``jax.ShapeDtypeStruct`` or a pytree of them; results come back in that shape.
+        grid: Grid dimensions (1-3); needs ``block``. Excludes ``launch_dims``.
+        block: Block dimensions (1-3); needs ``grid``.
+        launch_dims: Total threads (1-3 dims); grid and block follow from ``threads_per_block``.
+        threads_per_block: Threads per block with ``launch_dims`` (default 256).
+        shared_mem: Dynamic shared memory per block, in bytes.
+        vmap_method: How ``jax.vmap`` runs it: ``"sequential"``, ``"sequential_unrolled"``,
+            ``"expand_dims"`` or ``"broadcast_all"`` (the last two run the kernel once per batch
+            element, with its unbatched shapes, and need ``launch_dims``); ``None``: not vmappable.
+        input_output_aliases: ``{input index: output index}`` for in-place updates.
+        compute_capability: Architecture(s) to compile for (``"sm_90"``, ``90``, ``"9.0"`` or a
+            list); by default those of the visible GPUs.
+        options: Further NVRTC options (``"-DBLOCK=128"``, ``"--use_fast_math"``).
+        include_dirs: Directories searched for ``#include``; headers found there are part of
+            the cache key, so editing one recompiles.
+        **scalars: The kernel's scalar parameters by name: numbers, or callables of the inputs'
+            abstract values (``n=lambda x, y: x.size``). ``grid``, ``block`` and
+            ``launch_dims`` may be such callables too.
+
+    Raises:
+        KernelCallError: Bad launch configuration, vmap method, kernel name, scalar or operand
+            (a ``ValueError``); raised when the function is traced for what depends on the arrays.
+        CompileError: NVRTC rejected the source; the message quotes the offending line.
+        ToolchainError: libnvrtc cannot be found (``pip install nvidia-cuda-nvrtc``).
+    """
+    check_vmap_method(vmap_method)
+    launch = (grid, block, launch_dims, threads_per_block, shared_mem)
+    if not any(callable(v) for v in launch):
+        resolve_config(*launch, vmap_method)  # fail early on a fixed configuration
+    elif vmap_method in RANK_CHANGING and (grid is not None or block is not None):
+        resolve_config(grid, block, None, threads_per_block, shared_mem, vmap_method)
+    source = kernel_source(source_or_path, options, include_dirs)
+    if isinstance(name, str):
+        from .launch import check_scalar_names, signature_for
+
+        sig = signature_for(source, name)  # the kernel must exist, with these scalars
+        check_scalar_names(sig, list(scalars), name)
+    elif not callable(name):
+        raise KernelCallError(
+            f"cuda_kernel: name must be a name expression string or a callable returning one, got {name!r}",
+            kernel=repr(name),
+        )
+    return CudaKernel(
+        source,
+        name,
+        outs,
+        launch,
+        vmap_method,
+        input_output_aliases,
+        parse_archs(compute_capability),
+        dict(scalars),
+    )

@@ -1,0 +1,234 @@
+"""From a call's abstract operands to a registered cubin launch: the part ``cuda_kernel`` and
+the ``XLACustomKernel`` backend share.
+
+The compiled kernel is handed to the cubin launcher (launchers/cubin.py), which runs it with
+``cuLaunchKernel`` on XLA's stream: no Python runs per call, and the launch can be captured
+in a CUDA graph. Pointer parameters name operands (inputs, then outputs); scalars are stored
+with the registration, so each distinct set of scalar values is its own kernel id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import KernelCallError
+from ..launchers.launch_config import LaunchConfig
+from .signature import KernelParam, KernelSignature, kernel_signature
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """The user's source as given: its text, its file (None for an inline string), options."""
+
+    text: str
+    path: str | None
+    options: tuple[str, ...]
+    include_dirs: tuple[str, ...]
+
+    @property
+    def where(self) -> str:
+        return self.path or "the inline source"
+
+
+_signatures: dict[tuple[str, str, str], KernelSignature] = {}
+
+
+def signature_for(source: KernelSource, expression: str) -> KernelSignature:
+    key = (source.text, expression, source.where)
+    found = _signatures.get(key)
+    if found is None:
+        found = _signatures[key] = kernel_signature(source.text, expression, source.where)
+    return found
+
+
+def check_scalar_names(sig: KernelSignature, given: Sequence[str], expression: str) -> None:
+    """Every scalar parameter bound once, and no name that is not one."""
+    from ..spec.names import did_you_mean
+
+    names = [p.name for p in sig.scalars]
+    unknown = [g for g in given if g not in names]
+    if unknown:
+        pointer = [g for g in unknown if g in {p.name for p in sig.pointers}]
+        why = (
+            f"{pointer} are pointer parameters, which receive the arrays (inputs, then outputs)"
+            if pointer
+            else f"the kernel's scalar parameters are {names}.{did_you_mean(unknown[0], names)}"
+        )
+        raise KernelCallError(
+            f"kernel {expression!r} has no scalar parameter {unknown[0]!r}: {why}",
+            kernel=expression,
+            parameter=unknown[0],
+        )
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise KernelCallError(
+            f"kernel {expression!r} needs a value for its scalar parameter(s) {missing}: pass them as "
+            f"keywords (e.g. {missing[0]}=... or {missing[0]}=lambda *ins: ins[0].size)",
+            kernel=expression,
+            parameter=missing[0],
+        )
+
+
+def scalar_bits(param: KernelParam, value: Any, expression: str) -> tuple[int, int]:
+    """``(raw bits as a signed int64, byte width)`` of ``value`` as the parameter's type."""
+    if param.dtype is None:
+        raise KernelCallError(
+            f"kernel {expression!r}: parameter {param.name!r} has type {param.cxx_type!r}, which is "
+            "neither a pointer nor a plain scalar type (bool, integers, float, double, __half, "
+            "__nv_bfloat16); "
+            "pass structs as arrays",
+            kernel=expression,
+            parameter=param.name,
+        )
+    try:
+        import jax.numpy as jnp
+
+        dtype = np.dtype(jnp.dtype(param.dtype))
+        raw = np.asarray(value)
+    except Exception as exc:  # a tracer: the value is not known when the kernel is prepared
+        raise KernelCallError(
+            f"kernel {expression!r}: scalar {param.name!r} must be a number known at trace time, got "
+            f"{type(value).__name__} ({exc.__class__.__name__}); pass values computed inside jit as arrays",
+            kernel=expression,
+            parameter=param.name,
+        ) from None
+    if raw.ndim != 0 or raw.dtype.kind not in "biuf":
+        raise KernelCallError(
+            f"kernel {expression!r}: scalar {param.name!r} must be a single number, got {value!r}",
+            kernel=expression,
+            parameter=param.name,
+        )
+    if dtype.kind in "iu" and raw.dtype.kind == "f":
+        if not float(raw).is_integer():
+            raise KernelCallError(
+                f"kernel {expression!r}: scalar {param.name!r}={float(raw)!r} is not a whole number, but its "
+                f"type is {param.cxx_type}",
+                kernel=expression,
+                parameter=param.name,
+            )
+        raw = np.asarray(int(raw))
+    if dtype.kind in "iu" and raw.dtype.kind in "biu":
+        info = np.iinfo(dtype)
+        if not info.min <= int(raw) <= info.max:
+            raise KernelCallError(
+                f"kernel {expression!r}: scalar {param.name!r}={int(raw)} does not fit its type "
+                f"{param.cxx_type} ({info.min}..{info.max})",
+                kernel=expression,
+                parameter=param.name,
+            )
+    data = raw.astype(dtype).tobytes()
+    bits = int.from_bytes(data, "little")
+    if bits >= 1 << 63:
+        bits -= 1 << 64
+    return bits, len(data)
+
+
+def operand_params(
+    sig: KernelSignature,
+    expression: str,
+    operands: Sequence[Any],
+    n_inputs: int,
+    scalars: Mapping[str, Any],
+) -> list[Any]:
+    """The launcher's parameter list, checking operands against the pointer parameters."""
+    from ..launchers.cubin import OPERAND, SCALAR, Param
+
+    pointers = sig.pointers
+    if len(pointers) != len(operands):
+        raise KernelCallError(
+            f"kernel {expression!r} takes {len(pointers)} pointer parameter(s) "
+            f"({', '.join(p.name for p in pointers)}), but the call has {n_inputs} input(s) and "
+            f"{len(operands) - n_inputs} output(s): inputs, then outputs, map to the pointer parameters "
+            "in order",
+            kernel=expression,
+        )
+    check_scalar_names(sig, list(scalars), expression)
+    params = []
+    position = 0
+    for p in sig.params:
+        if not p.pointer:
+            bits, size = scalar_bits(p, scalars[p.name], expression)
+            params.append(Param(SCALAR, bits, size))
+            continue
+        operand = operands[position]
+        dtype = np.dtype(operand.dtype)
+        if p.dtype is not None and np.dtype(_np_dtype(p.dtype)) != dtype:
+            role = f"input {position}" if position < n_inputs else f"output {position - n_inputs}"
+            raise KernelCallError(
+                f"kernel {expression!r}: parameter {p.name!r} is {p.cxx_type!r}, but it receives {role}, "
+                f"of dtype {dtype.name}; cast the array, or instantiate the template for {dtype.name}",
+                kernel=expression,
+                parameter=p.name,
+                dtype=dtype.name,
+            )
+        params.append(Param(OPERAND, position, max(dtype.itemsize, 1)))
+        position += 1
+    return params
+
+
+def _np_dtype(name: str) -> Any:
+    import jax.numpy as jnp
+
+    return jnp.dtype(name)
+
+
+def architectures(requested: Sequence[str] | None) -> list[str]:
+    """The ``sm_XX`` to compile for: those requested, else those of the visible GPUs."""
+    if requested:
+        return list(requested)
+    from ..custom_kernel.triton_call import visible_capabilities
+
+    found = visible_capabilities()
+    if not found:
+        raise KernelCallError(
+            "cuda_kernel compiles for the GPUs present, and neither JAX nor the CUDA driver reports one; run "
+            "on a GPU machine, or pass compute_capability='sm_90' (for example) to compile without one",
+        )
+    return [f"sm_{cc}" for cc in found]
+
+
+def prepare(
+    source: KernelSource,
+    expression: str,
+    inputs: Sequence[Any],
+    outputs: Sequence[Any],
+    scalars: Mapping[str, Any],
+    config: LaunchConfig,
+    archs: Sequence[str] | None,
+) -> tuple[str, int]:
+    """Compile (through the cache), register with the launcher; ``(FFI target, kernel id)``."""
+    from ..calls.operands import content_id
+    from ..launchers.cubin import Image, launcher_for, register
+    from .cache import compile_cached, compile_request
+    from .compiler import arch_number
+
+    sig = signature_for(source, expression)
+    params = operand_params(sig, expression, [*inputs, *outputs], len(inputs), scalars)
+    images: dict[int, Image] = {}
+    entries = set()
+    for arch in architectures(archs):
+        request = compile_request(
+            source.text, [expression], arch, path=source.path, options=source.options,
+            include_dirs=source.include_dirs,
+        )  # fmt: skip
+        compiled = compile_cached(request).compiled
+        code = compiled.code if compiled.kind == "cubin" else compiled.code.rstrip(b"\x00") + b"\x00"
+        images[arch_number(arch)] = Image(code, config.shared_mem)
+        entries.add(compiled.lowered[expression])
+    entry = entries.pop()
+    launcher = launcher_for(len(inputs), len(outputs))
+    kernel_id = content_id(
+        "nvrtc",
+        entry,
+        repr((config.grid, config.block, [(p.kind, p.value, p.size) for p in params])),
+        *(f"{cc}:{image.shared_mem}" for cc, image in sorted(images.items())),
+        *(image.code for _, image in sorted(images.items())),
+    )
+    register(
+        launcher, kernel_id, entry, config.grid, config.block, params, len(inputs) + len(outputs), images
+    )
+    return launcher.target, kernel_id

@@ -1,0 +1,107 @@
+"""libnvrtc, found through cuda-pathfinder and bound with ctypes once per process.
+
+Search order is cuda-pathfinder's: NVIDIA's pip wheels (``nvidia-cuda-nvrtc`` for CUDA 13,
+``nvidia-cuda-nvrtc-cu12`` for CUDA 12), then conda, then a system CUDA (``CUDA_HOME``,
+the loader's path). Nothing here runs at import: the library is located and loaded by the
+first compile (a cache hit never gets here).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+
+from ..errors import ToolchainError
+
+# NVRTC's result codes are ints; 0 is NVRTC_SUCCESS, 6 NVRTC_ERROR_COMPILATION.
+SUCCESS = 0
+ERROR_COMPILATION = 6
+
+_c_char_pp = ctypes.POINTER(ctypes.c_char_p)
+_size_p = ctypes.POINTER(ctypes.c_size_t)
+_int_p = ctypes.POINTER(ctypes.c_int)
+_prog_p = ctypes.POINTER(ctypes.c_void_p)
+
+# name -> argtypes; every function returns an nvrtcResult (int).
+_API: dict[str, list[object]] = {
+    "nvrtcVersion": [_int_p, _int_p],
+    "nvrtcCreateProgram": [_prog_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, _c_char_pp, _c_char_pp],
+    "nvrtcDestroyProgram": [_prog_p],
+    "nvrtcAddNameExpression": [ctypes.c_void_p, ctypes.c_char_p],
+    "nvrtcCompileProgram": [ctypes.c_void_p, ctypes.c_int, _c_char_pp],
+    "nvrtcGetProgramLogSize": [ctypes.c_void_p, _size_p],
+    "nvrtcGetProgramLog": [ctypes.c_void_p, ctypes.c_char_p],
+    "nvrtcGetCUBINSize": [ctypes.c_void_p, _size_p],
+    "nvrtcGetCUBIN": [ctypes.c_void_p, ctypes.c_char_p],
+    "nvrtcGetPTXSize": [ctypes.c_void_p, _size_p],
+    "nvrtcGetPTX": [ctypes.c_void_p, ctypes.c_char_p],
+    "nvrtcGetLoweredName": [ctypes.c_void_p, ctypes.c_char_p, _c_char_pp],
+}
+
+
+@dataclass(frozen=True)
+class Nvrtc:
+    """The bound library: ``lib`` with its functions typed, where it came from, its version."""
+
+    lib: ctypes.CDLL
+    path: str
+    found_via: str  # cuda-pathfinder's words: "site-packages", "conda", "CUDA_HOME", "system-search"
+    version: tuple[int, int]
+
+    def error_text(self, code: int) -> str:
+        text = self.lib.nvrtcGetErrorString(code)
+        return text.decode(errors="replace") if text else f"NVRTC error {code}"
+
+    def check(self, code: int, what: str) -> None:
+        if code != SUCCESS:
+            raise ToolchainError(
+                f"NVRTC failed in {what}: {self.error_text(code)} (libnvrtc {self.path})",
+                compiler="nvrtc",
+            )
+
+
+_lock = threading.Lock()
+_bound: Nvrtc | None = None
+
+
+def _not_found(exc: Exception) -> ToolchainError:
+    return ToolchainError(
+        "cannot find libnvrtc, which brainevent.cuda_kernel compiles with: install NVIDIA's wheel "
+        "(`pip install nvidia-cuda-nvrtc` for CUDA 13, `pip install nvidia-cuda-nvrtc-cu12` for CUDA 12; "
+        "jax[cuda12] and jax[cuda13] already bring it) or point CUDA_HOME at a CUDA toolkit. "
+        f"cuda-pathfinder said: {exc}",
+        compiler="nvrtc",
+    )
+
+
+def _bind() -> Nvrtc:
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+
+        loaded = load_nvidia_dynamic_lib("nvrtc")
+    except Exception as exc:  # DynamicLibNotFoundError and its kin, or no cuda-pathfinder
+        raise _not_found(exc) from exc
+    path = str(loaded.abs_path or "libnvrtc")
+    lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+    for name, argtypes in _API.items():
+        function = getattr(lib, name)
+        function.restype = ctypes.c_int
+        function.argtypes = argtypes
+    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+    lib.nvrtcGetErrorString.argtypes = [ctypes.c_int]
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    if lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) != SUCCESS:
+        raise ToolchainError(f"libnvrtc at {path} does not report its version", compiler="nvrtc")
+    found_via = str(getattr(loaded, "found_via", "") or "unknown")
+    return Nvrtc(lib, path, found_via, (major.value, minor.value))
+
+
+def nvrtc() -> Nvrtc:
+    """The process's libnvrtc, located and bound on first use (a value resolved once)."""
+    global _bound
+    if _bound is None:
+        with _lock:
+            if _bound is None:
+                _bound = _bind()
+    return _bound

@@ -1,0 +1,112 @@
+"""What a compile uses besides libnvrtc: the CUDA runtime headers (and CCCL when present),
+and an identity of the NVRTC release that a cache key can hold without loading it.
+
+A cache hit computes its key from these, so the common routes are plain file checks: NVIDIA's
+wheels in site-packages, a conda environment, ``CUDA_HOME``/``CUDA_PATH``, ``/usr/local/cuda``.
+Only when none of them has the headers does cuda-pathfinder search further (its system
+search starts a subprocess), once per process. When a wheel provides libnvrtc its version is
+read from the wheel's metadata, so a hit neither loads nor starts NVRTC.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+
+# The pip distributions of libnvrtc, in cuda-pathfinder's order (libnvrtc.so.13 first).
+NVRTC_DISTRIBUTIONS = ("nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12")
+# Where NVIDIA's wheels put the runtime headers and CCCL, under site-packages.
+_CUDART_LAYOUTS = ("nvidia/cu13/include", "nvidia/cuda_runtime/include")
+_CCCL_LAYOUTS = ("nvidia/cu13/include/cccl", "nvidia/cuda_cccl/include")
+
+
+@functools.cache
+def site_dirs() -> tuple[str, ...]:
+    return tuple(p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p))
+
+
+@functools.cache
+def _listing(directory: str) -> tuple[str, ...]:
+    try:
+        return tuple(os.listdir(directory))
+    except OSError:
+        return ()
+
+
+def wheel_version(distribution: str) -> str | None:
+    """The installed version of ``distribution``, from its ``.dist-info`` directory's name
+    (a directory listing: importing importlib.metadata costs more than a whole cache hit)."""
+    prefix = distribution.replace("-", "_").lower() + "-"
+    for directory in site_dirs():
+        for entry in _listing(directory):
+            if entry.lower().startswith(prefix) and entry.endswith(".dist-info"):
+                return entry[len(prefix) : -len(".dist-info")]
+    return None
+
+
+@functools.cache
+def nvrtc_identity() -> str:
+    """``"nvidia-cuda-nvrtc==13.5.37"`` when a wheel provides libnvrtc (cuda-pathfinder
+    prefers it); otherwise the loaded library's path and version."""
+    found = [f"{name}=={v}" for name in NVRTC_DISTRIBUTIONS if (v := wheel_version(name))]
+    if found:
+        return ";".join(found)
+    from .library import nvrtc
+
+    bound = nvrtc()
+    return f"{bound.path}:{bound.version[0]}.{bound.version[1]}"
+
+
+def _holding(candidates: list[Path], header: str) -> str | None:
+    for candidate in candidates:
+        if (candidate / header).is_file():
+            return str(candidate)
+    return None
+
+
+def _pathfinder_dir(name: str) -> str | None:
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+
+        found = find_nvidia_header_directory(name)
+    except Exception:  # not supported by this cuda-pathfinder, or not found
+        return None
+    return str(found) if found else None
+
+
+def _roots() -> list[Path]:
+    """Toolkit roots named by the environment, in cuda-pathfinder's order, then the usual one."""
+    roots = []
+    conda = os.environ.get("CONDA_PREFIX")
+    if conda:
+        roots += [Path(conda) / "targets" / "x86_64-linux", Path(conda)]
+    for variable in ("CUDA_PATH", "CUDA_HOME"):
+        if os.environ.get(variable):
+            roots.append(Path(os.environ[variable]))
+    roots.append(Path("/usr/local/cuda"))
+    return roots
+
+
+@functools.cache
+def runtime_include_dirs() -> tuple[str, ...]:
+    """Directories holding ``cuda_runtime.h``, ``cuda_fp16.h`` and friends, then CCCL's
+    (``<nv/target>``, which CUDA 13's ``cuda_fp16.h`` needs); empty when none is found (kernels
+    that include nothing from the toolkit still compile)."""
+    wheels = [Path(d) / layout for d in site_dirs() for layout in _CUDART_LAYOUTS]
+    cudart = (
+        _holding(wheels, "cuda_runtime.h")
+        or _holding([r / "include" for r in _roots()], "cuda_runtime.h")
+        or _pathfinder_dir("cudart")
+    )
+    dirs = [cudart] if cudart else []
+    cccl_wheels = [Path(d) / layout for d in site_dirs() for layout in _CCCL_LAYOUTS]
+    cccl = _holding(cccl_wheels, "nv/target")
+    if cccl is None and cudart:
+        cccl = _holding([Path(cudart) / "cccl", Path(cudart)], "nv/target")
+    if cccl is None:
+        cccl = _pathfinder_dir("cccl")
+    if cccl and cccl not in dirs:
+        dirs.append(cccl)
+    return tuple(dirs)

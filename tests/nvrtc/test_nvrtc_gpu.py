@@ -1,0 +1,195 @@
+"""``brainevent.cuda_kernel`` on the GPU, against NumPy: the tutorial's kernels under jit,
+every vmap method, a 1000-step fori_loop, shard_map, in-place updates, and as an
+XLACustomKernel backend (``def_cuda_kernel``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import brainevent
+from brainevent.nvrtc.kernel import ctype
+
+from .kernels import AXPY, BLOCK_SUM, VECTOR_ADD
+
+# The launcher library is built with nvcc (the kernels themselves are not).
+pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
+
+N = 1000  # not a multiple of the block: the bounds check matters
+
+
+def spec(a: Any) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(a.shape, a.dtype)
+
+
+def vector_add(x: Any, **kw: Any) -> Any:
+    return brainevent.cuda_kernel(
+        VECTOR_ADD, "add", spec(x), launch_dims=lambda x, y: x.size, n=lambda x, y: x.size, **kw
+    )
+
+
+def data(n: int = N) -> tuple[np.ndarray, np.ndarray]:
+    return np.linspace(-2, 3, n, dtype=np.float32), np.cos(np.arange(n, dtype=np.float32))
+
+
+def test_vector_add_under_jit_and_eagerly() -> None:
+    x, y = data()
+    add = vector_add(x)
+    np.testing.assert_allclose(np.asarray(jax.jit(add)(x, y)), x + y, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(add(x, y)), x + y, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_a_template_is_instantiated_per_call_dtype(dtype: Any) -> None:
+    x = np.arange(N).astype(dtype)
+    y = (np.arange(N) % 7).astype(dtype)
+    axpy = brainevent.cuda_kernel(
+        AXPY,
+        lambda x, y: f"axpy<{ctype(x.dtype)}>",
+        spec(x),
+        launch_dims=N,
+        a=3,
+        n=N,
+    )
+    np.testing.assert_array_equal(np.asarray(jax.jit(axpy)(x, y)), 3 * x + y)
+
+
+def test_a_templated_block_reduction_with_a_compile_time_block() -> None:
+    block, n = 256, 10 * 256 - 17
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    blocks = -(-n // block)
+    partial = brainevent.cuda_kernel(
+        BLOCK_SUM,
+        f"block_sum<float, {block}>",
+        jax.ShapeDtypeStruct((blocks,), np.float32),
+        grid=blocks,
+        block=block,
+        n=n,
+    )
+    want = np.pad(x, (0, blocks * block - n)).reshape(blocks, block).sum(axis=1)
+    np.testing.assert_allclose(np.asarray(jax.jit(partial)(x)), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["sequential", "sequential_unrolled", "expand_dims", "broadcast_all"])
+def test_every_vmap_method_runs_the_kernel_per_batch_element(method: str) -> None:
+    x, y = data(256)
+    xs = np.stack([x + b for b in range(4)])
+    add = vector_add(x, vmap_method=method)
+    got = jax.jit(jax.vmap(add, in_axes=(0, None)))(xs, y)
+    np.testing.assert_allclose(np.asarray(got), xs + y, rtol=1e-6)
+    ys = np.stack([y, 2 * y, 3 * y, 4 * y])
+    got = jax.jit(jax.vmap(add))(xs, ys)
+    np.testing.assert_allclose(np.asarray(got), xs + ys, rtol=1e-6)
+
+
+def test_without_a_vmap_method_vmap_is_refused() -> None:
+    x, y = data(8)
+    with pytest.raises(Exception, match="vmap"):
+        jax.vmap(vector_add(x), in_axes=(0, None))(np.stack([x, x]), y)
+
+
+def test_a_thousand_step_fori_loop() -> None:
+    x = np.arange(N, dtype=np.float32)
+    ones = np.ones(N, np.float32)
+    add = vector_add(x)
+    loop = jax.jit(lambda u, w: jax.lax.fori_loop(0, 1000, lambda _, v: add(v, w), u))
+    np.testing.assert_array_equal(np.asarray(loop(x, ones)), x + 1000)
+
+
+def test_scan_carries_the_result() -> None:
+    x, y = data()
+    add = vector_add(x)
+    got, _ = jax.jit(lambda u: jax.lax.scan(lambda c, _: (add(c, y), None), u, None, length=3))(x)
+    np.testing.assert_allclose(np.asarray(got), x + 3 * y, rtol=1e-5)
+
+
+def test_shard_map_over_every_gpu() -> None:
+    from jax.sharding import PartitionSpec as P
+
+    devices = jax.devices("gpu")
+    mesh = jax.make_mesh((len(devices),), ("b",), devices=devices)
+    x, y = data(256 * len(devices))
+
+    def body(a: Any, b: Any) -> Any:  # sees this device's shard: the sizes are local
+        return vector_add(a)(a, b)
+
+    f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=(P("b"), P("b")), out_specs=P("b")))
+    np.testing.assert_allclose(np.asarray(f(x, y)), x + y, rtol=1e-6)
+    loop = jax.jit(
+        jax.shard_map(
+            lambda a, b: jax.lax.fori_loop(0, 5, lambda _, v: body(v, b), a),
+            mesh=mesh,
+            in_specs=(P("b"), P("b")),
+            out_specs=P("b"),
+        )
+    )
+    np.testing.assert_allclose(np.asarray(loop(x, y)), x + 5 * y, rtol=1e-5)
+
+
+def test_in_place_update_through_an_alias() -> None:
+    source = r"""
+    extern "C" __global__ void scale(const float* x, float* out, float s, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) out[i] = s * x[i];
+    }
+    """
+    x, _ = data()
+    scale = brainevent.cuda_kernel(
+        source, "scale", spec(x), launch_dims=N, s=0.5, n=N, input_output_aliases={0: 0}
+    )
+    np.testing.assert_allclose(np.asarray(jax.jit(scale)(jnp.asarray(x))), 0.5 * x, rtol=1e-6)
+
+
+def test_a_kernel_file_with_a_header_from_include_dirs(tmp_path: Path) -> None:
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "ops.cuh").write_text(
+        "__device__ inline float combine(float a, float b) { return a - b; }\n"
+    )
+    path = tmp_path / "sub.cu"
+    path.write_text(
+        '#include "ops.cuh"\n'
+        'extern "C" __global__ void sub(const float* x, const float* y, float* o, int n) {\n'
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) o[i] = combine(x[i], y[i]);\n"
+        "}\n"
+    )
+    x, y = data()
+    sub = brainevent.cuda_kernel(path, "sub", spec(x), launch_dims=N, n=N, include_dirs=[tmp_path / "inc"])
+    np.testing.assert_allclose(np.asarray(jax.jit(sub)(x, y)), x - y, rtol=1e-6)
+
+
+def test_half_precision_through_cuda_fp16() -> None:
+    source = "#include <cuda_fp16.h>\n" + AXPY
+    x = np.linspace(-1, 1, N).astype(np.float16)
+    y = np.ones(N, np.float16)
+    axpy = brainevent.cuda_kernel(source, "axpy<__half>", spec(x), launch_dims=N, a=2.0, n=N)
+    np.testing.assert_allclose(
+        np.asarray(jax.jit(axpy)(x, y)).astype(np.float32), 2 * x.astype(np.float32) + 1, atol=5e-3
+    )
+
+
+def test_nothing_to_launch_gives_zeros() -> None:
+    x = np.zeros(0, np.float32)
+    add = brainevent.cuda_kernel(VECTOR_ADD, "add", spec(x), launch_dims=0, n=0)
+    assert np.asarray(jax.jit(add)(x, x)).shape == (0,)
+
+
+def test_as_an_xla_custom_kernel_backend_with_attributes() -> None:
+    op = brainevent.XLACustomKernel("nvrtc_axpy_backend")
+    op.def_cuda_kernel(
+        AXPY,
+        lambda ins, outs: f"axpy<{ctype(ins[0].dtype)}>",
+        launch_dims=lambda ins, outs: outs[0].size,
+        n=lambda ins, outs: outs[0].size,
+    )
+    assert op.available_backends("gpu") == ["nvrtc"]
+    x, y = data()
+    f = jax.jit(lambda a, b: op(a, b, outs=spec(a), a=2.0))
+    np.testing.assert_allclose(np.asarray(f(x, y)), 2 * x + y, rtol=1e-6)
+    loop = jax.jit(lambda u: jax.lax.fori_loop(0, 10, lambda _, v: op(v, y, outs=spec(v), a=1.0), u))
+    np.testing.assert_allclose(np.asarray(loop(x)), x + 10 * y, rtol=1e-5)

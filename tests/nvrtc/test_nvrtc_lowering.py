@@ -1,0 +1,90 @@
+"""Lowered for CUDA on a machine without a GPU: one launch of the cubin launcher per call,
+its kernel id fixed by the content (the compiled code, launch and scalars)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+
+import brainevent
+from brainevent.nvrtc.kernel import ctype
+
+from .kernels import AXPY, VECTOR_ADD
+
+# The launcher library is built with nvcc once per machine; the kernels are compiled by NVRTC.
+pytestmark = pytest.mark.nvcc
+
+SPEC = jax.ShapeDtypeStruct((4096,), np.float32)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _nvrtc() -> None:
+    from brainevent.errors import ToolchainError
+    from brainevent.nvrtc.library import nvrtc
+
+    try:
+        nvrtc()
+    except ToolchainError as exc:
+        pytest.skip(f"needs libnvrtc (pip install nvidia-cuda-nvrtc): {exc}")
+
+
+def lowered(f: Any, *specs: Any) -> str:
+    return str(jax.jit(f).trace(*(specs or (SPEC, SPEC))).lower(lowering_platforms=("cuda",)).as_text())
+
+
+def axpy(a: float = 2.0, **kw: Any) -> Any:
+    return brainevent.cuda_kernel(
+        AXPY,
+        lambda x, y: f"axpy<{ctype(x.dtype)}>",
+        SPEC,
+        launch_dims=lambda x, y: x.size,
+        compute_capability="sm_90",
+        a=a,
+        n=lambda x, y: x.size,
+        **kw,
+    )
+
+
+def test_a_cuda_lowering_emits_one_launch_with_a_content_id() -> None:
+    text = lowered(axpy())
+    calls = re.findall(r"stablehlo.custom_call @([\w.]+)\(.*kernel_id = (\d+)", text)
+    assert len(calls) == 1 and calls[0][0] == "brainevent_cubin_2i_1o.launch", text
+    assert re.findall(r"kernel_id = (\d+)", lowered(axpy())) == [calls[0][1]]  # same content, same id
+    changed = re.findall(r"kernel_id = (\d+)", lowered(axpy(a=3.0)))
+    assert changed and changed != [calls[0][1]]
+
+
+def test_sequential_vmap_lowers_to_a_loop_around_the_launch() -> None:
+    batched = jax.ShapeDtypeStruct((3, 4096), np.float32)
+    for method in ("sequential", "expand_dims"):
+        text = lowered(jax.vmap(axpy(vmap_method=method), in_axes=(0, None)), batched, SPEC)
+        assert "stablehlo.while" in text and text.count("brainevent_cubin_2i_1o.launch") == 1, method
+
+
+def test_a_fori_loop_keeps_one_launch_in_its_body() -> None:
+    add = brainevent.cuda_kernel(VECTOR_ADD, "add", SPEC, launch_dims=4096, compute_capability=90, n=4096)
+    text = lowered(lambda x, y: jax.lax.fori_loop(0, 1000, lambda _, v: add(v, y), x))
+    assert "stablehlo.while" in text and text.count("brainevent_cubin_2i_1o.launch") == 1
+
+
+def test_def_cuda_kernel_lowers_inside_the_primitive() -> None:
+    op = brainevent.XLACustomKernel(
+        "nvrtc_axpy_lowering", outs=lambda x, y, **_: jax.ShapeDtypeStruct(x.shape, x.dtype)
+    )
+    op.def_cuda_kernel(
+        AXPY,
+        lambda ins, outs: f"axpy<{ctype(ins[0].dtype)}>",
+        launch_dims=lambda ins, outs: outs[0].size,
+        compute_capability="sm_90",
+        n=lambda ins, outs: outs[0].size,
+    )
+    text = lowered(lambda x, y: op(x, y, a=0.5))
+    assert text.count("brainevent_cubin_2i_1o.launch") == 1
+    from brainevent.errors import KernelCallError
+
+    with pytest.raises(KernelCallError, match="no scalar parameter 'alpha'"):
+        lowered(lambda x, y: op(x, y, a=0.5, alpha=1.0))
