@@ -158,17 +158,27 @@ if config["kernel"] == "numba_cuda_kernel":
 
     call = brainevent.numba_cuda_kernel(scale_kernel, outs=jax.ShapeDtypeStruct((1024,), jnp.float32),
                                         launch_dims=1024)
+elif config["kernel"] == "cuda_kernel":
+    call = brainevent.cuda_kernel(r'''
+    extern "C" __global__ void scale(const float* x, float* out, int n) {
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      if (i < n) out[i] = x[i] * 2.0f;
+    }''', "scale", jax.ShapeDtypeStruct((1024,), jnp.float32), launch_dims=1024, n=1024)
 else:
     mod = brainevent.load_cuda_inline(name="capture_scale", cuda_sources=config["source"],
                                       allow_cuda_graph=config["allow_cuda_graph"])
     call = lambda x: mod.scale(x, factor=2.0)
 
 def captured_step(x):
+    if config.get("steps"):  # the kernel as the body of a loop: each step doubles, then halves
+        x = jax.lax.fori_loop(0, config["steps"], lambda i, v: call(v) * 0.5, x)
+        return x + 1.0
     return call(x) + 1.0
 
 x = jnp.arange(1024, dtype=jnp.float32)
 out = jax.jit(captured_step)(x)
-np.testing.assert_array_equal(np.asarray(out), np.arange(1024) * 2.0 + 1.0)
+want = np.arange(1024) + 1.0 if config.get("steps") else np.arange(1024) * 2.0 + 1.0
+np.testing.assert_array_equal(np.asarray(out), want)
 print("ran")
 """
 
@@ -176,9 +186,17 @@ GRAPHS_OFF = "--xla_gpu_enable_command_buffer="  # no command buffers at all
 
 
 def _placement(  # type: ignore[no-untyped-def]
-    tmp_path: Path, *, kernel: str, graphs: bool, allow: bool = True, flags: str = "", opt_out: bool = False
+    tmp_path: Path,
+    *,
+    kernel: str,
+    graphs: bool,
+    allow: bool = True,
+    flags: str = "",
+    opt_out: bool = False,
+    steps: int = 0,
 ):
     config = {
+        "steps": steps,
         "kernel": kernel,
         "enable_cuda_graphs": graphs,
         "allow_cuda_graph": allow,
@@ -233,4 +251,12 @@ def test_allow_cuda_graph_false_is_never_captured(tmp_path: Path) -> None:
 def test_numba_cuda_kernel_is_captured_with_cuda_graphs_enabled(tmp_path: Path) -> None:
     pytest.importorskip("numba.cuda")
     placement = _placement(tmp_path, kernel="numba_cuda_kernel", graphs=True)
+    assert placement.inside == 1 and placement.outside == 0, placement
+
+
+@pytest.mark.gpu
+def test_nvrtc_cuda_kernel_in_a_1000_step_loop_is_captured_by_default(tmp_path: Path) -> None:
+    # No enable_cuda_graphs(): the default flags of `import brainevent` put the loop body's
+    # launch in a command buffer.
+    placement = _placement(tmp_path, kernel="cuda_kernel", graphs=False, steps=1000)
     assert placement.inside == 1 and placement.outside == 0, placement
