@@ -8,7 +8,6 @@ computes them from ``__file__``). Headers inside the package are checked by cont
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import stat
@@ -19,6 +18,7 @@ from typing import Any, Protocol
 from ..cache.key import CacheKey, KeyBuilder
 from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry
+from ..fileio import HEADER_LIMIT, sha256_plain_file
 
 log = logging.getLogger("brainevent.bundle")
 
@@ -36,6 +36,7 @@ KEYED = (
     "extra_ldflags",
 )
 HEADERS = "bundle_headers"  # manifest.inputs entry: {path relative to the sources: sha256}
+PACKAGE_ROOT = "bundle_package_root"  # manifest.inputs entry: the package, relative to the sources
 
 
 class Unit(Protocol):
@@ -123,12 +124,40 @@ def _unusable(path: Path, manifest: Manifest, needs: Mapping[str, Any]) -> str |
     problem = manifest.verify(path, manifest.key)  # sizes unrecorded: always the sha256
     if problem is not None:
         return problem
-    for relative, digest in dict(manifest.inputs.get(HEADERS) or {}).items():
-        header = path.parent.parent / relative
+    return _headers_changed(path.parent.parent, manifest.inputs)
+
+
+def _headers_changed(directory: Path, inputs: Mapping[str, Any]) -> str | None:
+    """None when every header the bundle records (by content) is unchanged, else why not.
+
+    Only regular files inside the package root the bundle names (the sources' directory
+    or one above it) are read, each at most HEADER_LIMIT bytes: a record pointing
+    elsewhere, at a FIFO or at a pseudo-file refuses the bundle instead of hanging the load.
+    """
+    root = _package_root(directory, inputs.get(PACKAGE_ROOT, "."))
+    if root is None:
+        return f"its package root {inputs.get(PACKAGE_ROOT)!r} is not a directory above its sources"
+    real_root = os.path.realpath(root)
+    for relative, digest in dict(inputs.get(HEADERS) or {}).items():
+        header = os.path.normpath(os.path.join(directory, relative))
+        real = os.path.realpath(header)
+        if os.path.isabs(relative) or not (_inside(header, str(root)) and _inside(real, real_root)):
+            return f"its header record {relative!r} points outside the package"
         try:
-            same = hashlib.sha256(header.read_bytes()).hexdigest() == digest
-        except OSError:
+            same = sha256_plain_file(real, limit=HEADER_LIMIT) == digest
+        except (OSError, ValueError):
             same = False
         if not same:
-            return f"header {relative} changed since the bundle was built"
+            return f"header {relative} changed since the bundle was built (or is not a plain file)"
     return None
+
+
+def _package_root(directory: Path, relative: object) -> Path | None:
+    """``directory`` joined with a record of the form "." or "../..": nothing else."""
+    if not isinstance(relative, str) or any(part not in (".", "..") for part in relative.split("/")):
+        return None
+    return Path(os.path.normpath(os.path.join(directory, relative)))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..cache.manifest import Manifest
 from ..errors import CacheError
-from .layout import HEADERS, Unit, bundle_key, bundle_path, source_dir
+from .layout import HEADERS, PACKAGE_ROOT, Unit, bundle_key, bundle_path, source_dir
 
 
 def write_bundle(units: Sequence[Unit], entry_dir: Path, package_dir: Path) -> Path:
@@ -31,7 +31,11 @@ def write_bundle(units: Sequence[Unit], entry_dir: Path, package_dir: Path) -> P
         if Path(path).resolve().is_relative_to(package) and record[2] is not None
     }
     manifest.key = key.digest
-    manifest.inputs = {**manifest.inputs, HEADERS: dict(sorted(headers.items()))}
+    manifest.inputs = {
+        **manifest.inputs,
+        HEADERS: dict(sorted(headers.items())),
+        PACKAGE_ROOT: os.path.relpath(package, directory.resolve()),
+    }
     # Recorded paths and times of the build machine mean nothing where the package runs.
     manifest.dependencies, manifest.dependencies_since_ns = {}, 0
     manifest.artifact_size = manifest.artifact_mtime_ns = -1  # every load checks the sha256

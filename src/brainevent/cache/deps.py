@@ -16,9 +16,10 @@ contents the compiler may not have seen.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..fileio import sha256_file, size_and_mtime
+from ..fileio import HEADER_LIMIT, PSEUDO_ROOTS, sha256_plain_file
 
 # A recorded file modified less than this before the build started may share a clock
 # tick with a later edit (coarse filesystem timestamps), so a hit re-hashes it.
@@ -29,10 +30,15 @@ DependencyRecord = dict[str, list]  # path -> [size, mtime_ns, sha256 or None]
 
 
 def stat_of(path: str) -> Stat | None:
-    try:
-        return size_and_mtime(path)
-    except OSError:
+    """(size, mtime_ns) of a regular file; None for a missing one or anything else (a FIFO
+    or a device swapped in for a header is never opened: it could block for ever)."""
+    if path.startswith(PSEUDO_ROOTS):
         return None
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
 def snapshot(paths: Iterable[str]) -> dict[str, Stat]:
@@ -46,9 +52,11 @@ def snapshot(paths: Iterable[str]) -> dict[str, Stat]:
 
 
 def _sha256(path: str) -> str | None:
+    """The file's digest; None for what is not a plain file on a disk (a pseudo-file under
+    /proc, one that grows while read, one larger than any header): bounded work always."""
     try:
-        return sha256_file(path)
-    except OSError:
+        return sha256_plain_file(path, limit=HEADER_LIMIT)
+    except (OSError, ValueError):
         return None
 
 
@@ -104,11 +112,11 @@ def first_stale(record_: Mapping[str, Sequence], recorded_ns: int) -> str | None
             return f"{path} changed while the entry was being built"
         now = stat_of(path)
         if now is None:
-            return f"{path} is missing"
+            return f"{path} is missing or not a regular file"
         if now[0] != size:
             return f"{path} changed"
         if now[1] == mtime_ns and mtime_ns < racy_after:
             continue  # not written since it was recorded
         if _sha256(path) != digest:
-            return f"{path} changed"
+            return f"{path} changed (or is no longer a plain file)"
     return None
