@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 from .. import config
 from ..errors import CacheError
+from ..fileio import read_blocks
+from . import records
 from .store import CacheEntry
 from .trust import harden_tree, private_file, write_private
 
@@ -216,8 +218,8 @@ def _read_owner(path: Path) -> str:
     try:
         if not private_file(path):  # never read a planted link (to a FIFO, say)
             return "another process"
-        data = json.loads(path.read_text())
+        data = records.owner_record(b"".join(read_blocks(path)), str(path))
         since = time.strftime("%H:%M:%S", time.localtime(float(data["since"])))
         return f"pid {data['pid']} on {data['host']} since {since}"
-    except (OSError, ValueError, KeyError, TypeError, CacheError):
+    except (OSError, ValueError, OverflowError, CacheError):  # a damaged record names nobody
         return "another process"
