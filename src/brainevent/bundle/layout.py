@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -89,6 +88,9 @@ def lookup(
     path = bundle_path(directory, name, platform)
     if not path.is_dir():
         return None
+    from .trust import check_bundle
+
+    check_bundle(directory, path)
     manifest = Manifest.load(path)
     if manifest is None:
         log.info("bundled module %s at %s has no readable manifest; not used", name, path)
@@ -118,9 +120,9 @@ def _unusable(path: Path, manifest: Manifest, needs: Mapping[str, Any]) -> str |
     artifact = path / manifest.artifact
     if "/" in manifest.artifact or not artifact.is_file():
         return "its library is missing"
-    for item in (path, artifact):
-        if item.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return f"{item} is writable by other users (loads refuse code others could change)"
+    from .trust import check_bundle_file
+
+    check_bundle_file(path.parent.parent, artifact)
     problem = manifest.verify(path, manifest.key)  # sizes unrecorded: always the sha256
     if problem is not None:
         return problem

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..cache.manifest import Manifest
+from ..cache.manifest import MANIFEST_NAME, Manifest
 from ..errors import CacheError
 from .layout import HEADERS, PACKAGE_ROOT, Unit, bundle_key, bundle_path, source_dir
 
@@ -40,12 +41,16 @@ def write_bundle(units: Sequence[Unit], entry_dir: Path, package_dir: Path) -> P
     manifest.dependencies, manifest.dependencies_since_ns = {}, 0
     manifest.artifact_size = manifest.artifact_mtime_ns = -1  # every load checks the sha256
     final = bundle_path(directory, manifest.name, manifest.platform)
+    # Modes are set exactly, whatever the umask: a loader refuses a bundle any part of which
+    # another user could write (bundle/trust.py), and others need only read it.
     final.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(final.parent, stat.S_IMODE(os.stat(final.parent).st_mode) & ~0o022 | 0o755)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
     try:
-        shutil.copy2(entry_dir / manifest.artifact, staging / manifest.artifact)
+        shutil.copyfile(entry_dir / manifest.artifact, staging / manifest.artifact)
         os.chmod(staging / manifest.artifact, 0o755)
         manifest.dump(staging)
+        os.chmod(staging / MANIFEST_NAME, 0o644)
         os.chmod(staging, 0o755)
         if final.exists():
             shutil.rmtree(final)
