@@ -26,11 +26,21 @@ def write_bundle(units: Sequence[Unit], entry_dir: Path, package_dir: Path) -> P
         raise CacheError(f"no intact build of these sources at {entry_dir}", path=str(entry_dir))
     key = bundle_key(units, manifest.inputs, manifest.platform)
     package = package_dir.resolve()
-    headers = {
-        os.path.relpath(path, directory): record[2]
+    inside = {
+        path: record
         for path, record in manifest.dependencies.items()
-        if Path(path).resolve().is_relative_to(package) and record[2] is not None
+        if Path(path).resolve().is_relative_to(package)
     }
+    unverified = sorted(path for path, record in inside.items() if record[2] is None)
+    if unverified:
+        # Dropping it from the record would let the bundle be used whatever it says later.
+        raise CacheError(
+            f"{', '.join(unverified)} changed while the module was being built, so the bundle cannot "
+            "record which contents it was built from; nothing was written. Run `brainevent build "
+            "--into` again once the files stop changing.",
+            path=unverified[0],
+        )
+    headers = {os.path.relpath(path, directory): record[2] for path, record in inside.items()}
     manifest.key = key.digest
     manifest.inputs = {
         **manifest.inputs,

@@ -26,6 +26,11 @@ from ..fileio import HEADER_LIMIT, PSEUDO_ROOTS, sha256_plain_file
 RACY_WINDOW_NS = 2_000_000_000
 
 Stat = tuple[int, int]  # (size, mtime_ns)
+# (size, mtime_ns, ctime_ns, inode): what a build compares. The mtime can be set to any
+# value (`touch -d`, `cp -p`, an unpacked archive), so a file replaced during a build by
+# one with an older mtime would look untouched; the inode and the change time, which the
+# kernel sets to "now" on every write, rename and utime, cannot be set back.
+Identity = tuple[int, int, int, int]
 DependencyRecord = dict[str, list]  # path -> [size, mtime_ns, sha256 or None]
 
 
@@ -41,11 +46,24 @@ def stat_of(path: str) -> Stat | None:
     return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
-def snapshot(paths: Iterable[str]) -> dict[str, Stat]:
-    """(size, mtime) of each existing file, by real path, taken before a build starts."""
+def identity_of(path: str) -> Identity | None:
+    """:data:`Identity` of a regular file; None as :func:`stat_of`."""
+    if path.startswith(PSEUDO_ROOTS):
+        return None
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+
+
+def snapshot(paths: Iterable[str]) -> dict[str, Identity]:
+    """The identity of each existing file, by real path, taken before a build starts."""
     found = {}
     for path in paths:
-        st = stat_of(path)
+        st = identity_of(path)
         if st is not None:
             found[os.path.realpath(path)] = st
     return found
@@ -78,13 +96,14 @@ def _real_path(path: str, real_dirs: dict[str, str]) -> str:
 
 
 def record(
-    paths: Iterable[str], *, before: Mapping[str, Stat], started_ns: int, skip_dirs: Sequence[str]
+    paths: Iterable[str], *, before: Mapping[str, Identity], started_ns: int, skip_dirs: Sequence[str]
 ) -> DependencyRecord:
     """The record of ``paths`` as a build that started at ``started_ns`` read them.
 
     ``before`` holds stats taken before the build (our own include scan's guess): a file
-    whose stat is unchanged since then was compiled as it is now, even if it is new. A
-    file with no such stat is trusted only if it was last modified before the build.
+    whose identity is unchanged since then was compiled as it is now, even if it is new.
+    A file with no such stat is trusted only if it was last written (by its change time,
+    which no one can set back, not only its mtime) before the build.
     """
     result: DependencyRecord = {}
     real_dirs: dict[str, str] = {}
@@ -92,14 +111,14 @@ def record(
         real = _real_path(path, real_dirs)
         if _under(real, skip_dirs):
             continue
-        first = stat_of(path)
+        first = identity_of(path)
         digest = _sha256(path) if first is not None else None
-        last = stat_of(path)
+        last = identity_of(path)
         if first is None or last != first or digest is None:
             result[path] = [-1, -1, None]  # vanished or being written: unverified
             continue
         unchanged_since_scan = before.get(real) == first
-        old_enough = first[1] < started_ns - RACY_WINDOW_NS
+        old_enough = max(first[1], first[2]) < started_ns - RACY_WINDOW_NS
         result[path] = [first[0], first[1], digest if (unchanged_since_scan or old_enough) else None]
     return result
 

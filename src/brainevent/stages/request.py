@@ -317,7 +317,19 @@ def refuse_c_only(units: Sequence[SourceUnit], caller: str) -> None:
 
 
 def name_from_path(path: Path) -> str:
-    stem = re.sub(r"[^A-Za-z0-9_]", "_", path.stem) or "module"
+    """A module name (a C identifier) from a file's stem.
+
+    Every non-ASCII character maps to ``_``, which would give ``kä.cpp`` and ``kö.cpp`` one
+    module name (one set of FFI targets, one bundle directory): a stem with any non-ASCII
+    character therefore also gets a digest of its original spelling.
+    """
+    original = path.stem
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", original) or "module"
+    if not original.isascii():
+        import hashlib
+
+        raw = os.fsencode(original)  # undecodable bytes too (surrogate escapes)
+        stem = f"{stem}_{hashlib.sha256(raw).hexdigest()[:8]}"
     return stem if stem[0].isalpha() or stem[0] == "_" else f"m_{stem}"
 
 
