@@ -106,9 +106,21 @@ def register_targets(
             for function, target in targets.items()
         }
     reloaded = [target for target, what in outcome.items() if what == "reloaded"]
-    if reloaded:
+    if reloaded and captured_in_graphs(platform, command_buffer):
         _drop_compiled_executables(reloaded)
     return outcome
+
+
+def captured_in_graphs(platform: str, command_buffer: bool) -> bool:
+    """Whether an executable compiled before a re-point may still run the old code.
+
+    Every call goes through the handler XLA holds, which now forwards to the new code; only
+    a CUDA graph replays the kernels captured from a handler without calling it again, and
+    XLA captures a custom call into a graph only when its handler says it may be
+    (``command_buffer``). On the CPU, or for handlers kept out of graphs, nothing is stale
+    and nothing is cleared: the user's other jitted functions keep their executables.
+    """
+    return platform != "cpu" and command_buffer
 
 
 def _register_locked(
@@ -166,7 +178,9 @@ def _drop_compiled_executables(targets: list[str]) -> None:
     """Executables compiled before the re-point may hold CUDA graphs captured from the old
     code: a graph replays the kernels the handler launched at capture time and never calls
     the handler again, so the new code would not run. Clearing JAX's compilation caches
-    makes the next call compile and capture afresh (reloads are rare; recompiles are the price)."""
+    makes the next call compile and capture afresh. JAX offers no way to drop only the
+    executables that captured a target, so this is done only where graphs can hold one
+    (:func:`captured_in_graphs`); reloads are rare, and recompiles are the price there."""
     import jax
 
     jax.clear_caches()
