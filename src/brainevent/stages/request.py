@@ -333,8 +333,24 @@ def name_from_path(path: Path) -> str:
     return stem if stem[0].isalpha() or stem[0] == "_" else f"m_{stem}"
 
 
+def check_path_encodable(path: Path) -> Path:
+    """``path`` if its name can be written as UTF-8 (into ``#line`` directives, the build file
+    and the manifest); else a SpecError naming it. Only a name of bytes that are not UTF-8
+    (which Python holds as lone surrogates) fails."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raw = os.fsencode(path)
+        raise SpecError(
+            f"source file {raw!r} has a name that is not valid UTF-8, which the generated code and "
+            "the compiler's records cannot name. Rename the file (or its directory) to a UTF-8 name.",
+            value=repr(raw),
+        ) from None
+    return path
+
+
 def read_source_file(path: str | os.PathLike[str], suffixes: Sequence[str]) -> tuple[Path, str]:
-    resolved = Path(path).expanduser().resolve()
+    resolved = check_path_encodable(Path(path).expanduser().resolve())
     if not resolved.is_file():
         raise SpecError(
             f"source file {str(path)!r} does not exist (resolved to {resolved}); pass the path of a "
