@@ -16,12 +16,13 @@ for the manifest a cache hit reads.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
 # What a Role row may hold (vocabulary.Role's values, spelled out: a hit imports no spec code).
 ROLES = frozenset({"arg", "ret", "stream", "attr", "scratch"})
-HEX = frozenset("0123456789abcdef")
+_DIGEST = re.compile(r"[0-9a-f]{64}").fullmatch
 
 
 class RecordError(ValueError):
@@ -41,7 +42,7 @@ def parse_json(data: bytes | str, where: str) -> Any:
 
 
 def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return type(value) is int  # JSON gives int or bool; bool is not a size
 
 
 def _is_number(value: object) -> bool:
@@ -49,11 +50,12 @@ def _is_number(value: object) -> bool:
 
 
 def _is_digest(value: object) -> bool:
-    return isinstance(value, str) and len(value) == 64 and set(value) <= HEX
+    return type(value) is str and _DIGEST(value) is not None
 
 
 def _dict(value: object, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+    # Parsed JSON: an object's keys are always strings.
+    if type(value) is not dict:
         _fail(where, "is not a JSON object")
     return value
 
@@ -67,17 +69,19 @@ def _str_list(value: object, where: str) -> list[str]:
 def dependency_rows(value: object, where: str = "dependencies") -> dict[str, list[Any]]:
     """``{path: [size, mtime_ns, sha256 or None]}`` (cache/deps.py)."""
     rows = _dict(value, where)
+    # A hit reads hundreds of rows: plain type tests, no calls. A digest only needs to be a
+    # string (one that is not a SHA-256 can never equal a file's: stale, never a false hit).
     for path, row in rows.items():
-        if not path or "\0" in path:
-            _fail(where, f"names an empty path or one with a NUL byte ({path!r})")
-        if not (
-            isinstance(row, list)
-            and len(row) == 3
-            and _is_int(row[0])
-            and _is_int(row[1])
-            and (row[2] is None or _is_digest(row[2]))
+        if (
+            type(row) is not list
+            or len(row) != 3
+            or type(row[0]) is not int
+            or type(row[1]) is not int
+            or not (row[2] is None or type(row[2]) is str)
+            or not path
+            or "\0" in path
         ):
-            _fail(f"{where}[{path!r}]", "is not [size, mtime_ns, sha256 or null]")
+            _fail(f"{where}[{path!r}]", "is not [size, mtime_ns, sha256 or null] under a plain path")
     return rows
 
 
