@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from brainevent.cache.deps import first_stale, record
+from brainevent.cache.deps import first_stale, record, snapshot
 from brainevent.fileio import NotAPlainFile, sha256_file
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -53,7 +53,7 @@ def test_a_recorded_header_that_became_special_is_stale_in_bounded_time(tmp_path
     header = tmp_path / "h.h"
     header.write_text("#define VAL 3\n")
     _old(header)
-    rec = record([str(header)], before={}, started_ns=time.time_ns(), skip_dirs=[])
+    rec = record([str(header)], before=snapshot([str(header)]), started_ns=time.time_ns(), skip_dirs=[])
     assert rec[str(header)][2] is not None
     header.unlink()
     os.mkfifo(header)  # a reader opening it without O_NONBLOCK would wait for a writer for ever

@@ -54,6 +54,7 @@ def _filled(target: str) -> np.ndarray:
 
 def _register(libraries: dict[int, tuple[ctypes.CDLL, str]], target: str, value: int, **kw: Any) -> str:
     library, key = libraries[value]
+    kw.setdefault("graph_capture", False)  # the CPU's
     return register_target(
         target, library, "fill", platform="cpu", artifact_key=key, command_buffer=True, **kw
     )
@@ -113,6 +114,21 @@ def test_reload_on_the_cpu_keeps_every_other_executable(
     np.testing.assert_array_equal(_filled("registry_m.fill"), [2, 2, 2])
 
 
+def test_reload_where_graphs_may_hold_the_old_code_drops_executables(
+    libraries: dict[int, tuple[ctypes.CDLL, str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A platform that captures graphs (CUDA), with a handler allowed in them: executables
+    compiled before the re-point are dropped, as a captured graph would replay the old code."""
+    assert _register(libraries, "registry_g.fill", 1, graph_capture=True) == "registered"
+    compiled = jax.jit(lambda: jax.ffi.ffi_call("registry_g.fill", jax.ShapeDtypeStruct((3,), jnp.float32))())
+    compiled()
+    with caplog.at_level(logging.INFO, logger="brainevent.runtime"):
+        assert _register(libraries, "registry_g.fill", 2, graph_capture=True) == "reloaded"
+    assert any("cleared JAX's compiled executables" in r.getMessage() for r in caplog.records)
+    assert compiled._cache_size() == 0  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(compiled(), [2, 2, 2])
+
+
 def test_registration_failure_is_a_registration_error(
     libraries: dict[int, tuple[ctypes.CDLL, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,6 +171,7 @@ def test_the_handler_registered_matches_command_buffer_use(
             platform="cpu",
             artifact_key=libraries[1][1],
             command_buffer=graph,
+            graph_capture=False,
         )
     monkeypatch.setattr(jax.ffi, "register_ffi_target", real)
     assert [(name, platform, api) for name, _, platform, api in seen] == [

@@ -89,12 +89,19 @@ def register_targets(
     platform: str,
     artifact_key: str,
     command_buffer: bool,
+    graph_capture: bool,
     replace: bool = False,
 ) -> dict[str, str]:
     """Registers (or re-points) each ``{function: target}`` of one library.
 
     Returns ``{target: "registered" | "unchanged" | "reloaded"}``. Nothing is registered
     when any target belongs to another module and ``replace`` is False.
+
+    A re-point makes every later call run the new code through the handler XLA holds; only
+    a captured graph replays kernels without calling the handler. So compiled executables
+    are dropped only when the platform captures graphs (``graph_capture``, the platform's
+    attribute: False on the CPU) and the handler may be captured (``command_buffer``); the
+    user's other jitted functions keep their executables otherwise.
     """
     with _lock:
         if not replace:
@@ -106,21 +113,9 @@ def register_targets(
             for function, target in targets.items()
         }
     reloaded = [target for target, what in outcome.items() if what == "reloaded"]
-    if reloaded and captured_in_graphs(platform, command_buffer):
+    if reloaded and graph_capture and command_buffer:
         _drop_compiled_executables(reloaded)
     return outcome
-
-
-def captured_in_graphs(platform: str, command_buffer: bool) -> bool:
-    """Whether an executable compiled before a re-point may still run the old code.
-
-    Every call goes through the handler XLA holds, which now forwards to the new code; only
-    a CUDA graph replays the kernels captured from a handler without calling it again, and
-    XLA captures a custom call into a graph only when its handler says it may be
-    (``command_buffer``). On the CPU, or for handlers kept out of graphs, nothing is stale
-    and nothing is cleared: the user's other jitted functions keep their executables.
-    """
-    return platform != "cpu" and command_buffer
 
 
 def _register_locked(
@@ -180,7 +175,7 @@ def _drop_compiled_executables(targets: list[str]) -> None:
     the handler again, so the new code would not run. Clearing JAX's compilation caches
     makes the next call compile and capture afresh. JAX offers no way to drop only the
     executables that captured a target, so this is done only where graphs can hold one
-    (:func:`captured_in_graphs`); reloads are rare, and recompiles are the price there."""
+    (``graph_capture`` and ``command_buffer``); reloads are rare, and recompiles are the price there."""
     import jax
 
     jax.clear_caches()
