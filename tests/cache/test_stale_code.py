@@ -113,6 +113,22 @@ def test_non_ascii_names_that_differ_give_different_modules(tmp_path: Path) -> N
     assert len(list(package.glob("_brainevent/*/manifest.json"))) == 2
 
 
+def test_build_into_refuses_two_files_that_share_a_module_name(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "val.h").write_text("#define VAL 3\n")
+    (package / "a-b.cpp").write_text(KERNEL)
+    (package / "a_b.cpp").write_text(KERNEL.replace("+ VAL", "+ VAL + 4"))
+    env = dict(os.environ, PYTHONPATH=SRC, JAX_PLATFORMS="cpu", BRAINEVENT_CACHE_DIR=str(tmp_path / "c"))
+    done = subprocess.run(
+        [sys.executable, "-m", "brainevent", "build", "--into", str(package), "--platform", "cpu"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "a_b.cpp: its module name is that of a-b.cpp" in done.stderr, done.stderr[-2000:]
+    assert len(list(package.glob("_brainevent/*/manifest.json"))) == 1  # the first, not replaced
+
+
 def test_damaged_shared_decoder_object_is_rebuilt(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     (tmp_path / "val.h").write_text("#define VAL 3\n")
