@@ -264,4 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_demo()
     handlers = {"doctor": _cmd_doctor, "cache": _cmd_cache, "build": _cmd_build, "choices": _cmd_choices}
-    return handlers[args.command](args)
+    from .errors import BrainEventError
+
+    try:
+        return handlers[args.command](args)
+    except BrainEventError as exc:  # our errors say what is wrong and how to fix it: no traceback
+        print(f"brainevent {args.command}: {exc}", file=sys.stderr)
+        return 1

@@ -227,6 +227,7 @@ class CacheError(KernelError, RuntimeError):
     lock_path: str | None = None
     holder: str | None = None
     module: str | None = None
+    disk_full: bool | None = None  # True: the disk (or quota) holding the cache is full
 
 
 class LoadError(KernelLoadError, RuntimeError):

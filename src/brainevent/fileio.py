@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,25 +66,74 @@ def file_identity(path: StrPath, *, missing_ok: bool = True) -> str:
     return f"{real}:{size}:{mtime_ns}"
 
 
-def read_blocks(path: StrPath) -> Iterator[bytes]:
-    """A file's contents in blocks, read through the file descriptor: an open file object's
-    buffering and checks cost more system calls than the read itself for small files."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+class NotAPlainFile(OSError):
+    """A path that is not a regular file on a disk: a FIFO, a device, a directory, or a
+    kernel pseudo-file (``/proc``, ``/sys``) whose contents do not match its size.
+
+    An OSError, so every reader that treats an unreadable file as changed or missing does
+    the same with these, instead of blocking on them or reading without end."""
+
+
+# Kernel pseudo-filesystems hold no headers; their files can block, fail to read
+# (/proc/self/pagemap) or be huge (/proc/kcore), though stat calls them regular.
+PSEUDO_ROOTS = ("/proc/", "/sys/", "/dev/")
+# No header is this large; a file that says it is (/proc/kcore) is not hashed.
+HEADER_LIMIT = 1 << 28
+
+
+def read_blocks(path: StrPath, *, limit: int | None = None) -> Iterator[bytes]:
+    """A regular file's contents in blocks, read through the file descriptor (an open file
+    object's buffering costs more system calls than the read itself for small files).
+
+    Bounded work whatever ``path`` is: the open never blocks (a FIFO), anything but a
+    regular file is refused, and no more than the size ``fstat`` reports is read (a pseudo
+    file that says 0 bytes and then streams is refused). Raises NotAPlainFile for those,
+    and for a file larger than ``limit`` bytes.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        while block := os.read(fd, _BLOCK):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotAPlainFile(f"{os.fsdecode(path)} is not a regular file")
+        if limit is not None and st.st_size > limit:
+            raise NotAPlainFile(f"{os.fsdecode(path)} is larger than {limit} bytes")
+        left = st.st_size
+        while left > 0 and (block := os.read(fd, min(_BLOCK, left))):
+            left -= len(block)
             yield block
+        if os.read(fd, 1):  # more than its size: growing, or a pseudo file
+            raise NotAPlainFile(f"{os.fsdecode(path)} holds more than its size says (being written?)")
     finally:
         os.close(fd)
 
 
-def sha256_file(path: StrPath) -> str:
-    """The SHA-256 hex digest of a file's contents, read in blocks."""
+def sha256_file(path: StrPath, *, limit: int | None = None) -> str:
+    """The SHA-256 hex digest of a regular file's contents (see :func:`read_blocks`)."""
     import hashlib
 
     digest = hashlib.sha256()
-    for block in read_blocks(path):
+    for block in read_blocks(path, limit=limit):
         digest.update(block)
     return digest.hexdigest()
 
 
-__all__ = ["atomic_write", "file_identity", "read_blocks", "sha256_file", "size_and_mtime"]
+def sha256_plain_file(path: StrPath, *, limit: int | None = None) -> str:
+    """:func:`sha256_file` of a file the user named or a compiler listed: one under a kernel
+    pseudo-filesystem is refused (NotAPlainFile) before it is opened."""
+    real = os.path.realpath(path)
+    if real.startswith(PSEUDO_ROOTS):
+        raise NotAPlainFile(f"{os.fsdecode(path)} is a kernel pseudo-file ({real}), not a header")
+    return sha256_file(real, limit=limit)
+
+
+__all__ = [
+    "HEADER_LIMIT",
+    "PSEUDO_ROOTS",
+    "NotAPlainFile",
+    "atomic_write",
+    "file_identity",
+    "read_blocks",
+    "sha256_file",
+    "sha256_plain_file",
+    "size_and_mtime",
+]

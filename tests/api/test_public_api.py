@@ -124,7 +124,7 @@ def test_the_fields_a_class_declares() -> None:
     assert {"command", "log", "log_path", "timed_out", "timeout_s", "first_error", "module"} <= set(
         _fields(errors.CompileError)
     )
-    assert {"path", "lock_path", "holder", "module"} == set(_fields(errors.CacheError))
+    assert {"path", "lock_path", "holder", "module", "disk_full"} == set(_fields(errors.CacheError))
     assert {"candidates", "found_via", "path", "compiler"} <= set(_fields(errors.NvccNotFoundError))
     assert {"tried", "kernel", "platform", "backend"} <= set(_fields(errors.KernelFallbackExhaustedError))
     # a subclass of both sides of a multiple inheritance has the fields of both

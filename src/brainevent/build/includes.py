@@ -14,6 +14,8 @@ import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..fileio import HEADER_LIMIT, PSEUDO_ROOTS, read_blocks
+
 
 def _include_targets(text: str) -> Iterable[tuple[str, bool]]:
     """(path, quoted) for each #include directive."""
@@ -47,35 +49,18 @@ def _resolve(target: str, quoted: bool, here: Path | None, search: Sequence[Path
     return None
 
 
-# Kernel pseudo-filesystems hold no headers; their files can block, fail to read
-# (/proc/self/pagemap) or be huge (/proc/kcore), though stat calls them regular.
-_PSEUDO_ROOTS = ("/proc/", "/sys/")
-
-
 def _read_header(real: str) -> bytes | None:
     """The file's bytes, or None for anything that is not a readable regular file.
 
     The scanner only widens the cache key; a header it skips is still compiled, and the
     compiler reports a real problem with it.
     """
-    if real.startswith(_PSEUDO_ROOTS):
+    if real.startswith(PSEUDO_ROOTS):
         return None
     try:
-        # O_NONBLOCK: a FIFO swapped in after the stat must not hang the open.
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return b"".join(read_blocks(real, limit=HEADER_LIMIT))
     except (OSError, ValueError):
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def header_closure(

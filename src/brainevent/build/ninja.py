@@ -6,6 +6,7 @@ so no user-supplied text is ever interpreted by a shell.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -130,6 +131,20 @@ def _wait(
             next_note += PROGRESS_INTERVAL_S
 
 
+def _stop(proc: subprocess.Popen[bytes], reader: threading.Thread) -> None:
+    """Stops ninja and every compiler it started. ninja runs each command in a process group
+    of its own and stops them all on SIGTERM; SIGKILL of ninja's group is the fallback."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    reader.join(timeout=10)
+
+
 def run_build(
     directory: Path, steps: Sequence[BuildStep], *, workers: int | None, verbose: bool, module: str
 ) -> tuple[str, float]:
@@ -157,16 +172,15 @@ def run_build(
     lines: list[str] = []
     reader = threading.Thread(target=_pump, args=(proc, lines, verbose), daemon=True)
     reader.start()
-    if not _wait(proc, reader, started, timeout, module):
-        # ninja runs each command in a process group of its own and stops them all on
-        # SIGTERM; SIGKILL of ninja's group is the fallback if it does not exit.
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        reader.join()
+    try:
+        finished = _wait(proc, reader, started, timeout, module)
+    except BaseException:
+        # KeyboardInterrupt (or any error) while waiting: ninja runs in its own session, so
+        # the terminal's SIGINT never reached it or its compilers; stop them all here.
+        _stop(proc, reader)
+        raise
+    if not finished:
+        _stop(proc, reader)
         raise CompileError(
             timeout_message(module, timeout),
             module=module,

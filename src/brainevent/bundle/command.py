@@ -26,7 +26,7 @@ def kernel_files(package: Path) -> list[Path]:
 
 def build_into(args: argparse.Namespace) -> int:
     from .. import cuda_loaders, loaders
-    from ..stages.request import SourceUnit, read_source_file
+    from ..stages.request import SourceUnit, name_from_path, read_source_file
     from .write import write_bundle
 
     package = Path(args.into).resolve()
@@ -40,6 +40,9 @@ def build_into(args: argparse.Namespace) -> int:
         return 2
     platforms = set(args.platform or ("cpu", "cuda"))
     failures = 0
+    # Two files of one directory whose stems map to one module name (``a-b.cpp`` and
+    # ``a_b.cpp``) would share one bundle directory: the second would replace the first.
+    owners: dict[tuple[Path, str], Path] = {}
     with tempfile.TemporaryDirectory(prefix="brainevent-bundle-") as scratch:
         common = {
             "build_directory": args.cache_dir or scratch,
@@ -53,6 +56,16 @@ def build_into(args: argparse.Namespace) -> int:
             platform = "cuda" if file.suffix == ".cu" else "cpu"
             if platform not in platforms:
                 continue
+            slot = (file.parent, f"{name_from_path(file)}-{platform}")
+            if slot in owners:
+                failures += 1
+                print(
+                    f"FAILED {file}: its module name is that of {owners[slot].name} "
+                    f"({slot[1]}), and both would be bundled in one directory; rename one of them.",
+                    file=sys.stderr,
+                )
+                continue
+            owners[slot] = file
             try:
                 if platform == "cuda":
                     mod = cuda_loaders.load_cuda_file(file, compute_capability=args.arch or None, **common)

@@ -8,10 +8,8 @@ computes them from ``__file__``). Headers inside the package are checked by cont
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,6 +17,7 @@ from typing import Any, Protocol
 from ..cache.key import CacheKey, KeyBuilder
 from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry
+from ..fileio import HEADER_LIMIT, sha256_plain_file
 
 log = logging.getLogger("brainevent.bundle")
 
@@ -36,6 +35,7 @@ KEYED = (
     "extra_ldflags",
 )
 HEADERS = "bundle_headers"  # manifest.inputs entry: {path relative to the sources: sha256}
+PACKAGE_ROOT = "bundle_package_root"  # manifest.inputs entry: the package, relative to the sources
 
 
 class Unit(Protocol):
@@ -88,6 +88,9 @@ def lookup(
     path = bundle_path(directory, name, platform)
     if not path.is_dir():
         return None
+    from .trust import check_bundle
+
+    check_bundle(directory, path)
     manifest = Manifest.load(path)
     if manifest is None:
         log.info("bundled module %s at %s has no readable manifest; not used", name, path)
@@ -117,18 +120,76 @@ def _unusable(path: Path, manifest: Manifest, needs: Mapping[str, Any]) -> str |
     artifact = path / manifest.artifact
     if "/" in manifest.artifact or not artifact.is_file():
         return "its library is missing"
-    for item in (path, artifact):
-        if item.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return f"{item} is writable by other users (loads refuse code others could change)"
+    from .trust import check_bundle_file
+
+    check_bundle_file(path.parent.parent, artifact)
+    foreign = _foreign_machine(artifact)
+    if foreign is not None:
+        return foreign
     problem = manifest.verify(path, manifest.key)  # sizes unrecorded: always the sha256
     if problem is not None:
         return problem
-    for relative, digest in dict(manifest.inputs.get(HEADERS) or {}).items():
-        header = path.parent.parent / relative
+    return _headers_changed(path.parent.parent, manifest.inputs)
+
+
+def _elf_machine(path: str | Path) -> tuple[bytes, int] | None:
+    """(class and byte order, e_machine) from an ELF header; None for anything else."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(20)
+    except OSError:
+        return None
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return None
+    return head[4:6], int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+
+
+def _foreign_machine(artifact: Path) -> str | None:
+    """Why a library built for another kind of machine cannot load here (a wheel built on
+    x86-64 installed on an aarch64 node, say), or None. The running interpreter is the
+    reference: the library is loaded into it."""
+    import sys
+
+    here = _elf_machine(os.path.realpath(sys.executable))
+    there = _elf_machine(artifact)
+    if here is None:
+        return None  # not an ELF platform: the loader will say
+    if there != here:
+        return f"its library was built for another machine (ELF {there}, this interpreter is {here})"
+    return None
+
+
+def _headers_changed(directory: Path, inputs: Mapping[str, Any]) -> str | None:
+    """None when every header the bundle records (by content) is unchanged, else why not.
+
+    Only regular files inside the package root the bundle names (the sources' directory
+    or one above it) are read, each at most HEADER_LIMIT bytes: a record pointing
+    elsewhere, at a FIFO or at a pseudo-file refuses the bundle instead of hanging the load.
+    """
+    root = _package_root(directory, inputs.get(PACKAGE_ROOT, "."))
+    if root is None:
+        return f"its package root {inputs.get(PACKAGE_ROOT)!r} is not a directory above its sources"
+    real_root = os.path.realpath(root)
+    for relative, digest in dict(inputs.get(HEADERS) or {}).items():
+        header = os.path.normpath(os.path.join(directory, relative))
+        real = os.path.realpath(header)
+        if os.path.isabs(relative) or not (_inside(header, str(root)) and _inside(real, real_root)):
+            return f"its header record {relative!r} points outside the package"
         try:
-            same = hashlib.sha256(header.read_bytes()).hexdigest() == digest
-        except OSError:
+            same = sha256_plain_file(real, limit=HEADER_LIMIT) == digest
+        except (OSError, ValueError):
             same = False
         if not same:
-            return f"header {relative} changed since the bundle was built"
+            return f"header {relative} changed since the bundle was built (or is not a plain file)"
     return None
+
+
+def _package_root(directory: Path, relative: object) -> Path | None:
+    """``directory`` joined with a record of the form "." or "../..": nothing else."""
+    if not isinstance(relative, str) or any(part not in (".", "..") for part in relative.split("/")):
+        return None
+    return Path(os.path.normpath(os.path.join(directory, relative)))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)

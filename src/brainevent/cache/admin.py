@@ -9,6 +9,7 @@ its mapping).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -71,6 +72,33 @@ def object_cache_size(root: Path) -> int:
     )
 
 
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def read_only_error(directory: Path, exc: OSError) -> CacheError:
+    return CacheError(
+        f"cannot remove cache entries under {directory}: {exc.strerror} (the cache is read-only here). "
+        "Remount it writable or run as a user who can write it; a read-only cache still serves hits, "
+        "and BRAINEVENT_CACHE_DIR can point at a writable cache instead.",
+        path=str(directory),
+    )
+
+
+def _writable(root: Path) -> None:
+    """Refuses, before anything is attempted, to clear or prune a cache that cannot change."""
+    layout = root / LAYOUT_VERSION
+    if layout.is_dir() and not os.access(layout, os.W_OK):
+        raise read_only_error(layout, PermissionError(errno.EACCES, os.strerror(errno.EACCES)))
+    try:
+        probe = tempfile.mkdtemp(prefix=".write-test-", dir=layout) if layout.is_dir() else None
+    except OSError as exc:
+        if exc.errno in _READ_ONLY:
+            raise read_only_error(layout, exc) from None
+        raise
+    if probe is not None:
+        os.rmdir(probe)
+
+
 def _lock_if_free(entry: EntryInfo):  # type: ignore[no-untyped-def]
     import filelock
 
@@ -81,6 +109,8 @@ def _lock_if_free(entry: EntryInfo):  # type: ignore[no-untyped-def]
     except filelock.Timeout:
         return None
     except OSError as exc:  # not a Timeout: e.g. a symbolic link planted where the lock goes
+        if exc.errno in _READ_ONLY:  # the file is not the problem: nothing can be written there
+            raise read_only_error(entry.directory.parent, exc) from None
         raise CacheError(
             f"cannot take the lock {path}: {exc.strerror or exc}. Remove that file by hand.", path=str(path)
         ) from None
@@ -104,6 +134,7 @@ def remove_entry(entry: EntryInfo) -> bool:
 
 def clear(root: Path, module: str | None = None) -> tuple[int, int]:
     """Removes every entry (of one module); returns (removed, skipped because busy)."""
+    _writable(root)
     removed = skipped = 0
     for entry in list(iter_entries(root, module)):
         if remove_entry(entry):
@@ -167,6 +198,7 @@ def prune(
     recently used versions of each build of a module (see ``superseded``), then least recently
     used ones until the cache fits ``max_size`` bytes. Returns (removed, skipped because busy,
     bytes left)."""
+    _writable(root)
     entries = sorted(iter_entries(root), key=lambda e: e.last_used)
     now = time.time()
     removed = skipped = 0

@@ -16,39 +16,65 @@ contents the compiler may not have seen.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..fileio import sha256_file, size_and_mtime
+from ..fileio import HEADER_LIMIT, PSEUDO_ROOTS, sha256_plain_file
 
 # A recorded file modified less than this before the build started may share a clock
 # tick with a later edit (coarse filesystem timestamps), so a hit re-hashes it.
 RACY_WINDOW_NS = 2_000_000_000
 
 Stat = tuple[int, int]  # (size, mtime_ns)
+# (size, mtime_ns, ctime_ns, inode): what a build compares. The mtime can be set to any
+# value (`touch -d`, `cp -p`, an unpacked archive), so a file replaced during a build by
+# one with an older mtime would look untouched; the inode and the change time, which the
+# kernel sets to "now" on every write, rename and utime, cannot be set back.
+Identity = tuple[int, int, int, int]
 DependencyRecord = dict[str, list]  # path -> [size, mtime_ns, sha256 or None]
 
 
 def stat_of(path: str) -> Stat | None:
-    try:
-        return size_and_mtime(path)
-    except OSError:
+    """(size, mtime_ns) of a regular file; None for a missing one or anything else (a FIFO
+    or a device swapped in for a header is never opened: it could block for ever)."""
+    if path.startswith(PSEUDO_ROOTS):
         return None
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
-def snapshot(paths: Iterable[str]) -> dict[str, Stat]:
-    """(size, mtime) of each existing file, by real path, taken before a build starts."""
+def identity_of(path: str) -> Identity | None:
+    """:data:`Identity` of a regular file; None as :func:`stat_of`."""
+    if path.startswith(PSEUDO_ROOTS):
+        return None
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+
+
+def snapshot(paths: Iterable[str]) -> dict[str, Identity]:
+    """The identity of each existing file, by real path, taken before a build starts."""
     found = {}
     for path in paths:
-        st = stat_of(path)
+        st = identity_of(path)
         if st is not None:
             found[os.path.realpath(path)] = st
     return found
 
 
 def _sha256(path: str) -> str | None:
+    """The file's digest; None for what is not a plain file on a disk (a pseudo-file under
+    /proc, one that grows while read, one larger than any header): bounded work always."""
     try:
-        return sha256_file(path)
-    except OSError:
+        return sha256_plain_file(path, limit=HEADER_LIMIT)
+    except (OSError, ValueError):
         return None
 
 
@@ -70,13 +96,14 @@ def _real_path(path: str, real_dirs: dict[str, str]) -> str:
 
 
 def record(
-    paths: Iterable[str], *, before: Mapping[str, Stat], started_ns: int, skip_dirs: Sequence[str]
+    paths: Iterable[str], *, before: Mapping[str, Identity], started_ns: int, skip_dirs: Sequence[str]
 ) -> DependencyRecord:
     """The record of ``paths`` as a build that started at ``started_ns`` read them.
 
     ``before`` holds stats taken before the build (our own include scan's guess): a file
-    whose stat is unchanged since then was compiled as it is now, even if it is new. A
-    file with no such stat is trusted only if it was last modified before the build.
+    whose identity is unchanged since then was compiled as it is now, even if it is new.
+    A file with no such stat is trusted only if it was last written (by its change time,
+    which no one can set back, not only its mtime) before the build.
     """
     result: DependencyRecord = {}
     real_dirs: dict[str, str] = {}
@@ -84,14 +111,14 @@ def record(
         real = _real_path(path, real_dirs)
         if _under(real, skip_dirs):
             continue
-        first = stat_of(path)
+        first = identity_of(path)
         digest = _sha256(path) if first is not None else None
-        last = stat_of(path)
+        last = identity_of(path)
         if first is None or last != first or digest is None:
             result[path] = [-1, -1, None]  # vanished or being written: unverified
             continue
         unchanged_since_scan = before.get(real) == first
-        old_enough = first[1] < started_ns - RACY_WINDOW_NS
+        old_enough = max(first[1], first[2]) < started_ns - RACY_WINDOW_NS
         result[path] = [first[0], first[1], digest if (unchanged_since_scan or old_enough) else None]
     return result
 
@@ -104,11 +131,11 @@ def first_stale(record_: Mapping[str, Sequence], recorded_ns: int) -> str | None
             return f"{path} changed while the entry was being built"
         now = stat_of(path)
         if now is None:
-            return f"{path} is missing"
+            return f"{path} is missing or not a regular file"
         if now[0] != size:
             return f"{path} changed"
         if now[1] == mtime_ns and mtime_ns < racy_after:
             continue  # not written since it was recorded
         if _sha256(path) != digest:
-            return f"{path} changed"
+            return f"{path} changed (or is no longer a plain file)"
     return None

@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..fileio import read_blocks, sha256_file, size_and_mtime
+from . import records
 
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec, Param
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = 2  # 2: dependencies recorded from the compiler
+MANIFEST_LIMIT = 1 << 26  # a manifest larger than this is damaged, not read
 
 
 class Manifest:
@@ -88,13 +90,13 @@ class Manifest:
 
     @classmethod
     def load(cls, directory: Path) -> Manifest | None:
-        """The manifest, or None if it is missing, truncated or of another schema."""
+        """The manifest, or None if it is missing, truncated, of another schema or damaged
+        (any field of the wrong shape: see records.py); the caller rebuilds."""
+        where = str(directory / MANIFEST_NAME)
         try:
-            raw = json.loads(b"".join(read_blocks(directory / MANIFEST_NAME)))  # ASCII JSON
-            if not isinstance(raw, dict) or raw.get("schema") != MANIFEST_SCHEMA:
-                return None
-            return cls(**raw)
-        except (OSError, ValueError, TypeError):
+            raw = records.parse_json(b"".join(read_blocks(where, limit=MANIFEST_LIMIT)), where)  # ASCII JSON
+            return cls(**records.manifest(raw, MANIFEST_SCHEMA, where))
+        except (OSError, ValueError):  # RecordError is a ValueError
             return None
 
     def specs(self) -> SpecTable:

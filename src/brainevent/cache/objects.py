@@ -12,13 +12,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
+import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 from ..build.step import BuildStep
+from ..fileio import read_blocks, sha256_file
+from . import records
 from .deps import DependencyRecord, first_stale
 from .trust import private_dir, private_file, write_private
+
+log = logging.getLogger("brainevent.cache")
 
 
 class ObjectCache:
@@ -43,19 +48,34 @@ class ObjectCache:
         if not (private_dir(self.directory, create=False) and private_file(record) and private_file(obj)):
             return None
         try:
-            data: dict[str, Any] = json.loads((self.directory / f"{key}.deps.json").read_text())
-            deps, since = data["dependencies"], int(data["since_ns"])
-            if first_stale(deps, since) is not None:
+            where = str(record)
+            data = records.object_record(records.parse_json(b"".join(read_blocks(where)), where), where)
+            if first_stale(data["dependencies"], data["since_ns"]) is not None:
                 return None
+            # Verified as every other entry (size, then the sha256 of the copy we link): a
+            # damaged object is rebuilt, never linked into this and every later build.
             shutil.copyfile(obj, destination)
-        except (OSError, ValueError, KeyError, TypeError):
+            if os.path.getsize(destination) != data["size"] or sha256_file(destination) != data["sha256"]:
+                log.warning("cached object %s is damaged (size or sha256 differ); it will be rebuilt", obj)
+                destination.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    obj.unlink()
+                return None
+        except (OSError, ValueError):  # RecordError is a ValueError: a damaged record is a miss
             return None
-        return dict(deps)
+        deps: DependencyRecord = dict(data["dependencies"])
+        return deps
 
     def publish(self, key: str, source: Path, deps: DependencyRecord, since_ns: int) -> None:
         private_dir(self.directory, create=True)
         with contextlib.suppress(OSError):  # a cache of objects is an optimisation only
             # The object first, then its record: a reader that finds the record finds the object.
-            write_private(self.directory / f"{key}.o", source.read_bytes())
-            record = {"dependencies": deps, "since_ns": since_ns}
+            data = source.read_bytes()
+            write_private(self.directory / f"{key}.o", data)
+            record = {
+                "dependencies": deps,
+                "since_ns": since_ns,
+                "size": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
             write_private(self.directory / f"{key}.deps.json", json.dumps(record, sort_keys=True).encode())

@@ -8,6 +8,7 @@ imports this module, so a cache hit reads none of it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING
 
 from .. import config
 from ..errors import CacheError
+from ..fileio import read_blocks
+from . import records
 from .store import CacheEntry
 from .trust import harden_tree, private_file, write_private
 
@@ -99,6 +102,25 @@ def build_slot(store: EntryStore, key: CacheKey, *, force: bool = False) -> Iter
             yield BuildSlot(key, staging, None, replace=force)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full_error(exc: OSError, store: EntryStore, module: str) -> CacheError | None:
+    """The typed error for a build that ran out of disk space (or quota); None for other errors."""
+    if exc.errno not in _FULL:
+        return None
+    where = exc.filename or store.module_dir
+    return CacheError(
+        f"the disk holding the cache is full ({exc.strerror}) at {where} while building module "
+        f"{module!r}; nothing was published and the partial build was removed. Free space there "
+        "(`brainevent cache prune --max-size 1G`), or point BRAINEVENT_CACHE_DIR (or build_directory=) "
+        "at a directory on another disk.",
+        path=str(where),
+        module=module,
+        disk_full=True,
+    )
 
 
 def publish(store: EntryStore, slot: BuildSlot, manifest: Manifest) -> CacheEntry:
@@ -216,8 +238,8 @@ def _read_owner(path: Path) -> str:
     try:
         if not private_file(path):  # never read a planted link (to a FIFO, say)
             return "another process"
-        data = json.loads(path.read_text())
+        data = records.owner_record(b"".join(read_blocks(path)), str(path))
         since = time.strftime("%H:%M:%S", time.localtime(float(data["since"])))
         return f"pid {data['pid']} on {data['host']} since {since}"
-    except (OSError, ValueError, KeyError, TypeError, CacheError):
+    except (OSError, ValueError, OverflowError, CacheError):  # a damaged record names nobody
         return "another process"

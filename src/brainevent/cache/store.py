@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import config
-from ..fileio import atomic_write
+from ..fileio import atomic_write, read_blocks
+from . import records
 from .key import CacheKey
 from .manifest import MANIFEST_NAME, Manifest
 from .trust import check_root, entry_fix, private_dir, private_file
@@ -139,10 +140,8 @@ class EntryStore:
         try:
             if not (self.prepare(create=False) and private_file(path)):
                 return None, None
-            digest = path.read_text().strip()
-        except OSError:
-            return None, None
-        if len(digest) != 64:
+            digest = records.alias(b"".join(read_blocks(path, limit=1024)), str(path))
+        except (OSError, ValueError):  # missing, or not a key (RecordError): no alias
             return None, None
         return self.lookup_why(CacheKey(digest))
 

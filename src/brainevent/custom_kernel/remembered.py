@@ -93,7 +93,9 @@ def _warn_once(path: Path, exc: Exception) -> None:
 
 def load(path: Path) -> dict[str, Any] | None:
     """The file's content, if it exists and passes the trust checks; None otherwise."""
+    from ..cache import records
     from ..cache.trust import check_root, private_dir, private_file
+    from ..fileio import read_blocks
 
     fix = "Remove it (`brainevent choices clear`) or point BRAINEVENT_CACHE_DIR elsewhere."
     try:
@@ -108,17 +110,11 @@ def load(path: Path) -> dict[str, Any] | None:
             hit = _parsed.get(str(path))
         if hit is not None and hit[0] == stamp:
             return hit[1]
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as fh:
-            data = json.loads(fh.read())
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-            raise ValueError(f"not a schema-{SCHEMA} choices file")
-        data.setdefault("choices", {})
-        data.setdefault("benchmarks", {})
+        data = records.choices(records.parse_json(b"".join(read_blocks(path)), str(path)), SCHEMA, str(path))
     except CacheError as exc:
         _warn_once(path, exc)
         return None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # RecordError is a ValueError: measured again
         log.warning("ignoring unreadable remembered choices %s: %s", path, exc)
         return None
     with _lock:

@@ -23,7 +23,27 @@ def pack(directory: Path) -> bytes:
 
 
 def unpack(data: bytes, staging: Path) -> None:
-    """Writes the archive's files under ``staging``; CacheError on anything but plain files."""
+    """Writes the archive's files under ``staging``; CacheError on anything but plain files,
+    and on an archive that is not a well-formed tar (its checksum matched: the builder sent it)."""
+    try:
+        _unpack(data, staging)
+    except (
+        tarfile.TarError,
+        EOFError,
+        ValueError,
+        NotADirectoryError,
+        IsADirectoryError,
+        FileExistsError,
+    ) as exc:
+        raise CacheError(
+            f"the module archive received from the job's builder is malformed ({type(exc).__name__}: "
+            f"{exc}); the transfer was refused. Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every "
+            "process.",
+            path=str(staging),
+        ) from None
+
+
+def _unpack(data: bytes, staging: Path) -> None:
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
         for member in tar.getmembers():
             name = PurePosixPath(member.name)
@@ -37,5 +57,6 @@ def unpack(data: bytes, staging: Path) -> None:
             target = staging.joinpath(*name.parts)
             target.parent.mkdir(parents=True, exist_ok=True)
             source = tar.extractfile(member)
-            assert source is not None  # a regular file always has contents
+            if source is None:  # a regular file always has contents
+                raise tarfile.TarError(f"no contents for {member.name!r}")
             target.write_bytes(source.read())

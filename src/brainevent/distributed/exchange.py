@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config, errors
+from ..cache import records
 from ..cache.key import CacheKey
 from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry, EntryStore
@@ -56,7 +57,13 @@ def get_or_build(
     prefix = f"brainevent/{store.name}/{key.digest}"
     if kv.claim(f"{prefix}/claim"):
         return _build_and_share(kv, prefix, store, key, build)
-    return _receive(kv, prefix, store, key)
+    try:
+        return _receive(kv, prefix, store, key)
+    except records.RecordError as exc:
+        # A status that does not match its schema cannot be trusted to describe anything:
+        # this process compiles for itself, as without a job.
+        log.warning("module %s: the job's build record is malformed (%s); compiling here", store.name, exc)
+        return build()
 
 
 def _build_and_share(
@@ -158,8 +165,7 @@ def _wait_for_status(kv: KeyValue, prefix: str, name: str, deadline: float, time
         left = deadline - time.monotonic()
         raw = kv.get(f"{prefix}/status", min(max(left, 0.001), _LOG_EVERY_S))
         if raw is not None:
-            value: dict[str, Any] = json.loads(raw)
-            return value
+            return records.distributed_status(raw, f"{prefix}/status", CHUNK_BYTES)
         builder = _builder(kv, prefix)
         if time.monotonic() >= deadline:
             raise CompileError(
@@ -219,4 +225,5 @@ def _rebuild_error(record: dict[str, Any], name: str) -> BrainEventError:
         cls = CompileError
     message = f"{record.get('message', '')}\n(raised where module {name!r} was built for this job)"
     data = record.get("data")
-    return cls(message, **(data if isinstance(data, dict) else {}))
+    # Made as unpickling makes it: a subclass's own __init__ never sees the peer's fields.
+    return errors._rebuild(cls, message, data if isinstance(data, dict) else {})

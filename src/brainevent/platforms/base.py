@@ -29,6 +29,7 @@ class PlatformBase:
     binding_tag: ClassVar[str]  # the binding's name for the platform (vocabulary.PLATFORM_ENUM)
     binding_defines: ClassVar[tuple[str, ...]] = ()  # macros the decoder unit is compiled with
     scratch_dirs: ClassVar[tuple[str, ...]] = ()
+    graph_capture: ClassVar[bool] = False
 
     def decoder_step(self, sources: GeneratedSources) -> BuildStep:
         """The host compiler compiles the decoder for every platform (it needs no CUDA header)."""

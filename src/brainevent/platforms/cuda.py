@@ -46,6 +46,7 @@ class CudaPlatform(PlatformBase):
     binding_tag = "cuda"
     binding_defines = ("BE_BINDING_CUDA",)
     scratch_dirs = (_KEEP_ROOT,)
+    graph_capture = True  # XLA's command buffers: CUDA graphs
 
     def __init__(self, compute_capability: object = None) -> None:
         from ..toolchain.cuda_arch import resolve_archs

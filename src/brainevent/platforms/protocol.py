@@ -26,6 +26,9 @@ class Platform(Protocol):
     # Directories under the build directory that compile steps leave behind: removed before
     # the entry is published.
     scratch_dirs: ClassVar[tuple[str, ...]]
+    # Whether XLA may capture custom calls into graphs that replay kernels without calling
+    # the handler again (CUDA graphs): a reloaded module then needs fresh executables.
+    graph_capture: ClassVar[bool]
 
     @property
     def binding_target(self) -> BindingTarget:

@@ -89,12 +89,19 @@ def register_targets(
     platform: str,
     artifact_key: str,
     command_buffer: bool,
+    graph_capture: bool,
     replace: bool = False,
 ) -> dict[str, str]:
     """Registers (or re-points) each ``{function: target}`` of one library.
 
     Returns ``{target: "registered" | "unchanged" | "reloaded"}``. Nothing is registered
     when any target belongs to another module and ``replace`` is False.
+
+    A re-point makes every later call run the new code through the handler XLA holds; only
+    a captured graph replays kernels without calling the handler. So compiled executables
+    are dropped only when the platform captures graphs (``graph_capture``, the platform's
+    attribute: False on the CPU) and the handler may be captured (``command_buffer``); the
+    user's other jitted functions keep their executables otherwise.
     """
     with _lock:
         if not replace:
@@ -106,7 +113,7 @@ def register_targets(
             for function, target in targets.items()
         }
     reloaded = [target for target, what in outcome.items() if what == "reloaded"]
-    if reloaded:
+    if reloaded and graph_capture and command_buffer:
         _drop_compiled_executables(reloaded)
     return outcome
 
@@ -166,7 +173,9 @@ def _drop_compiled_executables(targets: list[str]) -> None:
     """Executables compiled before the re-point may hold CUDA graphs captured from the old
     code: a graph replays the kernels the handler launched at capture time and never calls
     the handler again, so the new code would not run. Clearing JAX's compilation caches
-    makes the next call compile and capture afresh (reloads are rare; recompiles are the price)."""
+    makes the next call compile and capture afresh. JAX offers no way to drop only the
+    executables that captured a target, so this is done only where graphs can hold one
+    (``graph_capture`` and ``command_buffer``); reloads are rare, and recompiles are the price there."""
     import jax
 
     jax.clear_caches()

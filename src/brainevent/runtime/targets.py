@@ -104,6 +104,7 @@ def register_ffi_target(
         platform=jax_platform,
         artifact_key=_artifact_key(module, content_id),
         command_buffer=allow_cuda_graph,
+        graph_capture=platform_class(module.platform).graph_capture,
         replace=replace,
     )
 

@@ -152,7 +152,7 @@ def _record_objects(
     objects: ObjectCache,
     staging: Path,
     request: LoadRequest,
-    before: Mapping[str, tuple[int, int]],
+    before: Mapping[str, tuple[int, int, int, int]],
     started_ns: int,
 ) -> dict[str, list[Any]]:
     """Publishes each freshly compiled object with the files its compiler read; returns them all."""

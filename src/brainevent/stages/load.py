@@ -81,12 +81,21 @@ def build_missing(request: LoadRequest, key: ModuleKey, store: EntryStore) -> Ca
     from .plan import plan_build
 
     assert key.exact is not None
-    with store.build_slot(key.exact, force=request.options.force_rebuild) as slot:
-        if slot.staging is None:  # another process published it while this one waited
-            assert slot.existing is not None
-            return slot.existing
-        plan = plan_build(slot.staging, request)
-        entry = store.publish(slot, run_plan(plan, slot.staging, request, key, store))
+    try:
+        with store.build_slot(key.exact, force=request.options.force_rebuild) as slot:
+            if slot.staging is None:  # another process published it while this one waited
+                assert slot.existing is not None
+                return slot.existing
+            plan = plan_build(slot.staging, request)
+            entry = store.publish(slot, run_plan(plan, slot.staging, request, key, store))
+    except OSError as exc:
+        from ..cache.publish import disk_full_error
+
+        # The slot removed its staging directory on the way out: nothing half-written stays.
+        full = disk_full_error(exc, store, request.options.name)
+        if full is None:
+            raise
+        raise full from exc
     store.write_alias(key.portable, key.exact)
     return entry
 

@@ -51,6 +51,7 @@ def register(artifact: CacheEntry, request: LoadRequest) -> CompiledModule:
                 platform=platform.jax_platform,
                 artifact_key=artifact.manifest.artifact_sha256,  # a rebuild under one key is new code
                 command_buffer=options.allow_cuda_graph,
+                graph_capture=platform.graph_capture,
                 replace=options.replace,
             )
             registered = True

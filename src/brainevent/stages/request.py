@@ -317,12 +317,40 @@ def refuse_c_only(units: Sequence[SourceUnit], caller: str) -> None:
 
 
 def name_from_path(path: Path) -> str:
-    stem = re.sub(r"[^A-Za-z0-9_]", "_", path.stem) or "module"
+    """A module name (a C identifier) from a file's stem.
+
+    Every non-ASCII character maps to ``_``, which would give ``kä.cpp`` and ``kö.cpp`` one
+    module name (one set of FFI targets, one bundle directory): a stem with any non-ASCII
+    character therefore also gets a digest of its original spelling.
+    """
+    original = path.stem
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", original) or "module"
+    if not original.isascii():
+        import hashlib
+
+        raw = os.fsencode(original)  # undecodable bytes too (surrogate escapes)
+        stem = f"{stem}_{hashlib.sha256(raw).hexdigest()[:8]}"
     return stem if stem[0].isalpha() or stem[0] == "_" else f"m_{stem}"
 
 
+def check_path_encodable(path: Path) -> Path:
+    """``path`` if its name can be written as UTF-8 (into ``#line`` directives, the build file
+    and the manifest); else a SpecError naming it. Only a name of bytes that are not UTF-8
+    (which Python holds as lone surrogates) fails."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raw = os.fsencode(path)
+        raise SpecError(
+            f"source file {raw!r} has a name that is not valid UTF-8, which the generated code and "
+            "the compiler's records cannot name. Rename the file (or its directory) to a UTF-8 name.",
+            value=repr(raw),
+        ) from None
+    return path
+
+
 def read_source_file(path: str | os.PathLike[str], suffixes: Sequence[str]) -> tuple[Path, str]:
-    resolved = Path(path).expanduser().resolve()
+    resolved = check_path_encodable(Path(path).expanduser().resolve())
     if not resolved.is_file():
         raise SpecError(
             f"source file {str(path)!r} does not exist (resolved to {resolved}); pass the path of a "

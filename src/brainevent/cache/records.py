@@ -1,0 +1,278 @@
+"""The schema of every record brainevent reads back from disk or from a job's key-value store.
+
+Records are written by brainevent, but a file can be truncated, damaged, written by another
+version, or edited by hand, and a key-value store can hold anything. Each reader therefore
+passes what it parsed through one function here before using it: a record that does not
+match its schema raises :class:`RecordError` (a ValueError) saying which field is wrong,
+and the reader treats the record as absent (a miss: rebuild, measure again, compile
+locally) or raises a typed error naming the file and the fix. No reader indexes a record
+that did not pass, so a damaged record can never surface as a KeyError, a TypeError or
+an AttributeError, in a load or inside a user's ``jax.jit``.
+
+The checks are plain ``isinstance`` tests on the few fields each reader uses, cheap enough
+for the manifest a cache hit reads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+# What a Role row may hold (vocabulary.Role's values, spelled out: a hit imports no spec code).
+ROLES = frozenset({"arg", "ret", "stream", "attr", "scratch"})
+_DIGEST = re.compile(r"[0-9a-f]{64}").fullmatch
+
+
+class RecordError(ValueError):
+    """A record that does not match its schema."""
+
+
+def _fail(where: str, why: str) -> NoReturn:
+    raise RecordError(f"{where} {why}")
+
+
+def parse_json(data: bytes | str, where: str) -> Any:
+    """JSON text, or RecordError (bad UTF-8, bad JSON, or nesting too deep to parse)."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        _fail(where, f"is not valid JSON ({type(exc).__name__})")
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int  # JSON gives int or bool; bool is not a size
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_digest(value: object) -> bool:
+    return type(value) is str and _DIGEST(value) is not None
+
+
+def _dict(value: object, where: str) -> dict[str, Any]:
+    # Parsed JSON: an object's keys are always strings.
+    if type(value) is not dict:
+        _fail(where, "is not a JSON object")
+    return value
+
+
+def _str_list(value: object, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        _fail(where, "is not a list of strings")
+    return value
+
+
+def dependency_rows(value: object, where: str = "dependencies") -> dict[str, list[Any]]:
+    """``{path: [size, mtime_ns, sha256 or None]}`` (cache/deps.py)."""
+    rows = _dict(value, where)
+    # A hit reads hundreds of rows: plain type tests, no calls. A digest only needs to be a
+    # string (one that is not a SHA-256 can never equal a file's: stale, never a false hit).
+    for path, row in rows.items():
+        if (
+            type(row) is not list
+            or len(row) != 3
+            or type(row[0]) is not int
+            or type(row[1]) is not int
+            or not (row[2] is None or type(row[2]) is str)
+            or not path
+            or "\0" in path
+        ):
+            _fail(f"{where}[{path!r}]", "is not [size, mtime_ns, sha256 or null] under a plain path")
+    return rows
+
+
+def _param_row(row: object, where: str) -> None:
+    if not (isinstance(row, list) and len(row) in (4, 5)):
+        _fail(where, "is not [role, name, dtype, cxx_type(, scratch bytes)]")
+    role, name, dtype, cxx_type, *rest = row
+    if (
+        not isinstance(role, str)
+        or role not in ROLES
+        or not isinstance(name, str)
+        or not isinstance(cxx_type, str)
+    ):
+        _fail(where, "has a bad role, name or C++ type")
+    if dtype is not None and not isinstance(dtype, str):
+        _fail(where, "has a dtype that is not a string")
+    if rest and not (rest[0] is None or _is_int(rest[0])):
+        _fail(where, "has a scratch size that is not an integer")
+
+
+def _function_row(value: object, where: str) -> None:
+    row = _dict(value, where)
+    params = row.get("params")
+    if not isinstance(params, list):
+        _fail(where, "has no list of params")
+    for i, param in enumerate(params):
+        _param_row(param, f"{where}.params[{i}]")
+    for field, check in (("source_file", str), ("scope", str)):
+        if field in row and not isinstance(row[field], check):
+            _fail(f"{where}.{field}", "is not a string")
+    if "line" in row and not _is_int(row["line"]):
+        _fail(f"{where}.line", "is not an integer")
+
+
+# Manifest fields: name -> check. All are required except those in _OPTIONAL.
+_MANIFEST_FIELDS = {
+    "key": _is_digest,
+    "name": lambda v: isinstance(v, str) and bool(v),
+    "platform": lambda v: isinstance(v, str),
+    "artifact": lambda v: isinstance(v, str) and bool(v) and "/" not in v and "\0" not in v,
+    "artifact_sha256": _is_digest,
+    "functions": lambda v: isinstance(v, dict),
+    "inputs": lambda v: isinstance(v, dict),
+    "created": _is_number,
+    "build_seconds": _is_number,
+    "artifact_size": _is_int,
+    "artifact_mtime_ns": _is_int,
+    "dependencies": lambda v: isinstance(v, dict),
+    "dependencies_since_ns": _is_int,
+    "schema": _is_int,
+}
+_OPTIONAL = frozenset(
+    {
+        "inputs",
+        "created",
+        "build_seconds",
+        "artifact_size",
+        "artifact_mtime_ns",
+        "dependencies",
+        "dependencies_since_ns",
+    }
+)
+
+
+def manifest(raw: object, schema: int, where: str = "manifest.json") -> dict[str, Any]:
+    """A cache entry's (or a bundle's) manifest, as Manifest(**fields) takes it."""
+    data = _dict(raw, where)
+    if data.get("schema") != schema:
+        _fail(where, f"is not of schema {schema}")
+    unknown = set(data) - set(_MANIFEST_FIELDS)
+    if unknown:
+        _fail(where, f"has unknown fields {sorted(unknown)}")
+    for field, check in _MANIFEST_FIELDS.items():
+        if field not in data:
+            if field in _OPTIONAL:
+                continue
+            _fail(where, f"has no {field!r}")
+        if not check(data[field]):
+            _fail(f"{where} field {field!r}", "has the wrong type or form")
+    for function, row in data["functions"].items():
+        _function_row(row, f"{where} function {function!r}")
+    if "dependencies" in data:
+        dependency_rows(data["dependencies"], f"{where} dependencies")
+    _inputs(_dict(data.get("inputs", {}), f"{where} inputs"), f"{where} inputs")
+    return data
+
+
+def _inputs(inputs: Mapping[str, Any], where: str) -> None:
+    """The few inputs a reader interprets (the rest are only displayed)."""
+    if "archs" in inputs and inputs["archs"] is not None:
+        _str_list(inputs["archs"], f"{where}.archs")
+    headers = inputs.get("bundle_headers")
+    if headers is not None:
+        rows = _dict(headers, f"{where}.bundle_headers")
+        if not all(_is_digest(v) and k and "\0" not in k for k, v in rows.items()):
+            _fail(f"{where}.bundle_headers", "is not {relative path: sha256}")
+    root = inputs.get("bundle_package_root")
+    if root is not None and not isinstance(root, str):
+        _fail(f"{where}.bundle_package_root", "is not a string")
+
+
+def object_record(raw: object, where: str) -> dict[str, Any]:
+    """An object's ``<key>.deps.json``: the files its compiler read and the object itself."""
+    data = _dict(raw, where)
+    dependency_rows(data.get("dependencies"), f"{where} dependencies")
+    if not _is_int(data.get("since_ns")):
+        _fail(where, "has no integer since_ns")
+    if not (_is_int(data.get("size")) and data["size"] >= 0 and _is_digest(data.get("sha256"))):
+        _fail(where, "does not record the object's size and sha256")
+    return data
+
+
+def choices(raw: object, schema: int, where: str) -> dict[str, Any]:
+    """A remembered-choices file (custom_kernel/remembered.py)."""
+    data = _dict(raw, where)
+    if data.get("schema") != schema:
+        _fail(where, f"is not a schema-{schema} choices file")
+    if "primitive" in data and not isinstance(data["primitive"], str):
+        _fail(f"{where} primitive", "is not a string")
+    for key, entry in _dict(data.setdefault("choices", {}), f"{where} choices").items():
+        _choice(entry, f"{where} choice {key[:12]}")
+    for key, run in _dict(data.setdefault("benchmarks", {}), f"{where} benchmarks").items():
+        run = _dict(run, f"{where} benchmark {key[:12]}")
+        if not isinstance(run.get("sources"), str) or not isinstance(run.get("records"), list):
+            _fail(f"{where} benchmark {key[:12]}", "has no sources or records")
+        if not all(isinstance(r, dict) and all(isinstance(k, str) for k in r) for r in run["records"]):
+            _fail(f"{where} benchmark {key[:12]}", "has records that are not JSON objects")
+    return data
+
+
+def _choice(value: object, where: str) -> None:
+    entry = _dict(value, where)
+    for field in ("platform", "device_kind", "backend", "sources"):
+        if not isinstance(entry.get(field), str):
+            _fail(f"{where}.{field}", "is not a string")
+    _str_list(entry.get("inputs"), f"{where}.inputs")
+    _str_list(entry.get("outputs"), f"{where}.outputs")
+    timings = _dict(entry.get("timings_ms", {}), f"{where}.timings_ms")
+    for backend, pair in timings.items():
+        if not (isinstance(pair, list) and len(pair) == 2 and all(_is_number(t) for t in pair)):
+            _fail(f"{where}.timings_ms[{backend!r}]", "is not [median, noise]")
+    if "measured" in entry and not _is_number(entry["measured"]):
+        _fail(f"{where}.measured", "is not a number")
+
+
+def distributed_status(raw: bytes, where: str, chunk_bytes: int) -> dict[str, Any]:
+    """A builder's ``status`` value (distributed/exchange.py)."""
+    data = _dict(parse_json(raw, where), where)
+    state = data.get("state")
+    if state == "ok":
+        size: Any = data.get("size")
+        chunks: Any = data.get("chunks")
+        if not (_is_digest(data.get("sha256")) and _is_int(size) and _is_int(chunks)):
+            _fail(where, "has no sha256, size and chunk count")
+        if size < 0 or chunks != max(1, -(-size // chunk_bytes)):
+            _fail(where, f"announces {chunks!r} chunk(s) for {size!r} bytes")
+    elif state == "error":
+        if not isinstance(data.get("message", ""), str) or not isinstance(data.get("type", ""), str):
+            _fail(where, "has an error message or type that is not a string")
+        fields = data.get("data", {})
+        if not isinstance(fields, dict) or not all(_field_name(k) for k in fields):
+            _fail(where, "has error data that is not an object of plain field names")
+    else:
+        _fail(where, f"has an unknown state {state!r}")
+    return data
+
+
+def _field_name(name: object) -> bool:
+    """An error field a peer may set: a plain public name, not one the exception itself uses."""
+    return (
+        isinstance(name, str)
+        and name.isidentifier()
+        and not name.startswith("_")
+        and name not in ("message", "data", "args", "with_traceback", "add_note")
+    )
+
+
+def owner_record(raw: bytes, where: str) -> dict[str, Any]:
+    """A build lock's ``<key>.owner`` (who holds it, for log lines)."""
+    data = _dict(parse_json(raw, where), where)
+    if not (_is_int(data.get("pid")) and isinstance(data.get("host"), str) and _is_number(data.get("since"))):
+        _fail(where, "is not {pid, host, since}")
+    return data
+
+
+def alias(raw: bytes, where: str) -> str:
+    """An ``<key>.alias`` file: the 64 hex digits of the key last built."""
+    try:
+        text = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        _fail(where, "is not ASCII")
+    if not _is_digest(text):
+        _fail(where, "does not hold a cache key")
+    return text
