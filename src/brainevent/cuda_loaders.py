@@ -47,6 +47,7 @@ CUDA_KEYWORDS = (
     "allow_cuda_graph",
     "extra_libraries",
     "openmp",
+    "debug",
 )
 
 
@@ -72,6 +73,7 @@ def load_cuda_inline(
     allow_cuda_graph: bool = True,
     extra_libraries: Sequence[str] | None = None,
     openmp: bool = False,
+    debug: bool | None = None,
 ) -> CompiledModule:
     """Compile inline CUDA source and load the resulting module.
 
@@ -107,6 +109,7 @@ def load_cuda_inline(
             before the module (see docs/existing-code.md).
         openmp: Compile and link host code with OpenMP (``-Xcompiler=-fopenmp``; the same as
             giving ``-fopenmp`` in ``extra_cuda_cflags``).
+        debug: Build with ``-g -lineinfo -O0`` and ``BE_DEBUG=1``; None reads ``BRAINEVENT_DEBUG``.
     """
     keywords = {key: value for key, value in locals().items() if key in CUDA_KEYWORDS}
     units = [inline_unit(name, cuda_sources, "cuda_sources", ".cu")]
@@ -174,6 +177,9 @@ def cuda_request(
     if "extra_cuda_cflags" in options:
         options["extra_cflags"] = options.pop("extra_cuda_cflags")
     _refuse_cudart(options.get("extra_libraries"))
+    from .debug_mode import debug_keywords
+
+    options = debug_keywords(options, cuda=True)
     checked = make_options(name, options, labels={"extra_cflags": "extra_cuda_cflags"})
     return LoadRequest(
         tuple(units), functions, checked, create("cuda", compute_capability=compute_capability)

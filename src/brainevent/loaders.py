@@ -40,6 +40,7 @@ CPP_KEYWORDS = (
     "use_fast_math",
     "extra_libraries",
     "openmp",
+    "debug",
 )
 
 
@@ -61,6 +62,7 @@ def load_cpp_inline(
     use_fast_math: bool = False,
     extra_libraries: Sequence[str] | None = None,
     openmp: bool = False,
+    debug: bool | None = None,
 ) -> CompiledModule:
     """Compile inline C++ source for the CPU and register its functions as JAX FFI targets.
 
@@ -88,6 +90,8 @@ def load_cpp_inline(
         openmp: Compile and link with OpenMP (``-fopenmp``; the same as giving ``-fopenmp`` in
             ``extra_cflags``). The runtime waits passively unless ``OMP_WAIT_POLICY`` is set
             (see docs/existing-code.md).
+        debug: Build with ``-g -O0`` and ``BE_DEBUG=1`` (bounds-checked ``BE::Tensor::at<T>()``);
+            None reads ``BRAINEVENT_DEBUG`` (see docs/troubleshooting.md).
 
     A ``stream`` parameter is accepted and receives 0, so one source can serve CPU and GPU.
     """
@@ -161,7 +165,8 @@ def cpp_request(
     units: Sequence[SourceUnit], name: str, functions: Any, keywords: Mapping[str, Any]
 ) -> LoadRequest:
     """A checked request to build ``units`` as a C++ (CPU) module."""
+    from .debug_mode import debug_keywords
     from .platforms import create
 
-    options = make_options(name, keywords)
+    options = make_options(name, debug_keywords(keywords, cuda=False))
     return LoadRequest(tuple(units), functions, options, create("cpu"))

@@ -32,6 +32,7 @@
 // every module: a unit built with BE_CHECK_HEADERS=0 (no check.h, no <string>) declares
 // them without a body and calls these.
 template void BE::detail::raise_tensor_error<void>(const char*, int64_t, int64_t, BE::DType);
+template void BE::detail::raise_bounds_error<void>(int64_t, int64_t, const char*, int);
 template const char* BE::detail::exception_prefix<void>(const std::exception&) noexcept;
 
 // The CUDA runtime entry points the binding needs, declared here (C linkage, int-sized
