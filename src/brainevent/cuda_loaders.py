@@ -25,6 +25,7 @@ from .stages.request import (
     refuse_c_only,
     unit_suffix,
 )
+from .user_errors import trim_internal_frames
 
 _DIR_SUFFIXES = (".cu", *CPP_SUFFIXES, *C_SUFFIXES)
 
@@ -51,6 +52,7 @@ CUDA_KEYWORDS = (
 )
 
 
+@trim_internal_frames
 def load_cuda_inline(
     name: str,
     cuda_sources: str | Sequence[str],
@@ -121,6 +123,7 @@ def load_cuda_inline(
     return load(cuda_request(units, name, functions, keywords))
 
 
+@trim_internal_frames
 def load_cuda_file(
     path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     functions: Any = None,
@@ -136,6 +139,7 @@ def load_cuda_file(
     return load(cuda_request(units, module_name, functions, keywords))
 
 
+@trim_internal_frames
 def load_cuda_dir(
     path: str | os.PathLike[str], functions: Any = None, *, name: str | None = None, **kwargs: Any
 ) -> CompiledModule:

@@ -24,6 +24,7 @@ from .stages.request import (
     refuse_c_only,
     unit_suffix,
 )
+from .user_errors import trim_internal_frames
 
 # The keyword options of the C++ loaders (load_cpp_file takes them through **kwargs).
 CPP_KEYWORDS = (
@@ -44,6 +45,7 @@ CPP_KEYWORDS = (
 )
 
 
+@trim_internal_frames
 def load_cpp_inline(
     name: str,
     cpp_sources: str | Sequence[str],
@@ -100,6 +102,7 @@ def load_cpp_inline(
     return load(cpp_request([unit], name, functions, keywords))
 
 
+@trim_internal_frames
 def load_cpp_file(
     path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     functions: Any = None,
@@ -119,6 +122,7 @@ def load_cpp_file(
     return load(cpp_request(units, module_name, functions, keywords))
 
 
+@trim_internal_frames
 def load_cpp_dir(
     path: str | os.PathLike[str], functions: Any = None, *, name: str | None = None, **kwargs: Any
 ) -> CompiledModule:
