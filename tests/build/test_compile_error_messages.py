@@ -108,3 +108,17 @@ def test_user_error_tracebacks_end_at_the_public_call(monkeypatch):
     with pytest.raises(brainevent.CompileError) as info:
         brainevent.load_cpp_inline(name="err_frames", cpp_sources=MISSING_SEMICOLON, auto_register=False)
     assert len(traceback.extract_tb(info.value.__traceback__)) > 5
+
+
+def test_openmp_symbol_without_openmp_says_openmp_true_and_names_the_file_once():
+    source = r"""
+#include "brainevent/common.h"
+#include <omp.h>
+// @BE f arg ret:like(x)
+void f(const BE::Tensor x, BE::Tensor out) { out.data_ptr<float>()[0] = omp_get_max_threads(); }
+"""
+    text = _compile_error("err_omp_symbol", source)
+    headline = text.splitlines()[0]
+    assert "undefined symbol 'omp_get_max_threads'" in headline, text
+    assert "openmp=True" in headline and "-lname" not in headline, text
+    assert headline.count("err_omp_symbol.cpp") == 1, headline
