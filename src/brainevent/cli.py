@@ -18,14 +18,30 @@ if TYPE_CHECKING:
     from .stages import LoadRequest
 
 
+_CACHE_DIR_HELP = "cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent)"
+
+
+def _cache_dir_option() -> argparse.ArgumentParser:
+    """``--cache-dir``, accepted before the command, after it and after a cache subcommand
+    (SUPPRESS: a parser that does not see it leaves what another one read)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--cache-dir", default=argparse.SUPPRESS, help=_CACHE_DIR_HELP)
+    return parent
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="brainevent", description=__doc__.splitlines()[0])
+    cache_dir = [_cache_dir_option()]
+    parser = argparse.ArgumentParser(
+        prog="brainevent", description=__doc__.splitlines()[0], parents=cache_dir
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log build steps and commands to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="compile and run a kernel on the best platform present")
 
     doctor = sub.add_parser(
-        "doctor", help="report the toolchain, GPUs and cache; exit 1 if the stack is broken"
+        "doctor",
+        help="report the toolchain, GPUs and cache; exit 1 if the stack is broken",
+        parents=cache_dir,
     )
     doctor.add_argument("--no-compile", action="store_true", help="skip the smoke compiles")
     doctor.add_argument(
@@ -34,18 +50,16 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 1 on a load-only node too (no compiler for C++ or, with a CUDA stack, CUDA)",
     )
 
-    cache = sub.add_parser("cache", help="inspect or trim the kernel cache")
-    cache.add_argument(
-        "--cache-dir", help="cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent)"
-    )
+    cache = sub.add_parser("cache", help="inspect or trim the kernel cache", parents=cache_dir)
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)
-    cache_sub.add_parser("list", help="every cached module and entry")
-    info = cache_sub.add_parser("info", help="details of one module's entries")
+    cache_sub.add_parser("list", help="every cached module and entry", parents=cache_dir)
+    info = cache_sub.add_parser("info", help="details of one module's entries", parents=cache_dir)
     info.add_argument("name")
-    clear = cache_sub.add_parser("clear", help="remove all entries, or one module's")
+    clear = cache_sub.add_parser("clear", help="remove all entries, or one module's", parents=cache_dir)
     clear.add_argument("name", nargs="?")
     prune = cache_sub.add_parser(
         "prune",
+        parents=cache_dir,
         help="remove old versions, old or least recently used entries (default: --keep-newest 1)",
     )
     prune.add_argument("--max-size", help="keep the cache under this size, e.g. 2G")
@@ -62,10 +76,11 @@ def _parser() -> argparse.ArgumentParser:
         "action", nargs="?", choices=("list", "clear"), default="list"
     )
 
-    build = sub.add_parser("build", help="compile kernel files or directories ahead of time")
+    build = sub.add_parser(
+        "build", help="compile kernel files or directories ahead of time", parents=cache_dir
+    )
     build.add_argument("paths", nargs="*", help=".cu/.cpp files or directories of them")
     build.add_argument("--arch", action="append", default=[], help="CUDA arch, e.g. sm_80 (repeatable)")
-    build.add_argument("--cache-dir", help="cache root to fill (default: the usual cache)")
     build.add_argument(
         "--as-inline",
         action="store_true",
@@ -131,6 +146,14 @@ def _cmd_cache(args: argparse.Namespace) -> int:
             _print_entry(entry)
         return 0
     if args.cache_command == "clear":
+        if args.name is not None and not any(True for _ in admin.iter_entries(root, args.name)):
+            known = sorted({e.module for e in admin.iter_entries(root)}) if root.is_dir() else []
+            print(
+                f"no cached module {args.name!r} under {root}; nothing removed. Cached modules: "
+                f"{', '.join(known) or 'none'} (`brainevent cache list` shows them)",
+                file=sys.stderr,
+            )
+            return 1
         removed, skipped = admin.clear(root, args.name)
         print(f"removed {removed} entries" + (f"; {skipped} skipped (being built)" if skipped else ""))
         return 0
@@ -214,8 +237,21 @@ def _cmd_build(args: argparse.Namespace) -> int:
                 print(f"{state}: {request.options.name} ({request.platform.name}) -> {artifact.library}")
         except Exception as exc:  # report every path, then fail
             failures += 1
-            print(f"FAILED {raw}: {exc}", file=sys.stderr)
+            print(f"FAILED {raw}: {_for_the_shell(exc)}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _for_the_shell(exc: Exception) -> str:
+    """An error as a shell user acts on it: a missing GPU architecture names --arch."""
+    from .errors import GpuArchDetectionError
+
+    if isinstance(exc, GpuArchDetectionError):
+        return (
+            f"cannot tell which GPU architecture to build for: no GPU was found ({exc.reason}). "
+            "Name the target: --arch sm_90 (repeat for more: --arch sm_80 --arch sm_90), or set "
+            "BRAINEVENT_CUDA_ARCH=sm_80,sm_90."
+        )
+    return str(exc)
 
 
 def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
@@ -254,6 +290,12 @@ def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if not hasattr(args, "cache_dir"):
+        args.cache_dir = None
+    elif args.command == "doctor":  # doctor reads the cache root from the configuration
+        from .cache_control import set_cache_dir
+
+        set_cache_dir(args.cache_dir)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="[brainevent] %(message)s"
     )
