@@ -1,7 +1,8 @@
 """The command line: ``brainevent <command>`` or ``python -m brainevent <command>``.
 
-Commands: ``demo``, ``doctor``, ``cache list|info|clear|prune`` and ``build`` (ahead of
-time, e.g. in a container image, so that production nodes without nvcc only load).
+Commands: ``demo``, ``doctor``, ``cache list|info|clear|prune``, ``build`` (ahead of
+time, e.g. in a container image, so that production nodes without nvcc only load), ``ide``
+(a compile_commands.json for clangd) and ``includes`` (include flags, or a CMake package).
 """
 
 from __future__ import annotations
@@ -74,6 +75,22 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("choices", help="backends remembered by benchmark(remember=True)").add_argument(
         "action", nargs="?", choices=("list", "clear"), default="list"
+    )
+
+    ide = sub.add_parser(
+        "ide", help="write compile_commands.json for a directory of kernel files (clangd, IDEs)"
+    )
+    ide.add_argument("directory", nargs="?", default=".", help="the kernel files' directory (default: .)")
+    ide.add_argument("--flag", action="append", default=[], help="one more compiler flag (repeatable)")
+    ide.add_argument("--arch", default="sm_80", help="the GPU architecture .cu files are read for")
+    includes = sub.add_parser("includes", help="print the include flags a kernel file compiles with")
+    includes.add_argument(
+        "--cmake-dir",
+        metavar="DIR",
+        nargs="?",
+        const="",
+        help="instead, write a CMake package (brainevent::headers) into DIR (default: under the "
+        "cache root) and print DIR, for -Dbrainevent_DIR=",
     )
 
     build = sub.add_parser(
@@ -216,6 +233,32 @@ def _cmd_choices(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_ide(args: argparse.Namespace) -> int:
+    from .ide import include_dirs, write_compile_commands
+
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        print(f"brainevent ide: {str(directory)!r} is not a directory of kernel files", file=sys.stderr)
+        return 2
+    path, count = write_compile_commands(directory, extra_flags=args.flag, cuda_arch=args.arch)
+    print(f"wrote {path} ({count} file(s)); clangd reads it from there or a parent directory")
+    for d in include_dirs():
+        print(f"  include {d}")
+    return 0
+
+
+def _cmd_includes(args: argparse.Namespace) -> int:
+    from .ide import include_flags, write_cmake_config
+
+    if args.cmake_dir is None:
+        print(include_flags())
+        return 0
+    from .cache.store import cache_root
+
+    print(write_cmake_config(args.cmake_dir or cache_root(args.cache_dir) / "cmake"))
+    return 0
+
+
 def _cmd_build(args: argparse.Namespace) -> int:
     from .stages import build
 
@@ -303,5 +346,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .demo import run_demo
 
         return run_demo()
-    handlers = {"doctor": _cmd_doctor, "cache": _cmd_cache, "build": _cmd_build, "choices": _cmd_choices}
+    handlers = {
+        "doctor": _cmd_doctor,
+        "cache": _cmd_cache,
+        "build": _cmd_build,
+        "choices": _cmd_choices,
+        "ide": _cmd_ide,
+        "includes": _cmd_includes,
+    }
     return handlers[args.command](args)
