@@ -18,6 +18,8 @@ from collections.abc import Sequence
 
 from brainevent.errors import SpecError
 from brainevent.records import Record
+from brainevent.spec.model import Param
+from brainevent.spec.tokens import canonical_type as canon
 from brainevent.vocabulary import SCALAR_TYPES, Role
 
 __all__ = ["MAX_FIXED_RANK", "SHAPE_FORMS", "OutShape", "check_out_shapes", "parse_out_shape"]
@@ -51,8 +53,6 @@ class OutShape(Record):
 def parse_out_shape(text: str) -> OutShape | None:
     """The declaration after ``ret:``, or None when ``text`` is not one of the forms (an
     unknown type included, so the caller's message lists the forms)."""
-    from brainevent.spec.tokens import canonical_type as canon
-
     like = _LIKE.fullmatch(text)
     if like is not None:
         dtype = like.group(2)
@@ -79,11 +79,9 @@ def parse_out_shape(text: str) -> OutShape | None:
     return OutShape(None, tuple(dims), canon(fixed.group(2)))
 
 
-def check_out_shapes(head: str, params: Sequence[object], function: str) -> None:
+def check_out_shapes(head: str, params: Sequence[Param], function: str) -> None:
     """SpecError unless every declared result names an input (``like``) or integer attributes."""
-    from brainevent.spec.model import Param
-
-    typed = [p for p in params if isinstance(p, Param)]
+    typed = list(params)
     inputs = [p.name for p in typed if p.role is Role.ARG]
     attrs = {p.name: p.dtype for p in typed if p.role is Role.ATTR}
     for p in typed:
