@@ -1,4 +1,5 @@
 __version__ = "0.3.0"
 
 # Bump when the generated binding code changes shape: it is part of every cache key.
-BINDING_SCHEMA = 9  # 9: handlers in the kernel unit, one prebuilt decoder per toolchain
+# 10: declared result shapes in the parameter table; 9: one prebuilt decoder per toolchain
+BINDING_SCHEMA = 10

@@ -1,7 +1,8 @@
 """The command line: ``brainevent <command>`` or ``python -m brainevent <command>``.
 
-Commands: ``demo``, ``doctor``, ``cache list|info|clear|prune`` and ``build`` (ahead of
-time, e.g. in a container image, so that production nodes without nvcc only load).
+Commands: ``demo``, ``doctor``, ``cache list|info|clear|prune``, ``build`` (ahead of
+time, e.g. in a container image, so that production nodes without nvcc only load), ``ide``
+(a compile_commands.json for clangd) and ``includes`` (include flags, or a CMake package).
 """
 
 from __future__ import annotations
@@ -18,14 +19,30 @@ if TYPE_CHECKING:
     from .stages import LoadRequest
 
 
+_CACHE_DIR_HELP = "cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent)"
+
+
+def _cache_dir_option() -> argparse.ArgumentParser:
+    """``--cache-dir``, accepted before the command, after it and after a cache subcommand
+    (SUPPRESS: a parser that does not see it leaves what another one read)."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--cache-dir", default=argparse.SUPPRESS, help=_CACHE_DIR_HELP)
+    return parent
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="brainevent", description=__doc__.splitlines()[0])
+    cache_dir = [_cache_dir_option()]
+    parser = argparse.ArgumentParser(
+        prog="brainevent", description=__doc__.splitlines()[0], parents=cache_dir
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log build steps and commands to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="compile and run a kernel on the best platform present")
 
     doctor = sub.add_parser(
-        "doctor", help="report the toolchain, GPUs and cache; exit 1 if the stack is broken"
+        "doctor",
+        help="report the toolchain, GPUs and cache; exit 1 if the stack is broken",
+        parents=cache_dir,
     )
     doctor.add_argument("--no-compile", action="store_true", help="skip the smoke compiles")
     doctor.add_argument(
@@ -34,18 +51,16 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 1 on a load-only node too (no compiler for C++ or, with a CUDA stack, CUDA)",
     )
 
-    cache = sub.add_parser("cache", help="inspect or trim the kernel cache")
-    cache.add_argument(
-        "--cache-dir", help="cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent)"
-    )
+    cache = sub.add_parser("cache", help="inspect or trim the kernel cache", parents=cache_dir)
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)
-    cache_sub.add_parser("list", help="every cached module and entry")
-    info = cache_sub.add_parser("info", help="details of one module's entries")
+    cache_sub.add_parser("list", help="every cached module and entry", parents=cache_dir)
+    info = cache_sub.add_parser("info", help="details of one module's entries", parents=cache_dir)
     info.add_argument("name")
-    clear = cache_sub.add_parser("clear", help="remove all entries, or one module's")
+    clear = cache_sub.add_parser("clear", help="remove all entries, or one module's", parents=cache_dir)
     clear.add_argument("name", nargs="?")
     prune = cache_sub.add_parser(
         "prune",
+        parents=cache_dir,
         help="remove old versions, old or least recently used entries (default: --keep-newest 1)",
     )
     prune.add_argument("--max-size", help="keep the cache under this size, e.g. 2G")
@@ -62,10 +77,27 @@ def _parser() -> argparse.ArgumentParser:
         "action", nargs="?", choices=("list", "clear"), default="list"
     )
 
-    build = sub.add_parser("build", help="compile kernel files or directories ahead of time")
+    ide = sub.add_parser(
+        "ide", help="write compile_commands.json for a directory of kernel files (clangd, IDEs)"
+    )
+    ide.add_argument("directory", nargs="?", default=".", help="the kernel files' directory (default: .)")
+    ide.add_argument("--flag", action="append", default=[], help="one more compiler flag (repeatable)")
+    ide.add_argument("--arch", default="sm_80", help="the GPU architecture .cu files are read for")
+    includes = sub.add_parser("includes", help="print the include flags a kernel file compiles with")
+    includes.add_argument(
+        "--cmake-dir",
+        metavar="DIR",
+        nargs="?",
+        const="",
+        help="instead, write a CMake package (brainevent::headers) into DIR (default: under the "
+        "cache root) and print DIR, for -Dbrainevent_DIR=",
+    )
+
+    build = sub.add_parser(
+        "build", help="compile kernel files or directories ahead of time", parents=cache_dir
+    )
     build.add_argument("paths", nargs="*", help=".cu/.cpp files or directories of them")
     build.add_argument("--arch", action="append", default=[], help="CUDA arch, e.g. sm_80 (repeatable)")
-    build.add_argument("--cache-dir", help="cache root to fill (default: the usual cache)")
     build.add_argument(
         "--as-inline",
         action="store_true",
@@ -133,6 +165,14 @@ def _cmd_cache(args: argparse.Namespace) -> int:
             _print_entry(entry)
         return 0
     if args.cache_command == "clear":
+        if args.name is not None and not any(True for _ in admin.iter_entries(root, args.name)):
+            known = sorted({e.module for e in admin.iter_entries(root)}) if root.is_dir() else []
+            print(
+                f"no cached module {args.name!r} under {root}; nothing removed. Cached modules: "
+                f"{', '.join(known) or 'none'} (`brainevent cache list` shows them)",
+                file=sys.stderr,
+            )
+            return 1
         removed, skipped = admin.clear(root, args.name)
         print(f"removed {removed} entries" + (f"; {skipped} skipped (being built)" if skipped else ""))
         return 0
@@ -195,6 +235,32 @@ def _cmd_choices(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_ide(args: argparse.Namespace) -> int:
+    from .ide import include_dirs, write_compile_commands
+
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        print(f"brainevent ide: {str(directory)!r} is not a directory of kernel files", file=sys.stderr)
+        return 2
+    path, count = write_compile_commands(directory, extra_flags=args.flag, cuda_arch=args.arch)
+    print(f"wrote {path} ({count} file(s)); clangd reads it from there or a parent directory")
+    for d in include_dirs():
+        print(f"  include {d}")
+    return 0
+
+
+def _cmd_includes(args: argparse.Namespace) -> int:
+    from .ide import include_flags, write_cmake_config
+
+    if args.cmake_dir is None:
+        print(include_flags())
+        return 0
+    from .cache.store import cache_root
+
+    print(write_cmake_config(args.cmake_dir or cache_root(args.cache_dir) / "cmake"))
+    return 0
+
+
 def _cmd_build(args: argparse.Namespace) -> int:
     from .stages import build
 
@@ -216,8 +282,21 @@ def _cmd_build(args: argparse.Namespace) -> int:
                 print(f"{state}: {request.options.name} ({request.platform.name}) -> {artifact.library}")
         except Exception as exc:  # report every path, then fail
             failures += 1
-            print(f"FAILED {raw}: {exc}", file=sys.stderr)
+            print(f"FAILED {raw}: {_for_the_shell(exc)}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _for_the_shell(exc: Exception) -> str:
+    """An error as a shell user acts on it: a missing GPU architecture names --arch."""
+    from .errors import GpuArchDetectionError
+
+    if isinstance(exc, GpuArchDetectionError):
+        return (
+            f"cannot tell which GPU architecture to build for: no GPU was found ({exc.reason}). "
+            "Name the target: --arch sm_90 (repeat for more: --arch sm_80 --arch sm_90), or set "
+            "BRAINEVENT_CUDA_ARCH=sm_80,sm_90."
+        )
+    return str(exc)
 
 
 def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
@@ -256,6 +335,12 @@ def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if not hasattr(args, "cache_dir"):
+        args.cache_dir = None
+    elif args.command == "doctor":  # doctor reads the cache root from the configuration
+        from .cache_control import set_cache_dir
+
+        set_cache_dir(args.cache_dir)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="[brainevent] %(message)s"
     )
@@ -263,7 +348,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .demo import run_demo
 
         return run_demo()
-    handlers = {"doctor": _cmd_doctor, "cache": _cmd_cache, "build": _cmd_build, "choices": _cmd_choices}
+    handlers = {
+        "doctor": _cmd_doctor,
+        "cache": _cmd_cache,
+        "build": _cmd_build,
+        "choices": _cmd_choices,
+        "ide": _cmd_ide,
+        "includes": _cmd_includes,
+    }
     from .errors import BrainEventError
 
     try:

@@ -25,6 +25,7 @@ from .stages.request import (
     refuse_c_only,
     unit_suffix,
 )
+from .user_errors import trim_internal_frames
 
 _DIR_SUFFIXES = (".cu", *CPP_SUFFIXES, *C_SUFFIXES)
 
@@ -47,9 +48,11 @@ CUDA_KEYWORDS = (
     "allow_cuda_graph",
     "extra_libraries",
     "openmp",
+    "debug",
 )
 
 
+@trim_internal_frames
 def load_cuda_inline(
     name: str,
     cuda_sources: str | Sequence[str],
@@ -72,6 +75,7 @@ def load_cuda_inline(
     allow_cuda_graph: bool = True,
     extra_libraries: Sequence[str] | None = None,
     openmp: bool = False,
+    debug: bool | None = None,
 ) -> CompiledModule:
     """Compile inline CUDA source and load the resulting module.
 
@@ -107,6 +111,7 @@ def load_cuda_inline(
             before the module (see docs/existing-code.md).
         openmp: Compile and link host code with OpenMP (``-Xcompiler=-fopenmp``; the same as
             giving ``-fopenmp`` in ``extra_cuda_cflags``).
+        debug: Build with ``-g -lineinfo -O0`` and ``BE_DEBUG=1``; None reads ``BRAINEVENT_DEBUG``.
     """
     keywords = {key: value for key, value in locals().items() if key in CUDA_KEYWORDS}
     units = [inline_unit(name, cuda_sources, "cuda_sources", ".cu")]
@@ -118,6 +123,7 @@ def load_cuda_inline(
     return load(cuda_request(units, name, functions, keywords))
 
 
+@trim_internal_frames
 def load_cuda_file(
     path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     functions: Any = None,
@@ -133,6 +139,7 @@ def load_cuda_file(
     return load(cuda_request(units, module_name, functions, keywords))
 
 
+@trim_internal_frames
 def load_cuda_dir(
     path: str | os.PathLike[str], functions: Any = None, *, name: str | None = None, **kwargs: Any
 ) -> CompiledModule:
@@ -174,6 +181,9 @@ def cuda_request(
     if "extra_cuda_cflags" in options:
         options["extra_cflags"] = options.pop("extra_cuda_cflags")
     _refuse_cudart(options.get("extra_libraries"))
+    from .debug_mode import debug_keywords
+
+    options = debug_keywords(options, cuda=True)
     checked = make_options(name, options, labels={"extra_cflags": "extra_cuda_cflags"})
     return LoadRequest(
         tuple(units), functions, checked, create("cuda", compute_capability=compute_capability)

@@ -345,12 +345,24 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
             "  load-only: OK. This node loads modules built ahead of time (`brainevent build`)."
         )
     else:
-        report.lines.append("  ok: C++ builds work" + (", CUDA builds work" if cuda_ok else ""))
+        report.lines.append("  ok: C++ builds work" + (_cuda_verdict(probe.devices) if cuda_ok else ""))
     for what in report.cannot_build:
         report.lines.append(f"  cannot build {what}")
     if report.require_build and report.cannot_build:
         report.lines.append("  --require-build: this node must build, so the exit status is 1")
     return report
+
+
+def _cuda_verdict(devices: object) -> str:
+    """What a working nvcc means here: without a GPU (and no BRAINEVENT_CUDA_ARCH) a CUDA
+    load must name its architecture, or it fails."""
+    if devices or config.CUDA_ARCH.get():
+        return ", CUDA builds work"
+    return (
+        ", CUDA builds work when given an architecture: no GPU here, so pass "
+        'compute_capability="sm_90" to the loader (`brainevent build --arch sm_90`) or set '
+        f"{config.CUDA_ARCH.name}=sm_90"
+    )
 
 
 def print_diagnostics() -> None:

@@ -24,6 +24,7 @@ from .stages.request import (
     refuse_c_only,
     unit_suffix,
 )
+from .user_errors import trim_internal_frames
 
 # The keyword options of the C++ loaders (load_cpp_file takes them through **kwargs).
 CPP_KEYWORDS = (
@@ -40,9 +41,11 @@ CPP_KEYWORDS = (
     "use_fast_math",
     "extra_libraries",
     "openmp",
+    "debug",
 )
 
 
+@trim_internal_frames
 def load_cpp_inline(
     name: str,
     cpp_sources: str | Sequence[str],
@@ -61,6 +64,7 @@ def load_cpp_inline(
     use_fast_math: bool = False,
     extra_libraries: Sequence[str] | None = None,
     openmp: bool = False,
+    debug: bool | None = None,
 ) -> CompiledModule:
     """Compile inline C++ source for the CPU and register its functions as JAX FFI targets.
 
@@ -88,6 +92,8 @@ def load_cpp_inline(
         openmp: Compile and link with OpenMP (``-fopenmp``; the same as giving ``-fopenmp`` in
             ``extra_cflags``). The runtime waits passively unless ``OMP_WAIT_POLICY`` is set
             (see docs/existing-code.md).
+        debug: Build with ``-g -O0`` and ``BE_DEBUG=1`` (bounds-checked ``BE::Tensor::at<T>()``);
+            None reads ``BRAINEVENT_DEBUG`` (see docs/troubleshooting.md).
 
     A ``stream`` parameter is accepted and receives 0, so one source can serve CPU and GPU.
     """
@@ -96,6 +102,7 @@ def load_cpp_inline(
     return load(cpp_request([unit], name, functions, keywords))
 
 
+@trim_internal_frames
 def load_cpp_file(
     path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     functions: Any = None,
@@ -115,6 +122,7 @@ def load_cpp_file(
     return load(cpp_request(units, module_name, functions, keywords))
 
 
+@trim_internal_frames
 def load_cpp_dir(
     path: str | os.PathLike[str], functions: Any = None, *, name: str | None = None, **kwargs: Any
 ) -> CompiledModule:
@@ -161,7 +169,8 @@ def cpp_request(
     units: Sequence[SourceUnit], name: str, functions: Any, keywords: Mapping[str, Any]
 ) -> LoadRequest:
     """A checked request to build ``units`` as a C++ (CPU) module."""
+    from .debug_mode import debug_keywords
     from .platforms import create
 
-    options = make_options(name, keywords)
+    options = make_options(name, debug_keywords(keywords, cuda=False))
     return LoadRequest(tuple(units), functions, options, create("cpu"))

@@ -194,3 +194,16 @@ def test_build_into_refuses_bad_directories(tmp_path: Path) -> None:
     assert done.returncode == 2 and "elsewhere.cpp not inside" in done.stderr, done.stderr
     done = _cli(cache=tmp_path / "c")
     assert done.returncode == 2 and "give kernel files or directories" in done.stderr, done.stderr
+
+
+def test_wheel_pins_brainevent_and_carries_a_platform_tag(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path, "--platform", "cpu")
+    assert not wheel.name.endswith("-py3-none-any.whl"), wheel.name
+    assert wheel.name.endswith(".whl") and "-py3-none-linux_" in wheel.name, wheel.name
+    archive = zipfile.ZipFile(wheel)
+    metadata = archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    from brainevent import __version__
+
+    assert f"Requires-Dist: brainevent=={__version__}" in metadata, metadata
+    wheel_info = archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/WHEEL"))).decode()
+    assert "Root-Is-Purelib: false" in wheel_info, wheel_info

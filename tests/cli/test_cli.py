@@ -308,3 +308,60 @@ def test_lock_wait_is_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -
         other.wait(timeout=120)
     assert not mod.built_now
     assert "waiting for the build lock of waited" in caplog.text and f"pid {other.pid}" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ["--cache-dir", "{d}", "cache", "list"],
+        ["cache", "--cache-dir", "{d}", "list"],
+        ["cache", "list", "--cache-dir", "{d}"],
+    ],
+    ids=["before-command", "after-command", "after-subcommand"],
+)
+def test_cache_dir_is_accepted_anywhere(fresh_cache: Path, tmp_path: Path, where: list[str]) -> None:
+    other = tmp_path / "other-cache"
+    brainevent.load_cpp_inline(
+        name="anywhere_mod", cpp_sources=KERNEL, build_directory=str(other), auto_register=False
+    )
+    done = _cli(*[w.format(d=other) for w in where])
+    assert done.returncode == 0, done.stderr
+    assert f"cache: {other}" in done.stdout and "anywhere_mod/" in done.stdout, done.stdout
+
+
+def test_cache_clear_of_an_unknown_module_fails(fresh_cache: Path) -> None:
+    brainevent.load_cpp_inline(name="clear_kept_mod", cpp_sources=KERNEL, auto_register=False)
+    done = _cli("cache", "clear", "clear_kept_mdo", env={"BRAINEVENT_CACHE_DIR": str(fresh_cache)})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no cached module 'clear_kept_mdo'" in done.stderr and "nothing removed" in done.stderr
+    assert "clear_kept_mod" in done.stderr  # the cached modules are listed
+    listed = _cli("cache", "list", env={"BRAINEVENT_CACHE_DIR": str(fresh_cache)})
+    assert "clear_kept_mod/" in listed.stdout
+
+
+def test_build_without_a_gpu_names_the_arch_option(tmp_path: Path) -> None:
+    from brainevent.toolchain.cuda_driver import probe_devices
+
+    if probe_devices().devices:
+        pytest.skip("not applicable: a GPU is present, so no architecture is missing")
+    if shutil.which("nvcc") is None:
+        pytest.skip("no nvcc to reach the architecture check")
+    kernel = tmp_path / "ones.cu"
+    kernel.write_text(CUDA_KERNEL)
+    env = {"BRAINEVENT_CUDA_ARCH": "", "BRAINEVENT_CACHE_DIR": str(tmp_path / "cache")}
+    done = _cli("build", str(kernel), env=env)
+    assert done.returncode == 1
+    assert "--arch sm_90" in done.stderr and "compute_capability=" not in done.stderr, done.stderr
+
+
+def test_doctor_without_a_gpu_says_cuda_builds_need_an_arch(tmp_path: Path) -> None:
+    from brainevent.toolchain.cuda_driver import probe_devices
+
+    if probe_devices().devices:
+        pytest.skip("not applicable: a GPU is present")
+    if shutil.which("nvcc") is None:
+        pytest.skip("no nvcc: doctor reports no CUDA builds at all")
+    done = _cli("doctor", env={"BRAINEVENT_CUDA_ARCH": "", "BRAINEVENT_CACHE_DIR": str(tmp_path)})
+    verdict = done.stdout.split("Verdict")[-1]
+    assert "CUDA builds work when given an architecture" in verdict, done.stdout
+    assert "BRAINEVENT_CUDA_ARCH=sm_90" in verdict and "--arch sm_90" in verdict

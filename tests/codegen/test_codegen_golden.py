@@ -53,6 +53,19 @@ SUM_WITH_SCRATCH = FunctionSpec(
     "scratch_kernels.cpp",
     3,
 )
+DECLARED = FunctionSpec(
+    "declared",
+    (
+        Param(Role.ARG, "x", None, "const BE::Tensor"),
+        Param(Role.RET, "same", None, "BE::Tensor", None, "like(x)"),
+        Param(Role.RET, "mask", None, "BE::Tensor", None, "like(x):bool"),
+        Param(Role.RET, "table", None, "BE::Tensor", None, "(n,4):float32"),
+        Param(Role.RET, "scalar", None, "BE::Tensor", None, "():int64"),
+        Param(Role.ATTR, "n", "int32", "int"),
+    ),
+    "declared.cpp",
+    2,
+)
 SCRATCH_SOURCE = """#include "brainevent/common.h"
 
 void sum_with_scratch(const BE::Tensor x, BE::Tensor out, BE::Scratch work, int64_t stream) {}
@@ -74,6 +87,7 @@ CASES = {
         [VECTOR_ADD, SCALE_BY],
         render_binding("my_kernels", [VECTOR_ADD, SCALE_BY], platform="cpu"),
     ),
+    "binding_declared_cpu.cpp": lambda: render_binding("declared_kernels", [DECLARED], platform="cpu"),
     "decoder_cpu.cpp": lambda: render_decoder(platform="cpu"),
     "decoder_cuda.cpp": lambda: render_decoder(platform="cuda"),
     "binding_scratch_cuda.cpp": lambda: render_binding(

@@ -1,6 +1,6 @@
 """Run the published brainevent 0.2.1's own kernel-toolchain tests against this project.
 
-    python tests/compat/run021.py [--gpu] [--wheel PATH] [--workdir DIR] [-- PYTEST_ARGS]
+    python tests/compat/run021.py [--gpu] [--wheel PATH] [--workdir DIR] [--record] [-- PYTEST_ARGS]
 
 Steps: download the 0.2.1 wheel (``pip download``, at run time: nothing of 0.2.1 is kept in
 this repository), extract its ``brainevent/_op/*_test.py`` files of the kernel toolchain,
@@ -8,7 +8,9 @@ rewrite their ``brainevent`` imports (and nothing else) to this package's public
 a conftest that skips the tests of 0.2.1's private helpers (``NOT_APPLICABLE``, a reason each)
 and marks the deliberate differences as expected failures (``DELIBERATE``, see
 docs/compatibility.md), and run pytest on them. Without ``--gpu`` JAX runs on the CPU and the
-GPU tests skip; with it they must find a GPU.
+GPU tests skip; with it they must find a GPU. ``--record`` writes the counts to
+``docs/compatibility-results/<cpu|gpu>.json``, from which docs/compatibility.md's table of
+last results is written (tests/docs check that the two agree).
 """
 
 from __future__ import annotations
@@ -344,6 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu", action="store_true", help="run on the GPU (the GPU tests must not skip)")
     parser.add_argument("--wheel", type=Path, help="a brainevent 0.2.1 wheel (default: pip download it)")
     parser.add_argument("--workdir", type=Path, help="where to put the rewritten tests (default: a temp dir)")
+    parser.add_argument(
+        "--record", action="store_true", help="write the counts to docs/compatibility-results/ and the table"
+    )
     parser.add_argument("pytest_args", nargs="*", help="passed to pytest (after --)")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="brainevent-compat-"))
@@ -363,9 +368,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         env["JAX_PLATFORMS"] = "cpu"
     print(f"0.2.1 tests rewritten into {folder}", flush=True)
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", *(args.pytest_args or ["-q"])], cwd=folder, env=env
-    ).returncode
+    junit = workdir / "results.xml"
+    pytest_args = [*(args.pytest_args or ["-q"]), *([f"--junitxml={junit}"] if args.record else [])]
+    code = subprocess.run([sys.executable, "-m", "pytest", *pytest_args], cwd=folder, env=env).returncode
+    if args.record:
+        from compat_results import record
+
+        print(f"recorded {record(junit, gpu=args.gpu)}")
+    return code
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ __global__ void add_kernel(const float* a, const float* b, float* out, int n) {
     if (idx < n) out[idx] = a[idx] + b[idx];
 }
 
-// @BE vector_add arg arg ret stream
+// @BE vector_add arg arg ret:like(a) stream
 void vector_add(const BE::Tensor a, const BE::Tensor b,
                 BE::Tensor out, int64_t stream) {
     int n = a.numel();

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..errors import CompileError
 from .link_diagnostics import linker_causes
+from .source_quote import QuotedSource, quote_error_line
 
 _MAX_LINES = 25
 
@@ -57,12 +60,69 @@ _LEFT_OUT = {
 }
 
 
+# The quoted name of an unknown-name error: g++'s ‘x’, clang's 'x', nvcc's "x".
+_QUOTED = re.compile(r"[‘'\"]([A-Za-z_][A-Za-z0-9_:]*)[’'\"]")
+# What <string> and <stdexcept> (kept out with the checking half) declare that kernels use.
+_STD_CHECK_NAMES = frozenset(
+    {"string", "to_string", "runtime_error", "exception", "invalid_argument", "logic_error",
+     "out_of_range", "length_error", "overflow_error", "stoi", "stol", "stoll", "stod", "stof"}
+)  # fmt: skip
+# BE:: names that stay declared without the checking half (optional_headers._BE_WITHOUT_CHECKS).
+_BE_KEPT = frozenset(
+    {"Tensor", "DType", "DTypeOf", "dtype_of", "element_size", "dtype_size", "dtype_name",
+     "float16", "bfloat16", "float16_t", "bfloat16_t", "complex64_t", "complex128_t"}
+)  # fmt: skip
+
+
+def unknown_names(lines: Iterable[str]) -> list[tuple[str, str]]:
+    """(name, its error line) for each error about a name the compiler does not know."""
+    found = []
+    for line in lines:
+        if _is_error_line(line) and any(marker in line for marker in _UNKNOWN_NAME):
+            for name in _QUOTED.findall(line):
+                found.append((name.split("::")[-1] or name, line))
+    return found
+
+
+def _needs_left_out(macro: str, names: Sequence[tuple[str, str]]) -> bool:
+    """Whether an unknown name is one that the left-out part ``macro`` would have declared."""
+    for name, line in names:
+        if name == "BE":  # namespace BE itself unknown: common.h is missing altogether
+            continue
+        if macro == "BE_STD_COMPLEX" and "complex" in name.lower():
+            return True
+        if macro != "BE_CHECK_HEADERS":
+            continue
+        in_be = "'BE'" in line or "‘BE’" in line or 'namespace "BE"' in line
+        if name.startswith("BE_") or name in _STD_CHECK_NAMES or (in_be and name not in _BE_KEPT):
+            return True
+    return False
+
+
+def _missing_include_hint(names: Sequence[tuple[str, str]], lines: Sequence[str]) -> str:
+    """BE:: used without brainevent/common.h: the compiler does not know namespace BE."""
+    nvcc_style = any('name followed by "::" must be a class or namespace name' in line for line in lines)
+    if not nvcc_style and not any(name == "BE" for name, _ in names):
+        return ""
+    return (
+        "\n\nHint: the source uses BE:: but does not include brainevent/common.h. Add\n"
+        '    #include "brainevent/common.h"\n'
+        "at its top (for a CUDA module, in every unit that names BE::)."
+    )
+
+
 def _left_out_note(log_text: str, lines: list[str]) -> str:
     """Why a name may be missing: the build left an optional header out of the unit, judging
-    from the sources it could read, and a header from elsewhere needs it."""
-    if not any(marker in line for line in lines for marker in _UNKNOWN_NAME):
+    from the sources it could read, and a header from elsewhere needs it. Only said when an
+    unknown name is one the left-out part declares."""
+    names = unknown_names(lines)
+    if not names:
         return ""
-    left_out = [(macro, what) for macro, what in _LEFT_OUT.items() if f"-D{macro}=0" in log_text]
+    left_out = [
+        (macro, what)
+        for macro, what in _LEFT_OUT.items()
+        if f"-D{macro}=0" in log_text and _needs_left_out(macro, names)
+    ]
     if not left_out:
         return ""
     parts = "; ".join(f"{what} (-D{macro}=0)" for macro, what in left_out)
@@ -93,8 +153,10 @@ def compile_error(
     *,
     timed_out: bool = False,
     timeout_s: float | None = None,
+    sources: Sequence[QuotedSource] = (),
 ) -> CompileError:
-    """A CompileError whose message starts with the first diagnostic and ends with the log path."""
+    """A CompileError whose message starts with the first diagnostic (and the source line it
+    points at, from ``sources``) and ends with the log path."""
     if timed_out:
         return CompileError(
             f"{timeout_message(module, timeout_s)}\nPartial build log: {log_path}",
@@ -123,6 +185,10 @@ def compile_error(
     headline = first_error or "the compiler failed without an error line (see the log)"
     if first_error is not None and "omp.h" in first_error and "No such file" in first_error:
         headline += " (the OpenMP header: install the compiler's OpenMP runtime, e.g. libgomp)"
-    message = f"compiling module {module!r} failed: {headline}\n\n{body}{_left_out_note(log_text, lines)}"
+    quote = quote_error_line(first_error, sources) if first_error is not None else ""
+    if quote:
+        headline += f"\n{quote}"
+    hints = _missing_include_hint(unknown_names(lines), lines) + _left_out_note(log_text, lines)
+    message = f"compiling module {module!r} failed: {headline}\n\n{body}{hints}"
     message += f"\n\nFull build log: {log_path}"
     return CompileError(message, module=module, log_path=str(log_path), first_error=first_error)

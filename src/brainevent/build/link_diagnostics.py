@@ -30,6 +30,7 @@ _MULTIPLE = re.compile(
 _MISSING_LIBRARY = re.compile(r"cannot find -l(?P<library>[\w.+\-]+)")
 _GENERATED_PREFIX = "be_entry_"
 _OPENMP_LIBRARIES = ("gomp", "omp", "iomp5")
+_OPENMP_PREFIXES = ("omp_", "GOMP_", "__kmpc_")  # the OpenMP API, GCC's and LLVM's runtime entries
 _LINKER_PREFIX = re.compile(r"^(?:/\S*/)?(?:ld|ld\.\w+|collect2)(?:: warning)?: ")
 
 
@@ -65,10 +66,14 @@ def linker_causes(lines: Sequence[str]) -> list[str]:
                 causes.append(found["symbol"])  # a placeholder, filled in below
                 undefined[found["symbol"]] = []
             known = undefined[found["symbol"]]
-            if generated and any(p.startswith(found["where"]) for p in known):
-                continue
+            if any(p.startswith(found["where"]) for p in known):
+                # One file once: the generated caller's copy (the user's function inlined
+                # into it) gives way to the place that names the user's function.
+                if generated:
+                    continue
+                known[:] = [p for p in known if p != found["where"]]
             if place not in known:
-                undefined[found["symbol"]].append(place)
+                known.append(place)
         elif found := _MULTIPLE.match(line):
             places = f"{found['where']} and {found['first']}"
             if found["where"] == found["first"]:
@@ -86,10 +91,17 @@ def linker_causes(lines: Sequence[str]) -> list[str]:
 
 def _undefined(symbol: str, places: list[str]) -> str:
     where = "; ".join(places[:3]) + (f"; and {len(places) - 3} more" if len(places) > 3 else "")
-    return (
-        f"undefined symbol '{symbol}', used in {where}. Define it in one of the module's files, or "
-        "link the library that defines it (extra_ldflags, e.g. ['-lname'])."
-    )
+    if symbol.startswith(_OPENMP_PREFIXES):
+        fix = (
+            "It is OpenMP's: pass openmp=True to the loader (it compiles and links with -fopenmp); "
+            "see docs/existing-code.md#openmp."
+        )
+    else:
+        fix = (
+            "Define it in one of the module's files, or link the library that defines it "
+            "(extra_ldflags, e.g. ['-lname'])."
+        )
+    return f"undefined symbol '{symbol}', used in {where}. {fix}"
 
 
 def _missing_library(library: str) -> str:

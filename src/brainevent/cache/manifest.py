@@ -178,7 +178,8 @@ class SpecTable(_SpecMapping):
 
 
 def spec_to_json(spec: FunctionSpec) -> dict[str, Any]:
-    """A spec as its manifest row: each parameter ``[role, name, dtype, cxx_type(, scratch bytes)]``."""
+    """A spec as its manifest row: each parameter
+    ``[role, name, dtype, cxx_type(, scratch bytes(, result shape))]``."""
     return {
         "params": [_param_to_json(p) for p in spec.params],
         "source_file": spec.source_file,
@@ -189,8 +190,10 @@ def spec_to_json(spec: FunctionSpec) -> dict[str, Any]:
 
 def _param_to_json(p: Param) -> list[Any]:
     row: list[Any] = [p.role.value, p.name, p.dtype, p.cxx_type]
-    if p.scratch_bytes is not None:  # only scratch parameters carry a fifth field
+    if p.scratch_bytes is not None or p.shape is not None:  # scratch sizes, declared result shapes
         row.append(p.scratch_bytes)
+    if p.shape is not None:
+        row.append(p.shape)
     return row
 
 

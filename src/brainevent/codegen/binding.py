@@ -41,12 +41,29 @@ __all__ = [
 ]
 
 
-def _param_row(param: Param) -> str:
+def _declared_ret_row(param: Param, spec: FunctionSpec) -> str:
+    """A ``ret:<shape>`` result's row: the input's ordinal or the fixed dims (attributes as -(k+1))."""
+    from ..spec.out_shape import parse_out_shape
+
+    assert param.shape is not None
+    decl = parse_out_shape(param.shape)
+    assert decl is not None  # checked when the spec was bound
+    name, shape = c_string_literal(param.name), c_string_literal(param.shape)
+    dtype = dtype_enum(decl.dtype) if decl.dtype else "Invalid"
+    if decl.like is not None:
+        ordinal = [p.name for p in spec.args].index(decl.like)
+        return f"BE_RET_LIKE({name}, {shape}, {ordinal}, {dtype})"
+    attrs = [p.name for p in spec.attrs]
+    dims = [str(d) if isinstance(d, int) else str(-(attrs.index(d) + 1)) for d in decl.dims or ()]
+    return f"BE_RET_FIXED({name}, {shape}, {dtype}, {len(dims)}, {', '.join(dims)})"
+
+
+def _param_row(param: Param, spec: FunctionSpec) -> str:
     match param.role:
         case Role.ARG:
             return "BE_ARG"
         case Role.RET:
-            return "BE_RET"
+            return "BE_RET" if param.shape is None else _declared_ret_row(param, spec)
         case Role.STREAM:
             return "BE_STREAM"
         case Role.SCRATCH:
@@ -59,7 +76,7 @@ def _param_row(param: Param) -> str:
 
 
 def _render_function(module: str, spec: FunctionSpec, target: BindingTarget) -> str:
-    rows = " ".join(_param_row(p) for p in spec.params)
+    rows = " ".join(_param_row(p, spec) for p in spec.params)
     target_name = c_string_literal(f"{module}.{spec.name}")
     location = c_string_literal(f"{spec.source_file}:{spec.line}")
     return (

@@ -12,6 +12,15 @@ from ..errors import KernelCallError
 
 def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
     """A NumPy scalar of exactly the declared type, or a KernelCallError naming the attribute."""
+    if _is_tracer(value):
+        raise KernelCallError(
+            f"{target}: attribute {name!r} ({dtype}) got a traced value {value!r}: attributes are "
+            "constants compiled into the call, and jax.jit traces every argument it is given. Fix: "
+            f"close over it (jax.jit(lambda x: f(x, {name}=2))), or mark it static "
+            f"(jax.jit(f, static_argnames={name!r}))",
+            target=target,
+            attribute=name,
+        )
     if dtype == "bfloat16":
         import ml_dtypes  # shipped with jax
 
@@ -56,6 +65,11 @@ def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
         _check_real(target, name, dtype, np_type, value)
         return np_type(value)
     return _complex_attr(target, name, dtype, value)  # complex64 / complex128: all that is left
+
+
+def _is_tracer(value: Any) -> bool:
+    """A JAX tracer (jit, grad, vmap): it has an abstract value instead of a number."""
+    return hasattr(value, "aval") and "Tracer" in type(value).__name__
 
 
 def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:

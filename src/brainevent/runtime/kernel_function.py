@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import KernelCallError, KernelNotAvailableError
 from ..platforms import HOST_PLATFORM, platform_class
 from .attrs import convert_attr
+from .declared_outs import declared_results
 
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec
@@ -62,7 +63,9 @@ class KernelFunction:
         self.check_arity(len(arrays))
         converted = self.converted_attrs(attrs)
         platform_class(self.platform).check_inputs(self.target, arrays)
-        result_specs = self._result_specs(arrays, outs)
+        result_specs = declared_results(self.target, spec, arrays, converted, outs) or self._result_specs(
+            arrays, outs
+        )
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
         if self.num_batch_dims is not None:
             out = self._partitioned(arrays, result_specs, converted, scratch_bytes)

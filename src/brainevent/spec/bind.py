@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 from brainevent.errors import SpecError
 from brainevent.spec.cxx_types import ACCEPTED, TypeClass
 from brainevent.spec.model import Param, Role
+from brainevent.spec.out_shape import check_out_shapes
 from brainevent.spec.signature import CxxParam, CxxSignature, classify
 from brainevent.spec.tokens import SpecToken
 from brainevent.vocabulary import unhandled
@@ -60,6 +61,7 @@ def bind_tokens(sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = ""
             )
         _check_attr_name(head, sig, position, tok, cparam)  # after the type: a tensor's name is no news
         params.append(_param(tok, cls, cparam, position))
+    check_out_shapes(head, params, sig.name)
     return tuple(params)
 
 
@@ -109,7 +111,9 @@ def _param(tok: SpecToken, cls: TypeClass, cparam: CxxParam, position: int) -> P
         case Role.ATTR:
             assert tok.attr_name is not None
             return Param(Role.ATTR, tok.attr_name, tok.dtype or cls.detail, cparam.type)
-        case Role.ARG | Role.RET | Role.STREAM:
+        case Role.RET:
+            return Param(tok.role, cparam.name or f"param{position}", None, cparam.type, None, tok.shape)
+        case Role.ARG | Role.STREAM:
             return Param(tok.role, cparam.name or f"param{position}", None, cparam.type)
         case Role.SCRATCH:
             return Param(tok.role, cparam.name or f"param{position}", None, cparam.type, tok.scratch_bytes)

@@ -20,7 +20,7 @@ __all__ = ["SCALAR_TYPES", "FunctionSpec", "Param", "Role"]
 class Param(Record):
     """One C++ parameter of an entry point."""
 
-    __slots__ = _fields = ("role", "name", "dtype", "cxx_type", "scratch_bytes")
+    __slots__ = _fields = ("role", "name", "dtype", "cxx_type", "scratch_bytes", "shape")
 
     def __init__(
         self,
@@ -29,18 +29,22 @@ class Param(Record):
         dtype: str | None = None,
         cxx_type: str = "",
         scratch_bytes: int | None = None,
+        shape: str | None = None,
     ) -> None:
         self.role = role
         self.name = name  # the C++ parameter name (for attrs: the attribute name seen from Python)
         self.dtype = dtype  # canonical scalar type, attrs only
         self.cxx_type = cxx_type  # the C++ type as written, normalised to single spaces
         self.scratch_bytes = scratch_bytes  # scratch only: the size `scratch:<bytes>` gave, if any
+        self.shape = shape  # ret only: the declared shape (spec/out_shape.py), canonical, if any
 
     def token(self) -> str:
         if self.role is Role.ATTR:
             return f"attr.{self.name}:{self.dtype}"
         if self.role is Role.SCRATCH and self.scratch_bytes is not None:
             return f"scratch:{self.scratch_bytes}"
+        if self.role is Role.RET and self.shape is not None:
+            return f"ret:{self.shape}"
         return self.role.value
 
 

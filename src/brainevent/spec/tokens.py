@@ -67,7 +67,8 @@ TYPE_ALIASES: dict[str, str] = {
 }
 
 EXPECTED_TOKENS = (
-    "arg, ret, stream, attr.<name>, attr.<name>:<type>, scratch or scratch:<bytes> "
+    "arg, ret, stream, attr.<name>, attr.<name>:<type>, scratch, scratch:<bytes>, "
+    "ret:like(<input>)[:<type>] or ret:(<dim>,...):<type> "
     "(aliases: args, rets, ctx.stream, attrs.<name>[:<type>])"
 )
 
@@ -81,6 +82,7 @@ class SpecToken:
     attr_name: str | None = None
     dtype: str | None = None
     scratch_bytes: int | None = None  # `scratch:<bytes>` only
+    shape: str | None = None  # `ret:<shape>` only: the canonical declaration (spec/out_shape.py)
     # The token as the user wrote it, kept for error messages only.
     text: str = field(default="", compare=False)
 
@@ -92,6 +94,8 @@ class SpecToken:
             return f"attr.{self.attr_name}{suffix}"
         if self.role is Role.SCRATCH and self.scratch_bytes is not None:
             return f"scratch:{self.scratch_bytes}"
+        if self.role is Role.RET and self.shape is not None:
+            return f"ret:{self.shape}"
         return self.role.value
 
     def shown(self) -> str:
@@ -201,6 +205,8 @@ def _parse_one(function: str, position: int, raw: object) -> SpecToken:
         return SpecToken(
             Role.SCRATCH, scratch_bytes=_scratch_size(where, function, position, raw, size), text=raw
         )
+    if colon and head in ("ret", "rets"):
+        return _parse_ret_shape(where, function, position, raw, size)
     raise SpecError(
         f"Invalid arg_spec token: {where} {raw!r} is not a known token. Expected one of: {EXPECTED_TOKENS}."
         + _token_hint(text),
@@ -239,6 +245,25 @@ def _parse_attr(where: str, function: str, position: int, raw: str, rest: str) -
             dtype=type_name,
         )
     return SpecToken(Role.ATTR, attr_name=name, dtype=dtype, text=raw)
+
+
+def _parse_ret_shape(where: str, function: str, position: int, raw: str, text: str) -> SpecToken:
+    """``ret:<shape>``: a result whose shape (and dtype) the binding checks on every call."""
+    from brainevent.spec.out_shape import MAX_FIXED_RANK, SHAPE_FORMS, parse_out_shape
+
+    decl = parse_out_shape(text)
+    if decl is None:
+        raise SpecError(
+            f"Invalid arg_spec token: {where} {raw!r}: {text!r} after 'ret:' is not a result shape. "
+            f"Expected {SHAPE_FORMS}, e.g. 'ret:like(x)', 'ret:like(x):int32', 'ret:(n,4):float32' "
+            f"(dims: integers or integer attributes, at most {MAX_FIXED_RANK}; types: "
+            f"{', '.join(SCALAR_TYPES)}).",
+            function=function,
+            token=raw,
+            position=position,
+            value=text,
+        )
+    return SpecToken(Role.RET, shape=decl.canonical, text=raw)
 
 
 def _scratch_size(where: str, function: str, position: int, raw: str, size: str) -> int:

@@ -39,6 +39,7 @@ def run_plan(
 ) -> Manifest:
     from ..build.diagnostics import compile_error
     from ..build.ninja import run_build
+    from ..build.source_quote import QuotedSource
     from ..cache.deps import snapshot
     from ..cache.objects import ObjectCache
     from ..cache.trust import write_private
@@ -89,6 +90,7 @@ def run_plan(
             failed_log,
             timed_out=bool(exc.data.get("timed_out")),
             timeout_s=exc.data.get("timeout_s"),
+            sources=[QuotedSource(u.display_name, u.text, u.directory is None) for u in request.units],
         ) from None
     publish_decoder(staging, plan.decoder, started_ns, tuple(todo))
     dependencies = _record_objects(todo, object_keys, objects, staging, request, before, started_ns)

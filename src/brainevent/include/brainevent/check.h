@@ -139,6 +139,14 @@ template <typename Unused>
   error.raise();
 }
 
+template <typename Unused>
+[[noreturn]] void raise_bounds_error(int64_t index, int64_t numel, const char* file, int line) {
+  ErrorBuilder error(file, line, nullptr);
+  error << "BE::Tensor::at(" << index << ") is out of bounds for a tensor of " << numel
+        << " elements (caught by the debug build's bounds check)";
+  error.raise();
+}
+
 }  // namespace detail
 }  // namespace BE
 

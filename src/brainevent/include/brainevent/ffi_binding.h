@@ -32,6 +32,7 @@
 // every module: a unit built with BE_CHECK_HEADERS=0 (no check.h, no <string>) declares
 // them without a body and calls these.
 template void BE::detail::raise_tensor_error<void>(const char*, int64_t, int64_t, BE::DType);
+template void BE::detail::raise_bounds_error<void>(int64_t, int64_t, const char*, int);
 template const char* BE::detail::exception_prefix<void>(const std::exception&) noexcept;
 
 // The CUDA runtime entry points the binding needs, declared here (C linkage, int-sized
@@ -137,6 +138,71 @@ __attribute__((noinline, cold)) inline XLA_FFI_Error* entry_failed(const XLA_FFI
 inline bool name_equals(const XLA_FFI_ByteSpan* span, const char* name) {
   const std::size_t n = std::strlen(name);
   return span->len == n && std::memcmp(span->ptr, name, n) == 0;
+}
+
+// ---- declared result shapes ------------------------------------------------------------------
+
+// The value of attribute slot k (an integer attribute: the spec checker made sure) as int64.
+inline int64_t attr_as_int64(const FunctionDesc& fn, const Workspace& ws, int k) {
+  for (int p = 0, slot = 0; p < fn.num_params; ++p) {
+    if (fn.params[p].role != Role::Attr) continue;
+    if (slot++ != k) continue;
+    const unsigned char* b = ws.attr_slots[k].bytes;
+    switch (fn.params[p].attr_type) {
+      case DType::Int8: return load_as<int8_t>(b);
+      case DType::Int16: return load_as<int16_t>(b);
+      case DType::Int32: return load_as<int32_t>(b);
+      case DType::Int64: return load_as<int64_t>(b);
+      case DType::UInt8: return load_as<uint8_t>(b);
+      case DType::UInt16: return load_as<uint16_t>(b);
+      case DType::UInt32: return load_as<uint32_t>(b);
+      case DType::UInt64: return static_cast<int64_t>(load_as<uint64_t>(b));
+      default: return -1;
+    }
+  }
+  return -1;
+}
+
+inline void add_shape(Message& m, int64_t rank, const int64_t* dims) {
+  m.add("%s", "(");
+  for (int64_t d = 0; d < rank; ++d) m.add(d ? ", %lld" : "%lld", static_cast<long long>(dims[d]));
+  m.add("%s", rank == 1 ? ",)" : ")");
+}
+
+// nullptr when result `index` matches its declaration, else the INVALID_ARGUMENT error
+// (before the entry point runs: a kernel sized by its inputs must not write past it).
+inline XLA_FFI_Error* check_declared_shape(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, const ParamDesc& param,
+                                           int index, const XLA_FFI_Buffer& got, const Workspace& ws) {
+  int64_t fixed[kMaxFixedRank];
+  int64_t rank;
+  const int64_t* dims;
+  DType dtype = param.attr_type;
+  if (param.like_arg >= 0) {
+    const auto* like = static_cast<const XLA_FFI_Buffer*>(frame->args.args[param.like_arg]);
+    rank = like->rank;
+    dims = like->dims;
+    if (dtype == DType::Invalid) dtype = static_cast<DType>(like->dtype);
+  } else {
+    rank = param.rank;
+    for (int d = 0; d < param.rank; ++d) {
+      fixed[d] = param.dims[d] >= 0 ? param.dims[d] : attr_as_int64(fn, ws, static_cast<int>(-param.dims[d] - 1));
+    }
+    dims = fixed;
+  }
+  bool same = got.rank == rank && static_cast<DType>(got.dtype) == dtype;
+  for (int64_t d = 0; same && d < rank; ++d) same = got.dims[d] == dims[d];
+  if (same) return nullptr;
+  Message m = start_message(fn);
+  m.add("result %d '%s' (declared ret:%s) must have shape ", index, param.attr_name, param.shape);
+  add_shape(m, rank, dims);
+  m.add(" and dtype %s, got shape ", dtype_name(dtype));
+  add_shape(m, got.rank, got.dims);
+  m.add(" and dtype %s; the kernel was not run. Fix: pass jax.ShapeDtypeStruct(", dtype_name(static_cast<DType>(got.dtype)));
+  add_shape(m, rank, dims);
+  const char* dot = std::strrchr(fn.target, '.');
+  m.add(", jnp.%s) for this result, or call mod.%s(...) without outs= to have it built from the declaration",
+        dtype_name(dtype), dot != nullptr ? dot + 1 : fn.target);
+  return invalid(frame, m);
 }
 
 // ---- the decoder -----------------------------------------------------------------------------
@@ -326,6 +392,9 @@ XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, XLA_
                                 "%s %d has a dtype BE::Tensor does not support (XLA dtype code %d); supported: "
                                 "bool, int8-64, uint8-64, float16, bfloat16, float32, float64, complex64, complex128",
                                 is_arg ? "input" : "result", index, static_cast<int>(buf->dtype)));
+    }
+    if (role == Role::Ret && fn.params[p].shape != nullptr) {
+      if (XLA_FFI_Error* err = check_declared_shape(frame, fn, fn.params[p], index, *buf, ws)) return err;
     }
     const int64_t* own = strides_for(*buf, ws, &used_rank, &used_wide);
     if (own == nullptr) {

@@ -33,10 +33,18 @@ namespace ffi {
 enum class Role : int { Arg = 0, Ret = 1, Stream = 2, Attr = 3, Scratch = 4 };
 enum class Platform : int { Cpu = 0, Cuda = 1 };
 
+// A declared result shape (arg_spec `ret:like(x)`, `ret:like(x):int32`, `ret:(n,4):float32`)
+// is checked by the decoder before the entry point runs.
+constexpr int kMaxFixedRank = 8;
+
 struct ParamDesc {
   Role role;
-  const char* attr_name;  // attrs only
-  DType attr_type;        // attrs only
+  const char* attr_name;  // attrs: the attribute's name; rets: the parameter's name
+  DType attr_type;        // attrs: the value's type; declared rets: the result's (Invalid: the input's)
+  const char* shape;      // declared rets: the declaration as written in the spec, else nullptr
+  int like_arg;           // ret:like(x): x's ordinal among the inputs, else -1
+  int rank;               // ret:(d0,...): the rank, else -1
+  int64_t dims[kMaxFixedRank];  // a dim >= 0 is itself; -(k + 1) is the value of attribute k
 };
 
 // Returns nullptr on success, else the failure's message (valid until the next call on this thread).
@@ -57,7 +65,7 @@ struct FunctionDesc {
 
 // A parameter table ends with one padding row, so a function without parameters still has
 // a legal array; the counts below leave it out.
-constexpr ParamDesc kPaddingRow = {Role::Arg, nullptr, DType::Invalid};
+constexpr ParamDesc kPaddingRow = {Role::Arg, nullptr, DType::Invalid, nullptr, -1, -1, {}};
 
 template <int N>
 constexpr int count_role(const ParamDesc (&params)[N], Role role) {
@@ -139,11 +147,16 @@ XLA_FFI_Error* forward_or_call(XLA_FFI_Handler* const* slot, XLA_FFI_CallFrame* 
 }  // namespace BE
 
 // Rows of a parameter table, written back to back (each ends with its comma).
-#define BE_ARG {::BE::ffi::Role::Arg, nullptr, ::BE::DType::Invalid},
-#define BE_RET {::BE::ffi::Role::Ret, nullptr, ::BE::DType::Invalid},
-#define BE_STREAM {::BE::ffi::Role::Stream, nullptr, ::BE::DType::Invalid},
-#define BE_ATTR(NAME, DTYPE) {::BE::ffi::Role::Attr, NAME, ::BE::DType::DTYPE},
-#define BE_SCRATCH {::BE::ffi::Role::Scratch, nullptr, ::BE::DType::Invalid},
+#define BE_ARG {::BE::ffi::Role::Arg, nullptr, ::BE::DType::Invalid, nullptr, -1, -1, {}},
+#define BE_RET {::BE::ffi::Role::Ret, nullptr, ::BE::DType::Invalid, nullptr, -1, -1, {}},
+#define BE_STREAM {::BE::ffi::Role::Stream, nullptr, ::BE::DType::Invalid, nullptr, -1, -1, {}},
+#define BE_ATTR(NAME, DTYPE) {::BE::ffi::Role::Attr, NAME, ::BE::DType::DTYPE, nullptr, -1, -1, {}},
+#define BE_SCRATCH {::BE::ffi::Role::Scratch, nullptr, ::BE::DType::Invalid, nullptr, -1, -1, {}},
+// Declared results: NAME the parameter, SHAPE the declaration (for messages), ARG an input's
+// ordinal, DTYPE a DType enumerator (Invalid: the input's own), then the fixed dims.
+#define BE_RET_LIKE(NAME, SHAPE, ARG, DTYPE) {::BE::ffi::Role::Ret, NAME, ::BE::DType::DTYPE, SHAPE, ARG, -1, {}},
+#define BE_RET_FIXED(NAME, SHAPE, DTYPE, RANK, ...) \
+  {::BE::ffi::Role::Ret, NAME, ::BE::DType::DTYPE, SHAPE, -1, RANK, {__VA_ARGS__}},
 
 #define BE_FFI_FUNCTION(F, TARGET, LOCATION, PLATFORM, ...)                                                   \
   BE_ENTRY_DECL const char* be_entry_##F(const ::BE::Tensor*, void* const*, int64_t);                        \

@@ -17,7 +17,15 @@ namespace detail {
 // built with BE_CHECK_HEADERS=0 calls the instance the shared decoder holds (ffi_binding.h).
 template <typename Unused = void>
 [[noreturn]] void raise_tensor_error(const char* what, int64_t a, int64_t b, DType dtype);
+template <typename Unused = void>
+[[noreturn]] void raise_bounds_error(int64_t index, int64_t numel, const char* file, int line);
 }  // namespace detail
+
+// Debug builds (the loaders' debug=True, or BRAINEVENT_DEBUG=1) define BE_DEBUG=1: at<T>()
+// then checks every index and dtype, and the build carries -g at -O0.
+#ifndef BE_DEBUG
+#define BE_DEBUG 0
+#endif
 
 class Tensor {
  public:
@@ -36,6 +44,22 @@ class Tensor {
   }
   template <typename T>
   T* data() const { return data_ptr<T>(); }
+
+  // The element at flat (row-major) index i. In a debug build an index outside [0, numel())
+  // or a T that does not match the dtype throws BE::Error naming the caller's file and line
+  // (a Python error, not a corrupted heap); otherwise this is a plain, unchecked access.
+  template <typename T>
+  T& at(int64_t i, const char* file = __builtin_FILE(), int line = __builtin_LINE()) const {
+#if BE_DEBUG
+    check_element_type<T>();
+    const int64_t n = numel();
+    if (i < 0 || i >= n) detail::raise_bounds_error<>(i, n, file, line);
+#else
+    (void)file;
+    (void)line;
+#endif
+    return static_cast<T*>(data_)[i];
+  }
 
   int64_t ndim() const noexcept { return ndim_; }
   int64_t dim() const noexcept { return ndim_; }

@@ -1,0 +1,114 @@
+"""What an editor or a CMake build needs to compile a kernel file the way brainevent does.
+
+- :func:`compile_commands` / :func:`write_compile_commands`: a ``compile_commands.json`` for
+  the kernel files of a directory, so that clangd (and other tools that read a compilation
+  database) resolve ``brainevent/common.h``, XLA's FFI headers and, for ``.cu`` files, CUDA's.
+- :func:`include_dirs` and :func:`write_cmake_config`: the include directories, as flags
+  (``brainevent includes``, like ``pybind11 --includes``) or as a CMake package
+  (``find_package(brainevent CONFIG)`` providing the target ``brainevent::headers``).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from .headers import INCLUDE_DIR, xla_include_dir
+
+__all__ = ["compile_commands", "include_dirs", "write_cmake_config", "write_compile_commands"]
+
+CXX_SUFFIXES = (".cpp", ".cc", ".cxx")
+CUDA_SUFFIXES = (".cu",)
+C_SUFFIXES = (".c",)
+
+
+def include_dirs() -> list[Path]:
+    """brainevent's headers, then XLA's (from the installed jaxlib)."""
+    return [INCLUDE_DIR, xla_include_dir()]
+
+
+def _cuda_root() -> Path | None:
+    """The CUDA toolkit of the nvcc brainevent would use (for clang's --cuda-path), if any."""
+    from .errors import BrainEventError
+
+    try:
+        from .toolchain.nvcc import find_nvcc
+
+        return Path(find_nvcc().path).resolve().parent.parent
+    except BrainEventError:
+        return None
+
+
+def _arguments(file: Path, directory: Path, extra: list[str], cuda_arch: str) -> list[str]:
+    includes = [f"-I{d}" for d in (*include_dirs(), directory)]
+    if file.suffix in C_SUFFIXES:
+        return ["cc", "-std=gnu17", *includes, *extra, "-c", str(file)]
+    if file.suffix in CUDA_SUFFIXES:
+        cuda = ["-x", "cuda", f"--cuda-gpu-arch={cuda_arch}", "-nocudalib", "-Wno-unknown-cuda-version"]
+        root = _cuda_root()
+        if root is not None:
+            cuda.append(f"--cuda-path={root}")
+        return ["clang++", "-std=c++17", *cuda, *includes, *extra, "-c", str(file)]
+    return ["c++", "-std=c++17", *includes, *extra, "-c", str(file)]
+
+
+def compile_commands(
+    directory: str | Path, *, extra_flags: list[str] | None = None, cuda_arch: str = "sm_80"
+) -> list[dict[str, Any]]:
+    """One compilation-database entry per kernel file directly under ``directory``."""
+    root = Path(directory).expanduser().resolve()
+    suffixes = (*CXX_SUFFIXES, *CUDA_SUFFIXES, *C_SUFFIXES)
+    files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix in suffixes)
+    return [
+        {
+            "directory": str(root),
+            "file": str(f),
+            "arguments": _arguments(f, root, list(extra_flags or ()), cuda_arch),
+        }
+        for f in files
+    ]
+
+
+def write_compile_commands(directory: str | Path, **options: Any) -> tuple[Path, int]:
+    """Writes ``<directory>/compile_commands.json``; its path and the number of files."""
+    entries = compile_commands(directory, **options)
+    path = Path(directory).expanduser().resolve() / "compile_commands.json"
+    path.write_text(json.dumps(entries, indent=2) + "\n")
+    return path, len(entries)
+
+
+def include_flags() -> str:
+    return " ".join(shlex.quote(f"-I{d}") for d in include_dirs())
+
+
+def write_cmake_config(directory: str | Path) -> Path:
+    """A CMake package (``braineventConfig.cmake``) in ``directory``: point ``brainevent_DIR``
+    at it and ``find_package(brainevent CONFIG REQUIRED)`` gives ``brainevent::headers``.
+    The paths are those of this installation (and its jaxlib): write it again after an upgrade."""
+    from ._version import __version__
+
+    target = Path(directory).expanduser().resolve()
+    target.mkdir(parents=True, exist_ok=True)
+    dirs = " ".join(f'"{d}"' for d in include_dirs())
+    (target / "braineventConfig.cmake").write_text(
+        f"# Written by `brainevent includes --cmake-dir` for brainevent {__version__}.\n"
+        f"set(brainevent_VERSION {__version__})\n"
+        f"set(brainevent_INCLUDE_DIRS {dirs})\n"
+        "if(NOT TARGET brainevent::headers)\n"
+        "  add_library(brainevent::headers INTERFACE IMPORTED)\n"
+        "  set_target_properties(brainevent::headers PROPERTIES\n"
+        '    INTERFACE_INCLUDE_DIRECTORIES "${brainevent_INCLUDE_DIRS}"\n'
+        "    INTERFACE_COMPILE_FEATURES cxx_std_17)\n"
+        "endif()\n"
+    )
+    (target / "braineventConfigVersion.cmake").write_text(
+        f'set(PACKAGE_VERSION "{__version__}")\n'
+        "if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)\n"
+        "  set(PACKAGE_VERSION_COMPATIBLE FALSE)\n"
+        "else()\n"
+        "  set(PACKAGE_VERSION_COMPATIBLE TRUE)\n"
+        "endif()\n"
+    )
+    return target

@@ -1,0 +1,110 @@
+"""Declared result shapes: the ``ret:<shape>`` forms of an arg_spec.
+
+A result may say what shape and dtype it has, in terms of the inputs and attributes::
+
+    ret:like(x)              the shape and dtype of input x
+    ret:like(x):int32        the shape of input x, dtype int32
+    ret:(n,4):float32        a fixed shape; each dim an integer or an integer attribute
+
+The generated binding checks the declaration on every call before the kernel runs (a
+kernel that loops over its input's size cannot write past a result that is too small), and
+the call sugar builds ``outs`` from it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from brainevent.errors import SpecError
+from brainevent.records import Record
+from brainevent.spec.model import Param
+from brainevent.spec.tokens import canonical_type as canon
+from brainevent.vocabulary import SCALAR_TYPES, Role
+
+__all__ = ["MAX_FIXED_RANK", "SHAPE_FORMS", "OutShape", "check_out_shapes", "parse_out_shape"]
+
+MAX_FIXED_RANK = 8  # the binding keeps a fixed shape's dims in its parameter table
+SHAPE_FORMS = "ret:like(<input>), ret:like(<input>):<type> or ret:(<dim>,...):<type>"
+_INTEGER_TYPES = frozenset(t for t in SCALAR_TYPES if t.startswith(("int", "uint")))
+_LIKE = re.compile(r"like\(([A-Za-z_][A-Za-z0-9_]*)\)(?::(\w+))?")
+_FIXED = re.compile(r"\(([^()]*)\):(\w+)")
+
+
+class OutShape(Record):
+    """One parsed declaration: ``like`` (an input's name) or ``dims`` (ints and attribute names)."""
+
+    __slots__ = _fields = ("like", "dims", "dtype")
+
+    def __init__(self, like: str | None, dims: tuple[int | str, ...] | None, dtype: str | None) -> None:
+        self.like = like
+        self.dims = dims
+        self.dtype = dtype  # canonical; None with `like`: the input's own dtype
+
+    @property
+    def canonical(self) -> str:
+        suffix = f":{self.dtype}" if self.dtype else ""
+        if self.like is not None:
+            return f"like({self.like}){suffix}"
+        assert self.dims is not None
+        return f"({','.join(str(d) for d in self.dims)}){suffix}"
+
+
+def parse_out_shape(text: str) -> OutShape | None:
+    """The declaration after ``ret:``, or None when ``text`` is not one of the forms (an
+    unknown type included, so the caller's message lists the forms)."""
+    like = _LIKE.fullmatch(text)
+    if like is not None:
+        dtype = like.group(2)
+        if dtype is not None and canon(dtype) is None:
+            return None
+        return OutShape(like.group(1), None, canon(dtype) if dtype else None)
+    fixed = _FIXED.fullmatch(text)
+    if fixed is None or canon(fixed.group(2)) is None:
+        return None
+    inner = fixed.group(1).strip()
+    parts = [p.strip() for p in inner.split(",")] if inner else []
+    if parts and parts[-1] == "":  # "(8,)" as in Python
+        parts.pop()
+    dims: list[int | str] = []
+    for part in parts:
+        if part.isascii() and part.isdigit():
+            dims.append(int(part))
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part):
+            dims.append(part)
+        else:
+            return None
+    if len(dims) > MAX_FIXED_RANK:
+        return None
+    return OutShape(None, tuple(dims), canon(fixed.group(2)))
+
+
+def check_out_shapes(head: str, params: Sequence[Param], function: str) -> None:
+    """SpecError unless every declared result names an input (``like``) or integer attributes."""
+    typed = list(params)
+    inputs = [p.name for p in typed if p.role is Role.ARG]
+    attrs = {p.name: p.dtype for p in typed if p.role is Role.ATTR}
+    for p in typed:
+        if p.role is not Role.RET or p.shape is None:
+            continue
+        decl = parse_out_shape(p.shape)
+        assert decl is not None
+        if decl.like is not None and decl.like not in inputs:
+            raise SpecError(
+                f"{head}: result '{p.name}' is declared ret:{p.shape}, but {decl.like!r} is not an input "
+                f"of the function (its inputs: {', '.join(inputs) or 'none'}). Fix: name an 'arg' "
+                "parameter inside like(...).",
+                function=function,
+                parameter=p.name,
+                token=f"ret:{p.shape}",
+            )
+        for dim in decl.dims or ():
+            if isinstance(dim, str) and attrs.get(dim) not in _INTEGER_TYPES:
+                what = f"a {attrs[dim]} attribute" if dim in attrs else "not an attribute of the function"
+                raise SpecError(
+                    f"{head}: result '{p.name}' is declared ret:{p.shape}, but dim {dim!r} is {what}. "
+                    f"Fix: use an integer literal or an integer attribute (attr.{dim}:int64).",
+                    function=function,
+                    parameter=p.name,
+                    token=f"ret:{p.shape}",
+                )

@@ -1,0 +1,120 @@
+"""Editors and CMake builds see the headers a kernel compiles with: ``brainevent ide``
+writes a compile_commands.json that clangd resolves a kernel file with, ``brainevent
+includes`` prints the include flags, and ``--cmake-dir`` writes a CMake package."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+pytestmark = pytest.mark.host  # g++, clangd and cmake compile the kernel files
+
+KERNEL = r"""#include "brainevent/common.h"
+// @BE scale arg ret:like(x) attr.s:float32
+void scale(const BE::Tensor x, BE::Tensor out, float s) {
+  BE_CHECK(out.numel() == x.numel()) << "sizes differ";
+  for (int64_t i = 0; i < x.numel(); ++i) out.at<float>(i) = x.at<float>(i) * s;
+}
+"""
+
+CUDA_KERNEL = r"""#include "brainevent/common.h"
+__global__ void k(float* o, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) o[i] = 1.0f; }
+// @BE ones ret stream
+void ones(BE::Tensor out, int64_t stream) {
+  int n = out.numel();
+  k<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(out.data_ptr<float>(), n);
+}
+"""
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=SRC, JAX_PLATFORMS="cpu")
+    return subprocess.run(
+        [sys.executable, "-m", "brainevent", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _clangd_errors(file: Path) -> list[str]:
+    done = subprocess.run(
+        ["clangd", f"--check={file}"], cwd=file.parent, capture_output=True, text=True, timeout=300
+    )
+    output = done.stdout + done.stderr
+    assert "All checks completed" in output or done.returncode != 0, output[-2000:]
+    return [line for line in output.splitlines() if line.startswith("E[")]
+
+
+def test_ide_writes_compile_commands_that_clangd_resolves(tmp_path: Path) -> None:
+    (tmp_path / "scale.cpp").write_text(KERNEL)
+    (tmp_path / "ones.cu").write_text(CUDA_KERNEL)
+    (tmp_path / "notes.txt").write_text("not a kernel")
+    done = _cli("ide", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "compile_commands.json (2 file(s))" in done.stdout and "include " in done.stdout
+    entries = json.loads((tmp_path / "compile_commands.json").read_text())
+    assert sorted(Path(e["file"]).name for e in entries) == ["ones.cu", "scale.cpp"]
+    for entry in entries:
+        assert any(a.endswith("brainevent/include") for a in entry["arguments"]), entry
+        assert any(a.endswith("jaxlib/include") for a in entry["arguments"]), entry
+    if shutil.which("clangd") is None:
+        pytest.skip("clangd is not installed (Debian: apt-get install clangd)")
+    assert _clangd_errors(tmp_path / "scale.cpp") == []
+    if shutil.which("nvcc") is not None:  # clang reads .cu files with the toolkit's headers
+        assert _clangd_errors(tmp_path / "ones.cu") == []
+    # Without the database clangd cannot find the header: the check above means something.
+    (tmp_path / "compile_commands.json").unlink()
+    errors = _clangd_errors(tmp_path / "scale.cpp")
+    assert any("brainevent/common.h" in e and "not found" in e for e in errors), errors
+
+
+def test_includes_prints_flags_a_compiler_takes(tmp_path: Path) -> None:
+    done = _cli("includes")
+    assert done.returncode == 0, done.stderr
+    flags = done.stdout.split()
+    assert [f for f in flags if f.endswith("brainevent/include")] and [
+        f for f in flags if f.endswith("jaxlib/include")
+    ]
+    (tmp_path / "scale.cpp").write_text(KERNEL)
+    compiled = subprocess.run(
+        ["g++", "-std=c++17", "-fsyntax-only", *flags, str(tmp_path / "scale.cpp")],
+        capture_output=True,
+        text=True,
+    )
+    assert compiled.returncode == 0, compiled.stderr
+
+
+def test_includes_cmake_dir_gives_a_find_package_target(tmp_path: Path) -> None:
+    package = tmp_path / "cmake-package"
+    done = _cli("includes", "--cmake-dir", str(package))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(package)
+    config = (package / "braineventConfig.cmake").read_text()
+    assert "brainevent::headers" in config and "jaxlib/include" in config
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "scale.cpp").write_text(KERNEL)
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(k CXX)\n"
+        "find_package(brainevent 0.3 CONFIG REQUIRED)\n"
+        "add_library(k OBJECT scale.cpp)\ntarget_link_libraries(k PRIVATE brainevent::headers)\n"
+    )
+    build = tmp_path / "build"
+    for command in (
+        ["cmake", "-S", str(project), "-B", str(build), f"-Dbrainevent_DIR={package}"],
+        ["cmake", "--build", str(build)],
+    ):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
