@@ -86,8 +86,9 @@ def dependency_rows(value: object, where: str = "dependencies") -> dict[str, lis
 
 
 def _param_row(row: object, where: str) -> None:
-    if not (isinstance(row, list) and len(row) in (4, 5)):
-        _fail(where, "is not [role, name, dtype, cxx_type(, scratch bytes)]")
+    # Trailing fields of spec.model.Param that hold None may be left out of a row.
+    if not (isinstance(row, list) and 4 <= len(row) <= 6):
+        _fail(where, "is not [role, name, dtype, cxx_type(, scratch bytes(, declared shape))]")
     role, name, dtype, cxx_type, *rest = row
     if (
         not isinstance(role, str)
@@ -100,6 +101,8 @@ def _param_row(row: object, where: str) -> None:
         _fail(where, "has a dtype that is not a string")
     if rest and not (rest[0] is None or _is_int(rest[0])):
         _fail(where, "has a scratch size that is not an integer")
+    if len(rest) > 1 and not (rest[1] is None or isinstance(rest[1], str)):
+        _fail(where, "has a declared shape that is not a string")
 
 
 def _function_row(value: object, where: str) -> None:
