@@ -205,3 +205,25 @@ def test_numba_cuda_callable_on_each_gpu(gpus: list[jax.Device]) -> None:
         out = f(x)
         assert out.devices() == {device}
         np.testing.assert_array_equal(np.asarray(out), np.arange(4096) + 1)
+
+
+def test_nvrtc_cuda_kernel_on_each_gpu(gpus: list[jax.Device]) -> None:
+    # The cubin is loaded into each device's context when XLA first calls it there.
+    add_one = brainevent.cuda_kernel(
+        r"""
+        extern "C" __global__ void add_one(const float* x, float* out, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) out[i] = x[i] + 1.0f;
+        }
+        """,
+        "add_one",
+        jax.ShapeDtypeStruct((4096,), jnp.float32),
+        launch_dims=4096,
+        n=4096,
+    )
+    f = jax.jit(add_one)
+    for device in gpus:
+        x = jax.device_put(jnp.arange(4096, dtype=jnp.float32), device)
+        out = f(x)
+        assert out.devices() == {device}
+        np.testing.assert_array_equal(np.asarray(out), np.arange(4096) + 1)
