@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,19 @@ class Signature:
 
 def _operand(value: Any) -> Operand:
     return Operand(len(np.shape(value)), np.dtype(value.dtype))
+
+
+def check_arrays(kernel: str, arrays: Sequence[Any], scalars_go: str) -> None:
+    """KernelCallError naming the first argument that is not an array (``scalars_go`` says
+    where scalars are passed instead)."""
+    for i, a in enumerate(arrays):
+        if not hasattr(a, "dtype") or not hasattr(a, "shape"):
+            from ..errors import KernelCallError
+
+            raise KernelCallError(
+                f"{kernel}: argument {i} must be an array, got {type(a).__name__}; pass scalars {scalars_go}",
+                kernel=kernel,
+            )
 
 
 def signature_of(args: tuple[Any, ...], out_specs: list[Any]) -> Signature:

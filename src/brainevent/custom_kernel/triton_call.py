@@ -107,17 +107,11 @@ class TritonCall:
         import jax
 
         from ..calls.ffi import call_target
-        from ..calls.operands import content_id
+        from ..calls.operands import check_arrays, content_id
         from ..launchers.cubin import launcher_for, register
         from .triton_compile import bind, compile_for, trailing_params
 
-        for i, a in enumerate(arrays):
-            if not hasattr(a, "dtype") or not hasattr(a, "shape"):
-                raise KernelCallError(
-                    f"{self.__name__}: argument {i} must be an array, got {type(a).__name__}; pass scalars "
-                    "as keywords of triton_kernel",
-                    kernel=self.__name__,
-                )
+        check_arrays(self.__name__, arrays, "as keywords of triton_kernel")
         bound = bind(self._kernel, [a.dtype for a in arrays], [s.dtype for s in self._specs], self._params)
         grid = self._grid_for(bound.values)
         capabilities = self._capabilities or visible_capabilities()

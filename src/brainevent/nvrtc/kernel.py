@@ -132,16 +132,11 @@ class CudaKernel:
         import jax.numpy as jnp
 
         from ..calls.ffi import call_target
+        from ..calls.operands import check_arrays
         from ..calls.results import vary_like
         from .launch import prepare
 
-        for i, a in enumerate(arrays):
-            if not hasattr(a, "dtype") or not hasattr(a, "shape"):
-                raise KernelCallError(
-                    f"{self.__name__}: argument {i} must be an array, got {type(a).__name__}; "
-                    "pass scalars as keywords of cuda_kernel",
-                    kernel=self.__name__,
-                )
+        check_arrays(self.__name__, arrays, "as keywords of cuda_kernel")
         avals = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in arrays]
         expression = self._name(*avals) if callable(self._name) else self._name
         if not isinstance(expression, str):
