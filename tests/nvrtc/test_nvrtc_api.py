@@ -161,9 +161,7 @@ def test_ctype_names_the_cuda_type_of_a_dtype() -> None:
 
 
 def test_a_scalar_passed_as_an_argument_is_named() -> None:
-    add = brainevent.cuda_kernel(
-        VECTOR_ADD, "add", _spec(), launch_dims=8, compute_capability="sm_90", n=8
-    )
+    add = brainevent.cuda_kernel(VECTOR_ADD, "add", _spec(), launch_dims=8, compute_capability="sm_90", n=8)
     with pytest.raises(
         KernelCallError, match=r"argument 1 must be an array, got float; pass scalars as keywords"
     ):

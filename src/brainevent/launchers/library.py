@@ -88,7 +88,7 @@ def build_launcher(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> Launche
         getattr(library, function).argtypes = argtypes
     if spec.handler is None:
         return Launcher(module.targets[spec.function], library)
-    return Launcher(register_handler(f"{name}.{spec.handler}", library, spec.handler), library)
+    return Launcher(register_handler(f"{name}.{spec.handler}", library, spec.handler, jax_platform), library)
 
 
 class LauncherCache:

@@ -189,25 +189,25 @@ def running_library(target: str, platform: str) -> ctypes.CDLL | None:
         return None if found is None else found.running
 
 
-_handlers: dict[str, int] = {}  # CPU launcher target -> handler address
+_handlers: dict[str, tuple[int, str]] = {}  # launcher target -> (handler address, JAX platform)
 
 
-def register_handler(target: str, library: ctypes.CDLL, symbol: str) -> str:
-    """Registers ``library``'s handler ``symbol`` for the CPU under ``target`` (a launcher's,
-    not a module function's: nothing re-points it) and returns the name used. XLA keeps a
-    name's first handler, so a rebuilt library (another cache) gets a name of its own."""
+def register_handler(target: str, library: ctypes.CDLL, symbol: str, platform: str) -> str:
+    """Registers ``library``'s handler ``symbol`` under ``target`` on JAX platform ``platform``
+    (a launcher's, not a module function's: nothing re-points it) and returns the name used.
+    XLA keeps a name's first handler, so a rebuilt library (another cache) gets a name of its own."""
     import jax.ffi
 
     handler = getattr(library, symbol)
     address = ctypes.cast(handler, ctypes.c_void_p).value or 0
     with _lock:
         chosen, n = target, 1
-        while chosen in _handlers and _handlers[chosen] != address:
+        while chosen in _handlers and _handlers[chosen][0] != address:
             n += 1
             chosen = f"{target}_{n}"
         if chosen not in _handlers:
-            jax.ffi.register_ffi_target(chosen, jax.ffi.pycapsule(handler), platform="cpu", api_version=1)
-            _handlers[chosen] = address
+            jax.ffi.register_ffi_target(chosen, jax.ffi.pycapsule(handler), platform=platform, api_version=1)
+            _handlers[chosen] = (address, platform)
     return chosen
 
 
@@ -218,6 +218,7 @@ def registered_targets() -> dict[str, str]:
     """
     with _lock:
         platforms: dict[str, list[str]] = {}
-        for name, platform in sorted([*_targets, *((name, "cpu") for name in _handlers)]):
+        handlers = [(name, platform) for name, (_, platform) in _handlers.items()]
+        for name, platform in sorted([*_targets, *handlers]):
             platforms.setdefault(name, []).append(platform)
         return {name: ", ".join(found) for name, found in platforms.items()}
