@@ -34,29 +34,28 @@ Identity = tuple[int, int, int, int]
 DependencyRecord = dict[str, list]  # path -> [size, mtime_ns, sha256 or None]
 
 
-def stat_of(path: str) -> Stat | None:
-    """(size, mtime_ns) of a regular file; None for a missing one or anything else (a FIFO
-    or a device swapped in for a header is never opened: it could block for ever)."""
+def _regular_stat(path: str) -> os.stat_result | None:
+    """``os.stat`` of a regular file; None for a missing one or anything else (a FIFO or a
+    device swapped in for a header is never opened: it could block for ever)."""
     if path.startswith(PSEUDO_ROOTS):
         return None
     try:
         st = os.stat(path)
     except (OSError, ValueError):
         return None
-    return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def stat_of(path: str) -> Stat | None:
+    """(size, mtime_ns) of a regular file; None as :func:`_regular_stat`."""
+    st = _regular_stat(path)
+    return None if st is None else (st.st_size, st.st_mtime_ns)
 
 
 def identity_of(path: str) -> Identity | None:
-    """:data:`Identity` of a regular file; None as :func:`stat_of`."""
-    if path.startswith(PSEUDO_ROOTS):
-        return None
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+    """:data:`Identity` of a regular file; None as :func:`_regular_stat`."""
+    st = _regular_stat(path)
+    return None if st is None else (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def snapshot(paths: Iterable[str]) -> dict[str, Identity]:
