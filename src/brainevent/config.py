@@ -172,7 +172,7 @@ CUDA_GRAPHS: EnvVar[bool] = EnvVar(
     _bool,
     lambda: True,
     "Set to 0 to keep `import brainevent` from adding --xla_gpu_enable_command_buffer=+CUSTOM_CALL "
-    "and --xla_gpu_graph_min_graph_size=1 to XLA_FLAGS (it does so only before JAX starts its "
+    "and --xla_gpu_graph_min_graph_size=2 to XLA_FLAGS (it does so only before JAX starts its "
     "backend, and never over flags already set), which lets small graphs such as a fori_loop "
     "body with custom calls run as CUDA graphs.",
 )

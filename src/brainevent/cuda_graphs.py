@@ -4,12 +4,15 @@ Handlers are registered command-buffer compatible by default (``allow_cuda_graph
 XLA's default command-buffer types already include custom calls, but XLA builds a graph
 only for a run of at least ``--xla_gpu_graph_min_graph_size`` (default 5) commands, so the
 body of a small ``fori_loop`` (a custom call and the counter update) never becomes a graph.
-Measured on an H100 (JAX 0.11.2), a 1000-step ``fori_loop`` step of a small kernel costs
-about 17 us with JAX's defaults and about 4.6 us with the minimum graph size at 1.
+Measured on an H200 (JAX 0.11.2), a 1000-step ``fori_loop`` step of a small kernel costs
+about 12.7 us with JAX's defaults and about 4 us with the minimum graph size at 2.
 
 ``import brainevent`` therefore adds two flags to ``XLA_FLAGS`` while JAX's backend has
 not started (:func:`apply_default`): ``CUSTOM_CALL`` is *added* to XLA's own set (never
-replacing it) and the minimum graph size drops to 1. Flags the user set are kept as they
+replacing it) and the minimum graph size drops to 2. Two, not one: a loop body of one
+custom call and its counter update is two commands, while a size of 1 also turns every
+one-kernel program into a graph, whose launch costs more than the kernel's
+(benchmarks/bench_graph_default.py measures both against JAX alone). Flags the user set are kept as they
 are; ``BRAINEVENT_CUDA_GRAPHS=0`` turns the default off. This module imports nothing
 heavy: it runs inside ``import brainevent``.
 """
@@ -24,7 +27,7 @@ MIN_GRAPH_FLAG = "--xla_gpu_graph_min_graph_size"
 # "+X" adds X to XLA's default types (FUSION, CUBLAS, CUBLASLT, CUSTOM_CALL, CUDNN, ...),
 # where a plain list would replace them.
 DEFAULT_COMMAND_BUFFER_TYPES = ("+CUSTOM_CALL",)
-DEFAULT_MIN_GRAPH_SIZE = 1
+DEFAULT_MIN_GRAPH_SIZE = 2
 _FLAGFILE = "--flagfile"
 
 # What the import did: "set" (flags added before the backend started), "user" (the user set
@@ -159,7 +162,7 @@ def capture_status() -> tuple[bool, str]:
     flags = os.environ.get("XLA_FLAGS", "")
     if _import_state == "late":
         return False, _late_message(
-            " ".join([flags, *_wanted(flags, DEFAULT_COMMAND_BUFFER_TYPES, 1)]).strip()
+            " ".join([flags, *_wanted(flags, DEFAULT_COMMAND_BUFFER_TYPES, DEFAULT_MIN_GRAPH_SIZE)]).strip()
         )
     types = _flag_value(flags, COMMAND_BUFFER_FLAG)
     size = _flag_value(flags, MIN_GRAPH_FLAG)
@@ -174,13 +177,13 @@ def capture_status() -> tuple[bool, str]:
     if size is None:
         return False, (
             f"off for small graphs: XLA's minimum graph size (5) keeps a small loop body out of "
-            f"CUDA graphs ({origin}); import brainevent before JAX starts, or add {MIN_GRAPH_FLAG}=1"
+            f"CUDA graphs ({origin}); import brainevent before JAX starts, or add {MIN_GRAPH_FLAG}={DEFAULT_MIN_GRAPH_SIZE}"
         )
     try:
         minimum = int(size)
     except ValueError:
         return False, f"unknown: {MIN_GRAPH_FLAG}={size!r} is not a number ({origin})"
-    if minimum > 1:
+    if minimum > DEFAULT_MIN_GRAPH_SIZE:
         return False, f"only for runs of at least {minimum} commands: {MIN_GRAPH_FLAG}={minimum} ({origin})"
     return True, f"on: {COMMAND_BUFFER_FLAG}={types or '<XLA default>'} {MIN_GRAPH_FLAG}={minimum} ({origin})"
 

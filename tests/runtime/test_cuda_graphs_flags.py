@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-DEFAULT = "--xla_gpu_enable_command_buffer=+CUSTOM_CALL --xla_gpu_graph_min_graph_size=1"
+DEFAULT = "--xla_gpu_enable_command_buffer=+CUSTOM_CALL --xla_gpu_graph_min_graph_size=2"
 
 
 def _run(code: str, env_flags: str | None, **env_vars: str) -> subprocess.CompletedProcess[str]:
@@ -54,7 +54,7 @@ def test_installed_xla_parses_the_default_flags() -> None:
 
 def test_user_flags_are_kept_and_only_missing_ones_added() -> None:
     assert _out(SHOW, "--xla_gpu_enable_command_buffer=FUSION") == (
-        "--xla_gpu_enable_command_buffer=FUSION --xla_gpu_graph_min_graph_size=1 | False"
+        "--xla_gpu_enable_command_buffer=FUSION --xla_gpu_graph_min_graph_size=2 | False"
     )
     both = "--xla_gpu_graph_min_graph_size=7 -xla_gpu_enable_command_buffer="
     assert _out(SHOW, both) == f"{both} | False"
@@ -122,6 +122,9 @@ STATUS = "import brainevent.cuda_graphs as g; ok, why = g.capture_status(); prin
         ),
         (None, {"BRAINEVENT_CUDA_GRAPHS": "0"}, "False | off for small graphs"),
         ("--xla_gpu_graph_min_graph_size=5", {}, "False | only for runs of at least 5 commands"),
+        # 3 leaves a loop body of one custom call and its counter update (2 commands) out
+        ("--xla_gpu_graph_min_graph_size=3", {}, "False | only for runs of at least 3 commands"),
+        ("--xla_gpu_graph_min_graph_size=1", {}, "True | on:"),
         (
             "--xla_gpu_enable_command_buffer=FUSION",
             {},
