@@ -3,8 +3,9 @@
 XLA reads XLA_FLAGS once, when JAX starts its backend, so every configuration runs in a
 fresh process; configurations take turns round after round (interleaved), so a change in
 the machine's load reaches all of them alike. Each child runs the whole suite and prints
-one JSON line of per-step times (the best of 15 batches); the parent prints medians over rounds and ratios against
-the `jax` configuration (JAX alone, brainevent never imported) measured in the same run.
+one JSON line of per-step times (the best of 15 batches); the parent prints medians over
+rounds and ratios against the `jax` configuration (JAX alone, brainevent never imported)
+measured in the same run.
 
 Programs without a custom call (written here, not ours): an MLP training step (jit of grad
 and update), a bf16 attention block, a transformer-style layer (layernorm, MLP, residual),
@@ -72,7 +73,8 @@ results = {}
 
 # MLP training step
 sizes = [512, 1024, 1024, 10]
-params = [(jax.random.normal(ks[i], (a, b)) * 0.02, jnp.zeros(b)) for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]
+shapes = list(zip(sizes, sizes[1:]))
+params = [(jax.random.normal(ks[i], (a, b)) * 0.02, jnp.zeros(b)) for i, (a, b) in enumerate(shapes)]
 xb = jax.random.normal(ks[4], (256, 512)); yb = jax.random.randint(ks[5], (256,), 0, 10)
 def loss(p, x, y):
     h = x
@@ -152,7 +154,11 @@ print(json.dumps({"gpu": gpu, "times": results}))
 
 def run_child(config: str, cache: str, platform: str | None) -> dict[str, object]:
     import_brainevent, flags = CONFIGS[config]
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "BRAINEVENT_CUDA_GRAPHS", "JAX_PLATFORMS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("XLA_FLAGS", "BRAINEVENT_CUDA_GRAPHS", "JAX_PLATFORMS")
+    }
     env.update(PYTHONPATH=str(SRC), BRAINEVENT_CACHE_DIR=cache)
     if flags is not None:
         env["XLA_FLAGS"] = flags
@@ -200,19 +206,27 @@ def main() -> None:
         return statistics.median(s[program] for s in samples[config])
 
     programs = list(samples["jax"][0])
-    print(f"\n{'GPU' if gpu else 'CPU (smoke run)'}, {rounds} interleaved round(s) of fresh processes, medians")
-    print(f"{'program':<18} " + " ".join(f"{c:>11}" for c in configs) + "  " + " ".join(
-        f"{c + '/jax':>15}" for c in configs if c != "jax"))
+    print(
+        f"\n{'GPU' if gpu else 'CPU (smoke run)'}, {rounds} interleaved round(s) of fresh processes, medians"
+    )
+    print(
+        f"{'program':<18} "
+        + " ".join(f"{c:>11}" for c in configs)
+        + "  "
+        + " ".join(f"{c + '/jax':>15}" for c in configs if c != "jax")
+    )
     for program in programs:
-        base = program in OURS and "explicit" in configs and "explicit" or "jax"
+        base = "explicit" if program in OURS and "explicit" in configs else "jax"
         times = " ".join(f"{med(c, program) * 1e6:9.2f}us" for c in configs)
         ratios = " ".join(f"{med(c, program) / med('jax', program):15.3f}" for c in configs if c != "jax")
         print(f"{program:<18} {times}  {ratios}")
         if program in OURS and base == "explicit" and "brainevent" in configs:
-            print(f"{'':<18} brainevent/explicit = {med('brainevent', program) / med('explicit', program):.3f}")
+            print(
+                f"{'':<18} brainevent/explicit = {med('brainevent', program) / med('explicit', program):.3f}"
+            )
     if "brainevent" in configs:
         worst = max((med("brainevent", p) / med("jax", p), p) for p in programs if p not in OURS)
-        print(f"slowest program without a custom call after import brainevent: {worst[1]} at {worst[0]:.3f}x JAX alone")
+        print(f"slowest program without a custom call after import brainevent: {worst[1]} at {worst[0]:.3f}x")
 
 
 if __name__ == "__main__":

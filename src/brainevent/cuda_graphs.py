@@ -177,7 +177,8 @@ def capture_status() -> tuple[bool, str]:
     if size is None:
         return False, (
             f"off for small graphs: XLA's minimum graph size (5) keeps a small loop body out of "
-            f"CUDA graphs ({origin}); import brainevent before JAX starts, or add {MIN_GRAPH_FLAG}={DEFAULT_MIN_GRAPH_SIZE}"
+            f"CUDA graphs ({origin}); import brainevent before JAX starts, "
+            f"or add {MIN_GRAPH_FLAG}={DEFAULT_MIN_GRAPH_SIZE}"
         )
     try:
         minimum = int(size)
