@@ -10,8 +10,8 @@ about 12.7 us with JAX's defaults and about 4 us with the minimum graph size at 
 ``import brainevent`` therefore adds two flags to ``XLA_FLAGS`` while JAX's backend has
 not started (:func:`apply_default`): ``CUSTOM_CALL`` is *added* to XLA's own set (never
 replacing it) and the minimum graph size drops to 2. Two, not one: a loop body of one
-custom call and its counter update is two commands, while a size of 1 also turns every
-one-kernel program into a graph, whose launch costs more than the kernel's
+custom call and its counter update is two commands, while a size of 1 would also make a
+graph of every one-kernel executable, which saves nothing and costs a recording each
 (benchmarks/bench_graph_default.py measures both against JAX alone). Flags the user set are kept as they
 are; ``BRAINEVENT_CUDA_GRAPHS=0`` turns the default off. This module imports nothing
 heavy: it runs inside ``import brainevent``.
