@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .load_options import SourceUnit
     from .stages import LoadRequest
 
 
@@ -31,6 +32,8 @@ def _cache_dir_option() -> argparse.ArgumentParser:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .load_options import add_cli_flags
+
     cache_dir = [_cache_dir_option()]
     parser = argparse.ArgumentParser(
         prog="brainevent", description=__doc__.splitlines()[0], parents=cache_dir
@@ -97,14 +100,12 @@ def _parser() -> argparse.ArgumentParser:
         "build", help="compile kernel files or directories ahead of time", parents=cache_dir
     )
     build.add_argument("paths", nargs="*", help=".cu/.cpp files or directories of them")
-    build.add_argument("--arch", action="append", default=[], help="CUDA arch, e.g. sm_80 (repeatable)")
     build.add_argument(
         "--as-inline",
         action="store_true",
         help="key each file as load_cuda_inline/load_cpp_inline(name=<file stem>, <file text>) would",
     )
-    build.add_argument("-O", "--optimization-level", type=int, default=3, choices=range(4))
-    build.add_argument("--use-fast-math", action="store_true")
+    add_cli_flags(build)  # the load options' flags (load_options.OPTIONS)
     build.add_argument(
         "--into",
         metavar="PACKAGE_DIR",
@@ -301,36 +302,40 @@ def _for_the_shell(exc: Exception) -> str:
 
 def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
     """What `brainevent build` builds for one path: the request a loader would make of it."""
-    from .cuda_loaders import cuda_dir_units, cuda_file_unit, cuda_request
-    from .loaders import cpp_request
-    from .stages.request import file_unit, inline_unit, name_from_path
+    from .load_options import CPU, CUDA, cli_keywords
+    from .stages.request import (
+        CPP_SUFFIXES,
+        SUFFIXES,
+        dir_units,
+        file_unit,
+        inline_unit,
+        make_request,
+        name_from_path,
+    )
 
-    common = {
-        "build_directory": args.cache_dir,
-        "optimization_level": args.optimization_level,
-        "use_fast_math": args.use_fast_math,
-        "verbose": args.verbose,
-    }
-    cuda = {**common, "compute_capability": args.arch or None}
+    def request(platform: str, units: list[SourceUnit], name: str) -> LoadRequest:
+        keywords = {
+            **cli_keywords(args, platform),
+            "build_directory": args.cache_dir,
+            "verbose": args.verbose,
+        }
+        return make_request(platform, units, name, None, keywords)
+
     if path.is_dir() and any(path.glob("*.cu")):
-        directory, units = cuda_dir_units(path)
-        return [cuda_request(units, name_from_path(directory), None, cuda)]
+        directory, units = dir_units(path, SUFFIXES[CUDA], "load_cuda_dir")
+        return [request(CUDA, units, name_from_path(directory))]
     if path.is_dir():  # plain C++: each file is its own CPU module
-        files = sorted(path.glob("*.cpp"))
         return [
-            cpp_request([file_unit(f, (".cpp",), ".cpp")], name_from_path(f.resolve()), None, common)
-            for f in files
+            request(CPU, [file_unit(f, (".cpp",))], name_from_path(f.resolve()))
+            for f in sorted(path.glob("*.cpp"))
         ]
-    name = name_from_path(path)
-    if path.suffix == ".cu" and args.as_inline:
-        return [cuda_request([inline_unit(name, path.read_text(), "cuda_sources", ".cu")], name, None, cuda)]
-    if path.suffix == ".cu":
-        unit = cuda_file_unit(path)
-        return [cuda_request([unit], name_from_path(Path(unit.display_name)), None, cuda)]
+    platform, suffix = (CUDA, ".cu") if path.suffix == ".cu" else (CPU, ".cpp")
     if args.as_inline:
-        return [cpp_request([inline_unit(name, path.read_text(), "cpp_sources", ".cpp")], name, None, common)]
-    unit = file_unit(path, (".cpp", ".cc", ".cxx"), ".cpp")
-    return [cpp_request([unit], name_from_path(Path(unit.display_name)), None, common)]
+        name = name_from_path(path)
+        parameter = "cuda_sources" if platform == CUDA else "cpp_sources"
+        return [request(platform, [inline_unit(name, path.read_text(), parameter, suffix)], name)]
+    unit = file_unit(path, (".cu",) if platform == CUDA else CPP_SUFFIXES)
+    return [request(platform, [unit], name_from_path(Path(unit.display_name)))]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,22 +18,13 @@ from ..cache.key import CacheKey, KeyBuilder
 from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry
 from ..fileio import HEADER_LIMIT, sha256_plain_file
+from ..load_options import BUNDLE_KEYED
 
 log = logging.getLogger("brainevent.bundle")
 
 BUNDLE_DIR = "_brainevent"  # not hidden: packaging tools include it like any package data
 # The load record's entries that key a bundle (the rest name the toolchain or local paths).
-KEYED = (
-    "package",
-    "binding_schema",
-    "package_headers",
-    "name",
-    "functions",
-    "optimization_level",
-    "use_fast_math",
-    "extra_cflags",
-    "extra_ldflags",
-)
+KEYED = ("package", "binding_schema", "package_headers", "functions", *BUNDLE_KEYED)
 HEADERS = "bundle_headers"  # manifest.inputs entry: {path relative to the sources: sha256}
 PACKAGE_ROOT = "bundle_package_root"  # manifest.inputs entry: the package, relative to the sources
 
