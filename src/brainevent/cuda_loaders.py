@@ -9,7 +9,7 @@ from typing import Any
 from .load_options import CUDA, keywords_of
 from .runtime.module import CompiledModule
 from .stages.load import load
-from .stages.request import dir_request, files_request, inline_unit, join_sources, make_request
+from .stages.request import inline_unit, join_sources, make_request, paths_request
 from .user_errors import trim_internal_frames
 
 CUDA_KEYWORDS = keywords_of(CUDA)  # load_options.OPTIONS: the rows the CUDA loaders take
@@ -96,7 +96,7 @@ def load_cuda_file(
 ) -> CompiledModule:
     """Compile one ``.cu`` file (its directory is on the include path), or a list of
     ``.cu``/``.cpp``/``.c`` files linked into one module. Keywords as ``load_cuda_inline``."""
-    return load(files_request(CUDA, "load_cuda_file", path, functions, name, kwargs))
+    return load(paths_request(CUDA, "load_cuda_file", path, functions, name, kwargs))
 
 
 @trim_internal_frames
@@ -110,4 +110,4 @@ def load_cuda_dir(
     Headers beside the sources are on the include path and tracked in the cache key;
     objects are cached by content, so editing one file rebuilds one object and the link.
     """
-    return load(dir_request(CUDA, "load_cuda_dir", path, functions, name, kwargs))
+    return load(paths_request(CUDA, "load_cuda_dir", path, functions, name, kwargs, directory=True))

@@ -13,7 +13,7 @@ from typing import Any
 from .load_options import CPU, keywords_of
 from .runtime.module import CompiledModule
 from .stages.load import load
-from .stages.request import dir_request, files_request, inline_unit, make_request
+from .stages.request import inline_unit, make_request, paths_request
 from .user_errors import trim_internal_frames
 
 CPP_KEYWORDS = keywords_of(CPU)
@@ -90,7 +90,7 @@ def load_cpp_file(
     Each file's directory is on its include path, and the project headers it includes
     (transitively) are tracked. ``.c`` files are compiled as C; entry points live in the C++ files.
     """
-    return load(files_request(CPU, "load_cpp_file", path, functions, name, kwargs))
+    return load(paths_request(CPU, "load_cpp_file", path, functions, name, kwargs))
 
 
 @trim_internal_frames
@@ -104,4 +104,4 @@ def load_cpp_dir(
     content, so editing one file recompiles that file and the link. Keywords as
     ``load_cpp_inline``.
     """
-    return load(dir_request(CPU, "load_cpp_dir", path, functions, name, kwargs))
+    return load(paths_request(CPU, "load_cpp_dir", path, functions, name, kwargs, directory=True))

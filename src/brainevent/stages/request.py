@@ -174,37 +174,27 @@ def make_request(
     return LoadRequest(tuple(units), functions, options, create(platform, **arguments))
 
 
-def files_request(
+def paths_request(
     platform: str,
     caller: str,
     path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     functions: Any,
     name: str | None,
     kwargs: Mapping[str, Any],
+    *,
+    directory: bool = False,
 ) -> LoadRequest:
-    """The request of a file loader (one path or a list of them); ``name`` defaults to the
-    first file's stem."""
-    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    units = [file_unit(p, SUFFIXES[platform]) for p in paths]
+    """The request of a file loader (one path or a list of them), or of a directory loader;
+    ``name`` defaults to the first file's stem, or the directory's name."""
+    if directory:
+        folder, units = dir_units(path, SUFFIXES[platform], caller)  # type: ignore[arg-type]
+    else:
+        paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+        units = [file_unit(p, SUFFIXES[platform]) for p in paths]
+        folder = Path(units[0].display_name)  # its stem names the module
     refuse_c_only(units, caller)
     keywords = check_keywords(caller, kwargs, platform)
-    module_name = name if name is not None else name_from_path(Path(units[0].display_name))
-    return make_request(platform, units, module_name, functions, keywords)
-
-
-def dir_request(
-    platform: str,
-    caller: str,
-    path: str | os.PathLike[str],
-    functions: Any,
-    name: str | None,
-    kwargs: Mapping[str, Any],
-) -> LoadRequest:
-    """The request of a directory loader; ``name`` defaults to the directory's name."""
-    directory, units = dir_units(path, SUFFIXES[platform], caller)
-    refuse_c_only(units, caller)
-    keywords = check_keywords(caller, kwargs, platform)
-    module_name = name if name is not None else name_from_path(directory)
+    module_name = name if name is not None else name_from_path(folder)
     return make_request(platform, units, module_name, functions, keywords)
 
 
