@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .load_options import SourceUnit
     from .stages import LoadRequest
 
 
@@ -303,39 +302,20 @@ def _for_the_shell(exc: Exception) -> str:
 def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
     """What `brainevent build` builds for one path: the request a loader would make of it."""
     from .load_options import CPU, CUDA, cli_keywords
-    from .stages.request import (
-        CPP_SUFFIXES,
-        SUFFIXES,
-        dir_units,
-        file_unit,
-        inline_unit,
-        make_request,
-        name_from_path,
-    )
+    from .stages.request import inline_unit, make_request, name_from_path, paths_request
 
-    def request(platform: str, units: list[SourceUnit], name: str) -> LoadRequest:
-        keywords = {
-            **cli_keywords(args, platform),
-            "build_directory": args.cache_dir,
-            "verbose": args.verbose,
-        }
-        return make_request(platform, units, name, None, keywords)
-
-    if path.is_dir() and any(path.glob("*.cu")):
-        directory, units = dir_units(path, SUFFIXES[CUDA], "load_cuda_dir")
-        return [request(CUDA, units, name_from_path(directory))]
-    if path.is_dir():  # plain C++: each file is its own CPU module
+    platform = CUDA if path.suffix == ".cu" or (path.is_dir() and any(path.glob("*.cu"))) else CPU
+    keywords = {**cli_keywords(args, platform), "build_directory": args.cache_dir, "verbose": args.verbose}
+    if path.is_dir() and platform == CPU:  # plain C++: each file is its own CPU module
+        files = sorted(path.glob("*.cpp"))
+        return [paths_request(CPU, "brainevent build", f.resolve(), None, None, keywords) for f in files]
+    if not args.as_inline or path.is_dir():
         return [
-            request(CPU, [file_unit(f, (".cpp",))], name_from_path(f.resolve()))
-            for f in sorted(path.glob("*.cpp"))
+            paths_request(platform, "brainevent build", path, None, None, keywords, directory=path.is_dir())
         ]
-    platform, suffix = (CUDA, ".cu") if path.suffix == ".cu" else (CPU, ".cpp")
-    if args.as_inline:
-        name = name_from_path(path)
-        parameter = "cuda_sources" if platform == CUDA else "cpp_sources"
-        return [request(platform, [inline_unit(name, path.read_text(), parameter, suffix)], name)]
-    unit = file_unit(path, (".cu",) if platform == CUDA else CPP_SUFFIXES)
-    return [request(platform, [unit], name_from_path(Path(unit.display_name)))]
+    name, suffix = name_from_path(path), (".cu" if platform == CUDA else ".cpp")
+    unit = inline_unit(name, path.read_text(), "cuda_sources" if platform == CUDA else "cpp_sources", suffix)
+    return [make_request(platform, [unit], name, None, keywords)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
