@@ -156,7 +156,8 @@ VARIANT_INPUTS = ("functions", *VARIANT_KEYED)
 
 def _variant(entry: EntryInfo) -> tuple[str, str, str]:
     assert entry.manifest is not None
-    chosen = {k: entry.manifest.inputs.get(k) for k in VARIANT_INPUTS}
+    # `or None`: an entry made before an input was recorded (extra_libraries) has it empty.
+    chosen = {k: entry.manifest.inputs.get(k) or None for k in VARIANT_INPUTS}
     return entry.module, entry.manifest.platform, json.dumps(chosen, sort_keys=True, default=str)
 
 
