@@ -31,6 +31,8 @@ def _cache_dir_option() -> argparse.ArgumentParser:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .load_options import add_cli_flags
+
     cache_dir = [_cache_dir_option()]
     parser = argparse.ArgumentParser(
         prog="brainevent", description=__doc__.splitlines()[0], parents=cache_dir
@@ -97,14 +99,12 @@ def _parser() -> argparse.ArgumentParser:
         "build", help="compile kernel files or directories ahead of time", parents=cache_dir
     )
     build.add_argument("paths", nargs="*", help=".cu/.cpp files or directories of them")
-    build.add_argument("--arch", action="append", default=[], help="CUDA arch, e.g. sm_80 (repeatable)")
     build.add_argument(
         "--as-inline",
         action="store_true",
         help="key each file as load_cuda_inline/load_cpp_inline(name=<file stem>, <file text>) would",
     )
-    build.add_argument("-O", "--optimization-level", type=int, default=3, choices=range(4))
-    build.add_argument("--use-fast-math", action="store_true")
+    add_cli_flags(build)  # the load options' flags (load_options.OPTIONS)
     build.add_argument(
         "--into",
         metavar="PACKAGE_DIR",
@@ -301,36 +301,21 @@ def _for_the_shell(exc: Exception) -> str:
 
 def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
     """What `brainevent build` builds for one path: the request a loader would make of it."""
-    from .cuda_loaders import cuda_dir_units, cuda_file_unit, cuda_request
-    from .loaders import cpp_request
-    from .stages.request import file_unit, inline_unit, name_from_path
+    from .load_options import CPU, CUDA, cli_keywords
+    from .stages.request import inline_unit, make_request, name_from_path, paths_request
 
-    common = {
-        "build_directory": args.cache_dir,
-        "optimization_level": args.optimization_level,
-        "use_fast_math": args.use_fast_math,
-        "verbose": args.verbose,
-    }
-    cuda = {**common, "compute_capability": args.arch or None}
-    if path.is_dir() and any(path.glob("*.cu")):
-        directory, units = cuda_dir_units(path)
-        return [cuda_request(units, name_from_path(directory), None, cuda)]
-    if path.is_dir():  # plain C++: each file is its own CPU module
+    platform = CUDA if path.suffix == ".cu" or (path.is_dir() and any(path.glob("*.cu"))) else CPU
+    keywords = {**cli_keywords(args, platform), "build_directory": args.cache_dir, "verbose": args.verbose}
+    if path.is_dir() and platform == CPU:  # plain C++: each file is its own CPU module
         files = sorted(path.glob("*.cpp"))
+        return [paths_request(CPU, "brainevent build", f.resolve(), None, None, keywords) for f in files]
+    if not args.as_inline or path.is_dir():
         return [
-            cpp_request([file_unit(f, (".cpp",), ".cpp")], name_from_path(f.resolve()), None, common)
-            for f in files
+            paths_request(platform, "brainevent build", path, None, None, keywords, directory=path.is_dir())
         ]
-    name = name_from_path(path)
-    if path.suffix == ".cu" and args.as_inline:
-        return [cuda_request([inline_unit(name, path.read_text(), "cuda_sources", ".cu")], name, None, cuda)]
-    if path.suffix == ".cu":
-        unit = cuda_file_unit(path)
-        return [cuda_request([unit], name_from_path(Path(unit.display_name)), None, cuda)]
-    if args.as_inline:
-        return [cpp_request([inline_unit(name, path.read_text(), "cpp_sources", ".cpp")], name, None, common)]
-    unit = file_unit(path, (".cpp", ".cc", ".cxx"), ".cpp")
-    return [cpp_request([unit], name_from_path(Path(unit.display_name)), None, common)]
+    name, suffix = name_from_path(path), (".cu" if platform == CUDA else ".cpp")
+    unit = inline_unit(name, path.read_text(), "cuda_sources" if platform == CUDA else "cpp_sources", suffix)
+    return [make_request(platform, [unit], name, None, keywords)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

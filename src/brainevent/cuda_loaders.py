@@ -3,53 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from .errors import SpecError
+from .load_options import CUDA, keywords_of
 from .runtime.module import CompiledModule
 from .stages.load import load
-from .stages.request import (
-    C_SUFFIXES,
-    CPP_SUFFIXES,
-    LoadRequest,
-    SourceUnit,
-    file_request_parts,
-    inline_unit,
-    join_sources,
-    keyword_options,
-    make_options,
-    name_from_path,
-    read_source_file,
-    refuse_c_only,
-    unit_suffix,
-)
+from .stages.request import inline_unit, join_sources, make_request, paths_request
 from .user_errors import trim_internal_frames
 
-_DIR_SUFFIXES = (".cu", *CPP_SUFFIXES, *C_SUFFIXES)
-
-# The keyword options of the CUDA loaders (the file and directory loaders take them
-# through **kwargs); compute_capability goes to the platform, the rest are LoadOptions.
-CUDA_KEYWORDS = (
-    "extra_cuda_cflags",
-    "extra_ldflags",
-    "extra_include_paths",
-    "build_directory",
-    "verbose",
-    "compute_capability",
-    "force_rebuild",
-    "replace",
-    "auto_register",
-    "target_prefix",
-    "ninja_workers",
-    "optimization_level",
-    "use_fast_math",
-    "allow_cuda_graph",
-    "extra_libraries",
-    "openmp",
-    "debug",
-)
+CUDA_KEYWORDS = keywords_of(CUDA)  # load_options.OPTIONS: the rows the CUDA loaders take
 
 
 @trim_internal_frames
@@ -120,7 +83,7 @@ def load_cuda_inline(
         units.append(
             inline_unit(f"{name}_host" if isinstance(name, str) else name, cpp_sources, "cpp_sources", ".cpp")
         )
-    return load(cuda_request(units, name, functions, keywords))
+    return load(make_request(CUDA, units, name, functions, keywords))
 
 
 @trim_internal_frames
@@ -133,10 +96,7 @@ def load_cuda_file(
 ) -> CompiledModule:
     """Compile one ``.cu`` file (its directory is on the include path), or a list of
     ``.cu``/``.cpp``/``.c`` files linked into one module. Keywords as ``load_cuda_inline``."""
-    units, module_name, keywords = file_request_parts(
-        path, cuda_file_unit, "load_cuda_file", kwargs, CUDA_KEYWORDS, name
-    )
-    return load(cuda_request(units, module_name, functions, keywords))
+    return load(paths_request(CUDA, "load_cuda_file", path, functions, name, kwargs))
 
 
 @trim_internal_frames
@@ -150,52 +110,4 @@ def load_cuda_dir(
     Headers beside the sources are on the include path and tracked in the cache key;
     objects are cached by content, so editing one file rebuilds one object and the link.
     """
-    directory, units = cuda_dir_units(path)
-    refuse_c_only(units, "load_cuda_dir")
-    keywords = keyword_options("load_cuda_dir", kwargs, CUDA_KEYWORDS)
-    module_name = name if name is not None else name_from_path(directory)
-    return load(cuda_request(units, module_name, functions, keywords))
-
-
-def cuda_file_unit(path: str | os.PathLike[str]) -> SourceUnit:
-    resolved, text = read_source_file(path, _DIR_SUFFIXES)
-    return SourceUnit(str(resolved), text, resolved.parent, unit_suffix(resolved))
-
-
-def cuda_dir_units(path: str | os.PathLike[str]) -> tuple[Path, list[SourceUnit]]:
-    """The directory and one unit per ``.cu``/``.cpp``/``.c`` file in it, sorted by name."""
-    from .loaders import source_dir_units
-
-    return source_dir_units(path, _DIR_SUFFIXES, "load_cuda_dir")
-
-
-def cuda_request(
-    units: Sequence[SourceUnit], name: str, functions: Any, keywords: Mapping[str, Any]
-) -> LoadRequest:
-    """A checked request to build ``units`` as a CUDA module; the options are checked before
-    the toolchain is searched, so bad arguments are reported first."""
-    from .platforms import create
-
-    options = dict(keywords)
-    compute_capability = options.pop("compute_capability", None)
-    if "extra_cuda_cflags" in options:
-        options["extra_cflags"] = options.pop("extra_cuda_cflags")
-    _refuse_cudart(options.get("extra_libraries"))
-    from .debug_mode import debug_keywords
-
-    options = debug_keywords(options, cuda=True)
-    checked = make_options(name, options, labels={"extra_cflags": "extra_cuda_cflags"})
-    return LoadRequest(
-        tuple(units), functions, checked, create("cuda", compute_capability=compute_capability)
-    )
-
-
-def _refuse_cudart(libraries: Any) -> None:
-    """nvcc links the CUDA runtime (statically) into every CUDA module: a second, shared copy
-    would give the module two runtimes with separate state."""
-    if isinstance(libraries, (list, tuple)) and "cudart" in libraries:
-        raise SpecError(
-            "extra_libraries entry 'cudart': a CUDA module already has the CUDA runtime (nvcc links it "
-            "statically) and its headers; remove 'cudart' from extra_libraries.",
-            value="cudart",
-        )
+    return load(paths_request(CUDA, "load_cuda_dir", path, functions, name, kwargs, directory=True))

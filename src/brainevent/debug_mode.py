@@ -3,35 +3,30 @@
 A debug build defines ``BE_DEBUG=1`` (``BE::Tensor::at<T>()`` checks every index and dtype),
 adds ``-g`` (and ``-lineinfo`` for CUDA device code, so compute-sanitizer names source lines)
 and ``-D_GLIBCXX_ASSERTIONS`` (bounds-checked ``std::vector::operator[]`` and friends), and
-compiles at ``-O0``. The flags are part of the cache key, so debug and release builds of a
-module live side by side.
+compiles at ``-O0`` (``load_options.make_options`` applies them). The flags are part of the
+cache key, so debug and release builds of a module live side by side.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import Any
 
 from .errors import SpecError
 
-__all__ = ["DEBUG_ENV", "debug_keywords"]
+__all__ = ["DEBUG_ENV", "DEBUG_FLAGS", "check_debug"]
 
 DEBUG_ENV = "BRAINEVENT_DEBUG"
-_CPU_FLAGS = ("-g", "-DBE_DEBUG=1", "-D_GLIBCXX_ASSERTIONS", "-fno-omit-frame-pointer")
-_CUDA_FLAGS = ("-g", "-lineinfo", "-DBE_DEBUG=1", "-Xcompiler=-D_GLIBCXX_ASSERTIONS")
+DEBUG_FLAGS = {
+    "cpu": ("-g", "-DBE_DEBUG=1", "-D_GLIBCXX_ASSERTIONS", "-fno-omit-frame-pointer"),
+    "cuda": ("-g", "-lineinfo", "-DBE_DEBUG=1", "-Xcompiler=-D_GLIBCXX_ASSERTIONS"),
+}
 
 
-def debug_keywords(keywords: Mapping[str, Any], *, cuda: bool) -> dict[str, Any]:
-    """``keywords`` without ``debug``; a debug build's flags added to ``extra_cflags``."""
-    values = dict(keywords)
-    debug = values.pop("debug", None)
+def check_debug(debug: Any) -> bool:
+    """The ``debug`` keyword as a bool; None reads ``BRAINEVENT_DEBUG``."""
     if debug is None:
-        debug = os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-    elif not isinstance(debug, bool):
+        return os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    if not isinstance(debug, bool):
         raise SpecError(f"debug={debug!r} must be True, False or None (None: read {DEBUG_ENV}).", value=debug)
-    if debug:
-        flags = _CUDA_FLAGS if cuda else _CPU_FLAGS
-        values["extra_cflags"] = (*(values.get("extra_cflags") or ()), *flags)
-        values["optimization_level"] = 0
-    return values
+    return debug

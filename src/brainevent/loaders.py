@@ -1,48 +1,22 @@
-"""The public loaders for C++ (CPU) modules. The CUDA twins live in ``cuda_loaders``."""
+"""The public loaders for C++ (CPU) modules. The CUDA twins live in ``cuda_loaders``.
+
+Their keyword options are the rows of ``load_options.OPTIONS`` that the CPU takes; the
+signatures spell them out for users and their tools, the table checks them.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from .errors import SpecError
+from .load_options import CPU, keywords_of
 from .runtime.module import CompiledModule
 from .stages.load import load
-from .stages.request import (
-    C_SUFFIXES,
-    CPP_SUFFIXES,
-    LoadRequest,
-    SourceUnit,
-    file_request_parts,
-    inline_unit,
-    keyword_options,
-    make_options,
-    name_from_path,
-    read_source_file,
-    refuse_c_only,
-    unit_suffix,
-)
+from .stages.request import inline_unit, make_request, paths_request
 from .user_errors import trim_internal_frames
 
-# The keyword options of the C++ loaders (load_cpp_file takes them through **kwargs).
-CPP_KEYWORDS = (
-    "extra_cflags",
-    "extra_ldflags",
-    "extra_include_paths",
-    "build_directory",
-    "verbose",
-    "force_rebuild",
-    "replace",
-    "auto_register",
-    "target_prefix",
-    "optimization_level",
-    "use_fast_math",
-    "extra_libraries",
-    "openmp",
-    "debug",
-)
+CPP_KEYWORDS = keywords_of(CPU)
 
 
 @trim_internal_frames
@@ -99,7 +73,7 @@ def load_cpp_inline(
     """
     keywords = {key: value for key, value in locals().items() if key in CPP_KEYWORDS}
     unit = inline_unit(name, cpp_sources, "cpp_sources", ".cpp")
-    return load(cpp_request([unit], name, functions, keywords))
+    return load(make_request(CPU, [unit], name, functions, keywords))
 
 
 @trim_internal_frames
@@ -116,10 +90,7 @@ def load_cpp_file(
     Each file's directory is on its include path, and the project headers it includes
     (transitively) are tracked. ``.c`` files are compiled as C; entry points live in the C++ files.
     """
-    units, module_name, keywords = file_request_parts(
-        path, cpp_file_unit, "load_cpp_file", kwargs, CPP_KEYWORDS, name
-    )
-    return load(cpp_request(units, module_name, functions, keywords))
+    return load(paths_request(CPU, "load_cpp_file", path, functions, name, kwargs))
 
 
 @trim_internal_frames
@@ -133,44 +104,4 @@ def load_cpp_dir(
     content, so editing one file recompiles that file and the link. Keywords as
     ``load_cpp_inline``.
     """
-    directory, units = source_dir_units(path, (*CPP_SUFFIXES, *C_SUFFIXES), "load_cpp_dir")
-    refuse_c_only(units, "load_cpp_dir")
-    keywords = keyword_options("load_cpp_dir", kwargs, CPP_KEYWORDS)
-    module_name = name if name is not None else name_from_path(directory)
-    return load(cpp_request(units, module_name, functions, keywords))
-
-
-def cpp_file_unit(path: str | os.PathLike[str]) -> SourceUnit:
-    resolved, text = read_source_file(path, (*CPP_SUFFIXES, *C_SUFFIXES))
-    return SourceUnit(str(resolved), text, resolved.parent, unit_suffix(resolved))
-
-
-def source_dir_units(
-    path: str | os.PathLike[str], suffixes: Sequence[str], caller: str
-) -> tuple[Path, list[SourceUnit]]:
-    """The directory and one unit per source file in it (not its subdirectories), sorted by name."""
-    directory = Path(path).expanduser().resolve()
-    if not directory.is_dir():
-        raise SpecError(
-            f"{caller}: {str(path)!r} is not a directory; pass a folder of {'/'.join(suffixes)} files.",
-            value=str(path),
-        )
-    files = sorted(p for p in directory.iterdir() if p.suffix in suffixes and p.is_file())
-    if not files:
-        raise SpecError(f"{caller}: {directory} holds no {'/'.join(suffixes)} files.", value=str(path))
-    units = []
-    for file in files:
-        _, text = read_source_file(file, suffixes)
-        units.append(SourceUnit(str(file), text, directory, unit_suffix(file)))
-    return directory, units
-
-
-def cpp_request(
-    units: Sequence[SourceUnit], name: str, functions: Any, keywords: Mapping[str, Any]
-) -> LoadRequest:
-    """A checked request to build ``units`` as a C++ (CPU) module."""
-    from .debug_mode import debug_keywords
-    from .platforms import create
-
-    options = make_options(name, debug_keywords(keywords, cuda=False))
-    return LoadRequest(tuple(units), functions, options, create("cpu"))
+    return load(paths_request(CPU, "load_cpp_dir", path, functions, name, kwargs, directory=True))

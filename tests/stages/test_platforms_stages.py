@@ -14,10 +14,11 @@ import brainevent
 from brainevent import platforms
 from brainevent.cuda_loaders import CUDA_KEYWORDS, load_cuda_file, load_cuda_inline
 from brainevent.errors import RegistrationError, SpecError
-from brainevent.loaders import CPP_KEYWORDS, cpp_request, load_cpp_file, load_cpp_inline
+from brainevent.load_options import OPTIONS, LoadOptions
+from brainevent.loaders import CPP_KEYWORDS, load_cpp_file, load_cpp_inline
 from brainevent.runtime.registry import registered_targets
-from brainevent.stages import LoadOptions, build, load
-from brainevent.stages.request import inline_unit
+from brainevent.stages import build, load
+from brainevent.stages.request import inline_unit, make_request
 
 PACKAGE = Path(brainevent.__file__).parent
 
@@ -37,28 +38,23 @@ def _keyword_defaults(function: object) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(
-    ("loader", "accepted", "renamed"),
-    [
-        (load_cpp_inline, CPP_KEYWORDS, {}),
-        (load_cuda_inline, CUDA_KEYWORDS, {"extra_cuda_cflags": "extra_cflags"}),
-    ],
+    ("loader", "accepted"), [(load_cpp_inline, CPP_KEYWORDS), (load_cuda_inline, CUDA_KEYWORDS)]
 )
-def test_file_loaders_accept_and_default_what_the_inline_loader_does(
-    loader: object, accepted: tuple[str, ...], renamed: dict[str, str]
+def test_the_inline_loaders_signatures_are_the_option_tables(
+    loader: object, accepted: tuple[str, ...]
 ) -> None:
-    # The file and directory loaders take their options through **kwargs: the accepted names
-    # and their defaults (LoadOptions') must be the inline loader's.
+    # The file and directory loaders take their options through **kwargs, checked against
+    # the table: the inline loader's keyword-only parameters must be the table's, defaults too.
     defaults = _keyword_defaults(loader)
-    assert sorted(defaults) == sorted(accepted)
-    fields = {p.name: p.default for p in inspect.signature(LoadOptions).parameters.values()}
-    for keyword, default in defaults.items():
-        field = renamed.get(keyword, keyword)
-        if field in ("compute_capability", "debug"):  # the platform's; folded into the flags
-            assert default is None
-        elif field in ("extra_cflags", "extra_ldflags", "extra_include_paths", "extra_libraries"):
-            assert default is None and fields[field] == ()
-        else:
-            assert fields[field] == default, keyword
+    assert sorted(defaults) == sorted(set(accepted) - {"name"})
+    table = {o.name: o.default for o in OPTIONS}
+    assert defaults == {keyword: table[keyword] for keyword in defaults}
+
+
+def test_load_options_fields_and_annotations_are_the_tables() -> None:
+    fields = tuple(dict.fromkeys(o.field for o in OPTIONS))
+    assert LoadOptions._fields == fields
+    assert tuple(LoadOptions.__annotations__) == fields
 
 
 @pytest.mark.parametrize("loader", [load_cpp_file, load_cuda_file])
@@ -72,16 +68,17 @@ def test_an_unknown_keyword_of_a_file_loader_is_a_type_error(loader: object, tmp
 def test_options_are_checked_when_the_request_is_made() -> None:
     unit = inline_unit("m", ADD, "cpp_sources", ".cpp")
     with pytest.raises(SpecError, match=r"optimization_level=7 is not valid: expected an int 0, 1, 2 or 3"):
-        cpp_request([unit], "m", None, {"optimization_level": 7})
+        make_request("cpu", [unit], "m", None, {"optimization_level": 7})
     with pytest.raises(SpecError, match=r"extra_cflags='-O1' must be a list of strings"):
-        cpp_request([unit], "m", None, {"extra_cflags": "-O1"})
-    request = cpp_request([unit], "m", None, {"extra_cflags": ["-DX=1"]})
+        make_request("cpu", [unit], "m", None, {"extra_cflags": "-O1"})
+    request = make_request("cpu", [unit], "m", None, {"extra_cflags": ["-DX=1"]})
     assert request.options.extra_cflags == ("-DX=1",)
     assert request.platform.name == "cpu"
 
 
 def test_build_makes_the_artifact_without_registering_and_load_then_registers_it() -> None:
-    request = cpp_request([inline_unit("stages_add", ADD, "cpp_sources", ".cpp")], "stages_add", None, {})
+    unit = inline_unit("stages_add", ADD, "cpp_sources", ".cpp")
+    request = make_request("cpu", [unit], "stages_add", None, {})
     artifact = build(request)
     assert artifact.built_now and artifact.library.is_file()
     assert sorted(artifact.functions()) == ["add"]

@@ -13,11 +13,10 @@ import pytest
 
 import brainevent
 from brainevent import stages
-from brainevent.loaders import cpp_request
 from brainevent.platforms import create
 from brainevent.platforms.steps import decoder_salt
 from brainevent.stages.decoder import DECODER_DIR
-from brainevent.stages.request import file_unit
+from brainevent.stages.request import file_unit, make_request
 
 KERNEL = """
 #include "brainevent/common.h"
@@ -119,8 +118,8 @@ def test_a_multi_file_module_still_reuses_its_unchanged_objects(
     (src / "b.cpp").write_text(body.format(n="b", v="2.0f"))
 
     def load() -> brainevent.CompiledModule:  # no public loader takes several C++ files
-        units = [file_unit(src / f, (".cpp",), ".cpp") for f in ("a.cpp", "b.cpp")]
-        return stages.load(cpp_request(units, "parts", None, {}))
+        units = [file_unit(src / f, (".cpp",)) for f in ("a.cpp", "b.cpp")]
+        return stages.load(make_request("cpu", units, "parts", None, {}))
 
     load()
     (src / "b.cpp").write_text(body.format(n="b", v="4.0f"))

@@ -22,8 +22,8 @@ from .diagnostics import first_error_index
 from .step import BUILD_DIR
 
 if TYPE_CHECKING:
+    from ..load_options import LoadOptions, SourceUnit
     from ..platforms.protocol import Platform
-    from ..stages.request import LoadOptions, SourceUnit
 
 log = logging.getLogger("brainevent.build")
 

@@ -26,7 +26,8 @@ def kernel_files(package: Path) -> list[Path]:
 
 def build_into(args: argparse.Namespace) -> int:
     from .. import cuda_loaders, loaders
-    from ..stages.request import SourceUnit, name_from_path, read_source_file
+    from ..load_options import cli_keywords
+    from ..stages.request import file_unit, name_from_path
     from .write import write_bundle
 
     package = Path(args.into).resolve()
@@ -48,8 +49,6 @@ def build_into(args: argparse.Namespace) -> int:
             "build_directory": args.cache_dir or scratch,
             "auto_register": False,
             "force_rebuild": True,  # compile from the sources, never from an older bundle
-            "optimization_level": args.optimization_level,
-            "use_fast_math": args.use_fast_math,
             "verbose": args.verbose,
         }
         for file in files:
@@ -67,14 +66,9 @@ def build_into(args: argparse.Namespace) -> int:
                 continue
             owners[slot] = file
             try:
-                if platform == "cuda":
-                    mod = cuda_loaders.load_cuda_file(file, compute_capability=args.arch or None, **common)
-                else:
-                    mod = loaders.load_cpp_file(file, **common)
-                resolved, text = read_source_file(file, (file.suffix,))
-                suffix = ".cu" if platform == "cuda" else ".cpp"  # as the loaders key it
-                unit = SourceUnit(str(resolved), text, resolved.parent, suffix)
-                where = write_bundle([unit], mod.cache_dir, package)
+                loader = cuda_loaders.load_cuda_file if platform == "cuda" else loaders.load_cpp_file
+                mod = loader(file, **common, **cli_keywords(args, platform))
+                where = write_bundle([file_unit(file, (file.suffix,))], mod.cache_dir, package)
             except Exception as exc:  # report every file, then fail
                 failures += 1
                 print(f"FAILED {file}: {exc}", file=sys.stderr)

@@ -12,46 +12,24 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..cache.key import CacheKey, KeyBuilder
 from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry
 from ..fileio import HEADER_LIMIT, sha256_plain_file
+from ..load_options import BUNDLE_KEYED, SourceUnit
 
 log = logging.getLogger("brainevent.bundle")
 
 BUNDLE_DIR = "_brainevent"  # not hidden: packaging tools include it like any package data
 # The load record's entries that key a bundle (the rest name the toolchain or local paths).
-KEYED = (
-    "package",
-    "binding_schema",
-    "package_headers",
-    "name",
-    "functions",
-    "optimization_level",
-    "use_fast_math",
-    "extra_cflags",
-    "extra_ldflags",
-)
+KEYED = ("package", "binding_schema", "package_headers", "functions", *BUNDLE_KEYED)
 HEADERS = "bundle_headers"  # manifest.inputs entry: {path relative to the sources: sha256}
 PACKAGE_ROOT = "bundle_package_root"  # manifest.inputs entry: the package, relative to the sources
 
 
-class Unit(Protocol):
-    """What a bundle needs of a translation unit (pipeline.SourceUnit has it)."""
-
-    @property
-    def display_name(self) -> str: ...
-    @property
-    def text(self) -> str: ...
-    @property
-    def directory(self) -> Path | None: ...
-    @property
-    def suffix(self) -> str: ...
-
-
-def source_dir(units: Sequence[Unit]) -> Path | None:
+def source_dir(units: Sequence[SourceUnit]) -> Path | None:
     """The directory that holds the bundle: the units' own; None for inline sources."""
     directories = {u.directory for u in units}
     if len(directories) != 1 or None in directories:
@@ -64,7 +42,7 @@ def bundle_path(directory: Path, name: str, platform: str) -> Path:
     return directory / BUNDLE_DIR / f"{name}-{platform}"
 
 
-def bundle_key(units: Sequence[Unit], record: Mapping[str, Any], platform: str) -> CacheKey:
+def bundle_key(units: Sequence[SourceUnit], record: Mapping[str, Any], platform: str) -> CacheKey:
     directory = source_dir(units)
     assert directory is not None
     files = [[os.path.relpath(u.display_name, directory), u.suffix, u.text] for u in units]
@@ -73,7 +51,7 @@ def bundle_key(units: Sequence[Unit], record: Mapping[str, Any], platform: str) 
 
 
 def lookup(
-    units: Sequence[Unit], record: Mapping[str, Any], platform: str, needs: Mapping[str, Any]
+    units: Sequence[SourceUnit], record: Mapping[str, Any], platform: str, needs: Mapping[str, Any]
 ) -> CacheEntry | None:
     """The bundled entry for these sources, if the package ships one that fits and verifies.
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 from ..cache.manifest import MANIFEST_NAME, Manifest
 from ..errors import CacheError
-from .layout import HEADERS, PACKAGE_ROOT, Unit, bundle_key, bundle_path, source_dir
+from ..load_options import SourceUnit
+from .layout import HEADERS, PACKAGE_ROOT, bundle_key, bundle_path, source_dir
 
 
-def write_bundle(units: Sequence[Unit], entry_dir: Path, package_dir: Path) -> Path:
+def write_bundle(units: Sequence[SourceUnit], entry_dir: Path, package_dir: Path) -> Path:
     """Copies the cache entry at ``entry_dir`` (built from ``units``) next to the units.
 
     Headers the build read from inside ``package_dir`` are recorded by content, so an

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CacheError
+from ..load_options import VARIANT_KEYED
 from .manifest import MANIFEST_NAME, Manifest
 from .store import LAYOUT_VERSION
 from .trust import check_root, private_dir
@@ -147,23 +148,16 @@ def clear(root: Path, module: str | None = None) -> tuple[int, int]:
     return removed, skipped
 
 
-# The load options that make two entries of one module different builds, both worth
-# keeping. Entries that differ in anything else (the sources, the compiler, brainevent's
-# version) are versions of one build, and only the newest versions are worth keeping.
-VARIANT_INPUTS = (
-    "functions",
-    "optimization_level",
-    "use_fast_math",
-    "extra_cflags",
-    "extra_ldflags",
-    "extra_include_paths",
-    "archs",
-)
+# What makes two entries of one module different builds, both worth keeping (the variant
+# rows of load_options.OPTIONS). Entries that differ in anything else (the sources, the
+# compiler, brainevent's version) are versions of one build: only the newest are kept.
+VARIANT_INPUTS = ("functions", *VARIANT_KEYED)
 
 
 def _variant(entry: EntryInfo) -> tuple[str, str, str]:
     assert entry.manifest is not None
-    chosen = {k: entry.manifest.inputs.get(k) for k in VARIANT_INPUTS}
+    # `or None`: an entry made before an input was recorded (extra_libraries) has it empty.
+    chosen = {k: entry.manifest.inputs.get(k) or None for k in VARIANT_INPUTS}
     return entry.module, entry.manifest.platform, json.dumps(chosen, sort_keys=True, default=str)
 
 

@@ -11,7 +11,7 @@ from .base import PlatformBase
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
-    from ..stages.request import LoadOptions, SourceUnit
+    from ..load_options import LoadOptions, SourceUnit
     from .steps import GeneratedSources
 
 

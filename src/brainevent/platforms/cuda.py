@@ -29,7 +29,7 @@ from .steps import (
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
-    from ..stages.request import LoadOptions, SourceUnit
+    from ..load_options import LoadOptions, SourceUnit
     from ..toolchain.nvcc import NvccInfo
 
 # nvcc keeps each unit's intermediates here (removed before an entry is published).

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..build import BUILD_DIR
 
 if TYPE_CHECKING:
-    from ..stages.request import LoadOptions, SourceUnit
+    from ..load_options import LoadOptions, SourceUnit
 
 C_SUFFIX = ".c"
 C_STANDARD = "-std=gnu17"  # C17 with the GNU extensions most existing C code assumes

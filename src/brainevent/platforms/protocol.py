@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
-    from ..stages.request import LoadOptions, SourceUnit
+    from ..load_options import LoadOptions, SourceUnit
     from ..vocabulary import BindingTarget
     from .steps import GeneratedSources
 

@@ -15,7 +15,7 @@ from .base import host_key_inputs
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
-    from ..stages.request import LoadOptions, SourceUnit
+    from ..load_options import LoadOptions, SourceUnit
     from .protocol import Platform
 
 

@@ -9,9 +9,10 @@ registers it. What differs between platforms is asked of the request's platform 
 (``brainevent.platforms``); the cache store only looks up, lends a build slot and publishes.
 """
 
+from ..load_options import LoadOptions, SourceUnit, make_options
 from .key import ModuleKey, derive_key
 from .load import build, build_missing, load
-from .request import LoadOptions, LoadRequest, SourceUnit, make_options
+from .request import LoadRequest
 
 __all__ = [
     "LoadOptions",

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 from ..cache.manifest import Manifest, sha256_file, spec_to_json
 from ..errors import CompileError
 from ..headers import INCLUDE_DIR
+from ..load_options import SourceUnit
 from .decoder import publish_decoder
 from .key import ModuleKey
 from .plan import BuildPlan
-from .request import LoadRequest, SourceUnit
+from .request import LoadRequest
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep

@@ -13,9 +13,11 @@ from .._version import BINDING_SCHEMA, __version__
 from ..cache.key import CacheKey, KeyBuilder
 from ..errors import ToolchainError
 from ..headers import package_headers_digest
+from ..load_options import key_record
 
 if TYPE_CHECKING:
-    from .request import LoadRequest, SourceUnit
+    from ..load_options import SourceUnit
+    from .request import LoadRequest
 
 
 class ModuleKey:
@@ -58,17 +60,9 @@ def derive_key(request: LoadRequest) -> ModuleKey:
         "package": __version__,
         "binding_schema": BINDING_SCHEMA,
         "package_headers": package_headers_digest(),
-        "name": options.name,
         "functions": _functions_key(request.functions),
-        "optimization_level": options.optimization_level,
-        "use_fast_math": options.use_fast_math,
-        "openmp": options.openmp,
-        "extra_cflags": list(options.extra_cflags),
-        "extra_ldflags": list(options.extra_ldflags),
-        "extra_include_paths": list(options.extra_include_paths),
+        **key_record(options),  # the keyed rows of load_options.OPTIONS
     }
-    if options.extra_libraries:  # absent otherwise, so keys of modules without libraries stay as they were
-        record["extra_libraries"] = list(options.extra_libraries)
     units = _unit_key(request.units)
     portable_inputs = dict(record, **platform.portable_inputs(options))
 

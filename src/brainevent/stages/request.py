@@ -1,21 +1,19 @@
 """What a load asks for: the source units (inline text, one file, a directory's files), the
-checked options and the platform.
-
-Every option is checked here, once, when the request is made; the later stages trust it.
-The values are records (``brainevent.records``: plain classes with ``__slots__``) rather
-than NamedTuples or dataclasses: a cache hit imports this module, and creating one of those
-classes costs ten times as much.
+options (checked once, by ``load_options.make_options``, when the request is made) and the
+platform. The values are records (``brainevent.records``), not NamedTuples or dataclasses: a
+cache hit imports this module.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
+from ..load_options import CPU, CUDA, LoadOptions, SourceUnit, check_keywords, make_options
 from ..records import Record
 
 if TYPE_CHECKING:
@@ -26,87 +24,6 @@ if TYPE_CHECKING:
     # The raw ``functions`` argument of a loader: a {name: tokens} mapping, a list of names,
     # or None (annotations decide). It is read only on a cache miss (spec/resolve.py).
     FunctionsArgument: TypeAlias = Mapping[str, Any] | Sequence[str] | None
-
-
-def _is_module_name(value: str) -> bool:
-    """``[A-Za-z_][A-Za-z0-9_]*`` words joined by single dots or dashes; checked without a
-    regular expression, whose compilation would cost the first cache hit more than the check."""
-    if not value.isascii() or not (value[:1].isalpha() or value[:1] == "_"):
-        return False
-    words = value.replace("-", ".").split(".")
-    return all(word and word.replace("_", "a").isalnum() for word in words)
-
-
-class SourceUnit(Record):
-    """One translation unit: inline text (``directory`` None) or a file's contents."""
-
-    __slots__ = _fields = ("display_name", "text", "directory", "suffix")
-
-    def __init__(self, display_name: str, text: str, directory: Path | None, suffix: str) -> None:
-        self.display_name = display_name  # what diagnostics and __FILE__ show: "<name>.cpp" or a path
-        self.text = text
-        self.directory = directory
-        self.suffix = suffix  # ".cpp", ".cu" or ".c": decides the compiler and the language
-
-
-class LoadOptions(Record):
-    """The loaders' keyword options, checked. Build them with :func:`make_options`."""
-
-    __slots__ = _fields = (
-        "name",
-        "extra_cflags",
-        "extra_ldflags",
-        "extra_include_paths",
-        "build_directory",
-        "verbose",
-        "force_rebuild",
-        "auto_register",
-        "target_prefix",
-        "optimization_level",
-        "use_fast_math",
-        "ninja_workers",
-        "allow_cuda_graph",
-        "replace",
-        "extra_libraries",
-        "openmp",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        extra_cflags: tuple[str, ...] = (),
-        extra_ldflags: tuple[str, ...] = (),
-        extra_include_paths: tuple[str, ...] = (),
-        build_directory: str | None = None,
-        verbose: bool = False,
-        force_rebuild: bool = False,
-        auto_register: bool = True,
-        target_prefix: str | None = None,
-        optimization_level: int = 3,
-        use_fast_math: bool = False,
-        ninja_workers: int | None = None,
-        allow_cuda_graph: bool = True,
-        replace: bool = False,
-        extra_libraries: tuple[str, ...] = (),
-        openmp: bool = False,
-    ) -> None:
-        self.name = name
-        self.extra_cflags = extra_cflags
-        self.extra_ldflags = extra_ldflags
-        self.extra_include_paths = extra_include_paths
-        self.build_directory = build_directory
-        self.verbose = verbose
-        self.force_rebuild = force_rebuild
-        self.auto_register = auto_register
-        self.target_prefix = target_prefix
-        self.optimization_level = optimization_level
-        self.use_fast_math = use_fast_math
-        self.ninja_workers = ninja_workers
-        self.allow_cuda_graph = allow_cuda_graph
-        self.replace = replace  # let this module take over targets another module registered
-        # NVIDIA libraries to compile and link against, found by cuda-pathfinder (toolchain/nvidia_libs.py)
-        self.extra_libraries = extra_libraries
-        self.openmp = openmp  # compile and link with the host compiler's OpenMP (see openmp_options)
 
 
 class LoadRequest(Record):
@@ -125,136 +42,16 @@ class LoadRequest(Record):
         self.platform = platform
 
 
-_FLAG_OPTIONS = ("extra_cflags", "extra_ldflags", "extra_include_paths")
-
-
-def make_options(
-    name: Any, keywords: Mapping[str, Any], *, labels: Mapping[str, str] | None = None
-) -> LoadOptions:
-    """Checked options from a loader's keywords (a flag list of None is no flags).
-
-    ``labels`` names an option as its loader spells it (``extra_cflags`` is
-    ``extra_cuda_cflags`` for CUDA), so errors name what the caller wrote.
-    """
-    labels = labels or {}
-    values = dict(keywords)
-    for key in _FLAG_OPTIONS:
-        values[key] = as_flags(keywords.get(key), labels.get(key, key))
-    if keywords.get("extra_libraries") is not None:
-        values["extra_libraries"] = _library_names(keywords["extra_libraries"])
-    options = openmp_options(LoadOptions(name=name, **values))
-    check_options(options)
-    return options
-
-
-def _library_names(value: Any) -> tuple[str, ...]:
-    from ..toolchain.nvidia_libs import check_names  # imports cuda.pathfinder: only when asked
-
-    return check_names(value)
-
-
-# The spellings of "use OpenMP" a user may already write in the flag lists: each becomes
-# openmp=True (and leaves the list), so both ways build, and key, the same module.
-_OPENMP_FLAGS = frozenset({"-fopenmp", "-Xcompiler=-fopenmp", "--compiler-options=-fopenmp", "-lgomp"})
-
-
-def openmp_options(options: LoadOptions) -> LoadOptions:
-    """``options`` with any OpenMP flag of the flag lists turned into ``openmp=True``."""
-    if not isinstance(options.openmp, bool):
-        raise SpecError(f"openmp={options.openmp!r} must be True or False.", value=options.openmp)
-    found = [f for f in (*options.extra_cflags, *options.extra_ldflags) if f in _OPENMP_FLAGS]
-    if not found:
-        return options
-    return options.copy_with(
-        openmp=True,
-        extra_cflags=tuple(f for f in options.extra_cflags if f not in _OPENMP_FLAGS),
-        extra_ldflags=tuple(f for f in options.extra_ldflags if f not in _OPENMP_FLAGS),
-    )
-
-
-def keyword_options(caller: str, kwargs: Mapping[str, Any], accepted: Sequence[str]) -> dict[str, Any]:
-    """``kwargs`` of a file or directory loader, refused (TypeError) if any is not ``accepted``."""
-    unknown = sorted(set(kwargs) - set(accepted))
-    if unknown:
-        raise TypeError(
-            f"{caller}() got unexpected keyword argument(s) {unknown}; accepted: {sorted(accepted)}"
-        )
-    return dict(kwargs)
-
-
-def check_name(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not _is_module_name(value) or len(value) > 100:
-        raise SpecError(
-            f"{what} {value!r} is not a valid module name: use letters, digits and '_' "
-            "(dots and dashes between them), starting with a letter, at most 100 characters, "
-            "e.g. 'my_kernels'.",
-            value=value,
-        )
-    return value
-
-
-def as_flags(value: Any, label: str) -> tuple[str, ...]:
-    """A list of flags as a tuple; a bare string is refused (it would split into characters)."""
-    if value is None:
-        return ()
-    from ..spec.names import is_string_list  # only when flags are given: most loads pass none
-
-    if not is_string_list(value):
-        raise SpecError(f'{label}={value!r} must be a list of strings, e.g. ["-DFOO=1"].', value=value)
-    for flag in value:
-        problem = _flag_problem(flag)
-        if problem is not None:
-            raise SpecError(
-                f"{label} entry {flag!r} {problem}; a compiler command line cannot carry it. "
-                "Give each flag as its own list item, without line breaks.",
-                value=flag,
-            )
-    return tuple(value)
-
-
-def _flag_problem(flag: str) -> str | None:
-    if "\n" in flag or "\r" in flag:
-        return "contains a line break"
-    if "\0" in flag:
-        return "contains a NUL character"
-    try:
-        flag.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return f"contains {flag[exc.start]!r}, a lone surrogate, at position {exc.start}"
-    return None
-
-
-def check_options(options: LoadOptions) -> None:
-    check_name(options.name, "name")
-    if options.target_prefix is not None:
-        check_name(options.target_prefix, "target_prefix")
-    level = options.optimization_level
-    if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3:
-        raise SpecError(
-            f"optimization_level={level!r} is not valid: expected an int 0, 1, 2 or 3 (-O0..-O3).",
-            value=level,
-        )
-    if options.ninja_workers is not None and (
-        not isinstance(options.ninja_workers, int) or options.ninja_workers < 1
-    ):
-        raise SpecError(
-            f"ninja_workers={options.ninja_workers!r} must be a positive int or None (all CPUs).",
-            value=options.ninja_workers,
-        )
-    if not isinstance(options.replace, bool):
-        raise SpecError(f"replace={options.replace!r} must be True or False.", value=options.replace)
-
-
 def inline_unit(name: object, sources: str | Sequence[str], parameter: str, suffix: str) -> SourceUnit:
     """Inline source (a list of strings is joined), shown to the compiler as ``<name><suffix>``."""
     text = join_sources(sources, parameter)
     return SourceUnit(f"{name}{suffix}" if isinstance(name, str) else f"inline{suffix}", text, None, suffix)
 
 
-def file_unit(path: str | os.PathLike[str], suffixes: Sequence[str], suffix: str) -> SourceUnit:
-    """One file, compiled as a ``suffix`` unit with its directory on the include path."""
+def file_unit(path: str | os.PathLike[str], suffixes: Sequence[str]) -> SourceUnit:
+    """One file (one of ``suffixes``), with its directory on the include path."""
     resolved, text = read_source_file(path, suffixes)
-    return SourceUnit(str(resolved), text, resolved.parent, suffix)
+    return SourceUnit(str(resolved), text, resolved.parent, unit_suffix(resolved))
 
 
 def join_sources(sources: str | Sequence[str], parameter: str) -> str:
@@ -295,6 +92,8 @@ def check_encodable(source: str, parameter: str) -> str:
 # Which compiler a file's suffix picks: CUDA for .cu, C for .c, C++ for the rest.
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
 C_SUFFIXES = (".c",)
+# The files each platform's file and directory loaders take.
+SUFFIXES = {CPU: (*CPP_SUFFIXES, *C_SUFFIXES), CUDA: (".cu", *CPP_SUFFIXES, *C_SUFFIXES)}
 
 
 def unit_suffix(file: Path) -> str:
@@ -363,19 +162,54 @@ def read_source_file(path: str | os.PathLike[str], suffixes: Sequence[str]) -> t
         raise SpecError(f"cannot read source file {resolved}: {exc}", value=str(path)) from exc
 
 
-def file_request_parts(
-    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    unit_of: Callable[[str | os.PathLike[str]], SourceUnit],
+def make_request(
+    platform: str, units: Sequence[SourceUnit], name: Any, functions: Any, keywords: Mapping[str, Any]
+) -> LoadRequest:
+    """A request to build ``units`` for ``platform``; the options are checked before the
+    platform looks for its toolchain, so bad arguments are reported first."""
+    from ..platforms import create
+
+    options = make_options(name, keywords, platform)
+    arguments = {"compute_capability": options.compute_capability} if platform == CUDA else {}
+    return LoadRequest(tuple(units), functions, options, create(platform, **arguments))
+
+
+def paths_request(
+    platform: str,
     caller: str,
-    kwargs: Mapping[str, Any],
-    accepted: Sequence[str],
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    functions: Any,
     name: str | None,
-) -> tuple[list[SourceUnit], str, dict[str, Any]]:
-    """What a file loader (one path or a list of them) builds its request from: the units,
-    the module name (the first file's stem unless given) and the checked keywords."""
-    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    units = [unit_of(p) for p in paths]
+    kwargs: Mapping[str, Any],
+    *,
+    directory: bool = False,
+) -> LoadRequest:
+    """The request of a file loader (one path or a list of them), or of a directory loader;
+    ``name`` defaults to the first file's stem, or the directory's name."""
+    if directory:
+        folder, units = dir_units(path, SUFFIXES[platform], caller)  # type: ignore[arg-type]
+    else:
+        paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+        units = [file_unit(p, SUFFIXES[platform]) for p in paths]
+        folder = Path(units[0].display_name)  # its stem names the module
     refuse_c_only(units, caller)
-    keywords = keyword_options(caller, kwargs, accepted)
-    module_name = name if name is not None else name_from_path(Path(units[0].display_name))
-    return units, module_name, keywords
+    keywords = check_keywords(caller, kwargs, platform)
+    module_name = name if name is not None else name_from_path(folder)
+    return make_request(platform, units, module_name, functions, keywords)
+
+
+def dir_units(
+    path: str | os.PathLike[str], suffixes: Sequence[str], caller: str
+) -> tuple[Path, list[SourceUnit]]:
+    """The directory and one unit per source file in it (not its subdirectories), sorted by name."""
+    directory = Path(path).expanduser().resolve()
+    if not directory.is_dir():
+        raise SpecError(
+            f"{caller}: {str(path)!r} is not a directory; pass a folder of {'/'.join(suffixes)} files.",
+            value=str(path),
+        )
+    files = sorted(p for p in directory.iterdir() if p.suffix in suffixes and p.is_file())
+    if not files:
+        raise SpecError(f"{caller}: {directory} holds no {'/'.join(suffixes)} files.", value=str(path))
+    units = [SourceUnit(str(f), read_source_file(f, suffixes)[1], directory, unit_suffix(f)) for f in files]
+    return directory, units
