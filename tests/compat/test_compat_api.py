@@ -375,15 +375,19 @@ def test_prefer_system_nvcc_reorders_the_search(
     real = find_nvcc().path
     site = tmp_path / "site"
     (site / "nvidia" / "cu13" / "bin").mkdir(parents=True)
-    (site / "nvidia" / "cu13" / "bin" / "nvcc").symlink_to(real)
+    # A script: cuda-pathfinder resolves symlinks, which would hide the wheel's place.
+    (site / "nvidia" / "cu13" / "bin" / "nvcc").write_text(f'#!/bin/sh\nexec "{real}" "$@"\n')
+    (site / "nvidia" / "cu13" / "bin" / "nvcc").chmod(0o755)
     (tmp_path / "toolkit" / "bin").mkdir(parents=True)
     (tmp_path / "toolkit" / "bin" / "nvcc").symlink_to(real)
     for name in ("BRAINEVENT_NVCC", "CONDA_PREFIX", "CUDA_PATH", "BRAINEVENT_NVCC_PREFER"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "toolkit"))
+    monkeypatch.setattr("site.getsitepackages", lambda: [str(site)])
+    monkeypatch.setattr("site.ENABLE_USER_SITE", False)
 
     def found_via() -> str:
-        return find_nvcc(site_dirs=[str(site)], default_roots=[]).found_via
+        return find_nvcc(default_roots=[]).found_via
 
     assert found_via() == "pip-wheel:nvidia-cuda-nvcc"
     config.prefer_system_nvcc()
