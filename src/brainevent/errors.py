@@ -273,6 +273,11 @@ class KernelCallError(KernelError, ValueError):
     type: str | None = None
 
 
+class ArchError(ToolchainError, KernelCallError):
+    """A value that names no GPU architecture (an argument, or ``variable``'s setting); the
+    message lists the accepted forms."""
+
+
 class UnhashableAttributeError(KernelCallError, TypeError):
     """An ``XLACustomKernel`` call got an attribute value JAX cannot use as a primitive
     parameter (parameters are part of JAX's trace cache key, so they must be hashable)."""
@@ -298,6 +303,7 @@ class BackendNotInstalledError(KernelNotAvailableError, ImportError):
 
 
 __all__ = [
+    "ArchError",
     "BackendNotInstalledError",
     "BrainEventError",
     "CUDANotInstalledError",

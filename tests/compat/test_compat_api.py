@@ -309,7 +309,7 @@ def test_no_gpu_and_no_arch_is_gpu_arch_detection_error(monkeypatch: pytest.Monk
     cuda_driver.clear_probe_cache()
     try:
         with pytest.raises(brainevent.GpuArchDetectionError, match="compute_capability"):
-            resolve_archs()
+            resolve_archs(pinned=config.CUDA_ARCH.get())
     finally:
         cuda_driver.clear_probe_cache()
 
@@ -352,12 +352,15 @@ def test_set_compute_capability_pins_the_build_architectures(
     assert config.get_compute_capability() is None
     config.set_compute_capability("8.6, 8.0")
     assert config.get_compute_capability() == ["sm_86", "sm_80"]  # as given
-    assert [a.sm for a in resolve_archs()] == ["sm_80", "sm_86"]  # before the environment
+    assert [a.sm for a in resolve_archs(pinned=config.CUDA_ARCH.get())] == [
+        "sm_80",
+        "sm_86",
+    ]  # before the environment
     config.set_compute_capability(["compute_90"])
     assert config.get_compute_capability() == ["sm_90"]
     config.set_compute_capability(None)
     assert config.get_compute_capability() is None
-    assert [a.sm for a in resolve_archs()] == ["sm_75"]
+    assert [a.sm for a in resolve_archs(pinned=config.CUDA_ARCH.get())] == ["sm_75"]
 
 
 def test_set_compute_capability_refuses_a_bad_value(undo_config: None) -> None:

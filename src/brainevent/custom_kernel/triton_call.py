@@ -34,41 +34,17 @@ def _grid3(value: Any, name: str) -> tuple[int, int, int]:
 
 
 def parse_capability(value: Any) -> int:
-    """90 from ``90``, ``"90"``, ``"9.0"``, ``"sm_90"`` or ``"sm_90a"``."""
-    text = str(value).strip().lower().removeprefix("sm_").removeprefix("compute_").rstrip("af")
-    try:
-        if "." in text:
-            major, minor = text.split(".", 1)
-            number = int(major) * 10 + int(minor)
-        else:
-            number = int(text)
-    except ValueError:
-        number = -1
-    if number < 50:
-        raise KernelCallError(
-            f"compute_capability must look like 90, '9.0' or 'sm_90', got {value!r}", value=repr(value)
-        )
-    return number
+    """90 from ``90``, ``"90"``, ``"9.0"``, ``"sm_90"`` or ``"sm_90a"`` (Triton numbers them so)."""
+    from ..toolchain.cuda_arch import one_arch
+
+    return one_arch(value).cc
 
 
 def visible_capabilities() -> list[int]:
     """Compute capabilities of the GPUs JAX uses, else of those the CUDA driver reports."""
-    import jax
+    from ..toolchain.cuda_arch import visible_archs
 
-    try:
-        devices = jax.devices("gpu")
-    except RuntimeError:
-        devices = []
-    found = {
-        parse_capability(d.compute_capability) for d in devices if getattr(d, "compute_capability", None)
-    }
-    if not found:
-        from ..toolchain.cuda_driver import probe_devices
-
-        probe = probe_devices()
-        if probe.available:
-            found = {d.major * 10 + d.minor for d in probe.devices}
-    return sorted(found)
+    return sorted({a.cc for a in visible_archs(jax_first=True)})
 
 
 class TritonCall:

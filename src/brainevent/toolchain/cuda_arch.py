@@ -1,10 +1,12 @@
-"""GPU architectures: parsing what users write, choosing what to build for, nvcc flags.
+"""GPU architectures, the one place for them: parsing what users write, detecting the GPUs'
+(CUDA driver API, or JAX's devices), and spelling them for nvcc and NVRTC.
 
 A compute capability reaches us in many spellings ("8.6", "86", "sm_86", 86, (8, 6),
 "sm_80,sm_90"); :func:`parse_compute_capability` turns all of them into sorted, distinct
-:class:`CudaArch` values. :func:`resolve_archs` decides what a build targets (argument,
-then ``BRAINEVENT_CUDA_ARCH``, then the GPUs the driver sees), and :func:`gencode_flags`
-spells the result for nvcc. Nothing here runs a subprocess.
+:class:`CudaArch` values, or raises :class:`ArchError`. :func:`resolve_archs` decides what
+a build targets (argument, then the ``BRAINEVENT_CUDA_ARCH`` pin its caller passes, then
+the GPUs the driver sees). Nothing here runs a subprocess; this module imports no settings,
+so :mod:`brainevent.config` can use it.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import config
-from ..errors import GpuArchDetectionError, ToolchainError, UnsupportedArchError
+from ..errors import ArchError, GpuArchDetectionError, ToolchainError, UnsupportedArchError
 
 logger = logging.getLogger(__name__)
+
+PIN_VARIABLE = "BRAINEVENT_CUDA_ARCH"  # declared in brainevent.config
 
 # Suffixes nvcc accepts after the number: "a" = arch-specific features (sm_90a, sm_100a),
 # "f" = family-specific (sm_100f, CUDA 12.9+). Each maps to the first major that has it.
@@ -44,6 +47,11 @@ class CudaArch:
         return f"{self.major}{self.minor}{self.suffix}"
 
     @property
+    def cc(self) -> int:
+        """major * 10 + minor, as Triton and Numba number architectures: 90, 120."""
+        return self.major * 10 + self.minor
+
+    @property
     def sm(self) -> str:
         return f"sm_{self.number}"
 
@@ -58,8 +66,8 @@ class CudaArch:
 # ----------------------------------------------------------------------------- parsing
 
 
-def _bad(value: object, why: str) -> ToolchainError:
-    return ToolchainError(
+def _bad(value: object, why: str) -> ArchError:
+    return ArchError(
         f"compute capability {value!r} is not valid: {why}. "
         f'Accepted forms: {_ACCEPTED_FORMS}. For example: compute_capability="sm_86".',
         value=value,
@@ -141,7 +149,7 @@ def _is_pair(value: Sequence[Any]) -> bool:
 def parse_compute_capability(value: object) -> tuple[CudaArch, ...]:
     """Parse one or several compute capabilities; returns them distinct and sorted.
 
-    Raises :class:`ToolchainError` naming the bad value and the accepted forms.
+    Raises :class:`ArchError` naming the bad value and the accepted forms.
     """
     if isinstance(value, tuple | list):
         if isinstance(value, tuple) and _is_pair(value):
@@ -154,6 +162,21 @@ def parse_compute_capability(value: object) -> tuple[CudaArch, ...]:
     else:
         found = _parse_one(value, value)
     return tuple(sorted(set(found)))
+
+
+def one_arch(value: object) -> CudaArch:
+    """The one architecture ``value`` names (a list or "sm_80,sm_90" is an error here)."""
+    archs = parse_compute_capability(value)
+    if len(archs) != 1:
+        raise _bad(value, "name one architecture here")
+    return archs[0]
+
+
+def nvrtc_arch(value: object) -> str:
+    """NVRTC's ``--gpu-architecture`` for one value: "sm_90a" (a cubin), or "compute_90" (PTX)
+    when the value is spelled that way."""
+    arch = one_arch(value)
+    return arch.compute if str(value).strip().lower().startswith("compute_") else arch.sm
 
 
 # ----------------------------------------------------------------------- nvcc flags
@@ -276,28 +299,26 @@ def check_archs_supported(archs: Iterable[CudaArch], nvcc_version: tuple[int, in
 def resolve_archs(
     requested: object = None,
     *,
+    pinned: str | None = None,
     nvcc_version: tuple[int, int] | None = None,
 ) -> tuple[CudaArch, ...]:
     """The architectures to build for.
 
-    In order: ``requested`` (e.g. ``compute_capability="sm_90"``), then the
-    ``BRAINEVENT_CUDA_ARCH`` pin, then every distinct arch of the GPUs the driver sees.
-    With ``nvcc_version`` the result is also checked against what that nvcc can target.
+    In order: ``requested`` (e.g. ``compute_capability="sm_90"``), then ``pinned`` (the
+    ``BRAINEVENT_CUDA_ARCH`` setting, ``config.CUDA_ARCH.get()``), then every distinct arch
+    of the GPUs the driver sees. With ``nvcc_version`` the result is also checked against
+    what that nvcc can target.
     """
     archs: tuple[CudaArch, ...]
     if requested is not None:
         archs = parse_compute_capability(requested)
-        logger.debug("CUDA archs from the argument: %s", archs)
-    elif (pinned := config.CUDA_ARCH.get()) is not None:
+    elif pinned is not None:
         try:
             archs = parse_compute_capability(pinned)
-        except ToolchainError as exc:
-            raise ToolchainError(
-                f"{config.CUDA_ARCH.name}={pinned!r}: {exc.message}",
-                variable=config.CUDA_ARCH.name,
-                value=pinned,
+        except ArchError as exc:
+            raise ArchError(
+                f"{PIN_VARIABLE}={pinned!r}: {exc.message}", variable=PIN_VARIABLE, value=pinned
             ) from None
-        logger.debug("CUDA archs from %s: %s", config.CUDA_ARCH.name, archs)
     else:
         archs = _archs_from_driver()
     if nvcc_version is not None:
@@ -305,29 +326,54 @@ def resolve_archs(
     return archs
 
 
-def _archs_from_driver() -> tuple[CudaArch, ...]:
+def visible_archs(*, jax_first: bool = False) -> tuple[CudaArch, ...]:
+    """The distinct archs of the GPUs the CUDA driver sees (empty without one); with
+    ``jax_first``, of the GPUs JAX uses when it has any."""
+    if jax_first:
+        import jax
+
+        try:
+            devices = jax.devices("gpu")
+        except RuntimeError:
+            devices = []
+        found = {
+            parse_compute_capability(d.compute_capability)[0]
+            for d in devices
+            if getattr(d, "compute_capability", None)
+        }
+        if found:
+            return tuple(sorted(found))
     from .cuda_driver import probe_devices  # lazy: ctypes loading only when needed
 
     probe = probe_devices()
-    if probe.available and probe.devices:
-        archs = tuple(sorted({CudaArch(d.major, d.minor) for d in probe.devices}))
-        logger.debug("CUDA archs from the driver: %s", archs)
+    return tuple(sorted({CudaArch(d.major, d.minor) for d in probe.devices})) if probe.available else ()
+
+
+def _archs_from_driver() -> tuple[CudaArch, ...]:
+    from .cuda_driver import probe_devices
+
+    if archs := visible_archs():
         return archs
+    probe = probe_devices()
     raise GpuArchDetectionError(
         "cannot tell which GPU architecture to build for: no GPU was found ("
         f"{probe.reason}). To build without a GPU, name the target: pass "
         'compute_capability="sm_90" (or a list such as ["sm_80", "sm_90"]), or set '
-        f"{config.CUDA_ARCH.name}=sm_80,sm_90 in the environment.",
+        f"{PIN_VARIABLE}=sm_80,sm_90 in the environment.",
         reason=probe.reason,
     )
 
 
 __all__ = [
+    "PIN_VARIABLE",
     "ArchSupport",
     "CudaArch",
     "check_archs_supported",
     "gencode_flags",
+    "nvrtc_arch",
+    "one_arch",
     "parse_compute_capability",
     "resolve_archs",
     "supported_archs",
+    "visible_archs",
 ]
