@@ -290,18 +290,41 @@ def _step_pathfinder(ctx: SearchContext) -> list[Candidate]:
         bin_dir = os.path.join(sp, "nvidia", "cuda_nvcc", "bin")
         if os.path.exists(os.path.join(bin_dir, "ptxas")) and not os.path.exists(os.path.join(bin_dir, _EXE)):
             found.append(Candidate(os.path.join(bin_dir, _EXE), _CU12_VIA, f"rejected: {_CU12_WHY}"))
-    if ctx.pathfinder:
-        from cuda import pathfinder
+    if not ctx.pathfinder:
+        return found
+    # Its last step asks the dynamic loader in a child Python (~0.1-0.5 s), so the answer is
+    # remembered per environment; one that has since vanished is asked for again.
+    places = (
+        ctx.site_dirs,
+        ctx.conda_prefix,
+        ctx.cuda_path,
+        ctx.cuda_home,
+        os.environ.get("LD_LIBRARY_PATH"),
+    )
+    try:
+        path = remembered("nvcc-pathfinder", repr(places), _ask_pathfinder)
+        if not os.path.isfile(path):
+            path = _ask_pathfinder()
+    except LookupError as exc:
+        return [*found, Candidate("-", "cuda-pathfinder", f"rejected: {exc}")] if str(exc) else found
+    return [*found, Candidate(path, _found_via(path, ctx))]
 
-        # Its answers are cached for the process; ours are per environment, so ask afresh.
-        pathfinder.find_nvidia_binary_utility.cache_clear()
-        pathfinder.get_cuda_path_or_home.cache_clear()
-        with warnings.catch_warnings():  # CUDA_PATH and CUDA_HOME differ: CUDA_PATH wins, said in docs
+
+def _ask_pathfinder() -> str:
+    from cuda import pathfinder
+
+    # Its answers are cached for the process; ours are per environment, so ask afresh.
+    pathfinder.find_nvidia_binary_utility.cache_clear()
+    pathfinder.get_cuda_path_or_home.cache_clear()
+    try:
+        with warnings.catch_warnings():  # CUDA_PATH and CUDA_HOME differ: CUDA_PATH wins (docs say so)
             warnings.simplefilter("ignore")
             path = pathfinder.find_nvidia_binary_utility("nvcc")
-        if path:
-            found.append(Candidate(path, _found_via(path, ctx)))
-    return found
+    except Exception as exc:  # e.g. its loader probe failed: a miss, with the reason kept
+        raise LookupError(f"it failed: {exc}") from None
+    if not path:
+        raise LookupError("")
+    return path
 
 
 def _step_env_roots(ctx: SearchContext) -> list[Candidate]:
