@@ -340,32 +340,30 @@ def _step_defaults(ctx: SearchContext) -> list[Candidate]:
     return [Candidate(_nvcc_in(r), f"default:{r}") for r in ctx.default_roots]
 
 
-@dataclass(frozen=True)
-class SearchStep:
-    name: str  # as shown in the "searched" list of an error
-    run: Callable[[SearchContext], list[Candidate]]
-    if_empty: Callable[[SearchContext], str]  # what to say when it proposed nothing
-    strict: bool = False  # a rejected candidate here is an error, not a fall-through
-
-
-_EXPLICIT = SearchStep(
+# BRAINEVENT_NVCC_PREFER -> the steps in order: (name in an error, step, what to say when
+# it proposed nothing). A candidate the first step rejects is an error, never a fall-through.
+_Step = tuple[str, Callable[[SearchContext], list[Candidate]], str]
+_EXPLICIT: _Step = (
     "the nvcc argument, then BRAINEVENT_NVCC",
     _step_explicit,
-    lambda c: f"none given, {config.NVCC.name} unset",
-    True,
+    "none given, BRAINEVENT_NVCC unset",
 )
-_PATHFINDER = SearchStep(
+_PATHFINDER: _Step = (
     "cuda-pathfinder (NVIDIA pip wheels, $CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME, the CUDA runtime's toolkit)",
     _step_pathfinder,
-    lambda c: "found no nvcc" if c.pathfinder else "skipped",
+    "found no nvcc",
 )
-_ENV_ROOTS = SearchStep("$CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME", _step_env_roots, lambda c: "all unset")
-_PATH = SearchStep("PATH", _step_path, lambda c: "no nvcc on PATH")
-_DEFAULTS = SearchStep("default toolkit roots", _step_defaults, lambda c: "none configured")
-# BRAINEVENT_NVCC_PREFER -> the steps in order.
-SEARCH_STEPS: dict[str, tuple[SearchStep, ...]] = {
+_PATH: _Step = ("PATH", _step_path, "no nvcc on PATH")
+_DEFAULTS: _Step = ("default toolkit roots", _step_defaults, "none configured")
+SEARCH_STEPS: dict[str, tuple[_Step, ...]] = {
     "pip": (_EXPLICIT, _PATHFINDER, _PATH, _DEFAULTS),
-    "system": (_EXPLICIT, _ENV_ROOTS, _PATH, _DEFAULTS, _PATHFINDER),
+    "system": (
+        _EXPLICIT,
+        ("$CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME", _step_env_roots, "all unset"),
+        _PATH,
+        _DEFAULTS,
+        _PATHFINDER,
+    ),
 }
 
 
@@ -399,17 +397,19 @@ def find_nvcc(
 def _find_in_context(ctx: SearchContext) -> NvccInfo:
     considered: list[Candidate] = []
     lines: list[str] = []
-    for step in SEARCH_STEPS[ctx.prefer]:
-        proposed = step.run(ctx)
+    for name, step, if_empty in SEARCH_STEPS[ctx.prefer]:
+        proposed = step(ctx)
         if not proposed:
-            lines.append(f"  - {step.name}: {step.if_empty(ctx)}")
+            lines.append(
+                f"  - {name}: {if_empty if ctx.pathfinder or step is not _step_pathfinder else 'skipped'}"
+            )
         for cand in proposed:
             if not cand.note:
                 try:
                     info = _inspect(cand)
                 except _Unusable as exc:
                     cand = cand._replace(note=f"rejected: {exc}")
-                    if step.strict:
+                    if step is _step_explicit:
                         raise NvccNotFoundError(
                             f"nvcc given via {cand.found_via} ({cand.path}) is not usable: {exc}. "
                             "Name an nvcc binary or a CUDA toolkit root.",
