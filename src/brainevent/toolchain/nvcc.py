@@ -1,19 +1,8 @@
-"""Find nvcc. NVIDIA's cuda-pathfinder does the search of the usual places; around it we
-keep what it does not do: ``BRAINEVENT_NVCC``, ``PATH`` (wrapper scripts followed to the
-real toolkit), the version probe, how each candidate was found (``found_via``) and why it
-was rejected, the CUDA 12 wheels' missing nvcc, and the match against JAX's CUDA plugin.
-
-The order (first usable wins; ``BRAINEVENT_NVCC_PREFER=system`` moves the pathfinder
-step last and looks at $CONDA_PREFIX, $CUDA_PATH and $CUDA_HOME first):
-
-1. the ``explicit`` argument, then ``BRAINEVENT_NVCC`` (a bad value is an error);
-2. cuda-pathfinder: NVIDIA's pip wheels, ``$CONDA_PREFIX``, ``$CUDA_PATH`` / ``$CUDA_HOME``,
-   then the toolkit of the CUDA runtime the dynamic loader finds;
-3. ``PATH``;
-4. default roots such as ``/usr/local/cuda``.
-
-Only the version check (and a wrapper's dry run) runs a subprocess, remembered per binary
-identity in the process and on disk (:mod:`.memo`).
+"""Find nvcc. NVIDIA's cuda-pathfinder searches the usual places (its wheels, conda,
+CUDA_PATH/CUDA_HOME, the CUDA runtime's toolkit); around it we keep what it does not do:
+``BRAINEVENT_NVCC``, ``PATH`` (wrapper scripts followed to the real toolkit), default roots,
+the version probe, ``found_via`` and why each candidate was rejected, the CUDA 12 wheels'
+missing nvcc, and the match against JAX's CUDA plugin. docs/toolchain.md gives the order.
 """
 
 from __future__ import annotations
@@ -46,9 +35,9 @@ DEFAULT_ROOTS: tuple[str, ...] = ("/usr/local/cuda", "/opt/cuda")
 JAX_PLUGINS: tuple[tuple[str, int], ...] = (("jax-cuda12-plugin", 12), ("jax-cuda13-plugin", 13))
 # The oldest Linux driver each CUDA major runs on (NVIDIA's compatibility table).
 MIN_DRIVER: dict[int, str] = {12: "525.60.13", 13: "580.65.06"}
-# Where NVIDIA's wheels put nvcc, under site-packages -> found_via. The CUDA 12 wheel's
-# bin/ holds ptxas but no nvcc: seeing it explains a failed search.
-_WHEEL_BINS = {"nvidia/cu13/bin": "nvidia-cuda-nvcc", "nvidia/cuda_nvcc/bin": "nvidia-cuda-nvcc"}
+# Where NVIDIA's wheels put nvcc, under site-packages. The CUDA 12 wheel's bin/ holds
+# ptxas but no nvcc: seeing it explains a failed search.
+_WHEEL_BINS = ("nvidia/cu13/bin", "nvidia/cuda_nvcc/bin")
 _CU12_VIA = "pip-wheel:nvidia-cuda-nvcc-cu12"
 _CU12_WHY = "CUDA 12 pip wheels ship ptxas but no nvcc"
 
@@ -275,9 +264,8 @@ def _env_roots(ctx: SearchContext) -> tuple[tuple[str, str | None], ...]:
 
 def _found_via(path: str, ctx: SearchContext) -> str:
     """Which of pathfinder's places ``path`` lies in."""
-    for bin_dir, package in _WHEEL_BINS.items():
-        if Path(path).parent.as_posix().endswith(bin_dir):
-            return f"pip-wheel:{package}"
+    if Path(path).parent.as_posix().endswith(_WHEEL_BINS):
+        return "pip-wheel:nvidia-cuda-nvcc"
     for via, root in _env_roots(ctx):
         if root and Path(path).is_relative_to(os.path.realpath(root)):
             return via
