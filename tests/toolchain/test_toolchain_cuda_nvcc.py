@@ -8,6 +8,7 @@ import shutil
 import site
 import stat
 import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -352,6 +353,30 @@ def test_found_through_cuda_home(
     monkeypatch.setenv("CUDA_HOME", real_nvcc.root)
     info = find_nvcc(default_roots=())
     assert (info.path, info.root, info.found_via) == (real_nvcc.path, real_nvcc.root, "env:CUDA_HOME")
+
+
+@pytest.mark.nvcc
+def test_a_wheel_installed_later_is_found_despite_the_memo(
+    real_nvcc: NvccInfo, bare_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site_dir = tmp_path / "site-packages"
+    site_dir.mkdir()
+    monkeypatch.setenv("CUDA_HOME", real_nvcc.root)
+    monkeypatch.setenv("PYTHONPATH", str(Path(nvcc_mod.__file__).parents[2]))
+    search = (  # in a new process, as after a pip install: only the memo on disk is shared
+        f"import site; site.getsitepackages = lambda: [{str(site_dir)!r}]; site.ENABLE_USER_SITE = False; "
+        "from brainevent.toolchain.nvcc import find_nvcc; print(find_nvcc(default_roots=()).found_via)"
+    )
+
+    def found_via() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", search], capture_output=True, text=True, check=True
+        ).stdout
+
+    assert found_via().strip() == "env:CUDA_HOME"
+    assert "nvcc-pathfinder|" in (config.CACHE_DIR.get() / "toolchain-memo.json").read_text()
+    _write_script(site_dir / "nvidia" / "cu13" / "bin" / "nvcc", f'#!/bin/sh\nexec "{real_nvcc.path}" "$@"\n')
+    assert found_via().strip() == "pip-wheel:nvidia-cuda-nvcc"
 
 
 @pytest.mark.nvcc
