@@ -33,20 +33,6 @@ def _grid3(value: Any, name: str) -> tuple[int, int, int]:
     return dims[0], dims[1], dims[2]
 
 
-def parse_capability(value: Any) -> int:
-    """90 from ``90``, ``"90"``, ``"9.0"``, ``"sm_90"`` or ``"sm_90a"`` (Triton numbers them so)."""
-    from ..toolchain.cuda_arch import one_arch
-
-    return one_arch(value).cc
-
-
-def visible_capabilities() -> list[int]:
-    """Compute capabilities of the GPUs JAX uses, else of those the CUDA driver reports."""
-    from ..toolchain.cuda_arch import visible_archs
-
-    return sorted({a.cc for a in visible_archs(jax_first=True)})
-
-
 class TritonCall:
     """The JAX function ``triton_kernel`` returns; see there."""
 
@@ -90,7 +76,10 @@ class TritonCall:
         check_arrays(self.__name__, arrays, "as keywords of triton_kernel")
         bound = bind(self._kernel, [a.dtype for a in arrays], [s.dtype for s in self._specs], self._params)
         grid = self._grid_for(bound.values)
-        capabilities = self._capabilities or visible_capabilities()
+        from ..toolchain.cuda_arch import visible_archs
+
+        # Triton numbers an arch major * 10 + minor: 90 for sm_90 and sm_90a.
+        capabilities = self._capabilities or [a.cc for a in visible_archs(jax_first=True)]
         if not capabilities:
             raise KernelCallError(
                 f"{self.__name__}: Triton kernels are compiled for the GPUs present, and neither JAX nor the "
@@ -222,7 +211,9 @@ def triton_kernel(
     capabilities = None
     if compute_capability is not None:
         values = compute_capability if isinstance(compute_capability, (list, tuple)) else [compute_capability]
-        capabilities = sorted({parse_capability(v) for v in values})
+        from ..toolchain.cuda_arch import one_arch
+
+        capabilities = sorted({one_arch(v).cc for v in values})
     return TritonCall(
         kernel, outs, grid, dict(params), options, capabilities, input_output_aliases, vmap_method
     )
