@@ -390,10 +390,9 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
     lines: list[str] = []
     for name, step, if_empty in SEARCH_STEPS[ctx.prefer]:
         proposed = step(ctx)
-        if not proposed:
-            lines.append(
-                f"  - {name}: {if_empty if ctx.pathfinder or step is not _step_pathfinder else 'skipped'}"
-            )
+        if all(c.note for c in proposed):  # nothing to try (a CUDA 12 wheel comes rejected)
+            skipped = step is _step_pathfinder and not ctx.pathfinder
+            lines.append(f"  - {name}: {'skipped' if skipped else if_empty}")
         for cand in proposed:
             if not cand.note:
                 try:
