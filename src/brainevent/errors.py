@@ -14,10 +14,7 @@ written against the untyped errors, and re-raises with ``**exc.data``, keep work
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, dataclass_transform
-
-if TYPE_CHECKING:
-    from .toolchain.nvcc_probe import Candidate as NvccCandidate
+from typing import Any, ClassVar, dataclass_transform
 
 
 def _positional(*, kw_only: bool = False) -> Any:
@@ -139,7 +136,7 @@ class NvccNotFoundError(ToolchainError):
 
     path: str | None = None
     found_via: str | None = None
-    candidates: tuple[NvccCandidate, ...] | None = None
+    candidates: tuple[tuple[str, str, str], ...] | None = None  # (path, found_via, note) each
     cuda12_wheels_only: bool | None = None
 
 
@@ -276,6 +273,11 @@ class KernelCallError(KernelError, ValueError):
     type: str | None = None
 
 
+class ArchError(ToolchainError, KernelCallError):
+    """A value that names no GPU architecture (an argument, or ``variable``'s setting); the
+    message lists the accepted forms."""
+
+
 class UnhashableAttributeError(KernelCallError, TypeError):
     """An ``XLACustomKernel`` call got an attribute value JAX cannot use as a primitive
     parameter (parameters are part of JAX's trace cache key, so they must be hashable)."""
@@ -301,6 +303,7 @@ class BackendNotInstalledError(KernelNotAvailableError, ImportError):
 
 
 __all__ = [
+    "ArchError",
     "BackendNotInstalledError",
     "BrainEventError",
     "CUDANotInstalledError",

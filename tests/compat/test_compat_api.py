@@ -309,7 +309,7 @@ def test_no_gpu_and_no_arch_is_gpu_arch_detection_error(monkeypatch: pytest.Monk
     cuda_driver.clear_probe_cache()
     try:
         with pytest.raises(brainevent.GpuArchDetectionError, match="compute_capability"):
-            resolve_archs()
+            resolve_archs(pinned=config.CUDA_ARCH.get())
     finally:
         cuda_driver.clear_probe_cache()
 
@@ -352,12 +352,15 @@ def test_set_compute_capability_pins_the_build_architectures(
     assert config.get_compute_capability() is None
     config.set_compute_capability("8.6, 8.0")
     assert config.get_compute_capability() == ["sm_86", "sm_80"]  # as given
-    assert [a.sm for a in resolve_archs()] == ["sm_80", "sm_86"]  # before the environment
+    assert [a.sm for a in resolve_archs(pinned=config.CUDA_ARCH.get())] == [
+        "sm_80",
+        "sm_86",
+    ]  # before the environment
     config.set_compute_capability(["compute_90"])
     assert config.get_compute_capability() == ["sm_90"]
     config.set_compute_capability(None)
     assert config.get_compute_capability() is None
-    assert [a.sm for a in resolve_archs()] == ["sm_75"]
+    assert [a.sm for a in resolve_archs(pinned=config.CUDA_ARCH.get())] == ["sm_75"]
 
 
 def test_set_compute_capability_refuses_a_bad_value(undo_config: None) -> None:
@@ -375,15 +378,19 @@ def test_prefer_system_nvcc_reorders_the_search(
     real = find_nvcc().path
     site = tmp_path / "site"
     (site / "nvidia" / "cu13" / "bin").mkdir(parents=True)
-    (site / "nvidia" / "cu13" / "bin" / "nvcc").symlink_to(real)
+    # A script: cuda-pathfinder resolves symlinks, which would hide the wheel's place.
+    (site / "nvidia" / "cu13" / "bin" / "nvcc").write_text(f'#!/bin/sh\nexec "{real}" "$@"\n')
+    (site / "nvidia" / "cu13" / "bin" / "nvcc").chmod(0o755)
     (tmp_path / "toolkit" / "bin").mkdir(parents=True)
     (tmp_path / "toolkit" / "bin" / "nvcc").symlink_to(real)
     for name in ("BRAINEVENT_NVCC", "CONDA_PREFIX", "CUDA_PATH", "BRAINEVENT_NVCC_PREFER"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "toolkit"))
+    monkeypatch.setattr("site.getsitepackages", lambda: [str(site)])
+    monkeypatch.setattr("site.ENABLE_USER_SITE", False)
 
     def found_via() -> str:
-        return find_nvcc(site_dirs=[str(site)], default_roots=[]).found_via
+        return find_nvcc(default_roots=[]).found_via
 
     assert found_via() == "pip-wheel:nvidia-cuda-nvcc"
     config.prefer_system_nvcc()

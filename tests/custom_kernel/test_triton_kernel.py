@@ -15,10 +15,10 @@ import pytest
 
 import brainevent
 from brainevent.custom_kernel import XLACustomKernel
-from brainevent.custom_kernel.triton_call import parse_capability
 from brainevent.custom_kernel.triton_compile import scalar_bits, scalar_type, trailing_params
 from brainevent.errors import KernelCallError
 from brainevent.launchers.cubin import NULL, OPERAND, SCALAR, SCRATCH, Param
+from brainevent.toolchain.cuda_arch import one_arch
 
 SPEC = jax.ShapeDtypeStruct((4096,), jnp.float32)
 
@@ -30,13 +30,13 @@ SPEC = jax.ShapeDtypeStruct((4096,), jnp.float32)
     ("value", "cc"), [(90, 90), ("90", 90), ("9.0", 90), ("sm_90a", 90), ("sm_120", 120)]
 )
 def test_compute_capability_spellings(value: Any, cc: int) -> None:
-    assert parse_capability(value) == cc
+    assert one_arch(value).cc == cc
 
 
-@pytest.mark.parametrize("value", ["hopper", "sm_", 7, "4.0"])
+@pytest.mark.parametrize("value", ["hopper", "sm_", 7, "4.12"])
 def test_bad_compute_capability_names_the_value(value: Any) -> None:
     with pytest.raises(KernelCallError, match=re.escape(repr(value))):
-        parse_capability(value)
+        one_arch(value)
 
 
 @pytest.mark.parametrize(

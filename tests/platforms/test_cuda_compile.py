@@ -172,5 +172,5 @@ def test_wrapper_script_nvcc_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv(
         "PATH", f"{wrapper_dir}:{Path(shutil.which('g++') or '/usr/bin/g++').parent}:/usr/bin:/bin"
     )
-    found = find_nvcc(site_dirs=[], default_roots=[])
+    found = find_nvcc(default_roots=[], pathfinder=False)
     assert found.path == real and found.found_via == "PATH"

@@ -12,6 +12,7 @@ exercised by ``nox -s tests-cuda12`` inside ``environment.yml`` or with ``CUDA_H
 from __future__ import annotations
 
 import os
+import site as site_module
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,8 @@ def cu12_wheel_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str
     ptxas.parent.mkdir(parents=True)
     ptxas.write_text("#!/bin/sh\n")
     ptxas.chmod(0o755)
+    monkeypatch.setattr(site_module, "getsitepackages", lambda: [str(site)])
+    monkeypatch.setattr(site_module, "ENABLE_USER_SITE", False)
     return [str(site)]
 
 
@@ -58,7 +61,7 @@ def _rejected_wheel(info: NvccInfo) -> bool:
 @pytest.mark.nvcc
 def test_pip_cuda12_alone_cannot_build(cu12_wheel_only: list[str]) -> None:
     with pytest.raises(ToolchainError, match=r"pip's CUDA 12 wheels carry none") as info:
-        find_nvcc(site_dirs=cu12_wheel_only, default_roots=())
+        find_nvcc(default_roots=(), pathfinder=False)  # the loader's toolkit would be found
     assert "conda install -c conda-forge cuda-nvcc cuda-version=12.9" in str(info.value)
 
 
@@ -68,9 +71,11 @@ def test_route_conda_cuda_nvcc(
 ) -> None:
     prefix = tmp_path / "conda-env"
     (prefix / "bin").mkdir(parents=True)
-    os.symlink(real_nvcc.path, prefix / "bin" / "nvcc")  # where conda's cuda-nvcc puts it
+    # Where conda's cuda-nvcc puts it; a script, as cuda-pathfinder resolves symlinks.
+    (prefix / "bin" / "nvcc").write_text(f'#!/bin/sh\nexec "{real_nvcc.path}" "$@"\n')
+    (prefix / "bin" / "nvcc").chmod(0o755)
     monkeypatch.setenv("CONDA_PREFIX", str(prefix))
-    info = find_nvcc(site_dirs=cu12_wheel_only, default_roots=())
+    info = find_nvcc(default_roots=())
     assert info.found_via == "conda" and info.version == real_nvcc.version
     assert _rejected_wheel(info)
 
@@ -80,6 +85,6 @@ def test_route_system_toolkit(
     real_nvcc: NvccInfo, cu12_wheel_only: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CUDA_HOME", real_nvcc.root)  # e.g. /usr/local/cuda-12.9
-    info = find_nvcc(site_dirs=cu12_wheel_only, default_roots=())
+    info = find_nvcc(default_roots=())
     assert info.found_via == "env:CUDA_HOME" and os.path.samefile(info.path, real_nvcc.path)
     assert _rejected_wheel(info)

@@ -8,18 +8,53 @@ from pathlib import Path
 
 import pytest
 
-from brainevent.errors import ToolchainError
+from brainevent import config
+from brainevent.errors import ArchError, KernelCallError, ToolchainError
 from brainevent.toolchain import cuda_driver
 from brainevent.toolchain.cuda_arch import (
     CudaArch,
     check_archs_supported,
     gencode_flags,
+    nvrtc_arch,
+    one_arch,
     parse_compute_capability,
     resolve_archs,
     supported_archs,
 )
 
 A = CudaArch
+
+
+@pytest.mark.parametrize(
+    ("value", "nvrtc", "cc"),
+    [
+        ("8.0", "sm_80", 80),
+        ("sm_80", "sm_80", 80),
+        ("80", "sm_80", 80),
+        (80, "sm_80", 80),
+        ("compute_90a", "compute_90a", 90),
+        ("compute_90", "compute_90", 90),
+        ("sm_90a", "sm_90a", 90),
+        (" SM_120 ", "sm_120", 120),
+        ("12.1", "sm_121", 121),
+        ((8, 6), "sm_86", 86),
+    ],
+)
+def test_one_architecture_for_nvrtc_and_triton(value: object, nvrtc: str, cc: int) -> None:
+    assert nvrtc_arch(value) == nvrtc
+    assert one_arch(value).cc == cc
+
+
+@pytest.mark.parametrize(
+    "value", ["sm_x", "hopper", "sm_80,sm_90", ["sm_80", "sm_90"], "compute_9.0", 7, None]
+)
+def test_bad_single_architecture_is_a_typed_error(value: object) -> None:
+    with pytest.raises(ArchError, match=r"Accepted forms") as info:
+        nvrtc_arch(value)
+    assert repr(value) in str(info.value)
+    # An argument error to callers of a kernel, a toolchain error to those of a build.
+    assert isinstance(info.value, KernelCallError) and isinstance(info.value, ToolchainError)
+    assert info.value.value == value  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
@@ -198,18 +233,18 @@ def no_pin(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_resolve_argument_wins_over_pin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BRAINEVENT_CUDA_ARCH", "sm_80")
-    assert resolve_archs("sm_90") == (A(9, 0),)
+    assert resolve_archs("sm_90", pinned=config.CUDA_ARCH.get()) == (A(9, 0),)
 
 
 def test_resolve_env_pin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BRAINEVENT_CUDA_ARCH", "sm_80,sm_90")
-    assert resolve_archs() == (A(8, 0), A(9, 0))
+    assert resolve_archs(pinned=config.CUDA_ARCH.get()) == (A(8, 0), A(9, 0))
 
 
 def test_resolve_bad_env_pin_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BRAINEVENT_CUDA_ARCH", "volta")
     with pytest.raises(ToolchainError) as info:
-        resolve_archs()
+        resolve_archs(pinned=config.CUDA_ARCH.get())
     assert str(info.value).startswith("BRAINEVENT_CUDA_ARCH='volta'")
     assert info.value.variable == "BRAINEVENT_CUDA_ARCH"  # type: ignore[attr-defined]
 
@@ -217,8 +252,8 @@ def test_resolve_bad_env_pin_names_the_variable(monkeypatch: pytest.MonkeyPatch)
 def test_resolve_checks_against_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BRAINEVENT_CUDA_ARCH", "sm_70")
     with pytest.raises(ToolchainError, match="cannot build for sm_70"):
-        resolve_archs(nvcc_version=(13, 0))
-    assert resolve_archs(nvcc_version=(12, 9)) == (A(7, 0),)
+        resolve_archs(pinned=config.CUDA_ARCH.get(), nvcc_version=(13, 0))
+    assert resolve_archs(pinned=config.CUDA_ARCH.get(), nvcc_version=(12, 9)) == (A(7, 0),)
 
 
 def test_resolve_without_gpu_says_how_to_pin(no_pin: None) -> None:
@@ -226,7 +261,7 @@ def test_resolve_without_gpu_says_how_to_pin(no_pin: None) -> None:
     if probe.available:
         pytest.skip("not applicable: a GPU is visible here")
     with pytest.raises(ToolchainError) as info:
-        resolve_archs()
+        resolve_archs(pinned=config.CUDA_ARCH.get())
     text = str(info.value)
     assert "no GPU was found" in text
     assert probe.reason in text
@@ -240,7 +275,7 @@ def test_resolve_from_driver_devices(
 ) -> None:
     real_probe = cuda_driver.probe_devices
     monkeypatch.setattr(cuda_driver, "probe_devices", lambda library=None: real_probe(stub_driver_two_gpus))
-    assert resolve_archs() == (A(8, 6), A(9, 0))
+    assert resolve_archs(pinned=config.CUDA_ARCH.get()) == (A(8, 6), A(9, 0))
 
 
 @pytest.fixture

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import stat
 import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -15,7 +17,6 @@ import pytest
 from brainevent import config
 from brainevent.errors import ToolchainError
 from brainevent.toolchain import nvcc as nvcc_mod
-from brainevent.toolchain import nvcc_probe
 from brainevent.toolchain.nvcc import (
     NvccInfo,
     ToolchainWarning,
@@ -53,7 +54,14 @@ def bare_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
+    _site_packages(monkeypatch)
     return empty
+
+
+def _site_packages(monkeypatch: pytest.MonkeyPatch, *dirs: Path) -> None:
+    """What cuda-pathfinder and the CUDA 12 wheel check take for site-packages."""
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(d) for d in dirs])
+    monkeypatch.setattr(site, "ENABLE_USER_SITE", False)
 
 
 def _write_script(path: Path, body: str) -> Path:
@@ -112,17 +120,14 @@ def test_identity_uses_stat_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_nothing_found_lists_every_place(bare_env: Path, tmp_path: Path) -> None:
-    site_dir = tmp_path / "site-packages"
-    site_dir.mkdir()
     with pytest.raises(ToolchainError) as info:
-        find_nvcc(site_dirs=[str(site_dir)], default_roots=(str(tmp_path / "no-cuda"),))
+        find_nvcc(default_roots=(str(tmp_path / "no-cuda"),), pathfinder=False)
     text = str(info.value)
     assert text.startswith("nvcc was not found. Searched, in order:")
     for expected in (
         "none given, BRAINEVENT_NVCC unset",
-        "no NVIDIA nvcc wheel in 1 site-packages directories",
-        "CONDA_PREFIX unset",
-        "CUDA_HOME and CUDA_PATH unset",
+        "cuda-pathfinder (NVIDIA pip wheels, $CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME, the CUDA runtime's "
+        "toolkit): skipped",
         "no nvcc on PATH",
         f"default:{tmp_path / 'no-cuda'}: {tmp_path / 'no-cuda' / 'bin' / 'nvcc'} (rejected: no such file)",
         'pip install "nvidia-cuda-nvcc>=13" nvidia-cuda-cccl',
@@ -136,12 +141,15 @@ def test_nothing_found_lists_every_place(bare_env: Path, tmp_path: Path) -> None
     ]
 
 
-def test_cuda12_wheels_only_explains_there_is_no_nvcc(bare_env: Path, tmp_path: Path) -> None:
+def test_cuda12_wheels_only_explains_there_is_no_nvcc(
+    bare_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     site_dir = tmp_path / "site-packages"
     ptxas = _write_script(site_dir / "nvidia" / "cuda_nvcc" / "bin" / "ptxas", "#!/bin/sh\n")
     (site_dir / "nvidia" / "__init__.py").write_text("")  # a regular package, as cu12 ships
+    _site_packages(monkeypatch, site_dir)
     with pytest.raises(ToolchainError) as info:
-        find_nvcc(site_dirs=[str(site_dir)], default_roots=())
+        find_nvcc(default_roots=(), pathfinder=False)
     text = str(info.value)
     assert text.startswith("nvcc was not found (pip's CUDA 12 wheels carry none). Searched, in order:")
     nvcc_path = ptxas.with_name("nvcc")
@@ -168,8 +176,9 @@ def test_cuda_home_without_nvcc_is_recorded(
     (home / "bin").mkdir(parents=True)
     monkeypatch.setenv("CUDA_HOME", str(home))
     monkeypatch.setenv("CUDA_PATH", str(tmp_path / "cuda-path"))
+    monkeypatch.setenv("BRAINEVENT_NVCC_PREFER", "system")  # our own look at the toolkit roots
     with pytest.raises(ToolchainError) as info:
-        find_nvcc(site_dirs=(), default_roots=())
+        find_nvcc(default_roots=(), pathfinder=False)
     cands = info.value.candidates  # type: ignore[attr-defined]
     assert (str(home / "bin" / "nvcc"), "env:CUDA_HOME", "rejected: no such file") in cands
     assert ("env:CUDA_PATH") in [c.found_via for c in cands]
@@ -179,21 +188,21 @@ def test_broken_explicit_nvcc_is_an_error_not_a_fallthrough(
     bare_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with pytest.raises(ToolchainError) as info:
-        find_nvcc(str(tmp_path / "nope" / "nvcc"), site_dirs=(), default_roots=())
+        find_nvcc(str(tmp_path / "nope" / "nvcc"), default_roots=(), pathfinder=False)
     assert "nvcc given via argument" in str(info.value)
     assert "no such file" in str(info.value)
     assert info.value.found_via == "argument"  # type: ignore[attr-defined]
 
     monkeypatch.setenv("BRAINEVENT_NVCC", str(tmp_path))  # a directory without bin/nvcc
     with pytest.raises(ToolchainError) as info:
-        find_nvcc(site_dirs=(), default_roots=())
+        find_nvcc(default_roots=(), pathfinder=False)
     assert "nvcc given via env:BRAINEVENT_NVCC" in str(info.value)
 
 
 def test_nvcc_that_cannot_report_a_version_is_rejected(bare_env: Path, tmp_path: Path) -> None:
     fake = _write_script(tmp_path / "fake" / "bin" / "nvcc", "#!/bin/sh\necho hello\n")
     with pytest.raises(ToolchainError) as info:
-        find_nvcc(site_dirs=(), default_roots=(str(fake.parent.parent),))
+        find_nvcc(pathfinder=False, default_roots=(str(fake.parent.parent),))
     (cand,) = info.value.candidates  # type: ignore[attr-defined]
     assert cand.note.startswith("rejected: it is a wrapper script, and neither")
 
@@ -203,7 +212,7 @@ def test_not_executable_is_rejected(bare_env: Path, tmp_path: Path) -> None:
     plain.parent.mkdir(parents=True)
     plain.write_text("not a program")
     with pytest.raises(ToolchainError) as info:
-        find_nvcc(site_dirs=(), default_roots=(str(tmp_path / "root"),))
+        find_nvcc(pathfinder=False, default_roots=(str(tmp_path / "root"),))
     assert info.value.candidates[0].note == "rejected: not executable"  # type: ignore[attr-defined]
 
 
@@ -231,7 +240,7 @@ def test_path_wrapper_is_resolved_to_the_real_toolkit(
     on_path = shutil.which("nvcc")
     if on_path is None:
         pytest.skip("not applicable: no nvcc on PATH")
-    info = find_nvcc(site_dirs=(), default_roots=())
+    info = find_nvcc(default_roots=(), pathfinder=False)
     assert info.found_via == "PATH"
     assert info.candidates[0].path == on_path
     with open(on_path, "rb") as fh:
@@ -249,7 +258,7 @@ def test_path_wrapper_is_resolved_to_the_real_toolkit(
 @pytest.mark.nvcc
 def test_own_wrapper_script_on_path(real_nvcc: NvccInfo, bare_env: Path) -> None:
     wrapper = _write_script(bare_env / "nvcc", f'#!/bin/sh\nexec "{real_nvcc.path}" "$@"\n')
-    info = find_nvcc(site_dirs=(), default_roots=())
+    info = find_nvcc(default_roots=(), pathfinder=False)
     assert (info.path, info.root, info.found_via) == (real_nvcc.path, real_nvcc.root, "PATH")
     assert info.candidates == (
         (str(wrapper), "PATH", f"accepted: {real_nvcc.path} (CUDA {info.version_string})"),
@@ -269,23 +278,23 @@ def test_wrapper_hiding_the_path_is_resolved_by_dryrun(
     bin_dir = os.path.dirname(real_nvcc.path)
     _write_script(bare_env / "nvcc", f'#!/bin/sh\nD="{bin_dir}"\nexec "$D/nvcc" "$@"\n')
     with pytest.raises(ToolchainError, match="neither `nvcc -dryrun` nor its text"):
-        find_nvcc(site_dirs=(), default_roots=())
+        find_nvcc(default_roots=(), pathfinder=False)
     nvcc_mod.clear_version_cache()
     monkeypatch.setenv("PATH", f"{bare_env}{os.pathsep}{os.path.dirname(gcc)}")
-    info = find_nvcc(site_dirs=(), default_roots=())
+    info = find_nvcc(default_roots=(), pathfinder=False)
     assert (info.path, info.root, info.found_via) == (real_nvcc.path, real_nvcc.root, "PATH")
 
 
 @pytest.mark.nvcc
 def test_symlink_on_path(real_nvcc: NvccInfo, bare_env: Path) -> None:
     (bare_env / "nvcc").symlink_to(real_nvcc.path)
-    info = find_nvcc(site_dirs=(), default_roots=())
+    info = find_nvcc(default_roots=(), pathfinder=False)
     assert (info.path, info.root, info.found_via) == (real_nvcc.path, real_nvcc.root, "PATH")
 
 
 @pytest.mark.nvcc
 def test_default_root(real_nvcc: NvccInfo, bare_env: Path, tmp_path: Path) -> None:
-    info = find_nvcc(site_dirs=(), default_roots=(str(tmp_path / "none"), real_nvcc.root))
+    info = find_nvcc(pathfinder=False, default_roots=(str(tmp_path / "none"), real_nvcc.root))
     assert info.found_via == f"default:{real_nvcc.root}"
     assert [c.note.split(":")[0] for c in info.candidates] == ["rejected", "accepted"]
 
@@ -293,10 +302,10 @@ def test_default_root(real_nvcc: NvccInfo, bare_env: Path, tmp_path: Path) -> No
 @pytest.mark.nvcc
 def test_env_and_argument(real_nvcc: NvccInfo, bare_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BRAINEVENT_NVCC", real_nvcc.path)
-    info = find_nvcc(site_dirs=(), default_roots=())
+    info = find_nvcc(default_roots=(), pathfinder=False)
     assert (info.path, info.found_via) == (real_nvcc.path, "env:BRAINEVENT_NVCC")
     # The argument comes first; a toolkit root is accepted in place of the binary.
-    info = find_nvcc(real_nvcc.root, site_dirs=(), default_roots=())
+    info = find_nvcc(real_nvcc.root, default_roots=(), pathfinder=False)
     assert (info.path, info.found_via) == (real_nvcc.path, "argument")
     assert len(info.candidates) == 1
 
@@ -308,8 +317,9 @@ def test_cuda_home_rejected_then_path(
     home = tmp_path / "empty-cuda"
     home.mkdir()
     monkeypatch.setenv("CUDA_HOME", str(home))
+    monkeypatch.setenv("BRAINEVENT_NVCC_PREFER", "system")
     (bare_env / "nvcc").symlink_to(real_nvcc.path)
-    info = find_nvcc(site_dirs=(), default_roots=())
+    info = find_nvcc(default_roots=(), pathfinder=False)
     assert info.found_via == "PATH"
     assert info.candidates[0] == (
         str(home / "bin" / "nvcc"),
@@ -319,16 +329,67 @@ def test_cuda_home_rejected_then_path(
 
 
 @pytest.mark.nvcc
-def test_wheel_layout_comes_before_path(real_nvcc: NvccInfo, bare_env: Path, tmp_path: Path) -> None:
+def test_wheel_layout_comes_before_path(
+    real_nvcc: NvccInfo, bare_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cuda-pathfinder resolves symlinks, so the wheel's nvcc is a wrapper script here.
     site_dir = tmp_path / "site-packages"
-    cu13_bin = site_dir / "nvidia" / "cu13" / "bin"
-    cu13_bin.mkdir(parents=True)
-    (cu13_bin / "nvcc").symlink_to(real_nvcc.path)
+    wheel_nvcc = _write_script(
+        site_dir / "nvidia" / "cu13" / "bin" / "nvcc", f'#!/bin/sh\nexec "{real_nvcc.path}" "$@"\n'
+    )
     _write_script(site_dir / "nvidia" / "cuda_nvcc" / "bin" / "ptxas", "#!/bin/sh\n")
     (bare_env / "nvcc").symlink_to(real_nvcc.path)
-    info = find_nvcc(site_dirs=[str(site_dir)], default_roots=())
+    _site_packages(monkeypatch, site_dir)
+    info = find_nvcc(default_roots=())
     assert info.found_via == "pip-wheel:nvidia-cuda-nvcc"
-    assert info.candidates[0].path == str(cu13_bin / "nvcc")
+    assert (info.path, info.root) == (real_nvcc.path, real_nvcc.root)
+    assert info.candidates[-1].path == str(wheel_nvcc.resolve())
+
+
+@pytest.mark.nvcc
+def test_found_through_cuda_home(
+    real_nvcc: NvccInfo, bare_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CUDA_HOME", real_nvcc.root)
+    info = find_nvcc(default_roots=())
+    assert (info.path, info.root, info.found_via) == (real_nvcc.path, real_nvcc.root, "env:CUDA_HOME")
+
+
+@pytest.mark.nvcc
+def test_a_wheel_installed_later_is_found_despite_the_memo(
+    real_nvcc: NvccInfo, bare_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site_dir = tmp_path / "site-packages"
+    site_dir.mkdir()
+    monkeypatch.setenv("CUDA_HOME", real_nvcc.root)
+    monkeypatch.setenv("PYTHONPATH", str(Path(nvcc_mod.__file__).parents[2]))
+    search = (  # in a new process, as after a pip install: only the memo on disk is shared
+        f"import site; site.getsitepackages = lambda: [{str(site_dir)!r}]; site.ENABLE_USER_SITE = False; "
+        "from brainevent.toolchain.nvcc import find_nvcc; print(find_nvcc(default_roots=()).found_via)"
+    )
+
+    def found_via() -> str:
+        return subprocess.run(
+            [sys.executable, "-c", search], capture_output=True, text=True, check=True
+        ).stdout
+
+    assert found_via().strip() == "env:CUDA_HOME"
+    assert "nvcc-pathfinder|" in (config.CACHE_DIR.get() / "toolchain-memo.json").read_text()
+    _write_script(site_dir / "nvidia" / "cu13" / "bin" / "nvcc", f'#!/bin/sh\nexec "{real_nvcc.path}" "$@"\n')
+    assert found_via().strip() == "pip-wheel:nvidia-cuda-nvcc"
+
+
+@pytest.mark.nvcc
+def test_system_wrapper_script_resolves_to_the_real_toolkit(bare_env: Path) -> None:
+    # /usr/local/bin/nvcc on a system toolkit install is often a script, not a link.
+    wrapper = "/usr/local/bin/nvcc"
+    if not os.path.isfile(wrapper) or not nvcc_mod._is_script(wrapper):
+        pytest.skip(f"not applicable: {wrapper} is not a wrapper script here")
+    info = find_nvcc(wrapper, default_roots=())
+    assert info.found_via == "argument"
+    assert not nvcc_mod._is_script(info.path)
+    assert os.path.isfile(os.path.join(info.root, "include", "cuda_runtime.h"))
+    assert info.version == nvcc_version(info.path)
 
 
 @pytest.mark.nvcc
@@ -338,9 +399,9 @@ def test_version_is_memoized(real_nvcc: NvccInfo, monkeypatch: pytest.MonkeyPatc
     def no_subprocess(*args: object, **kwargs: object) -> None:
         raise AssertionError("the version should come from the memo")
 
-    monkeypatch.setattr(nvcc_probe.subprocess, "run", no_subprocess)
+    monkeypatch.setattr(nvcc_mod.subprocess, "run", no_subprocess)
     assert nvcc_version(real_nvcc.path) == real_nvcc.version
-    info = find_nvcc(real_nvcc.path, site_dirs=(), default_roots=())
+    info = find_nvcc(real_nvcc.path, default_roots=(), pathfinder=False)
     assert info.version == real_nvcc.version
 
 

@@ -33,44 +33,6 @@ def _grid3(value: Any, name: str) -> tuple[int, int, int]:
     return dims[0], dims[1], dims[2]
 
 
-def parse_capability(value: Any) -> int:
-    """90 from ``90``, ``"90"``, ``"9.0"``, ``"sm_90"`` or ``"sm_90a"``."""
-    text = str(value).strip().lower().removeprefix("sm_").removeprefix("compute_").rstrip("af")
-    try:
-        if "." in text:
-            major, minor = text.split(".", 1)
-            number = int(major) * 10 + int(minor)
-        else:
-            number = int(text)
-    except ValueError:
-        number = -1
-    if number < 50:
-        raise KernelCallError(
-            f"compute_capability must look like 90, '9.0' or 'sm_90', got {value!r}", value=repr(value)
-        )
-    return number
-
-
-def visible_capabilities() -> list[int]:
-    """Compute capabilities of the GPUs JAX uses, else of those the CUDA driver reports."""
-    import jax
-
-    try:
-        devices = jax.devices("gpu")
-    except RuntimeError:
-        devices = []
-    found = {
-        parse_capability(d.compute_capability) for d in devices if getattr(d, "compute_capability", None)
-    }
-    if not found:
-        from ..toolchain.cuda_driver import probe_devices
-
-        probe = probe_devices()
-        if probe.available:
-            found = {d.major * 10 + d.minor for d in probe.devices}
-    return sorted(found)
-
-
 class TritonCall:
     """The JAX function ``triton_kernel`` returns; see there."""
 
@@ -114,7 +76,10 @@ class TritonCall:
         check_arrays(self.__name__, arrays, "as keywords of triton_kernel")
         bound = bind(self._kernel, [a.dtype for a in arrays], [s.dtype for s in self._specs], self._params)
         grid = self._grid_for(bound.values)
-        capabilities = self._capabilities or visible_capabilities()
+        from ..toolchain.cuda_arch import visible_archs
+
+        # Triton numbers an arch major * 10 + minor: 90 for sm_90 and sm_90a.
+        capabilities = self._capabilities or [a.cc for a in visible_archs(jax_first=True)]
         if not capabilities:
             raise KernelCallError(
                 f"{self.__name__}: Triton kernels are compiled for the GPUs present, and neither JAX nor the "
@@ -246,7 +211,9 @@ def triton_kernel(
     capabilities = None
     if compute_capability is not None:
         values = compute_capability if isinstance(compute_capability, (list, tuple)) else [compute_capability]
-        capabilities = sorted({parse_capability(v) for v in values})
+        from ..toolchain.cuda_arch import one_arch
+
+        capabilities = sorted({one_arch(v).cc for v in values})
     return TritonCall(
         kernel, outs, grid, dict(params), options, capabilities, input_output_aliases, vmap_method
     )

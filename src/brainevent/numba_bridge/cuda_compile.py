@@ -47,9 +47,13 @@ def compile_for_devices(kernel: Any, signature: Signature) -> CompiledKernel:
     one cubin per distinct compute capability among the visible GPUs."""
     from numba import cuda
 
+    from ..toolchain.cuda_arch import visible_archs
+
     argtypes = numba_types(signature)
+    capabilities = [(a.major, a.minor) for a in visible_archs()]
     try:
-        capabilities = sorted({tuple(gpu.compute_capability) for gpu in cuda.gpus})
+        if not capabilities:
+            raise cuda.CudaSupportError("the CUDA driver reports no GPU")
         compiled = kernel.compile(argtypes)
     except cuda.CudaSupportError as exc:
         raise RuntimeError(f"numba_cuda_kernel needs a CUDA GPU visible to Numba: {exc}") from exc

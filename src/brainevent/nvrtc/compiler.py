@@ -7,7 +7,7 @@ import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..errors import KernelCallError
+from ..toolchain.cuda_arch import nvrtc_arch, one_arch
 
 
 @dataclass(frozen=True)
@@ -18,28 +18,13 @@ class Compiled:
     log: str = field(default="", compare=False)
 
 
-def parse_arch(value: object) -> str:
-    """``"sm_90"`` from ``90``, ``"90"``, ``"9.0"``, ``"sm_90"``; ``"compute_90"`` (PTX) and the
-    ``a``/``f`` suffixes (``"sm_90a"``) are kept as given."""
-    text = str(value).strip().lower()
-    prefix = "compute_" if text.startswith("compute_") else "sm_"
-    digits = text.removeprefix("sm_").removeprefix("compute_")
-    suffix = digits[-1] if digits[-1:] in ("a", "f") else ""
-    digits = digits.removesuffix(suffix) if suffix else digits
-    if "." in digits:
-        major, _, minor = digits.partition(".")
-        digits = f"{major}{minor}"
-    if not digits.isdigit() or int(digits) < 50:
-        raise KernelCallError(
-            f"compute_capability must look like 90, '9.0', 'sm_90' or 'compute_90' (PTX), got {value!r}",
-            value=repr(value),
-        )
-    return f"{prefix}{digits}{suffix}"
+# "sm_90" (a cubin) or "compute_90" (PTX) from any spelling; ArchError for a bad one.
+parse_arch = nvrtc_arch
 
 
 def arch_number(arch: str) -> int:
     """90 for ``"sm_90"``, ``"sm_90a"`` or ``"compute_90"``."""
-    return int(arch.removeprefix("sm_").removeprefix("compute_").rstrip("af"))
+    return one_arch(arch).cc
 
 
 def base_options(arch: str, include_dirs: Sequence[str]) -> list[str]:

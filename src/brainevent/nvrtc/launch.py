@@ -180,15 +180,15 @@ def architectures(requested: Sequence[str] | None) -> list[str]:
     """The ``sm_XX`` to compile for: those requested, else those of the visible GPUs."""
     if requested:
         return list(requested)
-    from ..custom_kernel.triton_call import visible_capabilities
+    from ..toolchain.cuda_arch import visible_archs
 
-    found = visible_capabilities()
+    found = visible_archs(jax_first=True)
     if not found:
         raise KernelCallError(
             "cuda_kernel compiles for the GPUs present, and neither JAX nor the CUDA driver reports one; run "
             "on a GPU machine, or pass compute_capability='sm_90' (for example) to compile without one",
         )
-    return [f"sm_{cc}" for cc in found]
+    return [a.sm for a in found]
 
 
 def prepare(

@@ -49,6 +49,7 @@ class CudaPlatform(PlatformBase):
     graph_capture = True  # XLA's command buffers: CUDA graphs
 
     def __init__(self, compute_capability: object = None) -> None:
+        from .. import config
         from ..toolchain.cuda_arch import resolve_archs
         from ..toolchain.nvcc import find_nvcc
 
@@ -60,7 +61,9 @@ class CudaPlatform(PlatformBase):
         except ToolchainError as exc:
             self.toolchain_error = exc
         self.archs = resolve_archs(
-            compute_capability, nvcc_version=self._nvcc.version if self._nvcc else None
+            compute_capability,
+            pinned=config.CUDA_ARCH.get(),
+            nvcc_version=self._nvcc.version if self._nvcc else None,
         )
         if self._nvcc is not None:
             _warn_plugin_mismatch_once(self._nvcc)

@@ -1,28 +1,30 @@
-"""GPU architectures: parsing what users write, choosing what to build for, nvcc flags.
+"""GPU architectures, the one place for them: parsing what users write, detecting the GPUs'
+(CUDA driver API, or JAX's devices), and spelling them for nvcc, NVRTC, Triton and Numba.
 
-A compute capability reaches us in many spellings ("8.6", "86", "sm_86", 86, (8, 6),
-"sm_80,sm_90"); :func:`parse_compute_capability` turns all of them into sorted, distinct
-:class:`CudaArch` values. :func:`resolve_archs` decides what a build targets (argument,
-then ``BRAINEVENT_CUDA_ARCH``, then the GPUs the driver sees), and :func:`gencode_flags`
-spells the result for nvcc. Nothing here runs a subprocess.
+:func:`parse_compute_capability` takes every spelling ("8.6", "86", "sm_86", "compute_90a",
+86, 8.6, (8, 6), "sm_80,sm_90", lists) to sorted, distinct :class:`CudaArch` values, or
+raises :class:`ArchError`. :func:`resolve_archs` picks what a build targets. This module
+reads no settings (its caller passes the pin), so :mod:`brainevent.config` can use it.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from .. import config
-from ..errors import GpuArchDetectionError, ToolchainError, UnsupportedArchError
+from ..errors import ArchError, GpuArchDetectionError, ToolchainError, UnsupportedArchError
 
-logger = logging.getLogger(__name__)
+PIN_VARIABLE = "BRAINEVENT_CUDA_ARCH"  # declared in brainevent.config
 
 # Suffixes nvcc accepts after the number: "a" = arch-specific features (sm_90a, sm_100a),
 # "f" = family-specific (sm_100f, CUDA 12.9+). Each maps to the first major that has it.
 _SUFFIX_MIN_MAJOR: dict[str, int] = {"": 0, "a": 9, "f": 10}
-
+# One arch in text: "8.6" or "86" / "120" (the last digit is the minor), an optional sm_ or
+# compute_ prefix (never with a dot: sm_8.6 is a typo), then a suffix letter.
+_TOKEN = re.compile(
+    r"(?P<prefix>sm_|compute_)?(?P<major>\d{1,2}?)(?P<dot>\.?)(?P<minor>\d)(?P<suffix>[a-z]?)"
+)
 _ACCEPTED_FORMS = (
     '"8.6", "86", "sm_86", "compute_86", "90a", "sm_90a", "12.0", the int 86, '
     "the float 8.6, a (major, minor) pair like (8, 6), a list or tuple of these, "
@@ -44,6 +46,11 @@ class CudaArch:
         return f"{self.major}{self.minor}{self.suffix}"
 
     @property
+    def cc(self) -> int:
+        """major * 10 + minor, as Triton and Numba number architectures: 90, 120."""
+        return self.major * 10 + self.minor
+
+    @property
     def sm(self) -> str:
         return f"sm_{self.number}"
 
@@ -58,8 +65,8 @@ class CudaArch:
 # ----------------------------------------------------------------------------- parsing
 
 
-def _bad(value: object, why: str) -> ToolchainError:
-    return ToolchainError(
+def _bad(value: object, why: str) -> ArchError:
+    return ArchError(
         f"compute capability {value!r} is not valid: {why}. "
         f'Accepted forms: {_ACCEPTED_FORMS}. For example: compute_capability="sm_86".',
         value=value,
@@ -72,88 +79,59 @@ def _make(major: int, minor: int, suffix: str, original: object) -> CudaArch:
     if suffix not in _SUFFIX_MIN_MAJOR:
         raise _bad(original, f"unknown suffix {suffix!r} (only 'a' and 'f' exist)")
     if major < _SUFFIX_MIN_MAJOR[suffix]:
-        raise _bad(
-            original,
-            f"suffix {suffix!r} exists only from sm_{_SUFFIX_MIN_MAJOR[suffix]}0 on",
-        )
+        raise _bad(original, f"suffix {suffix!r} exists only from sm_{_SUFFIX_MIN_MAJOR[suffix]}0 on")
     return CudaArch(major, minor, suffix)
 
 
-def _from_digits(digits: str, suffix: str, original: object) -> CudaArch:
-    # "86" -> 8.6, "120" -> 12.0: the last digit is always the minor version.
-    if not digits.isdigit() or len(digits) < 2 or len(digits) > 3:
-        raise _bad(original, "expected two or three digits such as 86 or 120")
-    return _make(int(digits[:-1]), int(digits[-1]), suffix, original)
-
-
-def _parse_token(token: str, original: object) -> CudaArch:
-    text = token.strip().lower()
-    for prefix in ("sm_", "compute_"):
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
-            if "." in text:
-                raise _bad(original, f"write {prefix}86, not {prefix}8.6")
-            break
-    suffix = ""
-    if text[-1:].isalpha():
-        text, suffix = text[:-1], text[-1]
-    if "." in text:
-        major_s, _, minor_s = text.partition(".")
-        if not (major_s.isdigit() and minor_s.isdigit() and len(minor_s) == 1):
-            raise _bad(original, "expected <major>.<minor> with a one-digit minor")
-        return _make(int(major_s), int(minor_s), suffix, original)
-    return _from_digits(text, suffix, original)
+def _parse_text(text: str, original: object) -> CudaArch:
+    m = _TOKEN.fullmatch(text.strip().lower())
+    if m is None or (m["prefix"] and m["dot"]):
+        raise _bad(original, 'expected <major>.<minor> or two or three digits ("8.6", "86", "sm_120")')
+    return _make(int(m["major"]), int(m["minor"]), m["suffix"], original)
 
 
 def _parse_one(value: object, original: object) -> list[CudaArch]:
     if isinstance(value, CudaArch):
         return [value]
-    if isinstance(value, bool):  # bool is an int: True must not mean sm_1
-        raise _bad(original, "a bool is not a compute capability")
-    if isinstance(value, int):
-        return [_from_digits(str(value), "", original)]
-    if isinstance(value, float):
-        # Only a float whose shortest repr has exactly one decimal (8.6, 12.0) is clear.
-        text = repr(value)
-        major_s, _, minor_s = text.partition(".")
-        if not (major_s.isdigit() and len(minor_s) == 1 and minor_s.isdigit()):
-            raise _bad(original, "a float must read like 8.6 or 12.0; pass a string")
-        return [_make(int(major_s), int(minor_s), "", original)]
-    if isinstance(value, str):
-        tokens = value.replace(",", " ").split()
-        if not tokens:
-            raise _bad(original, "it is empty")
-        return [_parse_token(tok, original) for tok in tokens]
-    raise _bad(original, f"a {type(value).__name__} cannot name an architecture")
-
-
-def _is_pair(value: Sequence[Any]) -> bool:
-    # (8, 6) as returned by torch.cuda.get_device_capability(): two ints, a small major
-    # and a one-digit minor. A list of two archs written as ints (80, 90) never fits.
-    return (
-        len(value) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        and 1 <= value[0] < 30
-        and 0 <= value[1] <= 9
-    )
+    # bool is an int, but True must not mean sm_1; a float reads as its repr (8.6, 12.0).
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise _bad(original, f"a {type(value).__name__} cannot name an architecture")
+    tokens = value.replace(",", " ").split() if isinstance(value, str) else [repr(value)]
+    if not tokens:
+        raise _bad(original, "it is empty")
+    return [_parse_text(token, original) for token in tokens]
 
 
 def parse_compute_capability(value: object) -> tuple[CudaArch, ...]:
     """Parse one or several compute capabilities; returns them distinct and sorted.
 
-    Raises :class:`ToolchainError` naming the bad value and the accepted forms.
+    Raises :class:`ArchError` naming the bad value and the accepted forms.
     """
-    if isinstance(value, tuple | list):
-        if isinstance(value, tuple) and _is_pair(value):
-            return (_make(value[0], value[1], "", value),)
-        if not value:
-            raise _bad(value, "the list is empty")
-        found: list[CudaArch] = []
-        for item in value:
-            found.extend(_parse_one(item, item))
-    else:
-        found = _parse_one(value, value)
-    return tuple(sorted(set(found)))
+    if not isinstance(value, tuple | list):
+        return tuple(sorted(set(_parse_one(value, value))))
+    # (8, 6) as torch.cuda.get_device_capability() gives it: a tuple of a small major and a
+    # one-digit minor. Two archs written as ints, (80, 90), never fit.
+    pair = isinstance(value, tuple) and len(value) == 2 and all(type(v) is int for v in value)
+    if pair and 1 <= value[0] < 30 and 0 <= value[1] <= 9:
+        return (_make(value[0], value[1], "", value),)
+    if not value:
+        raise _bad(value, "the list is empty")
+    return tuple(sorted({arch for item in value for arch in _parse_one(item, item)}))
+
+
+def one_arch(value: object) -> CudaArch:
+    """The one architecture ``value`` names (a list or "sm_80,sm_90" is an error here)."""
+    archs = parse_compute_capability(value)
+    if len(archs) != 1:
+        raise _bad(value, "name one architecture here")
+    return archs[0]
+
+
+def nvrtc_arch(value: object) -> str:
+    """NVRTC's ``--gpu-architecture`` for one value: "sm_90a" (a cubin), or "compute_90" (PTX)
+    when the value is spelled that way."""
+    arch = one_arch(value)
+    return arch.compute if str(value).strip().lower().startswith("compute_") else arch.sm
 
 
 # ----------------------------------------------------------------------- nvcc flags
@@ -166,41 +144,30 @@ def gencode_flags(archs: Iterable[CudaArch], ptx_for_highest: bool = True) -> li
     """
     ordered = sorted(set(archs))
     flags = [f"-gencode=arch={a.compute},code={a.sm}" for a in ordered]
-    if ptx_for_highest:
-        # PTX is what lets a future GPU JIT-compile the module. PTX built for sm_90a or
-        # sm_100f only runs on that exact arch (or family), so it gives no forward
-        # compatibility: embed PTX for the highest arch *without* a suffix.
-        generic = [a for a in ordered if not a.suffix]
-        if generic:
-            top = generic[-1]
-            flags.append(f"-gencode=arch={top.compute},code={top.compute}")
+    # PTX lets a future GPU JIT-compile the module; PTX for sm_90a or sm_100f runs only on
+    # that arch (or family), so it is embedded for the highest arch *without* a suffix.
+    generic = [a for a in ordered if not a.suffix]
+    if ptx_for_highest and generic:
+        flags.append(f"-gencode=arch={generic[-1].compute},code={generic[-1].compute}")
     return flags
 
 
 # ------------------------------------------------------------- what nvcc can target
 
 
-@dataclass(frozen=True)
-class _ArchSupportRow:
-    since: tuple[int, int]  # first nvcc version this row applies to
-    lowest: CudaArch
-    highest: CudaArch  # highest generic arch that release knows
-    suffixes: frozenset[str]
-
-
-# Facts from nvcc --list-gpu-code of each release (13.0 and 13.5 read on this project's
-# machines). An nvcc newer than the last row keeps its minimum but has no known maximum:
-# we don't guess what it added.
-_ARCH_SUPPORT: tuple[_ArchSupportRow, ...] = (
-    _ArchSupportRow((11, 0), CudaArch(3, 5), CudaArch(8, 0), frozenset({""})),
-    _ArchSupportRow((11, 1), CudaArch(3, 5), CudaArch(8, 6), frozenset({""})),
-    _ArchSupportRow((11, 4), CudaArch(3, 5), CudaArch(8, 7), frozenset({""})),
-    _ArchSupportRow((11, 8), CudaArch(3, 5), CudaArch(9, 0), frozenset({""})),
-    _ArchSupportRow((12, 0), CudaArch(5, 0), CudaArch(9, 0), frozenset({"", "a"})),
-    _ArchSupportRow((12, 8), CudaArch(5, 0), CudaArch(12, 0), frozenset({"", "a"})),
-    _ArchSupportRow((12, 9), CudaArch(5, 0), CudaArch(12, 1), frozenset({"", "a", "f"})),
-    _ArchSupportRow((13, 0), CudaArch(7, 5), CudaArch(12, 1), frozenset({"", "a", "f"})),
-    _ArchSupportRow((13, 5), CudaArch(7, 5), CudaArch(12, 1), frozenset({"", "a", "f"})),
+# (first nvcc version, lowest arch, highest generic arch, suffixes) per release, from
+# nvcc --list-gpu-code (13.0 and 13.5 read on this project's machines). An nvcc newer than
+# the last row keeps its minimum but has no known maximum: we don't guess what it added.
+_ARCH_SUPPORT: tuple[tuple[tuple[int, int], CudaArch, CudaArch, str], ...] = (
+    ((11, 0), CudaArch(3, 5), CudaArch(8, 0), ""),
+    ((11, 1), CudaArch(3, 5), CudaArch(8, 6), ""),
+    ((11, 4), CudaArch(3, 5), CudaArch(8, 7), ""),
+    ((11, 8), CudaArch(3, 5), CudaArch(9, 0), ""),
+    ((12, 0), CudaArch(5, 0), CudaArch(9, 0), "a"),
+    ((12, 8), CudaArch(5, 0), CudaArch(12, 0), "a"),
+    ((12, 9), CudaArch(5, 0), CudaArch(12, 1), "af"),
+    ((13, 0), CudaArch(7, 5), CudaArch(12, 1), "af"),
+    ((13, 5), CudaArch(7, 5), CudaArch(12, 1), "af"),
 )
 
 
@@ -216,12 +183,9 @@ class ArchSupport:
     def problem(self, arch: CudaArch) -> str | None:
         """Why this nvcc cannot target ``arch``, or None when it can."""
         v = f"{self.nvcc_version[0]}.{self.nvcc_version[1]}"
-        if (arch.major, arch.minor) < (self.lowest.major, self.lowest.minor):
+        if arch.cc < self.lowest.cc:
             return f"nvcc {v} targets {self.lowest.sm} and newer"
-        if self.highest is not None and (arch.major, arch.minor) > (
-            self.highest.major,
-            self.highest.minor,
-        ):
+        if self.highest is not None and arch.cc > self.highest.cc:
             return f"nvcc {v} targets up to {self.highest.sm}; a newer CUDA is needed"
         if arch.suffix not in self.suffixes:
             return f"nvcc {v} has no '{arch.suffix}' architectures"
@@ -234,20 +198,15 @@ class ArchSupport:
 def supported_archs(nvcc_version: tuple[int, int]) -> ArchSupport:
     """The architecture range of an nvcc version (from a table; no subprocess)."""
     version = (nvcc_version[0], nvcc_version[1])
-    rows = [r for r in _ARCH_SUPPORT if r.since <= version]
+    rows = [r for r in _ARCH_SUPPORT if r[0] <= version]
     if not rows:
         raise ToolchainError(
             f"nvcc {version[0]}.{version[1]} is too old: brainevent needs CUDA 11 or newer.",
             nvcc_version=version,
         )
-    row = rows[-1]
-    newer_than_table = version > _ARCH_SUPPORT[-1].since
-    return ArchSupport(
-        nvcc_version=version,
-        lowest=row.lowest,
-        highest=None if newer_than_table else row.highest,
-        suffixes=row.suffixes,
-    )
+    _, lowest, highest, suffixes = rows[-1]
+    newer_than_table = version > _ARCH_SUPPORT[-1][0]
+    return ArchSupport(version, lowest, None if newer_than_table else highest, frozenset({"", *suffixes}))
 
 
 def check_archs_supported(archs: Iterable[CudaArch], nvcc_version: tuple[int, int]) -> None:
@@ -258,7 +217,7 @@ def check_archs_supported(archs: Iterable[CudaArch], nvcc_version: tuple[int, in
         return
     listed = "; ".join(f"{a.sm}: {p}" for a, p in problems)
     hint = ""
-    if any((a.major, a.minor) < (7, 5) for a, _ in problems) and nvcc_version[0] >= 13:
+    if any(a.cc < 75 for a, _ in problems) and nvcc_version[0] >= 13:
         hint = (
             " CUDA 13 dropped sm_70 and older: build those GPUs with a CUDA 12 nvcc"
             " (BRAINEVENT_NVCC=/path/to/cuda-12/bin/nvcc)."
@@ -276,28 +235,26 @@ def check_archs_supported(archs: Iterable[CudaArch], nvcc_version: tuple[int, in
 def resolve_archs(
     requested: object = None,
     *,
+    pinned: str | None = None,
     nvcc_version: tuple[int, int] | None = None,
 ) -> tuple[CudaArch, ...]:
     """The architectures to build for.
 
-    In order: ``requested`` (e.g. ``compute_capability="sm_90"``), then the
-    ``BRAINEVENT_CUDA_ARCH`` pin, then every distinct arch of the GPUs the driver sees.
-    With ``nvcc_version`` the result is also checked against what that nvcc can target.
+    In order: ``requested`` (e.g. ``compute_capability="sm_90"``), then ``pinned`` (the
+    ``BRAINEVENT_CUDA_ARCH`` setting, ``config.CUDA_ARCH.get()``), then every distinct arch
+    of the GPUs the driver sees. With ``nvcc_version`` the result is also checked against
+    what that nvcc can target.
     """
     archs: tuple[CudaArch, ...]
     if requested is not None:
         archs = parse_compute_capability(requested)
-        logger.debug("CUDA archs from the argument: %s", archs)
-    elif (pinned := config.CUDA_ARCH.get()) is not None:
+    elif pinned is not None:
         try:
             archs = parse_compute_capability(pinned)
-        except ToolchainError as exc:
-            raise ToolchainError(
-                f"{config.CUDA_ARCH.name}={pinned!r}: {exc.message}",
-                variable=config.CUDA_ARCH.name,
-                value=pinned,
+        except ArchError as exc:
+            raise ArchError(
+                f"{PIN_VARIABLE}={pinned!r}: {exc.message}", variable=PIN_VARIABLE, value=pinned
             ) from None
-        logger.debug("CUDA archs from %s: %s", config.CUDA_ARCH.name, archs)
     else:
         archs = _archs_from_driver()
     if nvcc_version is not None:
@@ -305,29 +262,54 @@ def resolve_archs(
     return archs
 
 
-def _archs_from_driver() -> tuple[CudaArch, ...]:
+def visible_archs(*, jax_first: bool = False) -> tuple[CudaArch, ...]:
+    """The distinct archs of the GPUs the CUDA driver sees (empty without one); with
+    ``jax_first``, of the GPUs JAX uses when it has any."""
+    if jax_first:
+        import jax
+
+        try:
+            devices = jax.devices("gpu")
+        except RuntimeError:
+            devices = []
+        found = {
+            parse_compute_capability(d.compute_capability)[0]
+            for d in devices
+            if getattr(d, "compute_capability", None)
+        }
+        if found:
+            return tuple(sorted(found))
     from .cuda_driver import probe_devices  # lazy: ctypes loading only when needed
 
     probe = probe_devices()
-    if probe.available and probe.devices:
-        archs = tuple(sorted({CudaArch(d.major, d.minor) for d in probe.devices}))
-        logger.debug("CUDA archs from the driver: %s", archs)
+    return tuple(sorted({CudaArch(d.major, d.minor) for d in probe.devices})) if probe.available else ()
+
+
+def _archs_from_driver() -> tuple[CudaArch, ...]:
+    from .cuda_driver import probe_devices
+
+    if archs := visible_archs():
         return archs
+    probe = probe_devices()
     raise GpuArchDetectionError(
         "cannot tell which GPU architecture to build for: no GPU was found ("
         f"{probe.reason}). To build without a GPU, name the target: pass "
         'compute_capability="sm_90" (or a list such as ["sm_80", "sm_90"]), or set '
-        f"{config.CUDA_ARCH.name}=sm_80,sm_90 in the environment.",
+        f"{PIN_VARIABLE}=sm_80,sm_90 in the environment.",
         reason=probe.reason,
     )
 
 
 __all__ = [
+    "PIN_VARIABLE",
     "ArchSupport",
     "CudaArch",
     "check_archs_supported",
     "gencode_flags",
+    "nvrtc_arch",
+    "one_arch",
     "parse_compute_capability",
     "resolve_archs",
     "supported_archs",
+    "visible_archs",
 ]

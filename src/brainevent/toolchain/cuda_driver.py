@@ -1,11 +1,7 @@
-"""Ask the NVIDIA driver which GPUs are visible and what compute capability they have.
-
-Uses the driver API through ``ctypes`` (``libcuda.so.1``), so it needs neither JAX nor a
-CUDA toolkit. :func:`probe_devices` never raises: on a machine without a GPU it returns
-``available=False`` with a reason worded for that machine.
-
-Note: ``cuInit`` ties the process to the driver; like JAX itself, a process that has
-probed should not ``fork`` and then use CUDA in the child.
+"""Ask the NVIDIA driver (``libcuda.so.1`` through ``ctypes``: no JAX, no toolkit) which GPUs
+are visible and their compute capability; :mod:`.cuda_arch` turns that into archs.
+:func:`probe_devices` never raises: without a GPU it says why, worded for that machine.
+``cuInit`` ties the process to the driver: like JAX, do not ``fork`` and use CUDA after it.
 """
 
 from __future__ import annotations
@@ -85,7 +81,7 @@ def _describe(code: int) -> str:
 
 
 class _DriverFailure(Exception):
-    """Internal: one driver call failed; carries the reason for the probe."""
+    """One driver call failed; carries the reason for the probe."""
 
 
 def _call(lib: ctypes.CDLL, name: str, *args: object) -> None:
@@ -129,30 +125,16 @@ def _probe(library: str) -> DriverProbe:
 
     try:
         code = lib.cuInit(0)
-        if code == _CUDA_ERROR_NO_DEVICE:
-            return DriverProbe(
-                False,
-                reason=f"no CUDA device is visible ({_visible_devices_note()})",
-                library=library,
-            )
-        if code != _CUDA_SUCCESS:
-            return DriverProbe(
-                False,
-                reason=f"the NVIDIA driver failed to initialise ({_describe(code)})",
-                library=library,
-            )
-        driver_version, devices = _query(lib)
+        if code not in (_CUDA_SUCCESS, _CUDA_ERROR_NO_DEVICE):
+            reason = f"the NVIDIA driver failed to initialise ({_describe(code)})"
+            return DriverProbe(False, reason=reason, library=library)
+        driver_version, devices = _query(lib) if code == _CUDA_SUCCESS else (None, ())
     except (_DriverFailure, AttributeError) as exc:
         # AttributeError: a library without one of the entry points is not a driver.
         return DriverProbe(False, reason=f"the NVIDIA driver query failed: {exc}", library=library)
-
     if not devices:
-        return DriverProbe(
-            False,
-            driver_version=driver_version,
-            reason=f"no CUDA device is visible ({_visible_devices_note()})",
-            library=library,
-        )
+        reason = f"no CUDA device is visible ({_visible_devices_note()})"
+        return DriverProbe(False, driver_version=driver_version, reason=reason, library=library)
     return DriverProbe(True, driver_version=driver_version, devices=devices, library=library)
 
 

@@ -1,10 +1,10 @@
-"""A small on-disk memo of toolchain probes (versions, wrapper targets).
+"""A small on-disk memo of toolchain probes (versions, wrapper targets, search answers).
 
-Probing a compiler runs it; doing that on every load would put subprocesses on
-the cache-hit path. Results are keyed by the probed file's identity (real path,
-size, mtime), so replacing the file invalidates its entry. Failures are never
-remembered. The memo is a convenience: if its directory is not writable the
-probe simply runs again next time.
+Probing a compiler runs it; doing that on every load would put subprocesses on the
+cache-hit path. Entries are keyed by the probed file's identity (real path, size, mtime)
+or the environment searched, so a change asks again. Failures are never remembered, and
+the memo is only a shortcut: in a cache root that fails the cache's ownership checks, or
+is not writable, the probe simply runs again.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import config
+from ..cache.trust import check_root, private_file
+from ..errors import CacheError
 from ..fileio import atomic_write
 
 T = TypeVar("T")
@@ -24,38 +26,19 @@ MEMO_NAME = "toolchain-memo.json"
 MEMO_SCHEMA = 1
 
 
-def _memo_path() -> Path:
-    return config.CACHE_DIR.get() / MEMO_NAME
-
-
-def _read(path: Path) -> dict[str, Any]:
-    if not _trusted(path, create=False):
-        return {}
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("schema") != MEMO_SCHEMA:
-        return {}
-    return data
-
-
 def _trusted(path: Path, *, create: bool) -> bool:
-    """The memo is used only in a cache root that passes the cache's ownership checks."""
-    from ..cache.trust import check_root, private_file
-    from ..errors import CacheError
-
     try:
         return check_root(path.parent, create=create) and (create or private_file(path))
     except CacheError:
         return False
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    if not _trusted(path, create=True):
-        return
-    with contextlib.suppress(OSError):
-        atomic_write(path, json.dumps(data).encode())  # readers never see half a file
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text()) if _trusted(path, create=False) else {}
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) and data.get("schema") == MEMO_SCHEMA else {}
 
 
 def remembered(
@@ -67,15 +50,17 @@ def remembered(
     decode: Callable[[Any], T] = lambda v: v,
 ) -> T:
     """``probe()``'s result for ``(kind, identity)``, from the memo when present."""
-    path = _memo_path()
+    path = config.CACHE_DIR.get() / MEMO_NAME
     key = f"{kind}|{identity}"
-    data = _read(path)
-    if key in data.get("entries", {}):
+    entries = _read(path).get("entries", {})
+    if key in entries:
         with contextlib.suppress(Exception):
-            return decode(data["entries"][key])
+            return decode(entries[key])
     value = probe()
     data = _read(path)  # re-read: another process may have added entries meanwhile
     data["schema"] = MEMO_SCHEMA
     data.setdefault("entries", {})[key] = encode(value)
-    _write(path, data)
+    if _trusted(path, create=True):
+        with contextlib.suppress(OSError):
+            atomic_write(path, json.dumps(data).encode())  # readers never see half a file
     return value

@@ -1,22 +1,8 @@
-"""Find nvcc: an ordered list of small search steps over frozen tables of places.
-
-Every candidate a step proposes is kept, with how it was found (``found_via``) and why
-it was accepted or rejected, so that a failed search can say exactly where it looked.
-The order (first usable wins):
-
-1. the ``explicit`` argument, then ``BRAINEVENT_NVCC`` (a bad value here is an error,
-   never a silent fall-through);
-2. NVIDIA's pip wheels in every site-packages directory (JAX's CUDA 13 stack);
-3. ``$CONDA_PREFIX/bin``;
-4. ``$CUDA_HOME``, then ``$CUDA_PATH``;
-5. ``PATH`` (wrapper scripts are followed to the real toolkit);
-6. default roots such as ``/usr/local/cuda``.
-
-Only the version check runs a subprocess (``nvcc --version``, memoized per binary);
-:func:`nvcc_identity` gives a cache-key identity from ``stat`` alone.
-
-This module runs the search and checks the result against JAX's CUDA plugin; the tables
-and steps live in :mod:`.nvcc_steps`, what one binary is in :mod:`.nvcc_probe`.
+"""Find nvcc. NVIDIA's cuda-pathfinder searches the usual places (its wheels, conda,
+CUDA_PATH/CUDA_HOME, the CUDA runtime's toolkit); around it we keep what it does not do:
+``BRAINEVENT_NVCC``, ``PATH`` (wrapper scripts followed to the real toolkit), default roots,
+the version probe, ``found_via`` and why each candidate was rejected, the CUDA 12 wheels'
+missing nvcc, and the match against JAX's CUDA plugin. docs/toolchain.md gives the order.
 """
 
 from __future__ import annotations
@@ -24,52 +10,36 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import shlex
+import shutil
+import site
+import subprocess
+import sys
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
 
 from .. import config
 from ..errors import NvccNotFoundError
-
-# The search is split in three modules; every name stays importable from here.
-from .nvcc_probe import (
-    Candidate,
-    NvccInfo,
-    _inspect,
-    _Unusable,
-    _version_of,
-    _wrapper_target,
-    nvcc_identity,
-    nvcc_version,
-    parse_nvcc_version,
-)
-from .nvcc_steps import (
-    DEFAULT_ROOTS,
-    SEARCH_STEPS,
-    WHEEL_LAYOUTS,
-    SearchContext,
-    SearchStep,
-    WheelLayout,
-    ordered_steps,
-    site_package_dirs,
-)
+from ..fileio import file_identity
+from .memo import remembered
 
 logger = logging.getLogger(__name__)
 
-
-class ToolchainWarning(UserWarning):
-    """The toolchain works but something about it is likely to bite later."""
-
-
-# ------------------------------------------------------------------------ the tables
-
+_EXE = "nvcc.exe" if sys.platform == "win32" else "nvcc"
+_VERSION_TIMEOUT_S = 30.0
+DEFAULT_ROOTS: tuple[str, ...] = ("/usr/local/cuda", "/opt/cuda")
 # Installed JAX CUDA plugins and the CUDA major each one runs on.
-JAX_PLUGINS: tuple[tuple[str, int], ...] = (
-    ("jax-cuda12-plugin", 12),
-    ("jax-cuda13-plugin", 13),
-)
-
+JAX_PLUGINS: tuple[tuple[str, int], ...] = (("jax-cuda12-plugin", 12), ("jax-cuda13-plugin", 13))
 # The oldest Linux driver each CUDA major runs on (NVIDIA's compatibility table).
 MIN_DRIVER: dict[int, str] = {12: "525.60.13", 13: "580.65.06"}
+# Where NVIDIA's wheels put nvcc, under site-packages. The CUDA 12 wheel's bin/ holds
+# ptxas but no nvcc: seeing it explains a failed search.
+_WHEEL_BINS = ("nvidia/cu13/bin", "nvidia/cuda_nvcc/bin")
+_CU12_VIA = "pip-wheel:nvidia-cuda-nvcc-cu12"
+_CU12_WHY = "CUDA 12 pip wheels ship ptxas but no nvcc"
 
 _INSTALL_HINT = (
     "Install one of: the CUDA 13 pip wheels "
@@ -77,7 +47,6 @@ _INSTALL_HINT = (
     "conda's toolkit (conda install -c conda-forge cuda-nvcc); or a system CUDA toolkit. "
     "Or point BRAINEVENT_NVCC at an nvcc binary."
 )
-
 _CU12_HINT = (
     "CUDA 12 pip wheels (nvidia-cuda-nvcc-cu12, as installed by jax[cuda12] and "
     "brainevent[cuda12]) ship no nvcc, only ptxas. Get a CUDA 12 nvcc in one of two ways: "
@@ -91,76 +60,368 @@ _CU12_HINT = (
 )
 
 
-# ------------------------------------------------------------------------ the search
+class ToolchainWarning(UserWarning):
+    """The toolchain works but something about it is likely to bite later."""
 
 
-def _context(
-    explicit: str | None,
-    site_dirs: Sequence[str] | None,
-    default_roots: Sequence[str],
-) -> SearchContext:
-    env = os.environ
-    return SearchContext(
-        explicit=explicit,
-        env_nvcc=config.NVCC.get(),
-        site_dirs=tuple(site_dirs) if site_dirs is not None else site_package_dirs(),
-        conda_prefix=env.get("CONDA_PREFIX") or None,
-        cuda_home=env.get("CUDA_HOME") or None,
-        cuda_path=env.get("CUDA_PATH") or None,
-        path_env=env.get("PATH"),
-        default_roots=tuple(default_roots),
-        prefer=config.NVCC_PREFER.get(),
+class Candidate(NamedTuple):
+    """One place considered: the path, how it was found, and what we made of it."""
+
+    path: str
+    found_via: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class NvccInfo:
+    """A usable nvcc."""
+
+    path: str  # the real binary, symlinks and wrapper scripts resolved
+    root: str  # the toolkit root (parent of bin/)
+    version: tuple[int, int]
+    found_via: str
+    candidates: tuple[Candidate, ...] = field(default=(), compare=False)
+
+    @property
+    def version_string(self) -> str:
+        return f"{self.version[0]}.{self.version[1]}"
+
+
+# ------------------------------------------------------------------ one binary
+
+
+class _Unusable(Exception):
+    """Internal: a candidate was looked at and rejected; the message says why."""
+
+
+def nvcc_identity(path: str | os.PathLike[str]) -> str:
+    """A cheap identity for cache keys: real path, size and mtime; no subprocess."""
+    return file_identity(path, missing_ok=False)
+
+
+def parse_nvcc_version(text: str) -> tuple[int, int] | None:
+    """(major, minor) from ``nvcc --version`` output ("... release 13.0, V13.0.88")."""
+    for line in text.splitlines():
+        number = line.partition("release ")[2].split(",", 1)[0].strip()
+        major, _, minor = number.partition(".")
+        if major.isdigit() and minor.isdigit():
+            return (int(major), int(minor))
+    return None
+
+
+def _run(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            list(args), capture_output=True, text=True, timeout=_VERSION_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise _Unusable(f"`{' '.join(args)}` did not answer in {_VERSION_TIMEOUT_S:.0f}s") from None
+    except OSError as exc:
+        raise _Unusable(f"cannot run it: {exc}") from None
+
+
+def _probe_version(real: str) -> tuple[int, int]:
+    proc = _run([real, "--version"])
+    version = parse_nvcc_version(proc.stdout)
+    if proc.returncode != 0 or version is None:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise _Unusable(f"`nvcc --version` failed (exit {proc.returncode}): {tail[0]}")
+    return version
+
+
+# Keyed by (real path, size, mtime_ns): a rebuilt or upgraded nvcc is asked again.
+@functools.lru_cache(maxsize=64)
+def _version_of(identity: str, real: str) -> tuple[int, int]:
+    return remembered(
+        "nvcc-version",
+        identity,
+        lambda: _probe_version(real),
+        encode=list,
+        decode=lambda v: (int(v[0]), int(v[1])),
     )
 
 
+def nvcc_version(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """The (major, minor) release of an nvcc binary; runs it once per identity."""
+    real = os.path.realpath(path)
+    try:
+        return _version_of(nvcc_identity(real), real)
+    except (_Unusable, OSError) as exc:
+        raise NvccNotFoundError(f"nvcc at {real} is unusable: {exc}", path=real) from None
+
+
+def _is_script(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"#!"
+    except OSError:
+        return False
+
+
+def _real_nvcc_in(directory: str) -> str | None:
+    real = os.path.realpath(os.path.join(directory, _EXE))
+    return real if os.path.isfile(real) and not _is_script(real) else None
+
+
+def _probe_wrapper(script: str) -> str:
+    # A dry run makes the real nvcc print its own directory (`#$ _HERE_=...`) without
+    # compiling; it queries the host compiler, so it fails without one.
+    try:
+        proc = _run([script, "-dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull])
+        lines = (proc.stderr + proc.stdout).splitlines()
+    except _Unusable:
+        lines = []
+    for line in lines:
+        if line.startswith("#$ _HERE_=") and (real := _real_nvcc_in(line.split("=", 1)[1].strip())):
+            return real
+    # Fallback for `exec /usr/local/cuda-13.0/bin/nvcc "$@"`: the first absolute path to a
+    # real nvcc named in the script.
+    try:
+        text = Path(script).read_text(encoding="utf-8", errors="replace").splitlines()[1:]
+    except OSError:
+        text = []
+    for line in text:
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        for word in words:
+            real = _real_nvcc_in(os.path.dirname(word)) if os.path.isabs(word) else None
+            if os.path.basename(word) == _EXE and real:
+                return real
+    raise _Unusable("it is a wrapper script, and neither `nvcc -dryrun` nor its text revealed the real nvcc")
+
+
+@functools.lru_cache(maxsize=64)
+def _wrapper_target(identity: str, script: str) -> str:
+    return remembered("nvcc-wrapper", identity, lambda: _probe_wrapper(script))
+
+
+def _inspect(candidate: Candidate) -> NvccInfo:
+    """Validate one candidate; raises _Unusable with the reason it cannot be used."""
+    path = candidate.path
+    if not os.path.exists(path):
+        raise _Unusable("no such file")
+    if os.path.isdir(path):
+        raise _Unusable("is a directory")
+    if not os.access(path, os.X_OK):
+        raise _Unusable("not executable")
+    real = os.path.realpath(path)
+    try:
+        if _is_script(real):  # e.g. /usr/local/bin/nvcc: find the binary it runs
+            real = _wrapper_target(nvcc_identity(real), real)
+        version = _version_of(nvcc_identity(real), real)
+    except OSError as exc:  # vanished or unreadable between the checks and the stat
+        raise _Unusable(str(exc)) from None
+    return NvccInfo(real, str(Path(real).parent.parent), version, candidate.found_via)
+
+
+# ------------------------------------------------------------------ the search
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """The inputs of one search, gathered once so steps stay pure and the result memoizable."""
+
+    explicit: str | None
+    env_nvcc: str | None
+    site_dirs: tuple[str, ...]
+    conda_prefix: str | None
+    cuda_path: str | None
+    cuda_home: str | None
+    path_env: str | None
+    default_roots: tuple[str, ...]
+    prefer: str
+    pathfinder: bool
+
+
+def _nvcc_in(root: str) -> str:
+    return os.path.join(root, "bin", _EXE)
+
+
+def _explicit_to_path(value: str) -> str:
+    # Accept an nvcc path, a toolkit root or its bin/, or a bare command name.
+    if os.path.isdir(value):
+        for nvcc in (_nvcc_in(value), os.path.join(value, _EXE)):
+            if os.path.isfile(nvcc):
+                return nvcc
+        return _nvcc_in(value)
+    if os.sep not in value and not os.path.exists(value):
+        return shutil.which(value) or value
+    return value
+
+
+def _step_explicit(ctx: SearchContext) -> list[Candidate]:
+    found = [Candidate(_explicit_to_path(ctx.explicit), "argument")] if ctx.explicit else []
+    if ctx.env_nvcc:
+        found.append(Candidate(_explicit_to_path(ctx.env_nvcc), f"env:{config.NVCC.name}"))
+    return found
+
+
+def _env_roots(ctx: SearchContext) -> tuple[tuple[str, str | None], ...]:
+    return (("conda", ctx.conda_prefix), ("env:CUDA_PATH", ctx.cuda_path), ("env:CUDA_HOME", ctx.cuda_home))
+
+
+def _found_via(path: str, ctx: SearchContext) -> str:
+    """Which of pathfinder's places ``path`` lies in."""
+    if Path(path).parent.as_posix().endswith(_WHEEL_BINS):
+        return "pip-wheel:nvidia-cuda-nvcc"
+    for via, root in _env_roots(ctx):
+        if root and Path(path).is_relative_to(os.path.realpath(root)):
+            return via
+    return "cuda-pathfinder:cudart"  # the toolkit of the CUDA runtime the loader finds
+
+
+def _step_pathfinder(ctx: SearchContext) -> list[Candidate]:
+    found = []
+    for sp in ctx.site_dirs:  # pip's CUDA 12 wheel: recorded as rejected, to explain a miss
+        bin_dir = os.path.join(sp, "nvidia", "cuda_nvcc", "bin")
+        if os.path.exists(os.path.join(bin_dir, "ptxas")) and not os.path.exists(os.path.join(bin_dir, _EXE)):
+            found.append(Candidate(os.path.join(bin_dir, _EXE), _CU12_VIA, f"rejected: {_CU12_WHY}"))
+    if not ctx.pathfinder:
+        return found
+    # Its last step asks the dynamic loader in a child Python (~0.1-0.5 s), so the answer is
+    # remembered, keyed by the places it looks at and their modification times (installing
+    # or removing a wheel or a toolkit changes one); an answer since vanished is asked again.
+    dirs = [*ctx.site_dirs, *(os.path.join(r, "bin") for _, r in _env_roots(ctx) if r), "/etc/ld.so.cache"]
+    places = [(d, _mtime(d)) for d in dirs] + [os.environ.get("LD_LIBRARY_PATH")]
+    try:
+        path = remembered("nvcc-pathfinder", repr(places), _ask_pathfinder)
+        if not os.path.isfile(path):
+            path = _ask_pathfinder()
+    except LookupError as exc:
+        return [*found, Candidate("-", "cuda-pathfinder", f"rejected: {exc}")] if str(exc) else found
+    return [*found, Candidate(path, _found_via(path, ctx))]
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _ask_pathfinder() -> str:
+    from cuda import pathfinder
+
+    # Its answers are cached for the process; ours are per environment, so ask afresh.
+    pathfinder.find_nvidia_binary_utility.cache_clear()
+    pathfinder.get_cuda_path_or_home.cache_clear()
+    try:
+        with warnings.catch_warnings():  # CUDA_PATH and CUDA_HOME differ: CUDA_PATH wins (docs say so)
+            warnings.simplefilter("ignore")
+            path = pathfinder.find_nvidia_binary_utility("nvcc")
+    except Exception as exc:  # e.g. its loader probe failed: a miss, with the reason kept
+        raise LookupError(f"it failed: {exc}") from None
+    if not path:
+        raise LookupError("")
+    return path
+
+
+def _step_env_roots(ctx: SearchContext) -> list[Candidate]:
+    return [Candidate(_nvcc_in(root), via) for via, root in _env_roots(ctx) if root]
+
+
+def _step_path(ctx: SearchContext) -> list[Candidate]:
+    hit = shutil.which(_EXE, path=ctx.path_env) if ctx.path_env else None
+    return [Candidate(hit, "PATH")] if hit else []
+
+
+def _step_defaults(ctx: SearchContext) -> list[Candidate]:
+    return [Candidate(_nvcc_in(r), f"default:{r}") for r in ctx.default_roots]
+
+
+# BRAINEVENT_NVCC_PREFER -> the steps in order: (name in an error, step, what to say when
+# it proposed nothing). A candidate the first step rejects is an error, never a fall-through.
+_Step = tuple[str, Callable[[SearchContext], list[Candidate]], str]
+_EXPLICIT: _Step = (
+    "the nvcc argument, then BRAINEVENT_NVCC",
+    _step_explicit,
+    "none given, BRAINEVENT_NVCC unset",
+)
+_PATHFINDER: _Step = (
+    "cuda-pathfinder (NVIDIA pip wheels, $CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME, the CUDA runtime's toolkit)",
+    _step_pathfinder,
+    "found no nvcc",
+)
+_PATH: _Step = ("PATH", _step_path, "no nvcc on PATH")
+_DEFAULTS: _Step = ("default toolkit roots", _step_defaults, "none configured")
+SEARCH_STEPS: dict[str, tuple[_Step, ...]] = {
+    "pip": (_EXPLICIT, _PATHFINDER, _PATH, _DEFAULTS),
+    "system": (
+        _EXPLICIT,
+        ("$CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME", _step_env_roots, "all unset"),
+        _PATH,
+        _DEFAULTS,
+        _PATHFINDER,
+    ),
+}
+
+
 def find_nvcc(
-    explicit: str | None = None,
-    *,
-    site_dirs: Sequence[str] | None = None,
-    default_roots: Sequence[str] = DEFAULT_ROOTS,
+    explicit: str | None = None, *, default_roots: Sequence[str] = DEFAULT_ROOTS, pathfinder: bool = True
 ) -> NvccInfo:
     """Find a usable nvcc; raises :class:`NvccNotFoundError` listing every place searched.
 
-    ``site_dirs`` and ``default_roots`` replace the real ones (for tests). The result
-    is remembered per search context (environment and arguments) for the process, so
-    loading many modules searches once; a failed search is never remembered.
+    ``default_roots`` replaces the real ones and ``pathfinder=False`` skips cuda-pathfinder
+    (for tests on a machine whose loader knows a toolkit). The result is remembered per
+    search context (environment and arguments) for the process; a failure never is.
     """
-    return _find_in_context(_context(explicit, site_dirs, default_roots))
+    env = os.environ
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    ctx = SearchContext(
+        explicit=explicit,
+        env_nvcc=config.NVCC.get(),
+        site_dirs=(*site.getsitepackages(), *([user_site] if user_site else [])),
+        conda_prefix=env.get("CONDA_PREFIX") or None,
+        cuda_path=env.get("CUDA_PATH") or None,
+        cuda_home=env.get("CUDA_HOME") or None,
+        path_env=env.get("PATH"),
+        default_roots=tuple(default_roots),
+        prefer=config.NVCC_PREFER.get(),
+        pathfinder=pathfinder,
+    )
+    return _find_in_context(ctx)
 
 
 @functools.lru_cache(maxsize=16)
 def _find_in_context(ctx: SearchContext) -> NvccInfo:
     considered: list[Candidate] = []
-    per_step: list[tuple[SearchStep, list[Candidate]]] = []
-    for step in ordered_steps(ctx.prefer):
-        seen: list[Candidate] = []
-        per_step.append((step, seen))
-        for cand in step.run(ctx):
-            if cand.note:  # already rejected by the step
-                seen.append(cand)
-                considered.append(cand)
-                continue
-            try:
-                info = _inspect(cand)
-            except _Unusable as exc:
-                rejected = cand._replace(note=f"rejected: {exc}")
-                seen.append(rejected)
-                considered.append(rejected)
-                if step.strict:
-                    raise NvccNotFoundError(
-                        f"nvcc given via {cand.found_via} ({cand.path}) is not usable: {exc}. "
-                        "Name an nvcc binary or a CUDA toolkit root.",
-                        path=cand.path,
-                        found_via=cand.found_via,
-                        candidates=tuple(considered),
-                    ) from None
-                continue
-            accepted = cand._replace(note=f"accepted: {info.path} (CUDA {info.version_string})")
-            considered.append(accepted)
-            result = NvccInfo(info.path, info.root, info.version, cand.found_via, tuple(considered))
-            logger.debug("nvcc %s found via %s", result.path, result.found_via)
-            return result
-    raise _not_found(ctx, per_step, considered)
+    lines: list[str] = []
+    for name, step, if_empty in SEARCH_STEPS[ctx.prefer]:
+        proposed = step(ctx)
+        if all(c.note for c in proposed):  # nothing to try (a CUDA 12 wheel comes rejected)
+            skipped = step is _step_pathfinder and not ctx.pathfinder
+            lines.append(f"  - {name}: {'skipped' if skipped else if_empty}")
+        for cand in proposed:
+            if not cand.note:
+                try:
+                    info = _inspect(cand)
+                except _Unusable as exc:
+                    cand = cand._replace(note=f"rejected: {exc}")
+                    if step is _step_explicit:
+                        raise NvccNotFoundError(
+                            f"nvcc given via {cand.found_via} ({cand.path}) is not usable: {exc}. "
+                            "Name an nvcc binary or a CUDA toolkit root.",
+                            path=cand.path,
+                            found_via=cand.found_via,
+                            candidates=(*considered, cand),
+                        ) from None
+                else:
+                    note = f"accepted: {info.path} (CUDA {info.version_string})"
+                    considered.append(cand._replace(note=note))
+                    logger.debug("nvcc %s found via %s", info.path, info.found_via)
+                    return NvccInfo(info.path, info.root, info.version, cand.found_via, tuple(considered))
+            considered.append(cand)
+            lines.append(f"  - {cand.found_via}: {cand.path} ({cand.note})")
+    cu12 = any(c.found_via == _CU12_VIA for c in considered)
+    # The first line is what a user of pip's CUDA 12 stack reads first: say it there.
+    first = "nvcc was not found (pip's CUDA 12 wheels carry none)" if cu12 else "nvcc was not found"
+    raise NvccNotFoundError(
+        first + ". Searched, in order:\n" + "\n".join(lines) + "\n" + (_CU12_HINT if cu12 else _INSTALL_HINT),
+        candidates=tuple(considered),
+        cuda12_wheels_only=cu12,
+    )
 
 
 def clear_version_cache() -> None:
@@ -168,28 +429,6 @@ def clear_version_cache() -> None:
     _version_of.cache_clear()
     _wrapper_target.cache_clear()
     _find_in_context.cache_clear()
-
-
-def _not_found(
-    ctx: SearchContext,
-    per_step: Iterable[tuple[SearchStep, list[Candidate]]],
-    considered: list[Candidate],
-) -> NvccNotFoundError:
-    lines = []
-    for step, seen in per_step:
-        if not seen:
-            lines.append(f"  - {step.name}: {step.if_empty(ctx)}")
-        for cand in seen:
-            lines.append(f"  - {cand.found_via}: {cand.path} ({cand.note})")
-    cu12 = any(c.found_via == "pip-wheel:nvidia-cuda-nvcc-cu12" for c in considered)
-    hint = _CU12_HINT if cu12 else _INSTALL_HINT
-    # The first line is what a user of pip's CUDA 12 stack reads first: say it there.
-    first = "nvcc was not found (pip's CUDA 12 wheels carry none)" if cu12 else "nvcc was not found"
-    return NvccNotFoundError(
-        first + ". Searched, in order:\n" + "\n".join(lines) + "\n" + hint,
-        candidates=tuple(considered),
-        cuda12_wheels_only=cu12,
-    )
 
 
 # --------------------------------------------------------- nvcc vs JAX's CUDA plugin
@@ -211,11 +450,8 @@ def installed_jax_cuda_plugins() -> dict[str, tuple[str, int]]:
 def check_jax_plugin_match(nvcc: NvccInfo) -> str | None:
     """Warn (and return the text) when nvcc's CUDA major differs from JAX's plugin."""
     plugins = installed_jax_cuda_plugins()
-    if not plugins:
-        return None
-    majors = {major for _, major in plugins.values()}
     nv_major = nvcc.version[0]
-    if nv_major in majors:
+    if not plugins or nv_major in {major for _, major in plugins.values()}:
         return None
     dist, (plugin_version, plugin_major) = max(plugins.items(), key=lambda kv: kv[1][1])
     message = (
@@ -227,8 +463,7 @@ def check_jax_plugin_match(nvcc: NvccInfo) -> str | None:
     if nv_major > plugin_major:
         message += (
             f", newer than JAX's CUDA {plugin_major} stack needs "
-            f"(>= {MIN_DRIVER.get(plugin_major, '?')}): on an older driver the module "
-            "fails to load."
+            f"(>= {MIN_DRIVER.get(plugin_major, '?')}): on an older driver the module fails to load."
         )
     else:
         message += ", and the process ends up with two CUDA runtimes."
@@ -238,25 +473,3 @@ def check_jax_plugin_match(nvcc: NvccInfo) -> str | None:
     )
     warnings.warn(message, ToolchainWarning, stacklevel=2)
     return message
-
-
-__all__ = [
-    "DEFAULT_ROOTS",
-    "JAX_PLUGINS",
-    "SEARCH_STEPS",
-    "WHEEL_LAYOUTS",
-    "Candidate",
-    "NvccInfo",
-    "SearchContext",
-    "SearchStep",
-    "ToolchainWarning",
-    "WheelLayout",
-    "check_jax_plugin_match",
-    "clear_version_cache",
-    "find_nvcc",
-    "installed_jax_cuda_plugins",
-    "nvcc_identity",
-    "nvcc_version",
-    "parse_nvcc_version",
-    "site_package_dirs",
-]
