@@ -29,23 +29,22 @@ class Image:
     shared_mem: int  # dynamic shared memory per block, bytes
 
 
-# The launcher holds no device code, so any architecture nvcc accepts will do; a fixed one keeps
-# its build independent of the GPUs present (and possible on a machine without one).
-LAUNCHER_ARCH = "sm_75"
-
 _i64, _p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
 _SPEC = LauncherSpec(
     header="cubin_launcher.h",
     library_prefix="brainevent_cubin",
     function="launch",
     core_call="be_cubin::launch_kernel",
-    cuda=True,
+    cuda=False,  # built by the host compiler alone: the driver API is dlopen'ed, no nvcc needed
     api={
         "be_cubin_register": (ctypes.c_int, [_i64, ctypes.c_char_p, _p64, _i64, _i64, _p64, _i64]),
         "be_cubin_add_image": (None, [_i64, _i64, ctypes.c_char_p, _i64, _i64]),
         "be_cubin_preload": (ctypes.c_char_p, [_i64]),
     },
-    load_options={"extra_ldflags": ["-ldl"], "compute_capability": LAUNCHER_ARCH},
+    # The generic entry (on the CPU) is not registered: calls go to the CUDA handler.
+    load_options={"extra_ldflags": ["-ldl"], "auto_register": False},
+    handler="be_cubin_handler",
+    handler_platform="CUDA",
 )
 _launchers = LauncherCache(_SPEC)
 _lock = threading.Lock()

@@ -31,8 +31,10 @@ class LauncherSpec:
     api: CtypesApi
     load_options: Mapping[str, Any] = field(default_factory=dict)
     # An XLA FFI handler the library exports that reads the call frame itself; when set,
-    # calls go to it (target "<module>.<handler>") instead of the generic entry.
+    # calls go to it (target "<module>.<handler>") instead of the generic entry; or, with
+    # handler_platform (a JAX platform), on that platform as "<module>.<function>".
     handler: str | None = None
+    handler_platform: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,11 @@ def build_launcher(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> Launche
         getattr(library, function).argtypes = argtypes
     if spec.handler is None:
         return Launcher(module.targets[spec.function], library)
-    return Launcher(register_handler(f"{name}.{spec.handler}", library, spec.handler, jax_platform), library)
+    if spec.handler_platform is None:
+        target = register_handler(f"{name}.{spec.handler}", library, spec.handler, jax_platform)
+    else:  # on a platform where the library registers nothing, the handler takes the entry's name
+        target = register_handler(f"{name}.{spec.function}", library, spec.handler, spec.handler_platform)
+    return Launcher(target, library)
 
 
 class LauncherCache:
