@@ -131,3 +131,63 @@ def test_the_launcher_builds_and_a_kernel_lowers_with_nvcc_hidden(tmp_path: Path
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "ok"
+
+
+def test_batch_dims_prepare_the_kernel_for_one_element_and_mark_the_call_partitionable() -> None:
+    seen: list[tuple[int, ...]] = []
+
+    def size(x: Any, y: Any) -> int:
+        seen.append(tuple(x.shape))
+        return int(x.size)
+
+    rows = jax.ShapeDtypeStruct((8, 512), np.float32)
+    add = brainevent.cuda_kernel(
+        VECTOR_ADD, "add", rows, launch_dims=size, compute_capability=90, num_batch_dims=1, n=size
+    )
+    text = lowered(add, rows, rows)
+    assert seen and set(seen) == {(512,)}  # launch and scalars see one row
+    assert text.count("brainevent_cubin_2i_1o.launch") == 1
+    assert re.search(r'num_batch_dims = "1"', text), text
+    whole = brainevent.cuda_kernel(VECTOR_ADD, "add", rows, launch_dims=512, compute_capability=90, n=512)
+    assert re.findall(r"kernel_id = (\d+)", lowered(whole, rows, rows)) != re.findall(
+        r"kernel_id = (\d+)", text
+    )
+
+
+def test_batch_dims_follow_the_primitive_into_def_cuda_kernel() -> None:
+    seen: list[tuple[int, ...]] = []
+
+    def size(ins: Any, outs: Any) -> int:
+        seen.append(tuple(outs[0].shape))
+        return int(outs[0].size)
+
+    op = brainevent.XLACustomKernel(
+        "nvrtc_add_rows", outs=lambda x, y, **_: jax.ShapeDtypeStruct(x.shape, x.dtype), num_batch_dims=1
+    )
+    op.def_cuda_kernel(VECTOR_ADD, "add", launch_dims=size, compute_capability="sm_90", n=size)
+    rows = jax.ShapeDtypeStruct((8, 512), np.float32)
+    text = lowered(lambda x, y: op(x, y), rows, rows)
+    assert set(seen) == {(512,)} and re.search(r'num_batch_dims = "1"', text), (seen, text)
+    seen.clear()
+    batched = jax.ShapeDtypeStruct((3, 8, 512), np.float32)
+    op_vmapped = jax.vmap(lambda x, y: op(x, y), in_axes=(0, None))
+    text = lowered(op_vmapped, batched, rows)  # the primitive's default vmap: one more batch dim
+    assert set(seen) == {(512,)} and text.count("brainevent_cubin_2i_1o.launch") == 1, (seen, text)
+
+
+def test_batch_dims_are_checked() -> None:
+    from brainevent.errors import KernelCallError
+
+    rows = jax.ShapeDtypeStruct((8, 512), np.float32)
+    for bad in (0, True, 1.5):
+        with pytest.raises(KernelCallError, match="num_batch_dims must be a positive int"):
+            brainevent.cuda_kernel(VECTOR_ADD, "add", rows, launch_dims=512, num_batch_dims=bad, n=512)
+    with pytest.raises(KernelCallError, match="cannot be combined"):
+        brainevent.cuda_kernel(
+            VECTOR_ADD, "add", rows, launch_dims=512, num_batch_dims=1, input_output_aliases={0: 0}, n=512
+        )
+    add = brainevent.cuda_kernel(
+        VECTOR_ADD, "add", rows, launch_dims=512, compute_capability=90, num_batch_dims=1, n=512
+    )
+    with pytest.raises(KernelCallError, match="share its first 1 dims"):
+        lowered(add, rows, jax.ShapeDtypeStruct((4, 512), np.float32))

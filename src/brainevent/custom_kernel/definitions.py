@@ -9,7 +9,7 @@ from .. import config
 from ..errors import KernelCallError
 from ..platforms.devices import BY_NAME, DEVICE_PLATFORMS
 from ..platforms.devices import SPELLINGS as ALIASES
-from .entries import CallSiteLowering, KernelEntry
+from .entries import CallSiteLowering, KernelEntry, NvrtcLowering
 from .kernels import (
     LaunchValue,
     ModuleFunctionKernel,
@@ -195,7 +195,9 @@ class BackendTable:
         the inputs, then the outputs; its scalar parameters come from ``scalars`` and from the
         call's attributes, by name. ``name`` (a name expression such as ``"axpy<float>"``),
         ``grid``/``block``/``launch_dims`` and each scalar may be callables ``(ins, outs) -> value``
-        of the call's abstract operands, e.g. ``n=lambda ins, outs: outs[0].size``."""
+        of the call's abstract operands, e.g. ``n=lambda ins, outs: outs[0].size``. With
+        ``num_batch_dims=k`` on the primitive they see one batch element (the operands without
+        their first ``k`` dims), and each call runs the kernel once per batch element."""
         kernel = NvrtcKernel(
             source_or_path,
             name,
@@ -205,7 +207,7 @@ class BackendTable:
             include_dirs,
             scalars,
         )
-        return self._add(KernelEntry("nvrtc", "gpu", name, CallSiteLowering(kernel)), asdefault)
+        return self._add(KernelEntry("nvrtc", "gpu", name, NvrtcLowering(kernel)), asdefault)
 
     def _add_numba(
         self,

@@ -204,9 +204,13 @@ class NvrtcKernel:
         self._scalars = dict(scalars)
         self.description = f"NVRTC CUDA kernel {name if isinstance(name, str) else '<by call>'} (cuda)"
 
-    def call_site(self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any]) -> CallSite:
+    def call_site(
+        self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any], batch_dims: int = 0
+    ) -> CallSite:
         from ..nvrtc.kernel import resolve_config
-        from ..nvrtc.launch import prepare
+        from ..nvrtc.launch import element_avals, prepare
+
+        ins, outs = element_avals(ins, batch_dims), element_avals(outs, batch_dims)
 
         expression = self._name(ins, outs) if callable(self._name) else self._name
         both = sorted(set(attrs) & set(self._scalars))
@@ -223,5 +227,7 @@ class NvrtcKernel:
             v(ins, outs) if callable(v) else v for v in self._launch
         )
         config = resolve_config(grid, block, launch_dims, threads_per_block, shared_mem, None)
-        target, kernel_id = prepare(self._source, str(expression), ins, outs, scalars, config, self._archs)
+        target, kernel_id = prepare(
+            self._source, str(expression), ins, outs, scalars, config, self._archs, batch_dims > 0
+        )
         return CallSite(target, {"kernel_id": np.int64(kernel_id)})

@@ -37,7 +37,10 @@ _SPEC = LauncherSpec(
     core_call="be_cubin::launch_kernel",
     cuda=False,  # built by the host compiler alone: the driver API is dlopen'ed, no nvcc needed
     api={
-        "be_cubin_register": (ctypes.c_int, [_i64, ctypes.c_char_p, _p64, _i64, _i64, _p64, _i64]),
+        "be_cubin_register": (
+            ctypes.c_int,
+            [_i64, ctypes.c_char_p, _p64, _i64, _i64, _p64, _i64, _p64, _i64],
+        ),
         "be_cubin_add_image": (None, [_i64, _i64, ctypes.c_char_p, _i64, _i64]),
         "be_cubin_preload": (ctypes.c_char_p, [_i64]),
     },
@@ -67,13 +70,18 @@ def register(
     images: Mapping[int, Image],
     *,
     cooperative: bool = False,
+    element_shapes: Sequence[tuple[int, ...]] | None = None,
 ) -> None:
-    """Hands a compiled kernel to the launcher's table and loads it on the active devices."""
+    """Hands a compiled kernel to the launcher's table and loads it on the active devices.
+
+    With ``element_shapes`` (one per operand) the kernel was prepared for one batch element:
+    each call runs it once per element of the operands' leading dims (the id must cover them)."""
     with _lock:
         if kernel_id in _registered:
             return
     lib = launcher.library
     flat = [v for p in params for v in (p.kind, p.value, p.size)]
+    shapes = [v for shape in element_shapes or () for v in (len(shape), *shape)]
     fresh = lib.be_cubin_register(
         kernel_id,
         entry.encode(),
@@ -82,6 +90,8 @@ def register(
         n_operands,
         int64s(flat),
         len(params),
+        int64s(shapes),
+        len(shapes),
     )
     if fresh == 0:
         for cc, image in images.items():

@@ -113,6 +113,7 @@ class CudaKernel:
         input_output_aliases: dict[int, int] | None,
         archs: tuple[str, ...] | None,
         scalars: dict[str, Any],
+        num_batch_dims: int | None = None,
     ) -> None:
         from ..calls.results import flatten_outs
 
@@ -125,6 +126,7 @@ class CudaKernel:
         self._aliases = dict(input_output_aliases) if input_output_aliases else None
         self._archs = archs
         self._scalars = scalars
+        self._batch_dims = num_batch_dims or 0
         self.__name__ = name if isinstance(name, str) else getattr(name, "__name__", "cuda_kernel")
 
     def __call__(self, *arrays: Any) -> Any:
@@ -134,10 +136,15 @@ class CudaKernel:
         from ..calls.ffi import call_target
         from ..calls.operands import check_arrays
         from ..calls.results import vary_like
-        from .launch import prepare
+        from .launch import element_avals, prepare
 
         check_arrays(self.__name__, arrays, "as keywords of cuda_kernel")
-        avals = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in arrays]
+        batch_dims = self._batch_dims
+        if batch_dims:
+            from ..calls.partitioning import check_batch_dims
+
+            check_batch_dims(self.__name__, arrays, self._specs, batch_dims)
+        avals = element_avals([jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in arrays], batch_dims)
         expression = self._name(*avals) if callable(self._name) else self._name
         if not isinstance(expression, str):
             raise KernelCallError(
@@ -150,14 +157,23 @@ class CudaKernel:
         config = resolve_config(
             grid, block, launch_dims, threads_per_block, shared_mem, self._given_vmap_method
         )
-        if config.empty or not any(int(np.prod(s.shape)) > 0 for s in self._specs):
+        specs = element_avals(self._specs, batch_dims)
+        if config.empty or not any(int(np.prod(s.shape)) > 0 for s in specs):
             # Nothing to launch: the results are zeros (as numba_cuda_kernel gives).
             zeros = vary_like([jnp.zeros(s.shape, s.dtype) for s in self._specs], arrays)
             return jax.tree_util.tree_unflatten(self._treedef, zeros)
         scalars = {k: (v(*avals) if callable(v) else v) for k, v in self._scalars.items()}
+        per_element = batch_dims > 0
         target, kernel_id = prepare(
-            self._source, expression, avals, self._specs, scalars, config, self._archs
+            self._source, expression, avals, specs, scalars, config, self._archs, per_element
         )
+        if per_element:
+            from ..calls.partitioned import partitioned_call
+
+            attrs = {"kernel_id": np.int64(kernel_id)}
+            method = self._given_vmap_method
+            batched = partitioned_call(target, arrays, self._specs, batch_dims, method, attrs)
+            return jax.tree_util.tree_unflatten(self._treedef, batched)
         results = call_target(
             target,
             arrays,
@@ -184,6 +200,7 @@ def cuda_kernel(
     compute_capability: Any = None,
     options: Sequence[str] = (),
     include_dirs: Sequence[str | os.PathLike[str]] = (),
+    num_batch_dims: int | None = None,
     **scalars: Any,
 ) -> CudaKernel:
     """Create a JAX-callable function from a ``__global__`` CUDA kernel, compiled with NVRTC.
@@ -221,6 +238,11 @@ def cuda_kernel(
         options: Further NVRTC options (``"-DBLOCK=128"``, ``"--use_fast_math"``).
         include_dirs: Directories searched for ``#include``; headers found there are part of
             the cache key, so editing one recompiles.
+        num_batch_dims: The first ``k`` dims of every array (inputs and results) are independent
+            problems: the kernel is written, and ``name``, the launch and the scalars are computed,
+            for one batch element (the arrays without those dims), and each call runs it once per
+            element. A ``jit`` with inputs sharded along those dims then runs on the local shards
+            (no all-gather), and every ``vmap_method`` works. Not with ``input_output_aliases``.
         **scalars: The kernel's scalar parameters by name: numbers, or callables of the inputs'
             abstract values (``n=lambda x, y: x.size``). ``grid``, ``block`` and
             ``launch_dims`` may be such callables too.
@@ -232,6 +254,19 @@ def cuda_kernel(
         ToolchainError: libnvrtc cannot be found (``pip install nvidia-cuda-nvrtc``).
     """
     check_vmap_method(vmap_method)
+    if num_batch_dims is not None and (
+        isinstance(num_batch_dims, bool) or not isinstance(num_batch_dims, int) or num_batch_dims < 1
+    ):
+        raise KernelCallError(
+            f"num_batch_dims must be a positive int or None, got {num_batch_dims!r}",
+            value=repr(num_batch_dims),
+        )
+    if num_batch_dims and input_output_aliases:
+        raise KernelCallError(
+            "cuda_kernel: num_batch_dims and input_output_aliases cannot be combined (a call split across "
+            "devices writes its own results); drop one",
+            value=repr(input_output_aliases),
+        )
     launch = (grid, block, launch_dims, threads_per_block, shared_mem)
     if not any(callable(v) for v in launch):
         resolve_config(*launch, vmap_method)  # fail early on a fixed configuration
@@ -257,4 +292,5 @@ def cuda_kernel(
         input_output_aliases,
         parse_archs(compute_capability),
         dict(scalars),
+        num_batch_dims,
     )

@@ -176,6 +176,15 @@ def _np_dtype(name: str) -> Any:
     return jnp.dtype(name)
 
 
+def element_avals(avals: Sequence[Any], batch_dims: int) -> list[Any]:
+    """One batch element of each operand: its shape without the first ``batch_dims`` dims."""
+    import jax
+
+    if not batch_dims:
+        return list(avals)
+    return [jax.ShapeDtypeStruct(tuple(a.shape)[batch_dims:], a.dtype) for a in avals]
+
+
 def architectures(requested: Sequence[str] | None) -> list[str]:
     """The ``sm_XX`` to compile for: those requested, else those of the visible GPUs."""
     if requested:
@@ -199,8 +208,12 @@ def prepare(
     scalars: Mapping[str, Any],
     config: LaunchConfig,
     archs: Sequence[str] | None,
+    per_batch_element: bool = False,
 ) -> tuple[str, int]:
-    """Compile (through the cache), register with the launcher; ``(FFI target, kernel id)``."""
+    """Compile (through the cache), register with the launcher; ``(FFI target, kernel id)``.
+
+    ``per_batch_element``: ``inputs`` and ``outputs`` are one element of a batch (the call's
+    batch dims stripped); the launcher runs the kernel once per element of each call."""
     from ..calls.operands import content_id
     from ..launchers.cubin import Image, launcher_for, register
     from .cache import compile_cached, compile_request
@@ -221,14 +234,16 @@ def prepare(
         entries.add(compiled.lowered[expression])
     entry = entries.pop()
     launcher = launcher_for(len(inputs), len(outputs))
+    shapes = [tuple(int(d) for d in a.shape) for a in (*inputs, *outputs)] if per_batch_element else None
     kernel_id = content_id(
         "nvrtc",
         entry,
-        repr((config.grid, config.block, [(p.kind, p.value, p.size) for p in params])),
+        repr((config.grid, config.block, [(p.kind, p.value, p.size) for p in params], shapes)),
         *(f"{cc}:{image.shared_mem}" for cc, image in sorted(images.items())),
         *(image.code for _, image in sorted(images.items())),
     )
     register(
-        launcher, kernel_id, entry, config.grid, config.block, params, len(inputs) + len(outputs), images
-    )
+        launcher, kernel_id, entry, config.grid, config.block, params, len(inputs) + len(outputs), images,
+        element_shapes=shapes,
+    )  # fmt: skip
     return launcher.target, kernel_id
