@@ -191,3 +191,17 @@ def test_batch_dims_are_checked() -> None:
     )
     with pytest.raises(KernelCallError, match="share its first 1 dims"):
         lowered(add, rows, jax.ShapeDtypeStruct((4, 512), np.float32))
+
+
+def test_the_pip_cuda12_check_script_runs_its_checks_with_nvcc_hidden() -> None:
+    """The script a CUDA 12 GPU host runs (here with the NVRTC this environment has)."""
+    from brainevent.nvrtc.library import nvrtc
+
+    script = Path(__file__).with_name("pip_cuda12_check.py")
+    major = str(nvrtc().version[0])
+    done = subprocess.run(
+        [sys.executable, str(script), "--expect-major", major], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "nvcc on PATH: none" in done.stdout and "found_via: " in done.stdout, done.stdout
+    assert "compiled half_add for sm_80" in done.stdout and "launcher built without nvcc" in done.stdout
