@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -50,8 +49,6 @@ _SPEC = LauncherSpec(
     handler_platform="CUDA",
 )
 _launchers = LauncherCache(_SPEC)
-_lock = threading.Lock()
-_registered: set[int] = set()
 
 
 def launcher_for(n_inputs: int, n_outputs: int) -> Launcher:
@@ -76,9 +73,6 @@ def register(
 
     With ``element_shapes`` (one per operand) the kernel was prepared for one batch element:
     each call runs it once per element of the operands' leading dims (the id must cover them)."""
-    with _lock:
-        if kernel_id in _registered:
-            return
     lib = launcher.library
     flat = [v for p in params for v in (p.kind, p.value, p.size)]
     shapes = [v for shape in element_shapes or () for v in (len(shape), *shape)]
@@ -93,13 +87,12 @@ def register(
         int64s(shapes),
         len(shapes),
     )
-    if fresh == 0:
-        for cc, image in images.items():
-            lib.be_cubin_add_image(kernel_id, cc, image.code, len(image.code), image.shared_mem)
-        error = lib.be_cubin_preload(kernel_id)
-        if error:
-            from ..errors import LoadError
+    if fresh != 0:
+        return  # same content already registered: nothing new to load
+    for cc, image in images.items():
+        lib.be_cubin_add_image(kernel_id, cc, image.code, len(image.code), image.shared_mem)
+    error = lib.be_cubin_preload(kernel_id)
+    if error:
+        from ..errors import LoadError
 
-            raise LoadError(f"cannot load GPU kernel {entry}: {error.decode(errors='replace')}", entry=entry)
-    with _lock:
-        _registered.add(kernel_id)
+        raise LoadError(f"cannot load GPU kernel {entry}: {error.decode(errors='replace')}", entry=entry)

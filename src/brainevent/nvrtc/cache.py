@@ -1,11 +1,6 @@
-"""Compiled kernels cached on disk, with the module cache's key schema, trust checks,
-build lock and atomic publish (brainevent.cache).
-
-Keyed by the source, its program name, the options, the name expressions, the architecture,
-NVRTC's release, the text of every header reachable from the source through its directory
-and the user's include directories (an edit there is a new key), and, for the toolkit
-headers it includes (``cuda_fp16.h``), where each one is and its size and modification time.
-A hit reads the manifest and the cubin: it neither loads nor starts NVRTC.
+"""Compiled kernels cached on disk through brainevent.cache (key schema, trust checks, lock,
+atomic publish). The key holds everything that changes the code: source, options, names, arch,
+NVRTC's release, reachable headers' text, and the toolkit headers' identity. A hit never loads NVRTC.
 """
 
 from __future__ import annotations
@@ -188,15 +183,8 @@ def compile_request(
     include_dirs: Sequence[str] = (),
 ) -> Request:
     """A :class:`Request` for inline ``source`` or the file ``path`` holding it."""
-    import os
-
-    if path is not None:
-        real = os.path.abspath(path)
-        return Request(
-            source, real, real, os.path.dirname(real), tuple(name_expressions), arch,
-            tuple(options), tuple(os.path.abspath(d) for d in include_dirs),
-        )  # fmt: skip
+    real = os.path.abspath(path) if path is not None else None
     return Request(
-        source, "<inline>", "the inline source", None, tuple(name_expressions), arch,
-        tuple(options), tuple(os.path.abspath(d) for d in include_dirs),
+        source, real or "<inline>", real or "the inline source", real and os.path.dirname(real),
+        tuple(name_expressions), arch, tuple(options), tuple(os.path.abspath(d) for d in include_dirs),
     )  # fmt: skip

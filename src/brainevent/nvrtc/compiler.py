@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import KernelCallError
 
@@ -111,9 +112,9 @@ def compile_source(
         lib.nvrtcDestroyProgram(ctypes.byref(program))
 
 
-def _read(size_of: object, read: object, program: ctypes.c_void_p, bound: object) -> bytes:
+def _read(size_of: Any, read: Any, program: ctypes.c_void_p, bound: Any) -> bytes:
     size = ctypes.c_size_t()
-    bound.check(size_of(program, ctypes.byref(size)), getattr(size_of, "__name__", "size"))  # type: ignore[attr-defined,operator]
+    bound.check(size_of(program, ctypes.byref(size)), size_of.__name__)
     buffer = ctypes.create_string_buffer(max(size.value, 1))
-    bound.check(read(program, buffer), getattr(read, "__name__", "read"))  # type: ignore[attr-defined,operator]
+    bound.check(read(program, buffer), read.__name__)
     return buffer.raw[: size.value]
