@@ -198,16 +198,20 @@ class BackendTable:
         of the call's abstract operands, e.g. ``n=lambda ins, outs: outs[0].size``. With
         ``num_batch_dims=k`` on the primitive they see one batch element (the operands without
         their first ``k`` dims), and each call runs the kernel once per batch element."""
-        kernel = NvrtcKernel(
+        from ..nvrtc.kernel import KernelDef
+
+        launch = (grid, block, launch_dims, threads_per_block, shared_mem)
+        kernel = KernelDef.checked(
+            "def_cuda_kernel",
             source_or_path,
             name,
-            (grid, block, launch_dims, threads_per_block, shared_mem),
+            launch,
             compute_capability,
             options,
             include_dirs,
             scalars,
         )
-        return self._add(KernelEntry("nvrtc", "gpu", name, NvrtcLowering(kernel)), asdefault)
+        return self._add(KernelEntry("nvrtc", "gpu", name, NvrtcLowering(NvrtcKernel(kernel))), asdefault)
 
     def _add_numba(
         self,

@@ -68,12 +68,9 @@ class NvrtcLowering(CallSiteLowering):
     """An NVRTC kernel binds its sizes when lowered: with batch dims it is prepared for one
     batch element, which the launcher runs per element of the (possibly split) call."""
 
-    def __init__(self, kernel: NvrtcKernel) -> None:
-        super().__init__(kernel)
-        self.nvrtc = kernel
-
     def site(self, call: LoweringCall) -> CallSite:
-        return self.nvrtc.call_site(call.ctx.avals_in, call.outs, call.attrs, call.batch_dims)
+        assert isinstance(self.kernel, NvrtcKernel)
+        return self.kernel.call_site(call.ctx.avals_in, call.outs, call.attrs, call.batch_dims)
 
 
 class GeneratorLowering:

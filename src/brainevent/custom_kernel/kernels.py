@@ -10,12 +10,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..calls.operands import Operand, Signature
 from ..errors import KernelCallError
+
+if TYPE_CHECKING:
+    from ..nvrtc.kernel import KernelDef
 
 
 @dataclass(frozen=True)
@@ -170,29 +173,12 @@ class NumbaCudaKernel:
 
 
 class NvrtcKernel:
-    """A ``__global__`` CUDA kernel compiled with NVRTC and launched by the cubin launcher.
+    """A ``__global__`` CUDA kernel compiled with NVRTC and launched by the cubin launcher; its
+    callables take ``(ins, outs)``, and the call's attributes are further scalars, by name."""
 
-    ``name``, ``grid``, ``block``, ``launch_dims`` and each scalar may be a callable
-    ``(ins, outs) -> value`` of the call's abstract operands; the call's attributes are
-    further scalar parameters, by name.
-    """
-
-    def __init__(
-        self,
-        source_or_path: Any,
-        name: Any,
-        launch: tuple[LaunchValue, LaunchValue, LaunchValue, int, int],
-        compute_capability: Any,
-        options: Sequence[str],
-        include_dirs: Sequence[Any],
-        scalars: Mapping[str, Any],
-    ) -> None:
-        from ..nvrtc.kernel import KernelDef
-
-        self._kernel = KernelDef.checked(
-            "def_cuda_kernel", source_or_path, name, launch, compute_capability, options, include_dirs,
-            dict(scalars),
-        )  # fmt: skip
+    def __init__(self, kernel: KernelDef) -> None:
+        self._kernel = kernel
+        name = kernel.name
         self.description = f"NVRTC CUDA kernel {name if isinstance(name, str) else '<by call>'} (cuda)"
 
     def call_site(

@@ -14,12 +14,9 @@ OPERAND, SCALAR, NULL, SCRATCH = 0, 1, 2, 3
 
 @dataclass(frozen=True)
 class Param:
-    """One kernel parameter: ``kind`` with ``value`` (operand index or the scalar's raw bits)
-    and ``size`` (the pointer's alignment, or the scalar's byte width)."""
-
-    kind: int
-    value: int = 0
-    size: int = 0
+    kind: int  # OPERAND, SCALAR, NULL or SCRATCH
+    value: int = 0  # the operand's index, or the scalar's raw bits
+    size: int = 0  # the pointer's alignment, or the scalar's byte width
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,6 @@
-"""Building the compiled launcher libraries: one per launcher header and operand count.
-
-Each launcher's C++ lives in a header (``brainevent/<name>.h``); its library is that header
-plus one small XLA FFI entry for ``n_inputs`` inputs and ``n_outputs`` outputs (our arg_spec
-has a fixed arity, and a per-arity entry keeps every call free of padding operands). The
-loaders cache the library by content, so each is compiled once per machine; this module
-keeps the loaded ones per process.
+"""Building the compiled launcher libraries: a launcher header (``brainevent/<name>.h``) plus
+one small XLA FFI entry per operand count (our arg_spec has a fixed arity). The loaders cache
+each library by content (once per machine); this module keeps the loaded ones per process.
 """
 
 from __future__ import annotations

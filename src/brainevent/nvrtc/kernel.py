@@ -46,13 +46,6 @@ def ctype(dtype: Any) -> str:
     return _C_TYPES[name]
 
 
-def check_vmap_method(vmap_method: object) -> None:
-    if vmap_method not in VMAP_METHODS:
-        raise KernelCallError(
-            f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}", value=repr(vmap_method)
-        )
-
-
 def parse_archs(compute_capability: Any) -> tuple[str, ...] | None:
     """``("sm_80", "sm_90")`` from one value or a list; None to compile for the visible GPUs."""
     from .compiler import parse_arch
@@ -114,6 +107,10 @@ class KernelDef:
     ) -> KernelDef:
         """What can be checked before a call: a fixed launch, the name, and, when ``scalars``
         are ``all_scalars`` (cuda_kernel: no call adds any), that a fixed name binds them all."""
+        if vmap_method not in VMAP_METHODS:
+            raise KernelCallError(
+                f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}", value=repr(vmap_method)
+            )
         grid, block = launch[:2]
         if not any(callable(v) for v in launch):
             resolve_config(*launch, vmap_method)  # fail early on a fixed configuration
@@ -303,7 +300,6 @@ def cuda_kernel(
         CompileError: NVRTC rejected the source; the message quotes the offending line.
         ToolchainError: libnvrtc cannot be found (``pip install nvidia-cuda-nvrtc``).
     """
-    check_vmap_method(vmap_method)
     if num_batch_dims is not None and (
         isinstance(num_batch_dims, bool) or not isinstance(num_batch_dims, int) or num_batch_dims < 1
     ):
