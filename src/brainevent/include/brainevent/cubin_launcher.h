@@ -59,6 +59,8 @@ struct Batch {
 
 // Fills `b` from the buffers' leading dims (those before each operand's element shape).
 void batch_of(const Kernel& k, const XLA_FFI_Buffer* const* buffers, int64_t count, Batch* b) {
+  BE_CHECK(static_cast<int64_t>(k.element_shapes.size()) == count) << "kernel " << k.entry << " has "
+      << k.element_shapes.size() << " element shapes for " << count << " arrays";
   for (int64_t i = 0; i < count; ++i) {
     const XLA_FFI_Buffer& buf = *buffers[i];
     const std::vector<int64_t>& shape = k.element_shapes[i];
