@@ -41,7 +41,6 @@ class Request:
 class Result:
     compiled: Compiled
     built_now: bool  # False on a cache hit (NVRTC was not used)
-    key: str
 
 
 def key_of(request: Request) -> CacheKey:
@@ -92,13 +91,13 @@ def compile_cached(request: Request, *, build_directory: str | None = None) -> R
     with _memo_lock:
         found = _memo.get(memo_key)
     if found is not None:
-        return Result(found, False, key.digest)
+        return Result(found, False)
     store = EntryStore(root, STORE_NAME)
     entry = store.hit(key)
     if entry is None:
         result = _build(store, key, request)
     else:
-        result = Result(_read_entry(entry.library, entry.manifest.inputs), False, key.digest)
+        result = Result(_read_entry(entry.library, entry.manifest.inputs), False)
     with _memo_lock:
         _memo[memo_key] = result.compiled
     return result
@@ -138,7 +137,7 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
     with store.build_slot(key) as slot:
         if slot.staging is None and slot.existing is not None:  # another process built it meanwhile
             entry = slot.existing
-            return Result(_read_entry(entry.library, entry.manifest.inputs), False, key.digest)
+            return Result(_read_entry(entry.library, entry.manifest.inputs), False)
         assert slot.staging is not None
         started = time.monotonic()
         compiled = _compile(request)
@@ -164,7 +163,7 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
             build_seconds=time.monotonic() - started,
         )
         store.publish(slot, manifest)
-    return Result(compiled, True, key.digest)
+    return Result(compiled, True)
 
 
 def forget_process_memo() -> None:

@@ -48,10 +48,6 @@ def base_options(arch: str, include_dirs: Sequence[str]) -> list[str]:
     return [f"--gpu-architecture={arch}", *(f"-I{d}" for d in include_dirs)]
 
 
-def _strings(values: Sequence[str]) -> ctypes.Array[ctypes.c_char_p]:
-    return (ctypes.c_char_p * max(len(values), 1))(*(v.encode() for v in values))
-
-
 def compile_source(
     source: str,
     source_name: str,
@@ -74,7 +70,8 @@ def compile_source(
     try:
         for expression in name_expressions:
             bound.check(lib.nvrtcAddNameExpression(program, expression.encode()), "nvrtcAddNameExpression")
-        result = lib.nvrtcCompileProgram(program, len(options), _strings(options))
+        strings = (ctypes.c_char_p * max(len(options), 1))(*(o.encode() for o in options))
+        result = lib.nvrtcCompileProgram(program, len(options), strings)
         log = (
             _read(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, program, bound)
             .decode(errors="replace")

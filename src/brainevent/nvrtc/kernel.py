@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCallError
-from ..launchers.launch_config import LaunchConfig
+from ..launchers.launch_config import LaunchConfig, resolve_launch
 from .launch import KernelSource
 
 # vmap methods of jax.ffi.ffi_call. The grid and scalars are fixed when a call is traced, so
@@ -66,16 +66,12 @@ def parse_archs(compute_capability: Any) -> tuple[str, ...] | None:
 
 def resolve_config(
     grid: Any, block: Any, launch_dims: Any, threads_per_block: int, shared_mem: int, vmap_method: str | None
-) -> Any:
+) -> LaunchConfig:
     """``resolve_launch`` with its ValueErrors as our typed error (still a ValueError)."""
-    from ..launchers.launch_config import resolve_launch
-
     try:
         return resolve_launch(
             grid, block, launch_dims, threads_per_block, shared_mem, vmap_method=vmap_method, allow_empty=True
         )
-    except KernelCallError:
-        raise
     except ValueError as exc:
         raise KernelCallError(f"cuda_kernel: {exc}", grid=repr((grid, block, launch_dims))) from None
 

@@ -5,6 +5,7 @@ then outputs); scalars are stored with the registration, so each set of values i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,15 +31,9 @@ class KernelSource:
         return self.path or "the inline source"
 
 
-_signatures: dict[tuple[str, str, str], KernelSignature] = {}
-
-
+@functools.cache
 def signature_for(source: KernelSource, expression: str) -> KernelSignature:
-    key = (source.text, expression, source.where)
-    found = _signatures.get(key)
-    if found is None:
-        found = _signatures[key] = kernel_signature(source.text, expression, source.where)
-    return found
+    return kernel_signature(source.text, expression, source.where)
 
 
 def check_scalar_names(sig: KernelSignature, given: Sequence[str], expression: str) -> None:
@@ -153,11 +148,11 @@ def operand_params(
 
 def element_avals(avals: Sequence[Any], batch_dims: int) -> list[Any]:
     """One batch element of each operand: its shape without the first ``batch_dims`` dims."""
-    import jax
+    from jax import ShapeDtypeStruct
 
-    if not batch_dims:
-        return list(avals)
-    return [jax.ShapeDtypeStruct(tuple(a.shape)[batch_dims:], a.dtype) for a in avals]
+    return (
+        [ShapeDtypeStruct(tuple(a.shape)[batch_dims:], a.dtype) for a in avals] if batch_dims else list(avals)
+    )
 
 
 def architectures(requested: Sequence[str] | None) -> list[str]:
