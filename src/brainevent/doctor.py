@@ -160,8 +160,8 @@ def _nvrtc_section(report: Report, compile_checks: bool) -> None:
     )
     report.item(
         "needs nvcc",
-        "no for cuda_kernel's kernels; yes for load_cuda_* host code and, once per machine, the "
-        "launcher library that runs cubins",
+        "no for cuda_kernel's kernels and the launcher that runs them (host compiler); "
+        "yes for load_cuda_* host code",
     )
     if compile_checks:
         from .nvrtc.compiler import base_options, compile_source

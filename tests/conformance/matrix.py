@@ -117,8 +117,7 @@ def module_kind(platform: str) -> Callable[[str | None, int | None], Callable[[A
 
 def batched_module_kind(platform: str) -> Callable[[str | None, int | None], Callable[[Any, Any], Any]]:
     """A module function that declares one batch dim, in every cell (not only sharded jit)."""
-    make = module_kind(platform)
-    return lambda vmap_method, num_batch_dims: make(vmap_method, 1)
+    return with_batch_dim(module_kind(platform))
 
 
 def raw_ffi_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
@@ -248,12 +247,20 @@ def nvrtc_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable[
             spec_like(x),
             launch_dims=lambda x, w: x.size,
             vmap_method=vmap_method,
+            num_batch_dims=num_batch_dims,
             n=lambda x, w: x.size,
             nw=lambda x, w: w.size,
         )
         return call(x, w)
 
     return f
+
+
+def with_batch_dim(
+    make: Callable[[str | None, int | None], Callable[[Any, Any], Any]],
+) -> Callable[[str | None, int | None], Callable[[Any, Any], Any]]:
+    """A kind that declares one batch dim in every cell (not only sharded jit)."""
+    return lambda vmap_method, num_batch_dims: make(vmap_method, 1)
 
 
 def _pallas(outs: Any, interpret: bool) -> Any:
@@ -364,16 +371,19 @@ KINDS = (
     Kind("numba_cuda_kernel", "gpu", numba_cuda_kind, VMAP_FFI, False, False, needs="numba.cuda"),
     Kind("numba_cuda_callable", "gpu", numba_cuda_callable_kind, VMAP_FFI, False, False, needs="numba.cuda"),
     Kind("triton_kernel", "gpu", triton_kind, VMAP_FFI, False, False, needs="triton"),
-    Kind("nvrtc_cuda_kernel", "gpu", nvrtc_kind, VMAP_FFI, False, False),
+    Kind("nvrtc_cuda_kernel", "gpu", nvrtc_kind, VMAP_FFI, False, True),
+    Kind("nvrtc_cuda_kernel_batch_dims", "gpu", with_batch_dim(nvrtc_kind), VMAP_FFI, False, True),
     Kind("xla_cuda_raw", "gpu", primitive_kind("cuda_raw"), VMAP_PRIMITIVE, True, True),
     # A Numba-CUDA kernel is typed for its operands' ranks: batching that adds an axis to
     # them would need another kernel, so this row claims "sequential" only.
     Kind(
         "xla_numba_cuda", "gpu", primitive_kind("numba_cuda"), ("sequential",), True, True, needs="numba.cuda"
     ),
-    # Its sizes are scalars bound when the call is lowered (for the whole operands), so it
-    # declares no batch dims: a call split across devices would keep the global sizes.
-    Kind("xla_nvrtc", "gpu", primitive_kind("nvrtc"), VMAP_PRIMITIVE, True, False),
+    # Its sizes are scalars bound when the call is lowered. With batch dims they are those of one
+    # batch element (the rows here), and the launcher runs the kernel per element of each call,
+    # so a call split across devices stays right.
+    Kind("xla_nvrtc", "gpu", primitive_kind("nvrtc"), VMAP_PRIMITIVE, True, True),
+    Kind("xla_nvrtc_batch_dims", "gpu", with_batch_dim(primitive_kind("nvrtc")), VMAP_PRIMITIVE, True, True),
     Kind("xla_pallas", "gpu", primitive_kind("pallas"), VMAP_PRIMITIVE, True, True, partitions=False),
     Kind(
         "xla_triton",

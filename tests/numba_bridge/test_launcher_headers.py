@@ -54,8 +54,8 @@ def test_cubin_launcher_builds_and_keeps_a_table(private_launchers: None) -> Non
     assert launcher.target == "brainevent_cubin_1i_1o.launch"
     lib = launcher.library
     params = int64s([cubin_launcher.OPERAND, 0, 16, cubin_launcher.OPERAND, 1, 16])
-    assert lib.be_cubin_register(9, b"k", int64s([1, 1, 1, 32, 1, 1]), 0, 2, params, 2) == 0
-    assert lib.be_cubin_register(9, b"k", int64s([1, 1, 1, 32, 1, 1]), 0, 2, params, 2) == 1
+    assert lib.be_cubin_register(9, b"k", int64s([1, 1, 1, 32, 1, 1]), 0, 2, params, 2, int64s([]), 0) == 0
+    assert lib.be_cubin_register(9, b"k", int64s([1, 1, 1, 32, 1, 1]), 0, 2, params, 2, int64s([]), 0) == 1
     lib.be_cubin_add_image(9, 90, b"not a cubin", 11, 0)
     if _has_driver():
         assert lib.be_cubin_preload(12345) == b"unknown kernel id"

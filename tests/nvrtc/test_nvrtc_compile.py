@@ -248,7 +248,7 @@ def test_doctor_says_which_libnvrtc_is_used_and_what_still_needs_nvcc() -> None:
     text = "\n".join(report.lines)
     assert "libnvrtc.so" in text and "found_via" in text
     assert "smoke compile      ok (sm_80 cubin)" in text
-    assert "no for cuda_kernel's kernels" in text
+    assert "no for cuda_kernel's kernels and the launcher" in text
 
 
 def test_cache_list_names_the_kernels_of_an_entry(tmp_path: Path) -> None:

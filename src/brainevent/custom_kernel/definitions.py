@@ -9,7 +9,7 @@ from .. import config
 from ..errors import KernelCallError
 from ..platforms.devices import BY_NAME, DEVICE_PLATFORMS
 from ..platforms.devices import SPELLINGS as ALIASES
-from .entries import CallSiteLowering, KernelEntry
+from .entries import CallSiteLowering, KernelEntry, NvrtcLowering
 from .kernels import (
     LaunchValue,
     ModuleFunctionKernel,
@@ -195,17 +195,23 @@ class BackendTable:
         the inputs, then the outputs; its scalar parameters come from ``scalars`` and from the
         call's attributes, by name. ``name`` (a name expression such as ``"axpy<float>"``),
         ``grid``/``block``/``launch_dims`` and each scalar may be callables ``(ins, outs) -> value``
-        of the call's abstract operands, e.g. ``n=lambda ins, outs: outs[0].size``."""
-        kernel = NvrtcKernel(
+        of the call's abstract operands, e.g. ``n=lambda ins, outs: outs[0].size``. With
+        ``num_batch_dims=k`` on the primitive they see one batch element (the operands without
+        their first ``k`` dims), and each call runs the kernel once per batch element."""
+        from ..nvrtc.kernel import KernelDef
+
+        launch = (grid, block, launch_dims, threads_per_block, shared_mem)
+        kernel = KernelDef.checked(
+            "def_cuda_kernel",
             source_or_path,
             name,
-            (grid, block, launch_dims, threads_per_block, shared_mem),
+            launch,
             compute_capability,
             options,
             include_dirs,
             scalars,
         )
-        return self._add(KernelEntry("nvrtc", "gpu", name, CallSiteLowering(kernel)), asdefault)
+        return self._add(KernelEntry("nvrtc", "gpu", name, NvrtcLowering(NvrtcKernel(kernel))), asdefault)
 
     def _add_numba(
         self,

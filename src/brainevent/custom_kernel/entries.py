@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import KernelCallError
-from .kernels import PlatformKernel
+from .kernels import CallSite, NvrtcKernel, PlatformKernel
 
 
 @dataclass(frozen=True)
@@ -47,18 +47,30 @@ class CallSiteLowering:
         self.kernel = kernel
         self.description = kernel.description
 
+    def site(self, call: LoweringCall) -> CallSite:
+        return self.kernel.call_site(call.ctx.avals_in, call.outs, call.attrs)
+
     def lower(self, call: LoweringCall) -> Sequence[Any]:
         import jax
 
         from ..calls.partitioning import batch_partition_attributes, register_batch_partitionable
 
-        site = self.kernel.call_site(call.ctx.avals_in, call.outs, call.attrs)
+        site = self.site(call)
         extra = None
         if call.batch_dims:
             register_batch_partitionable(site.target)
             extra = batch_partition_attributes(call.ctx, call.batch_dims)
         rule = jax.ffi.ffi_lowering(site.target, operand_output_aliases=call.aliases, extra_attributes=extra)
         return rule(call.ctx, *call.operands, **site.attributes)
+
+
+class NvrtcLowering(CallSiteLowering):
+    """An NVRTC kernel binds its sizes when lowered: with batch dims it is prepared for one
+    batch element, which the launcher runs per element of the (possibly split) call."""
+
+    def site(self, call: LoweringCall) -> CallSite:
+        assert isinstance(self.kernel, NvrtcKernel)
+        return self.kernel.call_site(call.ctx.avals_in, call.outs, call.attrs, call.batch_dims)
 
 
 class GeneratorLowering:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..calls.operands import Operand, Signature
 from ..errors import KernelCallError
+
+if TYPE_CHECKING:
+    from ..nvrtc.kernel import KernelDef
 
 
 @dataclass(frozen=True)
@@ -170,58 +173,21 @@ class NumbaCudaKernel:
 
 
 class NvrtcKernel:
-    """A ``__global__`` CUDA kernel compiled with NVRTC and launched by the cubin launcher.
+    """A ``__global__`` CUDA kernel compiled with NVRTC and launched by the cubin launcher; its
+    callables take ``(ins, outs)``, and the call's attributes are further scalars, by name."""
 
-    ``name``, ``grid``, ``block``, ``launch_dims`` and each scalar may be a callable
-    ``(ins, outs) -> value`` of the call's abstract operands; the call's attributes are
-    further scalar parameters, by name.
-    """
-
-    def __init__(
-        self,
-        source_or_path: Any,
-        name: Any,
-        launch: tuple[LaunchValue, LaunchValue, LaunchValue, int, int],
-        compute_capability: Any,
-        options: Sequence[str],
-        include_dirs: Sequence[Any],
-        scalars: Mapping[str, Any],
-    ) -> None:
-        from ..nvrtc.kernel import kernel_source, parse_archs, resolve_config
-
-        if not any(callable(v) for v in launch[:3]):
-            resolve_config(*launch, None)  # fail early on a fixed configuration
-        if not (isinstance(name, str) or callable(name)):
-            raise KernelCallError(
-                f"def_cuda_kernel: name must be a name expression such as 'axpy<float>' or a callable "
-                f"(ins, outs) returning one, got {name!r}",
-                kernel=repr(name),
-            )
-        self._source = kernel_source(source_or_path, options, include_dirs)
-        self._name = name
-        self._launch = launch
-        self._archs = parse_archs(compute_capability)
-        self._scalars = dict(scalars)
+    def __init__(self, kernel: KernelDef) -> None:
+        self._kernel = kernel
+        name = kernel.name
         self.description = f"NVRTC CUDA kernel {name if isinstance(name, str) else '<by call>'} (cuda)"
 
-    def call_site(self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any]) -> CallSite:
-        from ..nvrtc.kernel import resolve_config
-        from ..nvrtc.launch import prepare
+    def call_site(
+        self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any], batch_dims: int = 0
+    ) -> CallSite:
+        from ..nvrtc.launch import element_avals, prepare
 
-        expression = self._name(ins, outs) if callable(self._name) else self._name
-        both = sorted(set(attrs) & set(self._scalars))
-        if both:
-            raise KernelCallError(
-                f"{expression}: scalar(s) {both} are given both by def_cuda_kernel and by the call; "
-                "give each once",
-                kernel=str(expression),
-                attributes=both,
-            )
-        scalars = {k: (v(ins, outs) if callable(v) else v) for k, v in self._scalars.items()}
-        scalars.update(attrs)
-        grid, block, launch_dims, threads_per_block, shared_mem = (
-            v(ins, outs) if callable(v) else v for v in self._launch
-        )
-        config = resolve_config(grid, block, launch_dims, threads_per_block, shared_mem, None)
-        target, kernel_id = prepare(self._source, str(expression), ins, outs, scalars, config, self._archs)
+        ins, outs = element_avals(ins, batch_dims), element_avals(outs, batch_dims)
+        k = self._kernel
+        expression, config, scalars = k.bind((ins, outs), attrs, None)
+        target, kernel_id = prepare(k.source, expression, ins, outs, scalars, config, k.archs, batch_dims > 0)
         return CallSite(target, {"kernel_id": np.int64(kernel_id)})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -15,12 +14,9 @@ OPERAND, SCALAR, NULL, SCRATCH = 0, 1, 2, 3
 
 @dataclass(frozen=True)
 class Param:
-    """One kernel parameter: ``kind`` with ``value`` (operand index or the scalar's raw bits)
-    and ``size`` (the pointer's alignment, or the scalar's byte width)."""
-
-    kind: int
-    value: int = 0
-    size: int = 0
+    kind: int  # OPERAND, SCALAR, NULL or SCRATCH
+    value: int = 0  # the operand's index, or the scalar's raw bits
+    size: int = 0  # the pointer's alignment, or the scalar's byte width
 
 
 @dataclass(frozen=True)
@@ -29,27 +25,27 @@ class Image:
     shared_mem: int  # dynamic shared memory per block, bytes
 
 
-# The launcher holds no device code, so any architecture nvcc accepts will do; a fixed one keeps
-# its build independent of the GPUs present (and possible on a machine without one).
-LAUNCHER_ARCH = "sm_75"
-
 _i64, _p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
 _SPEC = LauncherSpec(
     header="cubin_launcher.h",
     library_prefix="brainevent_cubin",
     function="launch",
     core_call="be_cubin::launch_kernel",
-    cuda=True,
+    cuda=False,  # built by the host compiler alone: the driver API is dlopen'ed, no nvcc needed
     api={
-        "be_cubin_register": (ctypes.c_int, [_i64, ctypes.c_char_p, _p64, _i64, _i64, _p64, _i64]),
+        "be_cubin_register": (
+            ctypes.c_int,
+            [_i64, ctypes.c_char_p, _p64, _i64, _i64, _p64, _i64, _p64, _i64],
+        ),
         "be_cubin_add_image": (None, [_i64, _i64, ctypes.c_char_p, _i64, _i64]),
         "be_cubin_preload": (ctypes.c_char_p, [_i64]),
     },
-    load_options={"extra_ldflags": ["-ldl"], "compute_capability": LAUNCHER_ARCH},
+    # The generic entry (on the CPU) is not registered: calls go to the CUDA handler.
+    load_options={"extra_ldflags": ["-ldl"], "auto_register": False},
+    handler="be_cubin_handler",
+    handler_platform="CUDA",
 )
 _launchers = LauncherCache(_SPEC)
-_lock = threading.Lock()
-_registered: set[int] = set()
 
 
 def launcher_for(n_inputs: int, n_outputs: int) -> Launcher:
@@ -68,13 +64,15 @@ def register(
     images: Mapping[int, Image],
     *,
     cooperative: bool = False,
+    element_shapes: Sequence[tuple[int, ...]] | None = None,
 ) -> None:
-    """Hands a compiled kernel to the launcher's table and loads it on the active devices."""
-    with _lock:
-        if kernel_id in _registered:
-            return
+    """Hands a compiled kernel to the launcher's table and loads it on the active devices.
+
+    With ``element_shapes`` (one per operand) the kernel was prepared for one batch element:
+    each call runs it once per element of the operands' leading dims (the id must cover them)."""
     lib = launcher.library
     flat = [v for p in params for v in (p.kind, p.value, p.size)]
+    shapes = [v for shape in element_shapes or () for v in (len(shape), *shape)]
     fresh = lib.be_cubin_register(
         kernel_id,
         entry.encode(),
@@ -83,14 +81,15 @@ def register(
         n_operands,
         int64s(flat),
         len(params),
+        int64s(shapes),
+        len(shapes),
     )
-    if fresh == 0:
-        for cc, image in images.items():
-            lib.be_cubin_add_image(kernel_id, cc, image.code, len(image.code), image.shared_mem)
-        error = lib.be_cubin_preload(kernel_id)
-        if error:
-            from ..errors import LoadError
+    if fresh != 0:
+        return  # same content already registered: nothing new to load
+    for cc, image in images.items():
+        lib.be_cubin_add_image(kernel_id, cc, image.code, len(image.code), image.shared_mem)
+    error = lib.be_cubin_preload(kernel_id)
+    if error:
+        from ..errors import LoadError
 
-            raise LoadError(f"cannot load GPU kernel {entry}: {error.decode(errors='replace')}", entry=entry)
-    with _lock:
-        _registered.add(kernel_id)
+        raise LoadError(f"cannot load GPU kernel {entry}: {error.decode(errors='replace')}", entry=entry)

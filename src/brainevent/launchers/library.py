@@ -1,10 +1,6 @@
-"""Building the compiled launcher libraries: one per launcher header and operand count.
-
-Each launcher's C++ lives in a header (``brainevent/<name>.h``); its library is that header
-plus one small XLA FFI entry for ``n_inputs`` inputs and ``n_outputs`` outputs (our arg_spec
-has a fixed arity, and a per-arity entry keeps every call free of padding operands). The
-loaders cache the library by content, so each is compiled once per machine; this module
-keeps the loaded ones per process.
+"""Building the compiled launcher libraries: a launcher header (``brainevent/<name>.h``) plus
+one small XLA FFI entry per operand count (our arg_spec has a fixed arity). The loaders cache
+each library by content (once per machine); this module keeps the loaded ones per process.
 """
 
 from __future__ import annotations
@@ -31,8 +27,10 @@ class LauncherSpec:
     api: CtypesApi
     load_options: Mapping[str, Any] = field(default_factory=dict)
     # An XLA FFI handler the library exports that reads the call frame itself; when set,
-    # calls go to it (target "<module>.<handler>") instead of the generic entry.
+    # calls go to it (target "<module>.<handler>") instead of the generic entry; or, with
+    # handler_platform (a JAX platform), on that platform as "<module>.<function>".
     handler: str | None = None
+    handler_platform: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,7 +86,11 @@ def build_launcher(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> Launche
         getattr(library, function).argtypes = argtypes
     if spec.handler is None:
         return Launcher(module.targets[spec.function], library)
-    return Launcher(register_handler(f"{name}.{spec.handler}", library, spec.handler, jax_platform), library)
+    if spec.handler_platform is None:
+        target = register_handler(f"{name}.{spec.handler}", library, spec.handler, jax_platform)
+    else:  # on a platform where the library registers nothing, the handler takes the entry's name
+        target = register_handler(f"{name}.{spec.function}", library, spec.handler, spec.handler_platform)
+    return Launcher(target, library)
 
 
 class LauncherCache:

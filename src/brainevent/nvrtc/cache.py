@@ -1,11 +1,6 @@
-"""Compiled kernels cached on disk, with the module cache's key schema, trust checks,
-build lock and atomic publish (brainevent.cache).
-
-Keyed by the source, its program name, the options, the name expressions, the architecture,
-NVRTC's release, the text of every header reachable from the source through its directory
-and the user's include directories (an edit there is a new key), and, for the toolkit
-headers it includes (``cuda_fp16.h``), where each one is and its size and modification time.
-A hit reads the manifest and the cubin: it neither loads nor starts NVRTC.
+"""Compiled kernels cached on disk through brainevent.cache (key schema, trust checks, lock,
+atomic publish). The key holds everything that changes the code: source, options, names, arch,
+NVRTC's release, reachable headers' text, and the toolkit headers' identity. A hit never loads NVRTC.
 """
 
 from __future__ import annotations
@@ -46,7 +41,6 @@ class Request:
 class Result:
     compiled: Compiled
     built_now: bool  # False on a cache hit (NVRTC was not used)
-    key: str
 
 
 def key_of(request: Request) -> CacheKey:
@@ -97,13 +91,13 @@ def compile_cached(request: Request, *, build_directory: str | None = None) -> R
     with _memo_lock:
         found = _memo.get(memo_key)
     if found is not None:
-        return Result(found, False, key.digest)
+        return Result(found, False)
     store = EntryStore(root, STORE_NAME)
     entry = store.hit(key)
     if entry is None:
         result = _build(store, key, request)
     else:
-        result = Result(_read_entry(entry.library, entry.manifest.inputs), False, key.digest)
+        result = Result(_read_entry(entry.library, entry.manifest.inputs), False)
     with _memo_lock:
         _memo[memo_key] = result.compiled
     return result
@@ -143,7 +137,7 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
     with store.build_slot(key) as slot:
         if slot.staging is None and slot.existing is not None:  # another process built it meanwhile
             entry = slot.existing
-            return Result(_read_entry(entry.library, entry.manifest.inputs), False, key.digest)
+            return Result(_read_entry(entry.library, entry.manifest.inputs), False)
         assert slot.staging is not None
         started = time.monotonic()
         compiled = _compile(request)
@@ -169,7 +163,7 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
             build_seconds=time.monotonic() - started,
         )
         store.publish(slot, manifest)
-    return Result(compiled, True, key.digest)
+    return Result(compiled, True)
 
 
 def forget_process_memo() -> None:
@@ -188,15 +182,8 @@ def compile_request(
     include_dirs: Sequence[str] = (),
 ) -> Request:
     """A :class:`Request` for inline ``source`` or the file ``path`` holding it."""
-    import os
-
-    if path is not None:
-        real = os.path.abspath(path)
-        return Request(
-            source, real, real, os.path.dirname(real), tuple(name_expressions), arch,
-            tuple(options), tuple(os.path.abspath(d) for d in include_dirs),
-        )  # fmt: skip
+    real = os.path.abspath(path) if path is not None else None
     return Request(
-        source, "<inline>", "the inline source", None, tuple(name_expressions), arch,
-        tuple(options), tuple(os.path.abspath(d) for d in include_dirs),
+        source, real or "<inline>", real or "the inline source", real and os.path.dirname(real),
+        tuple(name_expressions), arch, tuple(options), tuple(os.path.abspath(d) for d in include_dirs),
     )  # fmt: skip

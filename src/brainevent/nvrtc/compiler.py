@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..toolchain.cuda_arch import nvrtc_arch, one_arch
 
@@ -32,10 +33,6 @@ def base_options(arch: str, include_dirs: Sequence[str]) -> list[str]:
     return [f"--gpu-architecture={arch}", *(f"-I{d}" for d in include_dirs)]
 
 
-def _strings(values: Sequence[str]) -> ctypes.Array[ctypes.c_char_p]:
-    return (ctypes.c_char_p * max(len(values), 1))(*(v.encode() for v in values))
-
-
 def compile_source(
     source: str,
     source_name: str,
@@ -58,7 +55,8 @@ def compile_source(
     try:
         for expression in name_expressions:
             bound.check(lib.nvrtcAddNameExpression(program, expression.encode()), "nvrtcAddNameExpression")
-        result = lib.nvrtcCompileProgram(program, len(options), _strings(options))
+        strings = (ctypes.c_char_p * max(len(options), 1))(*(o.encode() for o in options))
+        result = lib.nvrtcCompileProgram(program, len(options), strings)
         log = (
             _read(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, program, bound)
             .decode(errors="replace")
@@ -96,9 +94,9 @@ def compile_source(
         lib.nvrtcDestroyProgram(ctypes.byref(program))
 
 
-def _read(size_of: object, read: object, program: ctypes.c_void_p, bound: object) -> bytes:
+def _read(size_of: Any, read: Any, program: ctypes.c_void_p, bound: Any) -> bytes:
     size = ctypes.c_size_t()
-    bound.check(size_of(program, ctypes.byref(size)), getattr(size_of, "__name__", "size"))  # type: ignore[attr-defined,operator]
+    bound.check(size_of(program, ctypes.byref(size)), size_of.__name__)
     buffer = ctypes.create_string_buffer(max(size.value, 1))
-    bound.check(read(program, buffer), getattr(read, "__name__", "read"))  # type: ignore[attr-defined,operator]
+    bound.check(read(program, buffer), read.__name__)
     return buffer.raw[: size.value]

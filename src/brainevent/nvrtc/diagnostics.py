@@ -1,8 +1,5 @@
-"""NVRTC's log as a :class:`CompileError` that points at the user's line.
-
-NVRTC names places as ``<program name>(<line>): error: ...``. The program is named after the
-user's file (or ``<inline>`` for a string), so the first error maps to a line the user
-wrote, quoted with its number; an error inside a header names that header's line.
+"""NVRTC's log as a :class:`CompileError` quoting the user's line: the program is named after the
+user's file (or ``<inline>``), so NVRTC's ``<name>(<line>): error`` maps back to it.
 """
 
 from __future__ import annotations

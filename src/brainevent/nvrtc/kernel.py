@@ -5,12 +5,14 @@ on XLA's stream."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..errors import KernelCallError
+from ..launchers.launch_config import LaunchConfig, resolve_launch
 from .launch import KernelSource
 
 # vmap methods of jax.ffi.ffi_call. The grid and scalars are fixed when a call is traced, so
@@ -44,13 +46,6 @@ def ctype(dtype: Any) -> str:
     return _C_TYPES[name]
 
 
-def check_vmap_method(vmap_method: object) -> None:
-    if vmap_method not in VMAP_METHODS:
-        raise KernelCallError(
-            f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}", value=repr(vmap_method)
-        )
-
-
 def parse_archs(compute_capability: Any) -> tuple[str, ...] | None:
     """``("sm_80", "sm_90")`` from one value or a list; None to compile for the visible GPUs."""
     from .compiler import parse_arch
@@ -69,35 +64,102 @@ def parse_archs(compute_capability: Any) -> tuple[str, ...] | None:
     return tuple(sorted(set(archs)))
 
 
-def kernel_source(
-    source_or_path: str | os.PathLike[str], options: Sequence[str], include_dirs: Sequence[Any]
-) -> KernelSource:
-    from .source import read_source
-
-    if isinstance(options, str):
-        raise KernelCallError(
-            f"options must be a list of NVRTC options, got the string {options!r}", value=options
-        )
-    text, path = read_source(source_or_path)
-    return KernelSource(
-        text, path, tuple(str(o) for o in options), tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
-    )
-
-
 def resolve_config(
     grid: Any, block: Any, launch_dims: Any, threads_per_block: int, shared_mem: int, vmap_method: str | None
-) -> Any:
+) -> LaunchConfig:
     """``resolve_launch`` with its ValueErrors as our typed error (still a ValueError)."""
-    from ..launchers.launch_config import resolve_launch
-
     try:
         return resolve_launch(
             grid, block, launch_dims, threads_per_block, shared_mem, vmap_method=vmap_method, allow_empty=True
         )
-    except KernelCallError:
-        raise
     except ValueError as exc:
         raise KernelCallError(f"cuda_kernel: {exc}", grid=repr((grid, block, launch_dims))) from None
+
+
+@dataclass(frozen=True)
+class KernelDef:
+    """A kernel as ``cuda_kernel`` and ``def_cuda_kernel`` define it. ``name`` and each
+    ``launch`` and scalar value may be a callable of the call's abstract operands."""
+
+    source: KernelSource
+    name: str | Callable[..., str]
+    launch: tuple[Any, Any, Any, Any, Any]  # grid, block, launch_dims, threads_per_block, shared_mem
+    archs: tuple[str, ...] | None
+    scalars: dict[str, Any]
+
+    @classmethod
+    def checked(
+        cls,
+        caller: str,
+        source_or_path: Any,
+        name: Any,
+        launch: tuple[Any, Any, Any, Any, Any],
+        compute_capability: Any,
+        options: Sequence[str],
+        include_dirs: Sequence[Any],
+        scalars: dict[str, Any],
+        vmap_method: str | None = None,
+        all_scalars: bool = False,
+    ) -> KernelDef:
+        """What can be checked before a call: a fixed launch, the name, and, when ``scalars``
+        are ``all_scalars`` (cuda_kernel: no call adds any), that a fixed name binds them all."""
+        if vmap_method not in VMAP_METHODS:
+            raise KernelCallError(
+                f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}", value=repr(vmap_method)
+            )
+        grid, block = launch[:2]
+        if not any(callable(v) for v in launch):
+            resolve_config(*launch, vmap_method)  # fail early on a fixed configuration
+        elif vmap_method in RANK_CHANGING and (grid is not None or block is not None):
+            resolve_config(grid, block, None, *launch[3:], vmap_method)
+        if isinstance(options, str):
+            raise KernelCallError(
+                f"options must be a list of NVRTC options, got the string {options!r}", value=options
+            )
+        from .source import read_source
+
+        text, path = read_source(source_or_path)
+        dirs = tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
+        source = KernelSource(text, path, tuple(str(o) for o in options), dirs)
+        if isinstance(name, str) and all_scalars:
+            from .launch import check_scalar_names, signature_for
+
+            check_scalar_names(signature_for(source, name), list(scalars), name)  # the kernel exists
+        elif not (isinstance(name, str) or callable(name)):
+            raise KernelCallError(
+                f"{caller}: name must be a name expression such as 'axpy<float>' or a callable "
+                f"returning one, got {name!r}",
+                kernel=repr(name),
+            )
+        return cls(source, name, launch, parse_archs(compute_capability), dict(scalars))
+
+    def bind(
+        self, args: Sequence[Any], extra: Mapping[str, Any], vmap_method: str | None
+    ) -> tuple[str, LaunchConfig, dict[str, Any]]:
+        """``(name expression, launch, scalars)`` for a call whose abstract operands, as the
+        callables take them, are ``args``; ``extra`` are scalars the call itself gives."""
+
+        def value(v: Any) -> Any:
+            return v(*args) if callable(v) else v
+
+        expression = value(self.name)
+        if not isinstance(expression, str):
+            raise KernelCallError(
+                f"cuda_kernel: name must give a name expression string, got {expression!r}",
+                kernel=repr(expression),
+            )
+        grid, block, dims, threads, shared = (value(v) for v in self.launch)
+        config = resolve_config(grid, block, dims, threads, shared, vmap_method)
+        scalars = {k: value(v) for k, v in self.scalars.items()}
+        both = sorted(set(extra) & set(scalars))
+        if both:
+            raise KernelCallError(
+                f"{expression}: scalar(s) {both} are given both by def_cuda_kernel and by the call; "
+                "give each once",
+                kernel=expression,
+                attributes=both,
+            )
+        return expression, config, {**scalars, **extra}
 
 
 class CudaKernel:
@@ -105,26 +167,21 @@ class CudaKernel:
 
     def __init__(
         self,
-        source: KernelSource,
-        name: str | Callable[..., str],
+        kernel: KernelDef,
         outs: Any,
-        launch: tuple[Any, Any, Any, int, int],
         vmap_method: str | None,
         input_output_aliases: dict[int, int] | None,
-        archs: tuple[str, ...] | None,
-        scalars: dict[str, Any],
+        num_batch_dims: int | None,
     ) -> None:
         from ..calls.results import flatten_outs
 
-        self._source = source
-        self._name = name
+        self._kernel = kernel
         self._specs, self._treedef = flatten_outs(outs)
-        self._launch = launch
         self._given_vmap_method = vmap_method
         self._vmap_method = "sequential" if vmap_method in RANK_CHANGING else vmap_method
         self._aliases = dict(input_output_aliases) if input_output_aliases else None
-        self._archs = archs
-        self._scalars = scalars
+        self._batch_dims = num_batch_dims or 0
+        name = kernel.name
         self.__name__ = name if isinstance(name, str) else getattr(name, "__name__", "cuda_kernel")
 
     def __call__(self, *arrays: Any) -> Any:
@@ -134,38 +191,40 @@ class CudaKernel:
         from ..calls.ffi import call_target
         from ..calls.operands import check_arrays
         from ..calls.results import vary_like
-        from .launch import prepare
+        from .launch import element_avals, prepare
 
         check_arrays(self.__name__, arrays, "as keywords of cuda_kernel")
-        avals = [jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in arrays]
-        expression = self._name(*avals) if callable(self._name) else self._name
-        if not isinstance(expression, str):
-            raise KernelCallError(
-                f"cuda_kernel: name must give a name expression string, got {expression!r}",
-                kernel=repr(expression),
-            )
-        grid, block, launch_dims, threads_per_block, shared_mem = (
-            v(*avals) if callable(v) else v for v in self._launch
-        )
-        config = resolve_config(
-            grid, block, launch_dims, threads_per_block, shared_mem, self._given_vmap_method
-        )
-        if config.empty or not any(int(np.prod(s.shape)) > 0 for s in self._specs):
+        batch_dims = self._batch_dims
+        if batch_dims:
+            from ..calls.partitioning import check_batch_dims
+
+            check_batch_dims(self.__name__, arrays, self._specs, batch_dims)
+        avals = element_avals([jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in arrays], batch_dims)
+        specs = element_avals(self._specs, batch_dims)
+        expression, config, scalars = self._kernel.bind(avals, {}, self._given_vmap_method)
+        if config.empty or not any(int(np.prod(s.shape)) > 0 for s in specs):
             # Nothing to launch: the results are zeros (as numba_cuda_kernel gives).
             zeros = vary_like([jnp.zeros(s.shape, s.dtype) for s in self._specs], arrays)
             return jax.tree_util.tree_unflatten(self._treedef, zeros)
-        scalars = {k: (v(*avals) if callable(v) else v) for k, v in self._scalars.items()}
+        k = self._kernel
         target, kernel_id = prepare(
-            self._source, expression, avals, self._specs, scalars, config, self._archs
+            k.source, expression, avals, specs, scalars, config, k.archs, batch_dims > 0
         )
-        results = call_target(
-            target,
-            arrays,
-            self._specs,
-            vmap_method=self._vmap_method,
-            input_output_aliases=self._aliases,
-            kernel_id=np.int64(kernel_id),
-        )
+        if batch_dims:
+            from ..calls.partitioned import partitioned_call
+
+            attrs = {"kernel_id": np.int64(kernel_id)}
+            method = self._given_vmap_method
+            results = partitioned_call(target, arrays, self._specs, batch_dims, method, attrs)
+        else:
+            results = call_target(
+                target,
+                arrays,
+                self._specs,
+                vmap_method=self._vmap_method,
+                input_output_aliases=self._aliases,
+                kernel_id=np.int64(kernel_id),
+            )
         return jax.tree_util.tree_unflatten(self._treedef, results)
 
 
@@ -184,6 +243,7 @@ def cuda_kernel(
     compute_capability: Any = None,
     options: Sequence[str] = (),
     include_dirs: Sequence[str | os.PathLike[str]] = (),
+    num_batch_dims: int | None = None,
     **scalars: Any,
 ) -> CudaKernel:
     """Create a JAX-callable function from a ``__global__`` CUDA kernel, compiled with NVRTC.
@@ -221,6 +281,11 @@ def cuda_kernel(
         options: Further NVRTC options (``"-DBLOCK=128"``, ``"--use_fast_math"``).
         include_dirs: Directories searched for ``#include``; headers found there are part of
             the cache key, so editing one recompiles.
+        num_batch_dims: The first ``k`` dims of every array (inputs and results) are independent
+            problems: the kernel is written, and ``name``, the launch and the scalars are computed,
+            for one batch element (the arrays without those dims), and each call runs it once per
+            element. A ``jit`` with inputs sharded along those dims then runs on the local shards
+            (no all-gather), and every ``vmap_method`` works. Not with ``input_output_aliases``.
         **scalars: The kernel's scalar parameters by name: numbers, or callables of the inputs'
             abstract values (``n=lambda x, y: x.size``). ``grid``, ``block`` and
             ``launch_dims`` may be such callables too.
@@ -231,30 +296,22 @@ def cuda_kernel(
         CompileError: NVRTC rejected the source; the message quotes the offending line.
         ToolchainError: libnvrtc cannot be found (``pip install nvidia-cuda-nvrtc``).
     """
-    check_vmap_method(vmap_method)
-    launch = (grid, block, launch_dims, threads_per_block, shared_mem)
-    if not any(callable(v) for v in launch):
-        resolve_config(*launch, vmap_method)  # fail early on a fixed configuration
-    elif vmap_method in RANK_CHANGING and (grid is not None or block is not None):
-        resolve_config(grid, block, None, threads_per_block, shared_mem, vmap_method)
-    source = kernel_source(source_or_path, options, include_dirs)
-    if isinstance(name, str):
-        from .launch import check_scalar_names, signature_for
-
-        sig = signature_for(source, name)  # the kernel must exist, with these scalars
-        check_scalar_names(sig, list(scalars), name)
-    elif not callable(name):
+    if num_batch_dims is not None and (
+        isinstance(num_batch_dims, bool) or not isinstance(num_batch_dims, int) or num_batch_dims < 1
+    ):
         raise KernelCallError(
-            f"cuda_kernel: name must be a name expression string or a callable returning one, got {name!r}",
-            kernel=repr(name),
+            f"num_batch_dims must be a positive int or None, got {num_batch_dims!r}",
+            value=repr(num_batch_dims),
         )
-    return CudaKernel(
-        source,
-        name,
-        outs,
-        launch,
-        vmap_method,
-        input_output_aliases,
-        parse_archs(compute_capability),
-        dict(scalars),
-    )
+    if num_batch_dims and input_output_aliases:
+        raise KernelCallError(
+            "cuda_kernel: num_batch_dims and input_output_aliases cannot be combined (a call split across "
+            "devices writes its own results); drop one",
+            value=repr(input_output_aliases),
+        )
+    launch = (grid, block, launch_dims, threads_per_block, shared_mem)
+    kernel = KernelDef.checked(
+        "cuda_kernel", source_or_path, name, launch, compute_capability, options, include_dirs, scalars,
+        vmap_method, all_scalars=True,
+    )  # fmt: skip
+    return CudaKernel(kernel, outs, vmap_method, input_output_aliases, num_batch_dims)

@@ -1,14 +1,11 @@
-"""From a call's abstract operands to a registered cubin launch: the part ``cuda_kernel`` and
-the ``XLACustomKernel`` backend share.
-
-The compiled kernel is handed to the cubin launcher (launchers/cubin.py), which runs it with
-``cuLaunchKernel`` on XLA's stream: no Python runs per call, and the launch can be captured
-in a CUDA graph. Pointer parameters name operands (inputs, then outputs); scalars are stored
-with the registration, so each distinct set of scalar values is its own kernel id.
+"""From a call's abstract operands to a registered cubin launch (launchers/cubin.py), shared by
+``cuda_kernel`` and the ``XLACustomKernel`` backend. Pointer parameters name operands (inputs,
+then outputs); scalars are stored with the registration, so each set of values is its own id.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,15 +31,9 @@ class KernelSource:
         return self.path or "the inline source"
 
 
-_signatures: dict[tuple[str, str, str], KernelSignature] = {}
-
-
+@functools.cache
 def signature_for(source: KernelSource, expression: str) -> KernelSignature:
-    key = (source.text, expression, source.where)
-    found = _signatures.get(key)
-    if found is None:
-        found = _signatures[key] = kernel_signature(source.text, expression, source.where)
-    return found
+    return kernel_signature(source.text, expression, source.where)
 
 
 def check_scalar_names(sig: KernelSignature, given: Sequence[str], expression: str) -> None:
@@ -75,14 +66,16 @@ def check_scalar_names(sig: KernelSignature, given: Sequence[str], expression: s
 
 def scalar_bits(param: KernelParam, value: Any, expression: str) -> tuple[int, int]:
     """``(raw bits as a signed int64, byte width)`` of ``value`` as the parameter's type."""
+
+    name, cxx = param.name, param.cxx_type
+
+    def bad(why: str) -> KernelCallError:
+        return KernelCallError(f"kernel {expression!r}: {why}", kernel=expression, parameter=name)
+
     if param.dtype is None:
-        raise KernelCallError(
-            f"kernel {expression!r}: parameter {param.name!r} has type {param.cxx_type!r}, which is "
-            "neither a pointer nor a plain scalar type (bool, integers, float, double, __half, "
-            "__nv_bfloat16); "
-            "pass structs as arrays",
-            kernel=expression,
-            parameter=param.name,
+        raise bad(
+            f"parameter {name!r} has type {cxx!r}, which is neither a pointer nor a plain "
+            "scalar type (bool, integers, float, double, __half, __nv_bfloat16); pass structs as arrays"
         )
     try:
         import jax.numpy as jnp
@@ -90,41 +83,22 @@ def scalar_bits(param: KernelParam, value: Any, expression: str) -> tuple[int, i
         dtype = np.dtype(jnp.dtype(param.dtype))
         raw = np.asarray(value)
     except Exception as exc:  # a tracer: the value is not known when the kernel is prepared
-        raise KernelCallError(
-            f"kernel {expression!r}: scalar {param.name!r} must be a number known at trace time, got "
-            f"{type(value).__name__} ({exc.__class__.__name__}); pass values computed inside jit as arrays",
-            kernel=expression,
-            parameter=param.name,
+        raise bad(
+            f"scalar {name!r} must be a number known at trace time, got {type(value).__name__} "
+            f"({exc.__class__.__name__}); pass values computed inside jit as arrays"
         ) from None
     if raw.ndim != 0 or raw.dtype.kind not in "biuf":
-        raise KernelCallError(
-            f"kernel {expression!r}: scalar {param.name!r} must be a single number, got {value!r}",
-            kernel=expression,
-            parameter=param.name,
-        )
+        raise bad(f"scalar {name!r} must be a single number, got {value!r}")
     if dtype.kind in "iu" and raw.dtype.kind == "f":
         if not float(raw).is_integer():
-            raise KernelCallError(
-                f"kernel {expression!r}: scalar {param.name!r}={float(raw)!r} is not a whole number, but its "
-                f"type is {param.cxx_type}",
-                kernel=expression,
-                parameter=param.name,
-            )
+            raise bad(f"scalar {name!r}={float(raw)!r} is not a whole number, but its type is {cxx}")
         raw = np.asarray(int(raw))
     if dtype.kind in "iu" and raw.dtype.kind in "biu":
         info = np.iinfo(dtype)
         if not info.min <= int(raw) <= info.max:
-            raise KernelCallError(
-                f"kernel {expression!r}: scalar {param.name!r}={int(raw)} does not fit its type "
-                f"{param.cxx_type} ({info.min}..{info.max})",
-                kernel=expression,
-                parameter=param.name,
-            )
+            raise bad(f"scalar {name!r}={int(raw)} does not fit its type {cxx} ({info.min}..{info.max})")
     data = raw.astype(dtype).tobytes()
-    bits = int.from_bytes(data, "little")
-    if bits >= 1 << 63:
-        bits -= 1 << 64
-    return bits, len(data)
+    return int.from_bytes(data.ljust(8, b"\0"), "little", signed=True), len(data)
 
 
 def operand_params(
@@ -135,6 +109,8 @@ def operand_params(
     scalars: Mapping[str, Any],
 ) -> list[Any]:
     """The launcher's parameter list, checking operands against the pointer parameters."""
+    import jax.numpy as jnp
+
     from ..launchers.cubin import OPERAND, SCALAR, Param
 
     pointers = sig.pointers
@@ -156,7 +132,7 @@ def operand_params(
             continue
         operand = operands[position]
         dtype = np.dtype(operand.dtype)
-        if p.dtype is not None and np.dtype(_np_dtype(p.dtype)) != dtype:
+        if p.dtype is not None and np.dtype(jnp.dtype(p.dtype)) != dtype:
             role = f"input {position}" if position < n_inputs else f"output {position - n_inputs}"
             raise KernelCallError(
                 f"kernel {expression!r}: parameter {p.name!r} is {p.cxx_type!r}, but it receives {role}, "
@@ -170,10 +146,13 @@ def operand_params(
     return params
 
 
-def _np_dtype(name: str) -> Any:
-    import jax.numpy as jnp
+def element_avals(avals: Sequence[Any], batch_dims: int) -> list[Any]:
+    """One batch element of each operand: its shape without the first ``batch_dims`` dims."""
+    from jax import ShapeDtypeStruct
 
-    return jnp.dtype(name)
+    return (
+        [ShapeDtypeStruct(tuple(a.shape)[batch_dims:], a.dtype) for a in avals] if batch_dims else list(avals)
+    )
 
 
 def architectures(requested: Sequence[str] | None) -> list[str]:
@@ -199,8 +178,12 @@ def prepare(
     scalars: Mapping[str, Any],
     config: LaunchConfig,
     archs: Sequence[str] | None,
+    per_batch_element: bool = False,
 ) -> tuple[str, int]:
-    """Compile (through the cache), register with the launcher; ``(FFI target, kernel id)``."""
+    """Compile (through the cache), register with the launcher; ``(FFI target, kernel id)``.
+
+    ``per_batch_element``: ``inputs`` and ``outputs`` are one element of a batch (the call's
+    batch dims stripped); the launcher runs the kernel once per element of each call."""
     from ..calls.operands import content_id
     from ..launchers.cubin import Image, launcher_for, register
     from .cache import compile_cached, compile_request
@@ -221,14 +204,16 @@ def prepare(
         entries.add(compiled.lowered[expression])
     entry = entries.pop()
     launcher = launcher_for(len(inputs), len(outputs))
+    shapes = [tuple(int(d) for d in a.shape) for a in (*inputs, *outputs)] if per_batch_element else None
     kernel_id = content_id(
         "nvrtc",
         entry,
-        repr((config.grid, config.block, [(p.kind, p.value, p.size) for p in params])),
+        repr((config.grid, config.block, [(p.kind, p.value, p.size) for p in params], shapes)),
         *(f"{cc}:{image.shared_mem}" for cc, image in sorted(images.items())),
         *(image.code for _, image in sorted(images.items())),
     )
     register(
-        launcher, kernel_id, entry, config.grid, config.block, params, len(inputs) + len(outputs), images
-    )
+        launcher, kernel_id, entry, config.grid, config.block, params, len(inputs) + len(outputs), images,
+        element_shapes=shapes,
+    )  # fmt: skip
     return launcher.target, kernel_id

@@ -1,9 +1,5 @@
-"""libnvrtc, found through cuda-pathfinder and bound with ctypes once per process.
-
-Search order is cuda-pathfinder's: NVIDIA's pip wheels (``nvidia-cuda-nvrtc`` for CUDA 13,
-``nvidia-cuda-nvrtc-cu12`` for CUDA 12), then conda, then a system CUDA (``CUDA_HOME``,
-the loader's path). Nothing here runs at import: the library is located and loaded by the
-first compile (a cache hit never gets here).
+"""libnvrtc, found through cuda-pathfinder (pip wheels, conda, then a system CUDA) and bound with
+ctypes by the first compile, once per process (a cache hit never gets here).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""A ``__global__`` kernel's parameters, read with the project's C++ signature reader.
-
-Pointer parameters receive the call's arrays (inputs, then outputs, in order); every other
-parameter is a scalar whose type comes from the signature. A template kernel is read
-through its name expression (``"axpy<float>"``): the template's type parameters are
-replaced by the expression's arguments before the parameters are typed.
+"""A ``__global__`` kernel's parameters, read with the project's C++ signature reader: pointers
+receive the arrays, the rest are typed scalars. A template is read through its name expression
+(``"axpy<float>"``), its type parameters replaced by the expression's arguments.
 """
 
 from __future__ import annotations
@@ -93,25 +90,13 @@ def _template_params(tokens: list[Token], sig: CxxSignature) -> list[tuple[str, 
     at = next((i for i, t in enumerate(prefix) if t.text == "template"), None)
     if at is None or at + 1 >= len(prefix) or prefix[at + 1].text != "<":
         return []
-    depth = 0
-    groups: list[list[str]] = []
-    current: list[str] = []
-    for t in prefix[at + 1 :]:
-        if t.text == "<":
-            depth += 1
-            if depth == 1:
-                continue
-        elif t.text == ">":
-            depth -= 1
-            if depth == 0:
-                break
-        if t.text == "," and depth == 1:
-            groups.append(current)
-            current = []
-        else:
-            current.append(t.text)
-    if current:
-        groups.append(current)
+    depth, end = 0, len(prefix)
+    for i in range(at + 1, len(prefix)):
+        depth += (prefix[i].text == "<") - (prefix[i].text == ">")
+        if depth == 0:
+            end = i
+            break
+    groups = [group.split() for group in _split_top(" ".join(t.text for t in prefix[at + 2 : end]))]
     out = []
     for words in groups:
         head = words[: words.index("=")] if "=" in words else words

@@ -1,11 +1,6 @@
-"""What a compile uses besides libnvrtc: the CUDA runtime headers (and CCCL when present),
-and an identity of the NVRTC release that a cache key can hold without loading it.
-
-A cache hit computes its key from these, so the common routes are plain file checks: NVIDIA's
-wheels in site-packages, a conda environment, ``CUDA_HOME``/``CUDA_PATH``, ``/usr/local/cuda``.
-Only when none of them has the headers does cuda-pathfinder search further (its system
-search starts a subprocess), once per process. When a wheel provides libnvrtc its version is
-read from the wheel's metadata, so a hit neither loads nor starts NVRTC.
+"""What a compile uses besides libnvrtc: the CUDA runtime headers (and CCCL), and an identity of
+the NVRTC release for the cache key. Plain file checks first (wheels, conda, CUDA_HOME,
+/usr/local/cuda), cuda-pathfinder's search last, so a cache hit neither loads nor starts NVRTC.
 """
 
 from __future__ import annotations

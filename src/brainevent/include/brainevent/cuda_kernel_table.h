@@ -11,7 +11,6 @@
 // its own table and driver handle, whatever else the process has loaded.
 #pragma once
 
-#include <cuda.h>
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -29,28 +28,41 @@
 namespace be_cuda_launch {
 namespace {
 
+// The driver API's types and the few constants used, as cuda.h has them (handles are opaque
+// pointers, enums are int): the launchers compile with a plain host compiler, no CUDA headers.
+using Result = int;  // CUresult
+using Device = int;  // CUdevice
+using Context = struct CUctx_st*;
+using Module = struct CUmod_st*;
+using Function = struct CUfunc_st*;
+using Stream = struct CUstream_st*;  // XLA's cudaStream_t is the same pointer
+constexpr Result kSuccess = 0;
+constexpr int kComputeMajor = 75, kComputeMinor = 76, kSharedOptin = 97;  // CUdevice_attribute
+constexpr int kFuncSharedBytes = 1, kFuncMaxDynamicShared = 8;            // CUfunction_attribute
+
 // The driver API through dlopen: the library links no libcuda (none at build time on
 // machines without a driver), and the symbol names pin each entry point's ABI version.
 struct Driver {
-  CUresult (*GetErrorString)(CUresult, const char**) = nullptr;
-  CUresult (*CtxGetCurrent)(CUcontext*) = nullptr;
-  CUresult (*CtxGetDevice)(CUdevice*) = nullptr;
-  CUresult (*DeviceGet)(CUdevice*, int) = nullptr;
-  CUresult (*DeviceGetAttribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
-  CUresult (*DeviceGetCount)(int*) = nullptr;
-  CUresult (*PrimaryCtxGetState)(CUdevice, unsigned int*, int*) = nullptr;
-  CUresult (*PrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
-  CUresult (*PrimaryCtxRelease)(CUdevice) = nullptr;
-  CUresult (*CtxPushCurrent)(CUcontext) = nullptr;
-  CUresult (*CtxPopCurrent)(CUcontext*) = nullptr;
-  CUresult (*ModuleLoadData)(CUmodule*, const void*) = nullptr;
-  CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
-  CUresult (*FuncGetAttribute)(int*, CUfunction_attribute, CUfunction) = nullptr;
-  CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int) = nullptr;
-  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                           unsigned, CUstream, void**, void**) = nullptr;
-  CUresult (*LaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                      unsigned, unsigned, CUstream, void**) = nullptr;
+  Result (*GetErrorString)(Result, const char**) = nullptr;
+  Result (*CtxGetCurrent)(Context*) = nullptr;
+  Result (*CtxGetDevice)(Device*) = nullptr;
+  Result (*StreamGetCtx)(Stream, Context*) = nullptr;
+  Result (*DeviceGet)(Device*, int) = nullptr;
+  Result (*DeviceGetAttribute)(int*, int, Device) = nullptr;
+  Result (*DeviceGetCount)(int*) = nullptr;
+  Result (*PrimaryCtxGetState)(Device, unsigned int*, int*) = nullptr;
+  Result (*PrimaryCtxRetain)(Context*, Device) = nullptr;
+  Result (*PrimaryCtxRelease)(Device) = nullptr;
+  Result (*CtxPushCurrent)(Context) = nullptr;
+  Result (*CtxPopCurrent)(Context*) = nullptr;
+  Result (*ModuleLoadData)(Module*, const void*) = nullptr;
+  Result (*ModuleGetFunction)(Function*, Module, const char*) = nullptr;
+  Result (*FuncGetAttribute)(int*, int, Function) = nullptr;
+  Result (*FuncSetAttribute)(Function, int, int) = nullptr;
+  Result (*LaunchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Stream,
+                         void**, void**) = nullptr;
+  Result (*LaunchCooperativeKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                    unsigned, Stream, void**) = nullptr;
   std::string error;
 };
 
@@ -71,6 +83,7 @@ const Driver& driver() {
     bind(lib, r.GetErrorString, "cuGetErrorString", r.error);
     bind(lib, r.CtxGetCurrent, "cuCtxGetCurrent", r.error);
     bind(lib, r.CtxGetDevice, "cuCtxGetDevice", r.error);
+    bind(lib, r.StreamGetCtx, "cuStreamGetCtx", r.error);
     bind(lib, r.DeviceGet, "cuDeviceGet", r.error);
     bind(lib, r.DeviceGetAttribute, "cuDeviceGetAttribute", r.error);
     bind(lib, r.DeviceGetCount, "cuDeviceGetCount", r.error);
@@ -90,9 +103,9 @@ const Driver& driver() {
   return d;
 }
 
-std::string describe(CUresult status) {
+std::string describe(Result status) {
   const char* text = nullptr;
-  if (driver().GetErrorString == nullptr || driver().GetErrorString(status, &text) != CUDA_SUCCESS ||
+  if (driver().GetErrorString == nullptr || driver().GetErrorString(status, &text) != kSuccess ||
       text == nullptr) {
     text = "unknown CUDA error";
   }
@@ -105,8 +118,8 @@ struct Image {
 };
 
 struct Loaded {
-  CUcontext context;
-  CUfunction function;
+  Context context;
+  Function function;
   unsigned shared_mem;
 };
 
@@ -180,32 +193,32 @@ void add_image(int64_t id, int64_t cc, const char* data, int64_t size, unsigned 
 
 // Loads the image for `device` into the current context `context` (k.mutex held); "" on
 // success. Above 48 KiB of dynamic shared memory a kernel must opt in, up to what the device allows.
-std::string load_into(KernelBase& k, CUcontext context, CUdevice device, Loaded* out) {
+std::string load_into(KernelBase& k, Context context, Device device, Loaded* out) {
   const Driver& d = driver();
   int major = 0, minor = 0;
-  d.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-  d.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+  d.DeviceGetAttribute(&major, kComputeMajor, device);
+  d.DeviceGetAttribute(&minor, kComputeMinor, device);
   auto image = k.images.find(major * 10 + minor);
   if (image == k.images.end()) {
     return "no code compiled for compute capability " + std::to_string(major) + "." + std::to_string(minor);
   }
-  CUmodule module = nullptr;
-  CUresult status = d.ModuleLoadData(&module, image->second.code.data());
-  if (status != CUDA_SUCCESS) return "cuModuleLoadData failed: " + describe(status);
-  CUfunction function = nullptr;
+  Module module = nullptr;
+  Result status = d.ModuleLoadData(&module, image->second.code.data());
+  if (status != kSuccess) return "cuModuleLoadData failed: " + describe(status);
+  Function function = nullptr;
   status = d.ModuleGetFunction(&function, module, k.entry.c_str());
-  if (status != CUDA_SUCCESS) return "cuModuleGetFunction(" + k.entry + ") failed: " + describe(status);
+  if (status != kSuccess) return "cuModuleGetFunction(" + k.entry + ") failed: " + describe(status);
   const unsigned shared = image->second.shared_mem;
   if (shared > 48 * 1024) {
     int optin = 0, fixed = 0;
-    d.DeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device);
-    d.FuncGetAttribute(&fixed, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function);
+    d.DeviceGetAttribute(&optin, kSharedOptin, device);
+    d.FuncGetAttribute(&fixed, kFuncSharedBytes, function);
     if (static_cast<int64_t>(shared) + fixed > optin) {
       return "the kernel needs " + std::to_string(shared) + " bytes of shared memory, the device allows " +
              std::to_string(optin - fixed);
     }
-    status = d.FuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - fixed);
-    if (status != CUDA_SUCCESS) {
+    status = d.FuncSetAttribute(function, kFuncMaxDynamicShared, optin - fixed);
+    if (status != kSuccess) {
       return "cannot allow " + std::to_string(shared) + " bytes of shared memory: " + describe(status);
     }
   }
@@ -214,19 +227,15 @@ std::string load_into(KernelBase& k, CUcontext context, CUdevice device, Loaded*
   return "";
 }
 
-// The kernel as loaded in the current context (the FFI binding made XLA's device current).
-Loaded loaded_for_current(KernelBase& k) {
-  const Driver& d = driver();
-  CUcontext context = nullptr;
-  CUresult status = d.CtxGetCurrent(&context);
-  BE_CHECK(status == CUDA_SUCCESS && context != nullptr) << "no current CUDA context: " << describe(status);
+// The kernel as loaded in `context`, the current one (loaded now on first use there).
+Loaded loaded_in(KernelBase& k, Context context) {
   std::lock_guard<std::mutex> lock(k.mutex);
   for (const Loaded& l : k.loaded) {
     if (l.context == context) return l;
   }
-  CUdevice device = 0;
-  status = d.CtxGetDevice(&device);
-  BE_CHECK(status == CUDA_SUCCESS) << "cuCtxGetDevice failed: " << describe(status);
+  Device device = 0;
+  const Result status = driver().CtxGetDevice(&device);
+  BE_CHECK(status == kSuccess) << "cuCtxGetDevice failed: " << describe(status);
   Loaded made{};
   const std::string error = load_into(k, context, device, &made);
   BE_CHECK(error.empty()) << k.label << " " << k.entry << " on device " << static_cast<int>(device) << ": "
@@ -234,17 +243,38 @@ Loaded loaded_for_current(KernelBase& k) {
   return made;
 }
 
-// Launches `k` on `stream` with the kernel parameters `params` (pointers to each value).
+// Makes `context` current for its lifetime, if another one was (restored on any exit).
+struct ScopedContext {
+  bool pushed = false;
+  explicit ScopedContext(Context context) {
+    Context current = nullptr;
+    if (driver().CtxGetCurrent(&current) == kSuccess && current == context) return;
+    const Result status = driver().CtxPushCurrent(context);
+    BE_CHECK(status == kSuccess) << "cuCtxPushCurrent failed: " << describe(status);
+    pushed = true;
+  }
+  ~ScopedContext() {
+    Context popped = nullptr;
+    if (pushed) driver().CtxPopCurrent(&popped);
+  }
+};
+
+// Launches `k` on XLA's `stream` with the kernel parameters `params` (pointers to each value),
+// in the stream's context: the thread XLA calls from may have another device's context current.
 void launch(KernelBase& k, int64_t stream, void** params) {
-  const Loaded l = loaded_for_current(k);
   const Driver& d = driver();
-  CUstream s = reinterpret_cast<CUstream>(stream);
-  CUresult status = k.cooperative
+  Stream s = reinterpret_cast<Stream>(stream);
+  Context context = nullptr;
+  Result status = d.StreamGetCtx(s, &context);
+  BE_CHECK(status == kSuccess && context != nullptr) << "cuStreamGetCtx failed: " << describe(status);
+  ScopedContext scoped(context);
+  const Loaded l = loaded_in(k, context);
+  status = k.cooperative
       ? d.LaunchCooperativeKernel(l.function, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
                                   k.block[2], l.shared_mem, s, params)
       : d.LaunchKernel(l.function, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
                        l.shared_mem, s, params, nullptr);
-  BE_CHECK(status == CUDA_SUCCESS) << "launching " << k.label << " " << k.entry << " failed: " << describe(status);
+  BE_CHECK(status == kSuccess) << "launching " << k.label << " " << k.entry << " failed: " << describe(status);
 }
 
 // Loads kernel `id` into every device's primary context that is already active (XLA's), so
@@ -259,23 +289,23 @@ const char* preload(int64_t id, bool need_driver) {
   Kernel* k = table<Kernel>().find(id);
   if (k == nullptr) return (message = "unknown kernel id").c_str();
   int count = 0;
-  if (d.DeviceGetCount(&count) != CUDA_SUCCESS) return "";  // no initialised driver yet: load lazily
+  if (d.DeviceGetCount(&count) != kSuccess) return "";  // no initialised driver yet: load lazily
   for (int ordinal = 0; ordinal < count; ++ordinal) {
-    CUdevice device = 0;
+    Device device = 0;
     unsigned flags = 0;
     int active = 0;
-    if (d.DeviceGet(&device, ordinal) != CUDA_SUCCESS) continue;
-    if (d.PrimaryCtxGetState(device, &flags, &active) != CUDA_SUCCESS || !active) continue;
-    CUcontext context = nullptr;
-    if (d.PrimaryCtxRetain(&context, device) != CUDA_SUCCESS) continue;
+    if (d.DeviceGet(&device, ordinal) != kSuccess) continue;
+    if (d.PrimaryCtxGetState(device, &flags, &active) != kSuccess || !active) continue;
+    Context context = nullptr;
+    if (d.PrimaryCtxRetain(&context, device) != kSuccess) continue;
     {
       std::lock_guard<std::mutex> lock(k->mutex);
       bool present = false;
       for (const Loaded& l : k->loaded) present = present || l.context == context;
-      if (!present && d.CtxPushCurrent(context) == CUDA_SUCCESS) {
+      if (!present && d.CtxPushCurrent(context) == kSuccess) {
         Loaded made{};
         std::string error = load_into(*k, context, device, &made);
-        CUcontext popped = nullptr;
+        Context popped = nullptr;
         d.CtxPopCurrent(&popped);
         if (!error.empty()) message = "device " + std::to_string(ordinal) + ": " + error;
       }
