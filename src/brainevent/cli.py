@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .platforms.devices import BUILD_PLATFORMS
+
 if TYPE_CHECKING:
     from .stages import LoadRequest
 
@@ -114,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--platform",
         action="append",
-        choices=("cpu", "cuda"),
+        choices=tuple(BUILD_PLATFORMS),
         help="with --into: build only .cpp files (cpu) or only .cu files (cuda); repeatable",
     )
     return parser
@@ -303,7 +305,7 @@ def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
     """What `brainevent build` builds for one path: the request a loader would make of it."""
     from .cuda_loaders import cuda_dir_units, cuda_file_unit, cuda_request
     from .loaders import cpp_request
-    from .stages.request import file_unit, inline_unit, name_from_path
+    from .stages.request import CPP_SUFFIXES, file_unit, inline_unit, name_from_path
 
     common = {
         "build_directory": args.cache_dir,
@@ -329,7 +331,7 @@ def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
         return [cuda_request([unit], name_from_path(Path(unit.display_name)), None, cuda)]
     if args.as_inline:
         return [cpp_request([inline_unit(name, path.read_text(), "cpp_sources", ".cpp")], name, None, common)]
-    unit = file_unit(path, (".cpp", ".cc", ".cxx"), ".cpp")
+    unit = file_unit(path, CPP_SUFFIXES, CPP_SUFFIXES[0])
     return [cpp_request([unit], name_from_path(Path(unit.display_name)), None, common)]
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SpecError
+from .platforms.devices import BUILD_PLATFORMS, C_SUFFIXES
 from .runtime.module import CompiledModule
 from .stages.load import load
 from .stages.request import (
-    C_SUFFIXES,
     CPP_SUFFIXES,
     LoadRequest,
     SourceUnit,
@@ -27,7 +27,7 @@ from .stages.request import (
 )
 from .user_errors import trim_internal_frames
 
-_DIR_SUFFIXES = (".cu", *CPP_SUFFIXES, *C_SUFFIXES)
+_DIR_SUFFIXES = (*BUILD_PLATFORMS["cuda"].suffixes, *CPP_SUFFIXES, *C_SUFFIXES)
 
 # The keyword options of the CUDA loaders (the file and directory loaders take them
 # through **kwargs); compute_capability goes to the platform, the rest are LoadOptions.

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from . import config
 from .headers import INCLUDE_DIR
+from .platforms.devices import HOST_PLATFORM
 
 if TYPE_CHECKING:
     from .cache.admin import EntryInfo
@@ -104,7 +105,7 @@ def _load_check(report: Report, entries: list[EntryInfo], gpu_present: bool) -> 
     usable = [
         (e, e.manifest.artifact)
         for e in entries
-        if e.manifest is not None and (e.manifest.platform == "cpu" or gpu_present)
+        if e.manifest is not None and (e.manifest.platform == HOST_PLATFORM or gpu_present)
     ]
     failed = []
     for entry, artifact in usable:

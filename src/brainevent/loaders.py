@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SpecError
+from .platforms.devices import C_SUFFIXES
 from .runtime.module import CompiledModule
 from .stages.load import load
 from .stages.request import (
-    C_SUFFIXES,
     CPP_SUFFIXES,
     LoadRequest,
     SourceUnit,

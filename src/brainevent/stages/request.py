@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
+from ..platforms.devices import BUILD_PLATFORMS, HOST_PLATFORM, UNIT_SUFFIXES
 from ..records import Record
 
 if TYPE_CHECKING:
@@ -292,14 +293,13 @@ def check_encodable(source: str, parameter: str) -> str:
     return source
 
 
-# Which compiler a file's suffix picks: CUDA for .cu, C for .c, C++ for the rest.
-CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
-C_SUFFIXES = (".c",)
+# Which compiler a file's suffix picks (the platform table): CUDA for .cu, C for .c, C++ for the rest.
+CPP_SUFFIXES = BUILD_PLATFORMS[HOST_PLATFORM].suffixes
 
 
 def unit_suffix(file: Path) -> str:
     """The unit suffix (".cu", ".c" or ".cpp") a file is compiled as."""
-    return file.suffix if file.suffix in (".cu", ".c") else ".cpp"
+    return UNIT_SUFFIXES.get(file.suffix, CPP_SUFFIXES[0])
 
 
 def refuse_c_only(units: Sequence[SourceUnit], caller: str) -> None:
