@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from brainevent.errors import SpecError
 from brainevent.records import Record
 from brainevent.spec.model import Param
-from brainevent.spec.tokens import canonical_type as canon
+from brainevent.spec.names import canonical_type as canon
 from brainevent.vocabulary import SCALAR_TYPES, Role
 
 __all__ = ["MAX_FIXED_RANK", "SHAPE_FORMS", "OutShape", "check_out_shapes", "parse_out_shape"]
