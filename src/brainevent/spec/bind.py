@@ -107,18 +107,11 @@ def _refuse(
 
 
 def _param(tok: SpecToken, cls: TypeClass, cparam: CxxParam, position: int) -> Param:
-    match tok.role:
-        case Role.ATTR:
-            assert tok.attr_name is not None
-            return Param(Role.ATTR, tok.attr_name, tok.dtype or cls.detail, cparam.type)
-        case Role.RET:
-            return Param(tok.role, cparam.name or f"param{position}", None, cparam.type, None, tok.shape)
-        case Role.ARG | Role.STREAM:
-            return Param(tok.role, cparam.name or f"param{position}", None, cparam.type)
-        case Role.SCRATCH:
-            return Param(tok.role, cparam.name or f"param{position}", None, cparam.type, tok.scratch_bytes)
-        case _:
-            unhandled(tok.role, "spec.bind._param")
+    if tok.role is Role.ATTR:
+        assert tok.attr_name is not None
+        return Param(Role.ATTR, tok.attr_name, tok.dtype or cls.detail, cparam.type)
+    # scratch_bytes is set for scratch tokens only, shape for ret tokens only.
+    return Param(tok.role, cparam.name or f"param{position}", None, cparam.type, tok.scratch_bytes, tok.shape)
 
 
 def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, str] | None:

@@ -27,23 +27,10 @@ for _std in ("", "std::"):
         _NAMED_SCALARS[_std + _alias] = "uint64"
     _NAMED_SCALARS[f"{_std}complex<float>"] = "complex64"
     _NAMED_SCALARS[f"{_std}complex<double>"] = "complex128"
-_NAMED_SCALARS.update(
-    {
-        "half": "float16",
-        "__half": "float16",
-        "BE::float16": "float16",
-        "__nv_bfloat16": "bfloat16",
-        "nv_bfloat16": "bfloat16",
-        "BE::bfloat16": "bfloat16",
-        "BE::complex64": "complex64",
-        "BE::complex128": "complex128",
-        # brainevent 0.2.1's names (see brainevent/half.h and dtype.h)
-        "BE::float16_t": "float16",
-        "BE::bfloat16_t": "bfloat16",
-        "BE::complex64_t": "complex64",
-        "BE::complex128_t": "complex128",
-    }
-)
+_NAMED_SCALARS.update(half="float16", __half="float16", __nv_bfloat16="bfloat16", nv_bfloat16="bfloat16")
+for _name in ("float16", "bfloat16", "complex64", "complex128"):
+    # BE::float16 ..., and brainevent 0.2.1's BE::float16_t ... (brainevent/half.h and dtype.h)
+    _NAMED_SCALARS[f"BE::{_name}"] = _NAMED_SCALARS[f"BE::{_name}_t"] = _name
 
 _QUALIFIERS = frozenset({"const", "volatile", "typename", "struct", "class", "enum"})
 _INT_KEYWORDS = frozenset({"signed", "unsigned", "char", "short", "int", "long"})

@@ -9,7 +9,9 @@ of the macro's use), using the preprocessor's line markers (``# 12 "file" ...``)
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
+import re
 
 from brainevent.spec.cxx_lexer import lex
 from brainevent.spec.signature import CxxSignature, scan_functions
@@ -66,30 +68,9 @@ def _line_marker(text: str) -> tuple[int, str | None] | None:
 
 def _unquote(text: str) -> str:
     """The file name in a line marker: a C string literal (\\\\, \\" and octal escapes)."""
-    out: list[str] = []
-    raw = bytearray()
-    k = 1
-    while k < len(text) and text[k] != '"':
-        ch = text[k]
-        if ch == "\\" and k + 1 < len(text):
-            nxt = text[k + 1]
-            octal = text[k + 1 : k + 4]
-            if octal[:1] and octal[0] in "01234567":
-                width = len(octal) - len(octal.lstrip("01234567"))
-                raw.append(int(text[k + 1 : k + 1 + width], 8) & 0xFF)
-                k += 1 + width
-                continue
-            out.append(raw.decode("utf-8", "replace"))
-            raw.clear()
-            out.append(nxt)
-            k += 2
-            continue
-        out.append(raw.decode("utf-8", "replace"))
-        raw.clear()
-        out.append(ch)
-        k += 1
-    out.append(raw.decode("utf-8", "replace"))
-    return "".join(out)
+    body = re.match(r'"((?:[^"\\]|\\.)*)', text)
+    raw = body.group(1).encode() if body else b""
+    return codecs.escape_decode(raw, "ignore")[0].decode("utf-8", "replace")
 
 
 def _relocate(sig: CxxSignature, origin: list[int]) -> CxxSignature:

@@ -29,41 +29,33 @@ def infer_spec(sig: CxxSignature) -> list[SpecToken]:
     stream_at = 0
     for position, param in enumerate(sig.params, start=1):
         cls = classify(param)
+        problem = None  # (what is wrong, how to fix it)
         if cls.kind == "tensor":
             role = Role.ARG if cls.detail == "const" else Role.RET
             tokens.append(SpecToken(role, text=role.value))
         elif cls.kind == "scratch":
             tokens.append(SpecToken(Role.SCRATCH, text="scratch"))
+        elif is_stream_param(param, cls) and stream_at:
+            problem = (
+                f"is a second stream parameter (the first is parameter {stream_at})",
+                "keep one stream parameter, or rename this one so its name does not end in 'stream'",
+            )
         elif is_stream_param(param, cls):
-            if stream_at:
-                raise _error(
-                    sig,
-                    position,
-                    param,
-                    f"is a second stream parameter (the first is parameter {stream_at})",
-                    "keep one stream parameter, or rename this one so its name does not end in 'stream'",
-                )
             stream_at = position
             tokens.append(SpecToken(Role.STREAM, text="stream"))
+        elif cls.kind == "scalar" and not param.name:
+            problem = ("is an unnamed scalar, so it has no attribute name", "name the parameter")
         elif cls.kind == "scalar":
-            if not param.name:
-                raise _error(
-                    sig,
-                    position,
-                    param,
-                    "is an unnamed scalar, so it has no attribute name",
-                    "name the parameter",
-                )
-            text = f"attr.{param.name}:{cls.detail}"
-            tokens.append(SpecToken(Role.ATTR, param.name, cls.detail, text=text))
+            tokens.append(
+                SpecToken(Role.ATTR, param.name, cls.detail, text=f"attr.{param.name}:{cls.detail}")
+            )
         else:
-            raise _error(
-                sig,
-                position,
-                param,
+            problem = (
                 f"has type {param.type!r}: {cls.detail}. Accepted: {ACCEPTED}",
                 "change the parameter's type",
             )
+        if problem is not None:
+            raise _error(sig, position, param, *problem)
     return tokens
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from brainevent.errors import SpecError
-from brainevent.records import Record
 from brainevent.spec.model import Param
 from brainevent.spec.names import canonical_type as canon
 from brainevent.vocabulary import SCALAR_TYPES, Role
@@ -31,15 +31,13 @@ _LIKE = re.compile(r"like\(([A-Za-z_][A-Za-z0-9_]*)\)(?::(\w+))?")
 _FIXED = re.compile(r"\(([^()]*)\):(\w+)")
 
 
-class OutShape(Record):
+@dataclass(frozen=True)
+class OutShape:
     """One parsed declaration: ``like`` (an input's name) or ``dims`` (ints and attribute names)."""
 
-    __slots__ = _fields = ("like", "dims", "dtype")
-
-    def __init__(self, like: str | None, dims: tuple[int | str, ...] | None, dtype: str | None) -> None:
-        self.like = like
-        self.dims = dims
-        self.dtype = dtype  # canonical; None with `like`: the input's own dtype
+    like: str | None
+    dims: tuple[int | str, ...] | None
+    dtype: str | None  # canonical; None with `like`: the input's own dtype
 
     @property
     def canonical(self) -> str:

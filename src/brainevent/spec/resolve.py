@@ -32,6 +32,7 @@ from brainevent.spec.signature import CxxSignature, classify, pick_one, scan_fun
 from brainevent.spec.tokens import SpecToken, parse_tokens
 
 Functions = Mapping[str, Sequence[str] | str | None] | Sequence[str] | None
+_INFERRED = "the spec inferred from its signature"
 _ACCEPTED_FUNCTIONS = (
     "a dict {name: [tokens...]}, a list/tuple of function names (specs inferred), "
     "or None (use '// @BE name [tokens...]' annotations)"
@@ -88,23 +89,18 @@ def resolve_functions(
     requests = _requests(functions, scanned)
     expander = _Expander(preprocess)
     specs: list[FunctionSpec] = []
-    for req in requests:
+    for req in requests:  # a spec with no 'ret' is refused: XLA would drop the call
         sig = _locate_anywhere(req.name, scanned, expander)
         tokens = req.tokens if req.tokens is not None else infer_spec(sig)
         if req.tokens is not None and not any(t.role is Role.RET for t in req.tokens):
             _no_output(req.name, sig, f"the arg_spec from {req.origin}", [t.shown() for t in req.tokens])
         params = bind_tokens(sig, tokens, req.origin)
         spec = FunctionSpec(req.name, params, sig.file_name, sig.line, sig.scope)
-        _check_has_output(spec, sig, req.origin)
+        if not spec.rets:  # inferred: a given spec was checked above
+            given = f"the arg_spec from {req.origin}" if req.origin else _INFERRED
+            _no_output(req.name, sig, given, spec.tokens())
         specs.append(spec)
     return specs
-
-
-def _check_has_output(spec: FunctionSpec, sig: CxxSignature, origin: str) -> None:
-    if spec.rets:
-        return
-    given = f"the arg_spec from {origin}" if origin else "the spec inferred from its signature"
-    _no_output(spec.name, sig, given, spec.tokens())
 
 
 def _no_output(name: str, sig: CxxSignature, given: str, tokens: list[str]) -> None:
@@ -122,27 +118,16 @@ def _no_output(name: str, sig: CxxSignature, given: str, tokens: list[str]) -> N
 
 def _check_sources(sources: object) -> list[tuple[str, str]]:
     if isinstance(sources, str | bytes) or not isinstance(sources, Sequence):
-        raise SpecError(
-            f"sources must be a list of (file_name, text) pairs, got {type(sources).__name__}.",
-            sources_type=type(sources).__name__,
-        )
-    checked: list[tuple[str, str]] = []
+        kind = type(sources).__name__
+        raise SpecError(f"sources must be a list of (file_name, text) pairs, got {kind}.", sources_type=kind)
     for k, item in enumerate(sources):
-        ok = (
-            isinstance(item, tuple | list)
-            and len(item) == 2
-            and isinstance(item[0], str)
-            and isinstance(item[1], str)
-        )
-        if not ok:
+        if not (isinstance(item, tuple | list) and len(item) == 2 and all(isinstance(i, str) for i in item)):
             raise SpecError(
-                f"sources[{k}] must be a (file_name, text) pair of strings, got {item!r:.80}.",
-                index=k,
+                f"sources[{k}] must be a (file_name, text) pair of strings, got {item!r:.80}.", index=k
             )
-        checked.append((item[0], item[1]))
-    if not checked:
+    if not sources:
         raise SpecError("No C++ sources were given; pass at least one (file_name, text) pair.")
-    return checked
+    return [(name, text) for name, text in sources]
 
 
 def _scan(file_name: str, text: str) -> _Source:
@@ -162,8 +147,7 @@ def _requests(functions: Functions, scanned: list[_Source]) -> list[_Request]:
         for req in requests:
             if req.name in seen:
                 raise SpecError(
-                    f"functions lists {req.name!r} twice; list each function once.",
-                    function=req.name,
+                    f"functions lists {req.name!r} twice; list each function once.", function=req.name
                 )
             seen.add(req.name)
     else:

@@ -20,20 +20,9 @@ from brainevent.spec.cxx_types import TypeClass, classify_words, join_type
 
 # Words that may sit before a declared name but are not part of its return type.
 _SPECIFIERS = frozenset(
-    {
-        "static",
-        "inline",
-        "extern",
-        "__inline__",
-        "__forceinline__",
-        "__noinline__",
-        "constexpr",
-        "__host__",
-        "__device__",
-        "__global__",
-        "__launch_bounds__",
-    }
-)
+    {"static", "inline", "extern", "__inline__", "__forceinline__", "__noinline__", "constexpr",
+     "__host__", "__device__", "__global__", "__launch_bounds__"}
+)  # fmt: skip
 # Attribute-like words followed by a parenthesised argument, dropped with it.
 _PAREN_SPECIFIERS = frozenset({"__attribute__", "__declspec", "alignas", "__launch_bounds__"})
 # Identifiers that can precede ``name (`` without making it a declaration.
@@ -162,9 +151,10 @@ class _Scanner:
                     stack.pop()
                     nested -= 1
             elif t == "{":
-                if nested == 0 and self.opens_namespace(stmt, i):
+                namespace = self.namespace(stmt, i) if nested == 0 else None
+                if namespace is not None:
                     stack.append("ns")
-                    self.scopes.append(self.namespace_name(stmt, i))
+                    self.scopes.append(namespace)
                     stmt = i + 1
                 else:
                     stack.append("{")
@@ -189,23 +179,16 @@ class _Scanner:
     def text_at(self, i: int) -> str:
         return self.texts[i] if i < len(self.texts) else ""
 
-    def namespace_name(self, start: int, brace: int) -> str:
-        """The name a namespace brace opens ("a::b" for nested definitions); "" for
-        anonymous namespaces and extern "C" blocks, whose members need no qualification."""
-        words = self.texts[start:brace]
-        if words[:1] == ["inline"]:
-            words = words[1:]
-        if words[:1] != ["namespace"]:
-            return ""
-        return "".join(w for w in words[1:] if w.isidentifier() or w == "::")
-
-    def opens_namespace(self, start: int, brace: int) -> bool:
+    def namespace(self, start: int, brace: int) -> str | None:
+        """The name a namespace-like brace opens ("a::b" for nested definitions; "" for anonymous
+        namespaces and extern "C" blocks, whose members need no qualification); None for other braces."""
         words = self.texts[start:brace]
         if words[:1] == ["inline"]:
             words = words[1:]
         if words[:1] == ["namespace"]:
-            return True
-        return [t.text for t in self.toks[start:brace]] in (["extern", '"C"'], ["extern", '"C++"'])
+            return "".join(w for w in words[1:] if w.isidentifier() or w == "::")
+        extern_block = [t.text for t in self.toks[start:brace]] in (["extern", '"C"'], ["extern", '"C++"'])
+        return "" if extern_block else None
 
     def match(self, i: int) -> int | None:
         """Index of the bracket closing the one at ``i``, or None when unbalanced."""

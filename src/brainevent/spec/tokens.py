@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brainevent.errors import SpecError
+from brainevent.spec.model import token_text
 from brainevent.spec.names import CXX_KEYWORDS, canonical_type, close_matches, is_c_identifier
 from brainevent.spec.names import TYPE_ALIASES as TYPE_ALIASES
 from brainevent.vocabulary import SCALAR_TYPES, Role
@@ -61,14 +62,7 @@ class SpecToken:
     @property
     def canonical(self) -> str:
         """The token with aliases resolved (``attr.x:float32``, or ``attr.x`` when untyped)."""
-        if self.role is Role.ATTR:
-            suffix = f":{self.dtype}" if self.dtype else ""
-            return f"attr.{self.attr_name}{suffix}"
-        if self.role is Role.SCRATCH and self.scratch_bytes is not None:
-            return f"scratch:{self.scratch_bytes}"
-        if self.role is Role.RET and self.shape is not None:
-            return f"ret:{self.shape}"
-        return self.role.value
+        return token_text(self.role, self.attr_name, self.dtype, self.scratch_bytes, self.shape)
 
     def shown(self) -> str:
         """The token as written when known, else its canonical form."""
