@@ -38,6 +38,15 @@ _SIMPLE: dict[str, Role] = {
 }
 _ATTR_PREFIXES = ("attr", "attrs")
 _INVALID = "Invalid arg_spec token: "
+# What a second token of a role allowed once says.
+_REPEATED = {
+    Role.SCRATCH: "is a second scratch token (the first is {first}). A function takes at most one scratch "
+    "buffer; take one BE::Scratch and carve it with as<T>(count, offset_bytes).",
+    Role.STREAM: "is a second stream token (the first is token {first}). A function takes at most one "
+    "stream; remove one of them.",
+    Role.ATTR: "repeats attribute name {name!r} (already token {first}). Attribute names must be distinct; "
+    "rename one of them.",
+}
 
 EXPECTED_TOKENS = (
     "arg, ret, stream, attr.<name>, attr.<name>:<type>, scratch, scratch:<bytes>, "
@@ -85,31 +94,18 @@ def parse_tokens(function: str, tokens: Sequence[str] | str) -> list[SpecToken]:
     first: dict[object, int] = {}  # a stream, the scratch, each attribute name -> its position
     for position, raw in enumerate(tokens, start=1):
         tok = _parse_one(function, position, raw)
-        data: dict[str, Any] = {"function": function, "token": raw, "position": position}
         key = tok.attr_name if tok.role is Role.ATTR else tok.role
-        if key in first and tok.role is Role.SCRATCH:
+        if key in first:
+            attr: dict[str, Any] = {"attribute": tok.attr_name} if tok.role is Role.ATTR else {}
+            problem = _REPEATED[tok.role].format(first=first[key], name=tok.attr_name)
             raise SpecError(
-                f"{function}: arg_spec token {position} {raw!r} is a second scratch token "
-                f"(the first is {first[key]}). A function takes at most one scratch buffer; "
-                "take one BE::Scratch and carve it with as<T>(count, offset_bytes).",
-                **data,
+                f"{function}: arg_spec token {position} {raw!r} {problem}",
+                function=function,
+                token=raw,
+                position=position,
+                **attr,
             )
-        if key in first and tok.role is Role.STREAM:
-            raise SpecError(
-                f"{function}: arg_spec token {position} {raw!r} is a second stream token "
-                f"(the first is token {first[key]}). A function takes at most one stream; "
-                "remove one of them.",
-                **data,
-            )
-        if key in first and tok.role is Role.ATTR:
-            raise SpecError(
-                f"{function}: arg_spec token {position} {raw!r} repeats attribute name "
-                f"{tok.attr_name!r} (already token {first[key]}). "
-                "Attribute names must be distinct; rename one of them.",
-                **data,
-                attribute=tok.attr_name,
-            )
-        if tok.role in (Role.SCRATCH, Role.STREAM, Role.ATTR):
+        if tok.role in _REPEATED:
             first[key] = position
         parsed.append(tok)
     return parsed
