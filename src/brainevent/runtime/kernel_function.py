@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import KernelCallError, KernelNotAvailableError
 from ..platforms import HOST_PLATFORM, platform_class
 from .attrs import convert_attr
-from .declared_outs import declared_results
+from .results import declared_results, scratch_result
 
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec
@@ -71,10 +71,7 @@ class KernelFunction:
             out = self._partitioned(arrays, result_specs, converted, scratch_bytes)
             return out[0] if single else out
         if spec.scratch or scratch_bytes is not None:
-            # The scratch buffer is one more result (uint8, after the ``ret`` ones) that XLA
-            # allocates per call; it is dropped from what the caller gets back.
-            from .scratch import scratch_result
-
+            # One more result (results.py), dropped from what the caller gets back.
             result_specs.append(scratch_result(self.target, spec, arrays, scratch_bytes))
         out = call_target(self.target, arrays, result_specs, vmap_method=self.vmap_method, **converted)
         out = out[: len(spec.rets)]

@@ -9,6 +9,7 @@ the line (or the text) does, and the compiler reports it later.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from brainevent.errors import SpecError
@@ -20,6 +21,9 @@ _MULTI_FIRST = frozenset(p[0] for p in _MULTI_PUNCT)
 _RAW_PREFIXES = frozenset({"R", "LR", "uR", "UR", "u8R"})
 _STRING_PREFIXES = frozenset({"L", "u", "U", "u8"})
 _MAX_RAW_DELIMITER = 16
+# What follows a pp-number's first character: an exponent sign (1e-5, 0x1p+3) belongs to the
+# number like its digits, letters, dots and digit separators (1'000) do.
+_PP_NUMBER_REST = re.compile(r"(?:[eEpP][+-]|'[^\W_]|[\w.])*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +85,12 @@ class _Scanner:
 
     def run(self) -> None:
         at_line_start = True
+        directive = False  # inside a preprocessor line: skipped, its comments and literals honoured
         while self.i < self.n:
             c = self.src[self.i]
             if c == "\n":
                 self.advance_to(self.i + 1)
-                at_line_start = True
+                at_line_start, directive = True, False
             elif c in " \t\r\f\v":
                 self.i += 1
             elif c == "\\" and self.splice_length():
@@ -94,13 +99,16 @@ class _Scanner:
                 self.line_comment()
             elif c == "/" and self.peek(1) == "*":
                 self.block_comment()
+            elif directive:
+                self.advance_to(self.quoted_end(self.i) if c in "\"'" else self.i + 1)
             elif c == "#" and at_line_start:
-                self.directive()
+                directive = True
+                self.i += 1
             else:
                 at_line_start = False
                 self.token()
 
-    # -- comments and directives -------------------------------------------
+    # -- comments ----------------------------------------------------------
 
     def line_comment(self) -> None:
         start_line = self.line
@@ -125,24 +133,6 @@ class _Scanner:
         body_end = self.n if end < 0 else end
         self.comments.append(Comment(self.src[self.i + 2 : body_end], start_line, block=True))
         self.advance_to(stop)
-
-    def directive(self) -> None:
-        """Skip a preprocessor line, honouring splices, comments and literals in it."""
-        self.i += 1
-        while self.i < self.n:
-            c = self.src[self.i]
-            if c == "\n":
-                return
-            if self.splice_length():
-                self.advance_to(self.i + self.splice_length())
-            elif c == "/" and self.peek(1) == "/":
-                self.line_comment()
-            elif c == "/" and self.peek(1) == "*":
-                self.block_comment()
-            elif c in "\"'":
-                self.advance_to(self.quoted_end(self.i))
-            else:
-                self.i += 1
 
     # -- tokens --------------------------------------------------------------
 
@@ -185,17 +175,9 @@ class _Scanner:
 
     def number_end(self) -> int:
         """End of a pp-number: digits, letters, '.', exponent signs, digit separators."""
-        j = self.i + 1
-        while j < self.n:
-            ch = self.src[j]
-            # An exponent sign (1e-5, 0x1p+3) belongs to the number like its digits do.
-            if ch.isalnum() or ch in "_." or (ch in "+-" and self.src[j - 1] in "eEpP"):
-                j += 1
-            elif ch == "'" and j + 1 < self.n and self.src[j + 1].isalnum():
-                j += 2
-            else:
-                break
-        return j
+        found = _PP_NUMBER_REST.match(self.src, self.i + 1)
+        assert found is not None  # the pattern matches the empty string
+        return found.end()
 
     def quoted_end(self, j: int) -> int:
         """End of a "..." or '...' literal starting at ``j``; stops at an unescaped newline."""
