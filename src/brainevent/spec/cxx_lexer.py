@@ -21,6 +21,10 @@ _MULTI_FIRST = frozenset(p[0] for p in _MULTI_PUNCT)
 _RAW_PREFIXES = frozenset({"R", "LR", "uR", "UR", "u8R"})
 _STRING_PREFIXES = frozenset({"L", "u", "U", "u8"})
 _MAX_RAW_DELIMITER = 16
+# A // comment ends at the first newline not escaped by a trailing backslash.
+_LINE_COMMENT = re.compile(r"//(?:[^\n]*\\\r*\n)*[^\n]*")
+# A "..." or '...' literal ends at its closing quote or, unterminated, before an unescaped newline.
+_QUOTED = {q: re.compile(rf"{q}(?:[^{q}\\\n]|\\[\s\S]?)*{q}?") for q in "\"'"}
 # What follows a pp-number's first character: an exponent sign (1e-5, 0x1p+3) belongs to the
 # number like its digits, letters, dots and digit separators (1'000) do.
 _PP_NUMBER_REST = re.compile(r"(?:[eEpP][+-]|'[^\W_]|[\w.])*")
@@ -111,20 +115,10 @@ class _Scanner:
     # -- comments ----------------------------------------------------------
 
     def line_comment(self) -> None:
-        start_line = self.line
-        j = self.i + 2
-        # A // comment ends at the first newline not escaped by a trailing backslash.
-        while True:
-            end = self.src.find("\n", j)
-            if end < 0:
-                end = self.n
-                break
-            if self.src[j:end].rstrip("\r").endswith("\\"):
-                j = end + 1
-                continue
-            break
-        self.comments.append(Comment(self.src[self.i + 2 : end], start_line, block=False))
-        self.advance_to(end)
+        found = _LINE_COMMENT.match(self.src, self.i)
+        assert found is not None  # the pattern matches "//" alone
+        self.comments.append(Comment(self.src[self.i + 2 : found.end()], self.line, block=False))
+        self.advance_to(found.end())
 
     def block_comment(self) -> None:
         start_line = self.line
@@ -181,19 +175,9 @@ class _Scanner:
 
     def quoted_end(self, j: int) -> int:
         """End of a "..." or '...' literal starting at ``j``; stops at an unescaped newline."""
-        quote = self.src[j]
-        j += 1
-        while j < self.n:
-            ch = self.src[j]
-            if ch == "\\":
-                j += 2
-            elif ch == quote:
-                return j + 1
-            elif ch == "\n":
-                return j
-            else:
-                j += 1
-        return min(j, self.n)
+        found = _QUOTED[self.src[j]].match(self.src, j)
+        assert found is not None  # the pattern matches its opening quote alone
+        return found.end()
 
     def raw_string_end(self, j: int) -> int:
         """End of a raw string R"delim( ... )delim" whose opening quote is at ``j``."""
