@@ -12,9 +12,9 @@ from typing import Any
 # Module -> the names it exports here.
 _BY_MODULE = {
     "annotations": "Annotation discover_annotations",
+    "bind": "infer_spec",
     "cxx_lexer": "Comment LexResult Token lex",
     "cxx_types": "TypeClass",
-    "infer": "infer_spec",
     "model": "SCALAR_TYPES FunctionSpec Param Role",
     "resolve": "resolve_functions",
     "signature": "CxxParam CxxSignature classify find_signature scan_functions",

@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 
 from brainevent.errors import BrainEventError, SpecError
 from brainevent.spec.annotations import discover_annotations
-from brainevent.spec.bind import bind_tokens
+from brainevent.spec.bind import bind_tokens, infer_spec
 from brainevent.spec.cxx_lexer import LexResult, lex
-from brainevent.spec.infer import infer_spec
 from brainevent.spec.model import FunctionSpec, Role
 from brainevent.spec.names import CXX_KEYWORDS, did_you_mean, is_c_identifier
 from brainevent.spec.signature import CxxSignature, classify, pick_one, scan_functions
