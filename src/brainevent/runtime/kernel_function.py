@@ -32,9 +32,9 @@ class KernelFunction:
     refuses vmap); ``num_batch_dims = k`` declares the first ``k`` dims of every operand and
     result independent problems, so ``jax.jit`` with inputs sharded along them runs the call
     on each device's shard instead of gathering them (docs/transformations.md).
-    (A plain class, as is CompiledModule: creating a dataclass costs far more, and the
-    first call of a process imports this module.)
     """
+
+    # A plain class, as is CompiledModule: the first call of a process imports this module.
 
     def __init__(
         self,

@@ -1,12 +1,10 @@
 """The process-wide record of FFI targets this library registered with JAX.
 
-XLA's CPU registry refuses a second handler under a name and its CUDA registry
-silently keeps the first, so a target is registered once per process. When a
-changed module is loaded again under the same name, the first module's handler
-(the one XLA holds) is pointed at the new code through its exported forwarding
-pointer. A different module claiming a registered target is refused unless the
-caller asks for the take-over (``replace=True``): re-pointing it silently would make
-code written against the first module run the second.
+XLA's CPU registry refuses a second handler under a name and its CUDA registry silently keeps
+the first, so a target is registered once per process; a changed module loaded again under the
+same name re-points the first handler (the one XLA holds) through its forwarding pointer. A
+different module claiming a registered target is refused unless ``replace=True``: silently, code
+written against the first module would run the second.
 """
 
 from __future__ import annotations

@@ -2,18 +2,13 @@
 
 ``functions`` may be:
 
-* a dict ``{name: tokens}`` — tokens a list/tuple of strings, one whitespace-
-  separated string, or None to infer that function's spec from its C++ signature
-  (as a list of names does);
-* a list/tuple of names — every spec inferred from its signature;
-* None — the ``// @BE name [tokens...]`` annotations of all sources decide.
+* a dict ``{name: tokens}``: tokens a list/tuple of strings, one whitespace-separated
+  string, or None to infer that function's spec from its C++ signature;
+* a list/tuple of names: every spec inferred from its signature;
+* None: the ``// @BE name [tokens...]`` annotations of all sources decide.
 
-Every entry point needs at least one output (``ret``): XLA drops a custom call whose
-results nobody uses, so a function without one would silently never run.
-
-A function the plain reading of the sources cannot find (or whose parameter types it
-cannot map, e.g. a type spelled through a macro) is looked up again after macro
-expansion, when the caller can run the preprocessor (``preprocess``).
+A function the plain reading cannot find (or whose parameter types it cannot map, e.g. a
+type spelled through a macro) is looked up again after macro expansion (``preprocess``).
 """
 
 from __future__ import annotations
