@@ -51,19 +51,13 @@ def close_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]
     import difflib  # only when a name is wrong: not on the load path
 
     fuzzy = difflib.get_close_matches(word, pool, n=n, cutoff=0.6)
-    out: list[str] = []
-    for c in lowered + fuzzy:
-        if c not in out:
-            out.append(c)
-    return out[:n]
+    return list(dict.fromkeys(lowered + fuzzy))[:n]
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """A ``did you mean ...?`` clause, or an empty string when nothing is close."""
     matches = close_matches(word, candidates)
-    if not matches:
-        return ""
-    return " Did you mean " + " or ".join(repr(m) for m in matches) + "?"
+    return " Did you mean " + " or ".join(repr(m) for m in matches) + "?" if matches else ""
 
 
 def is_string_list(value: object) -> bool:

@@ -26,16 +26,9 @@ from brainevent.spec.names import CXX_KEYWORDS, canonical_type, close_matches, i
 from brainevent.spec.names import TYPE_ALIASES as TYPE_ALIASES
 from brainevent.vocabulary import SCALAR_TYPES, Role
 
-# Plain tokens and what they mean; the attr forms are handled apart.
-_SIMPLE: dict[str, Role] = {
-    "arg": Role.ARG,
-    "args": Role.ARG,
-    "ret": Role.RET,
-    "rets": Role.RET,
-    "stream": Role.STREAM,
-    "ctx.stream": Role.STREAM,
-    "scratch": Role.SCRATCH,
-}
+# Plain tokens (each role's name, and 0.2.1's aliases) and what they mean; attrs are apart.
+_SIMPLE = {r.value: r for r in Role if r is not Role.ATTR} | {"args": Role.ARG, "rets": Role.RET}
+_SIMPLE["ctx.stream"] = Role.STREAM
 _ATTR_PREFIXES = ("attr", "attrs")
 _INVALID = "Invalid arg_spec token: "
 # What a second token of a role allowed once says.
