@@ -205,13 +205,12 @@ def _locate_anywhere(name: str, scanned: list[_Source], expander: _Expander) -> 
         if expander.preprocess is None:
             raise
         plain = None
-    if plain is not None and all(classify(p).kind != "unmappable" for p in plain.params):
-        return plain
-    if expander.preprocess is None:
-        assert plain is not None
+    if plain is not None and (
+        expander.preprocess is None or all(classify(p).kind != "unmappable" for p in plain.params)
+    ):
         return plain
     try:
-        expanded = _locate(name, scanned, expander.functions)
+        return _locate(name, scanned, expander.functions)
     except SpecError as exc:
         if plain is not None:
             return plain  # the plain reading's complaint is about the user's own text
@@ -219,7 +218,6 @@ def _locate_anywhere(name: str, scanned: list[_Source], expander: _Expander) -> 
             note = f" Reading the sources after macro expansion failed too: {expander.failure}"
             raise SpecError(exc.message + note, **exc.data) from None
         raise
-    return expanded
 
 
 def _locate(

@@ -68,18 +68,17 @@ def scan_functions(source: str | LexResult, file_name: str = "<source>") -> list
 def find_signature(
     source: str | LexResult, function: str, file_name: str = "<source>"
 ) -> CxxSignature | None:
-    """The host function ``function`` in ``source``, or None when it is not there.
-
-    ``__global__`` and ``__device__`` functions are skipped. A declaration and a
-    definition with the same parameter types are one function (the definition
-    wins); several definitions or differing overloads raise SpecError.
-    """
-    found = [s for s in scan_functions(source, file_name) if s.name == function]
-    return pick_one(function, [s for s in found if s.kind == "host"])
+    """The host function ``function`` in ``source`` (``__global__`` and ``__device__`` ones are
+    skipped), or None when it is not there; see :func:`pick_one`."""
+    return pick_one(
+        function, [s for s in scan_functions(source, file_name) if s.name == function and s.kind == "host"]
+    )
 
 
 def pick_one(function: str, candidates: Sequence[CxxSignature]) -> CxxSignature | None:
-    """Reduce the declarations of one name to the single entry point they describe."""
+    """Reduce the declarations of one name to the single entry point they describe: a declaration
+    and a definition with the same parameter types are one function (the definition wins);
+    several definitions or differing overloads raise SpecError."""
     if not candidates:
         return None
     where = ", ".join(c.where for c in candidates)
@@ -114,11 +113,8 @@ def pick_one(function: str, candidates: Sequence[CxxSignature]) -> CxxSignature 
 
 def _param_key(sig: CxxSignature) -> tuple[object, ...]:
     """Parameter types compared by meaning, so ``BE::Tensor const`` == ``const BE::Tensor``."""
-    key: list[object] = []
-    for p in sig.params:
-        cls = classify_words(p.type_words)
-        key.append(cls if cls.kind != "unmappable" else p.type)
-    return tuple(key)
+    classes = [(classify_words(p.type_words), p.type) for p in sig.params]
+    return tuple(cls if cls.kind != "unmappable" else text for cls, text in classes)
 
 
 class _Scanner:
