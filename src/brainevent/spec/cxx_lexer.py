@@ -21,6 +21,7 @@ _MULTI_FIRST = frozenset(p[0] for p in _MULTI_PUNCT)
 _RAW_PREFIXES = frozenset({"R", "LR", "uR", "UR", "u8R"})
 _STRING_PREFIXES = frozenset({"L", "u", "U", "u8"})
 _MAX_RAW_DELIMITER = 16
+_SPLICE = re.compile(r"\\\r?\n")  # a line splice: backslash-newline
 # A // comment ends at the first newline not escaped by a trailing backslash.
 _LINE_COMMENT = re.compile(r"//(?:[^\n]*\\\r*\n)*[^\n]*")
 # A "..." or '...' literal ends at its closing quote or, unterminated, before an unescaped newline.
@@ -77,16 +78,6 @@ class _Scanner:
         self.line += self.src.count("\n", self.i, j)
         self.i = j
 
-    def splice_length(self) -> int:
-        """Length of a backslash-newline line splice at the cursor, or 0."""
-        if self.peek() != "\\":
-            return 0
-        if self.peek(1) == "\n":
-            return 2
-        if self.peek(1) == "\r" and self.peek(2) == "\n":
-            return 3
-        return 0
-
     def run(self) -> None:
         at_line_start = True
         directive = False  # inside a preprocessor line: skipped, its comments and literals honoured
@@ -97,8 +88,8 @@ class _Scanner:
                 at_line_start, directive = True, False
             elif c in " \t\r\f\v":
                 self.i += 1
-            elif c == "\\" and self.splice_length():
-                self.advance_to(self.i + self.splice_length())
+            elif c == "\\" and (splice := _SPLICE.match(self.src, self.i)):
+                self.advance_to(splice.end())
             elif c == "/" and self.peek(1) == "/":
                 self.line_comment()
             elif c == "/" and self.peek(1) == "*":

@@ -160,8 +160,13 @@ def _requests(functions: Functions, scanned: list[_Source]) -> list[_Request]:
 
 
 def _from_entry(name: object, tokens: object) -> _Request:
-    _check_name(name)
-    assert isinstance(name, str)
+    if not isinstance(name, str) or not is_c_identifier(name) or name in CXX_KEYWORDS:
+        raise SpecError(
+            f"Function name {name!r} is not a valid C identifier (a letter or '_' followed "
+            "by letters, digits or '_', and not a C++ keyword). Use the C++ function's name "
+            "exactly as declared.",
+            function=name,
+        )
     if tokens is None:
         return _Request(name, None, "")
     return _Request(name, parse_tokens(name, tokens), "functions=")  # type: ignore[arg-type]
@@ -184,16 +189,6 @@ def _from_annotations(scanned: list[_Source]) -> list[_Request]:
             tokens = parse_tokens(ann.function, ann.tokens) if ann.tokens else None
             requests.append(_Request(ann.function, tokens, f"'@BE' at {ann.where}"))
     return requests
-
-
-def _check_name(name: object) -> None:
-    if not is_c_identifier(name) or name in CXX_KEYWORDS:
-        raise SpecError(
-            f"Function name {name!r} is not a valid C identifier (a letter or '_' followed "
-            "by letters, digits or '_', and not a C++ keyword). Use the C++ function's name "
-            "exactly as declared.",
-            function=name,
-        )
 
 
 def _locate_anywhere(name: str, scanned: list[_Source], expander: _Expander) -> CxxSignature:
