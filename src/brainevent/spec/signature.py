@@ -263,14 +263,9 @@ def _strip_template_headers(words: list[str]) -> tuple[bool, list[str] | None]:
         depth = paren = 0
         for j in range(1, len(words)):
             w = words[j]
-            if w in ("(", "["):
-                paren += 1
-            elif w in (")", "]"):
-                paren -= 1
-            elif paren == 0 and w == "<":
-                depth += 1
-            elif paren == 0 and w == ">":
-                depth -= 1
+            paren += (w in ("(", "[")) - (w in (")", "]"))
+            if paren == 0 and w in ("<", ">"):
+                depth += 1 if w == "<" else -1
                 if depth == 0:
                     break
         else:
