@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from .runtime.targets import export_checks as export_checks
     from .runtime.targets import list_registered_targets as list_registered_targets
     from .runtime.targets import register_ffi_target as register_ffi_target
-    from .spec.normalize import normalize_tokens as normalize_tokens
+    from .spec.tokens import normalize_tokens as normalize_tokens
 
 # public name -> (module under brainevent, attribute of that module)
 _LAZY: dict[str, tuple[str, str]] = {
@@ -91,7 +91,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "export_checks": ("runtime.targets", "export_checks"),
     "ffi_call": ("calls.ffi", "ffi_call"),
     "print_diagnostics": ("doctor", "print_diagnostics"),
-    "normalize_tokens": ("spec.normalize", "normalize_tokens"),
+    "normalize_tokens": ("spec.tokens", "normalize_tokens"),
     "triton_kernel": ("custom_kernel", "triton_kernel"),
     "jaxtype_to_warptype": ("custom_kernel.warp_types", "jaxtype_to_warptype"),
     "jaxinfo_to_warpinfo": ("custom_kernel.warp_types", "jaxinfo_to_warpinfo"),

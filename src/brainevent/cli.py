@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .platforms.devices import BUILD_PLATFORMS
+
 if TYPE_CHECKING:
     from .stages import LoadRequest
 
@@ -114,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--platform",
         action="append",
-        choices=("cpu", "cuda"),
+        choices=tuple(BUILD_PLATFORMS),
         help="with --into: build only .cpp files (cpu) or only .cu files (cuda); repeatable",
     )
     return parser

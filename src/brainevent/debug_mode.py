@@ -13,14 +13,12 @@ import os
 from typing import Any
 
 from .errors import SpecError
+from .platforms.devices import BUILD_PLATFORMS
 
 __all__ = ["DEBUG_ENV", "DEBUG_FLAGS", "check_debug"]
 
 DEBUG_ENV = "BRAINEVENT_DEBUG"
-DEBUG_FLAGS = {
-    "cpu": ("-g", "-DBE_DEBUG=1", "-D_GLIBCXX_ASSERTIONS", "-fno-omit-frame-pointer"),
-    "cuda": ("-g", "-lineinfo", "-DBE_DEBUG=1", "-Xcompiler=-D_GLIBCXX_ASSERTIONS"),
-}
+DEBUG_FLAGS = {build: p.debug_flags for build, p in BUILD_PLATFORMS.items()}
 
 
 def check_debug(debug: Any) -> bool:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from . import config
 from .headers import INCLUDE_DIR
+from .platforms.devices import HOST_PLATFORM
 
 if TYPE_CHECKING:
     from .cache.admin import EntryInfo
@@ -92,11 +93,6 @@ CUDA12_NOTE = (
 )
 
 
-def _configured(*names: str) -> str | None:
-    """The first of these environment variables that is set (an explicit choice), if any."""
-    return next((name for name in names if os.environ.get(name)), None)
-
-
 def _load_check(report: Report, entries: list[EntryInfo], gpu_present: bool) -> None:
     """dlopen each intact cached library this node could use: what a load-only node relies on."""
     import ctypes
@@ -104,7 +100,7 @@ def _load_check(report: Report, entries: list[EntryInfo], gpu_present: bool) -> 
     usable = [
         (e, e.manifest.artifact)
         for e in entries
-        if e.manifest is not None and (e.manifest.platform == "cpu" or gpu_present)
+        if e.manifest is not None and (e.manifest.platform == HOST_PLATFORM or gpu_present)
     ]
     failed = []
     for entry, artifact in usable:
@@ -194,9 +190,8 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
 
     plugin_names = [dist for dist, _ in JAX_PLUGINS]
     for dist in ("jax", "jaxlib", *plugin_names, "numba", "numba-cuda"):
-        version = _version(dist)
-        if version or dist in ("jax", "jaxlib"):
-            report.item(dist, version or "not installed")
+        if _version(dist) or dist in ("jax", "jaxlib"):
+            report.item(dist, _version(dist) or "not installed")
     plugins = [d for d in plugin_names if _version(d)]
 
     report.section("Host C++ compiler")
@@ -216,8 +211,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
             else:
                 report.item("smoke compile", "ok")
     except BrainEventError as exc:
-        named = _configured(config.CXX.name, "CXX")
-        if named:  # an explicit choice that does not work is broken, not absent
+        if os.environ.get(config.CXX.name) or os.environ.get("CXX"):  # a choice that fails is broken
             report.problem(str(exc))
         else:
             report.item("compiler", exc.message.splitlines()[0])
@@ -285,14 +279,13 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
             report.item("smoke compile", "skipped: nvcc needs a host compiler and there is none")
             report.cannot_build.append("CUDA modules: nvcc needs a host compiler (install g++)")
         elif compile_checks:
-            flags = ["-std=c++17", "-gencode=arch=compute_80,code=sm_80"]
-            if cxx is not None:
-                from .toolchain.host_compat import check_host_compiler
+            from .toolchain.host_compat import check_host_compiler
 
-                try:
-                    flags += ["-ccbin", cxx.path, *check_host_compiler(nvcc, cxx.path)]
-                except BrainEventError as exc:
-                    report.problem(str(exc))
+            flags = ["-std=c++17", "-gencode=arch=compute_80,code=sm_80"]
+            try:
+                flags += ["-ccbin", cxx.path, *check_host_compiler(nvcc, cxx.path)]
+            except BrainEventError as exc:
+                report.problem(str(exc))
             failure = _smoke_compile([nvcc.path, *flags], _SMOKE_CU, ".cu")
             if failure:
                 report.problem(f"nvcc cannot build a CUDA source: {failure}")
@@ -327,11 +320,9 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     modules = {e.module for e in entries}
     size = sum(e.size for e in entries) + (object_cache_size(root) if root.is_dir() else 0)
     report.item("contents", f"{len(entries)} entries of {len(modules)} modules, {size / 2**20:.1f} MiB")
-    damaged = [e for e in entries if e.manifest is None]
+    damaged = sum(e.manifest is None for e in entries)
     if damaged:
-        report.item(
-            "damaged", f"{len(damaged)} (rebuilt on next load; `brainevent cache clear` removes them)"
-        )
+        report.item("damaged", f"{damaged} (rebuilt on next load; `brainevent cache clear` removes them)")
     if shutil.disk_usage(root if root.exists() else Path.home()).free < 1 << 30:
         report.item("warning", "less than 1 GiB free where the cache lives")
     if report.cannot_build:

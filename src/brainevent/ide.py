@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from .headers import INCLUDE_DIR, xla_include_dir
+from .platforms.devices import BUILD_PLATFORMS, C_SUFFIXES, UNIT_SUFFIXES
 
 __all__ = ["compile_commands", "include_dirs", "write_cmake_config", "write_compile_commands"]
 
-CXX_SUFFIXES = (".cpp", ".cc", ".cxx")
-CUDA_SUFFIXES = (".cu",)
-C_SUFFIXES = (".c",)
+CUDA_SUFFIXES = BUILD_PLATFORMS["cuda"].suffixes
 
 
 def include_dirs() -> list[Path]:
@@ -59,7 +58,7 @@ def compile_commands(
 ) -> list[dict[str, Any]]:
     """One compilation-database entry per kernel file directly under ``directory``."""
     root = Path(directory).expanduser().resolve()
-    suffixes = (*CXX_SUFFIXES, *CUDA_SUFFIXES, *C_SUFFIXES)
+    suffixes = tuple(UNIT_SUFFIXES)
     files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix in suffixes)
     return [
         {

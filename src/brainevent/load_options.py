@@ -18,12 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from .debug_mode import DEBUG_FLAGS, check_debug
 from .errors import SpecError
+from .platforms.devices import BY_NAME, HOST_PLATFORM
 from .records import Record
 
 if TYPE_CHECKING:
     import argparse
 
-CPU, CUDA = "cpu", "cuda"
+# The build platforms the options table names (platforms/devices.py).
+CPU = HOST_PLATFORM
+CUDA: str = BY_NAME["gpu"].build_platform or ""
 
 
 class SourceUnit(Record):

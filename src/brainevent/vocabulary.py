@@ -20,6 +20,7 @@ from .headers import entry_symbol as entry_symbol
 from .headers import forward_symbol as forward_symbol
 from .headers import handler_symbol as handler_symbol
 from .headers import impl_symbol as impl_symbol
+from .platforms.devices import BUILD_PLATFORMS
 from .records import Record
 
 # The records here are plain classes (brainevent.records): creating a NamedTuple or
@@ -103,10 +104,7 @@ def dtype_enum(name: str) -> str:
 
 # The platforms the binding can decode a call frame for: tag -> (``BE::ffi::Platform``
 # enumerator, its value).
-PLATFORM_ENUM: dict[str, tuple[str, int]] = {
-    "cpu": ("Cpu", 0),
-    "cuda": ("Cuda", 1),
-}
+PLATFORM_ENUM: dict[str, tuple[str, int]] = {tag: p.binding_enum for tag, p in BUILD_PLATFORMS.items()}
 
 
 class BindingTarget(Record):
@@ -135,8 +133,7 @@ class BindingTarget(Record):
 # The targets of the two built-in platforms, for callers that still name a platform by its
 # tag; the platform modules supply their own BindingTarget.
 BUILTIN_TARGETS: dict[str, BindingTarget] = {
-    "cpu": BindingTarget("cpu"),
-    "cuda": BindingTarget("cuda", ("BE_BINDING_CUDA",)),
+    tag: BindingTarget(tag, p.binding_defines) for tag, p in BUILD_PLATFORMS.items()
 }
 
 

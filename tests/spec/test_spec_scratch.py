@@ -7,8 +7,7 @@ import pytest
 
 from brainevent.cache.manifest import spec_from_json, spec_to_json
 from brainevent.errors import SpecError
-from brainevent.spec.bind import bind_tokens
-from brainevent.spec.infer import infer_spec
+from brainevent.spec.bind import bind_tokens, infer_spec
 from brainevent.spec.model import FunctionSpec, Role
 from brainevent.spec.signature import find_signature
 from brainevent.spec.tokens import parse_tokens

@@ -16,6 +16,7 @@ from brainevent.cuda_loaders import CUDA_KEYWORDS, load_cuda_file, load_cuda_inl
 from brainevent.errors import RegistrationError, SpecError
 from brainevent.load_options import OPTIONS, LoadOptions
 from brainevent.loaders import CPP_KEYWORDS, load_cpp_file, load_cpp_inline
+from brainevent.platforms import devices
 from brainevent.runtime.registry import registered_targets
 from brainevent.stages import build, load
 from brainevent.stages.request import inline_unit, make_request
@@ -140,3 +141,65 @@ def test_shared_stages_name_no_platform_and_no_compiler(stage: str) -> None:
         if text in names or "nvcc" in text
     ]
     assert found == []
+
+
+# Every platform name, spelling and source suffix the platform table holds.
+_TABLE_WORDS = {
+    word
+    for row in devices.DEVICE_PLATFORMS
+    for word in (
+        row.name,
+        *row.spellings,
+        *row.jax_platforms,
+        *row.ffi_spellings,
+        row.ffi_platform,
+        *row.suffixes,
+    )
+    if word
+} | set(devices.C_SUFFIXES)
+# Tables of their own, keyed by the platform table's names (checked below).
+_OWN_TABLES = {"platforms/devices.py", "custom_kernel/libraries.py"}
+
+
+def _platform_lists(path: Path) -> list[str]:
+    """The tuple/list/set literals and dict keys naming two or more platforms or suffixes."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+        if not isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)) or items is None:
+            continue
+        words = [i.value for i in items if isinstance(i, ast.Constant) and i.value in _TABLE_WORDS]
+        if len(words) >= 2:
+            found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {words}")
+    return found
+
+
+def test_no_module_but_the_platform_table_lists_platforms() -> None:
+    # One platform table (platforms/devices.py): every other list of platform names,
+    # spellings or source suffixes reads it, so adding a platform is one row.
+    found = [
+        hit
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).as_posix() not in _OWN_TABLES
+        for hit in _platform_lists(path)
+    ]
+    assert found == []
+
+
+def test_the_platform_table_is_what_the_rest_reads() -> None:
+    from brainevent import config
+    from brainevent.custom_kernel.libraries import LIBRARIES
+    from brainevent.vocabulary import BUILTIN_TARGETS, PLATFORM_ENUM
+
+    assert config.PLATFORM_ALIASES["cuda"] == config.PLATFORM_ALIASES["gpu"] == "gpu"
+    assert platforms.names() == tuple(devices.BUILD_PLATFORMS) == ("cpu", "cuda")  # on-disk names
+    for name, row in devices.BUILD_PLATFORMS.items():
+        cls = platforms.platform_class(name)
+        assert (cls.name, cls.jax_platform, cls.spellings) == (name, row.ffi_platform, row.ffi_spellings)
+        assert PLATFORM_ENUM[name] == row.binding_enum
+        assert BUILTIN_TARGETS[name].defines == cls.binding_defines == row.binding_defines
+    assert platforms.jax_spellings() == {"cpu": "cpu", "host": "cpu", "cuda": "CUDA", "gpu": "CUDA"}
+    assert devices.UNIT_SUFFIXES[".cc"] == ".cpp" and devices.UNIT_SUFFIXES[".c"] == ".c"
+    assert devices.PLATFORM_OF_SUFFIX[".cu"] == "cuda"
+    for library in LIBRARIES.values():
+        assert set(library.platforms) <= set(devices.BY_NAME), library

@@ -7,9 +7,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..platforms.devices import BUILD_PLATFORMS, PLATFORM_OF_SUFFIX
 from .layout import BUNDLE_DIR
-
-_CPU_SUFFIXES = (".cpp", ".cc", ".cxx")
 
 
 def kernel_files(package: Path) -> list[Path]:
@@ -19,7 +18,7 @@ def kernel_files(package: Path) -> list[Path]:
         parts = path.relative_to(package).parts
         if any(p == BUNDLE_DIR or p.startswith(".") for p in parts):
             continue
-        if path.is_file() and (path.suffix == ".cu" or path.suffix in _CPU_SUFFIXES):
+        if path.is_file() and path.suffix in PLATFORM_OF_SUFFIX:
             found.append(path)
     return found
 
@@ -39,7 +38,7 @@ def build_into(args: argparse.Namespace) -> int:
     if outside:
         print(f"brainevent build --into: {', '.join(outside)} not inside {package}", file=sys.stderr)
         return 2
-    platforms = set(args.platform or ("cpu", "cuda"))
+    platforms = set(args.platform or BUILD_PLATFORMS)
     failures = 0
     # Two files of one directory whose stems map to one module name (``a-b.cpp`` and
     # ``a_b.cpp``) would share one bundle directory: the second would replace the first.
@@ -52,7 +51,7 @@ def build_into(args: argparse.Namespace) -> int:
             "verbose": args.verbose,
         }
         for file in files:
-            platform = "cuda" if file.suffix == ".cu" else "cpu"
+            platform = PLATFORM_OF_SUFFIX[file.suffix]
             if platform not in platforms:
                 continue
             slot = (file.parent, f"{name_from_path(file)}-{platform}")

@@ -18,9 +18,10 @@ from .kernels import (
     NvrtcKernel,
     PlatformKernel,
 )
-from .libraries import check_platform
+from .libraries import LIBRARIES, check_platform
 
 PLATFORMS = tuple(p.name for p in DEVICE_PLATFORMS)
+HOST = DEVICE_PLATFORMS[0].name  # the host: Pallas runs there only through def_kernel
 
 
 def platform_name(platform: object, allowed: Sequence[str] = PLATFORMS) -> str:
@@ -243,7 +244,7 @@ class BackendTable:
         """Backend ``"warp"``: ``kg(outs=..., **attrs)`` returns Warp's JAX callable
         (``warp.jax_kernel(kernel, ...)``). On the GPU by default; ``platform="cpu"`` runs the
         kernel on Warp's CPU device. Needs ``pip install warp-lang`` when first lowered."""
-        return self.def_kernel("warp", platform_name(platform, ("cpu", "gpu")), kg, asdefault)
+        return self.def_kernel("warp", platform_name(platform, LIBRARIES["warp"].platforms), kg, asdefault)
 
     def def_triton_kernel(self, kg: Callable[..., Any], asdefault: bool = False) -> Self:
         """Backend ``"triton"`` on the GPU: ``kg(outs=..., **attrs)`` returns a JAX callable that
@@ -254,7 +255,7 @@ class BackendTable:
         """Backend ``"pallas"`` on ``"gpu"`` or ``"tpu"``: ``kg(outs=..., **attrs)`` returns a
         ``pl.pallas_call``. (Pallas's interpreter on the CPU: ``def_kernel("pallas", "cpu", kg)``
         with ``pl.pallas_call(..., interpret=True)``.)"""
-        if not isinstance(platform, str) or ALIASES.get(platform) not in ("gpu", "tpu"):
+        if not isinstance(platform, str) or ALIASES.get(platform, HOST) == HOST:
             raise ValueError(
                 f"def_pallas_kernel's platform must be 'gpu' or 'tpu', got {platform!r}; to run a Pallas "
                 "kernel through its interpreter on the CPU, define it with def_kernel('pallas', 'cpu', kg) "

@@ -11,16 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import BrainEventError, CompileError, KernelFallbackExhaustedError
+from ..platforms.devices import DEVICE_PLATFORMS
 
-MISSING_HINTS = {
-    "cpu": "op.def_numba_kernel(...), op.def_kernel('cpu', cpp_module.func) or "
-    "op.def_kernel('<backend>', 'cpu', kernel_generator)",
-    "gpu": "op.def_cuda_kernel(source, name, ...), op.def_numba_cuda_kernel(...), "
-    "op.def_kernel('gpu', cuda_module.func), "
-    "op.def_pallas_kernel('gpu', kernel_generator), op.def_warp_kernel(kernel_generator) or "
-    "op.def_triton_kernel(kernel_generator)",
-    "tpu": "op.def_pallas_kernel('tpu', kernel_generator)",
-}
+MISSING_HINTS = {p.name: p.kernel_hint for p in DEVICE_PLATFORMS}
 SWITCH = (
     "choose one with backend='<name>' on the call, op.set_default(platform, '<name>'), or "
     "brainevent.config.set_backend(platform, '<name>')"

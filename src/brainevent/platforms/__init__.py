@@ -1,7 +1,7 @@
 """The platforms a module can be built for: one module each, registered here by name.
 
-A new platform is a module with a class that follows :class:`~.protocol.Platform` plus one line
-in ``_REGISTRY``. Platform modules are imported on first use, so naming one costs nothing.
+A new platform is a module with a class that follows :class:`~.protocol.Platform` plus a row
+of the platform table (devices.py). Platform modules are imported on first use, so naming one costs nothing.
 """
 
 from __future__ import annotations
@@ -9,25 +9,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .devices import BUILD_PLATFORMS, HOST_PLATFORM
+
 if TYPE_CHECKING:  # the platform modules (and what they import) load on first use
     from .protocol import Platform
 
-# name -> "module:class", relative to this package.
-_REGISTRY: dict[str, str] = {
-    "cpu": "cpu:CpuPlatform",
-    "cuda": "cuda:CudaPlatform",
-}
 _classes: dict[str, type[Platform]] = {}
-
-# The platform of code that runs in the calling process (the default of a KernelFunction).
-HOST_PLATFORM = "cpu"
 
 
 def platform_class(name: str) -> type[Platform]:
     """The class of platform ``name`` (a manifest's or CompiledModule's ``platform``)."""
     found = _classes.get(name)
     if found is None:
-        module, _, attribute = _REGISTRY[name].partition(":")
+        module, _, attribute = BUILD_PLATFORMS[name].platform_class.partition(":")
         found = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
         _classes[name] = found
     return found
@@ -39,14 +33,12 @@ def create(name: str, **options: Any) -> Platform:
 
 
 def names() -> tuple[str, ...]:
-    return tuple(_REGISTRY)
+    return tuple(BUILD_PLATFORMS)
 
 
 def jax_spellings() -> dict[str, str]:
     """{accepted spelling (lower case): JAX platform name} over every platform."""
-    return {
-        spelling: cls.jax_platform for cls in map(platform_class, _REGISTRY) for spelling in cls.spellings
-    }
+    return {s: p.ffi_platform for p in BUILD_PLATFORMS.values() for s in p.ffi_spellings}
 
 
 __all__ = ["HOST_PLATFORM", "create", "jax_spellings", "names", "platform_class"]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..headers import c_api_digest
 from ..toolchain import find_host_compiler
 from ..toolchain.host import find_host_c_compiler
+from .devices import BUILD_PLATFORMS
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
@@ -26,10 +27,19 @@ if TYPE_CHECKING:
 class PlatformBase:
     """Defaults and the binding description the platforms share."""
 
+    name: ClassVar[str]  # a build platform of the platform table (devices.py): the rest is read there
+    jax_platform: ClassVar[str]
+    spellings: ClassVar[tuple[str, ...]]
     binding_tag: ClassVar[str]  # the binding's name for the platform (vocabulary.PLATFORM_ENUM)
-    binding_defines: ClassVar[tuple[str, ...]] = ()  # macros the decoder unit is compiled with
+    binding_defines: ClassVar[tuple[str, ...]]
     scratch_dirs: ClassVar[tuple[str, ...]] = ()
     graph_capture: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        row = BUILD_PLATFORMS[cls.name]
+        cls.jax_platform, cls.spellings = row.ffi_platform, row.ffi_spellings
+        cls.binding_tag, cls.binding_defines = cls.name, row.binding_defines
 
     def decoder_step(self, sources: GeneratedSources) -> BuildStep:
         """The host compiler compiles the decoder for every platform (it needs no CUDA header)."""

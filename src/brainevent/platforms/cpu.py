@@ -16,10 +16,7 @@ if TYPE_CHECKING:
 
 
 class CpuPlatform(PlatformBase):
-    name = "cpu"
-    jax_platform = "cpu"
-    spellings = ("cpu", "host")
-    binding_tag = "cpu"
+    name = "cpu"  # its row of the platform table (devices.py) says the rest
 
     def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
         return {}

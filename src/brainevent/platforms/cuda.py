@@ -40,11 +40,7 @@ _DEBUG_FLAGS = ("-g", "-G", "--device-debug", "-lineinfo", "--generate-line-info
 class CudaPlatform(PlatformBase):
     """``compute_capability`` picks the target archs (detected from the GPUs when None)."""
 
-    name = "cuda"
-    jax_platform = "CUDA"
-    spellings = ("cuda", "gpu")
-    binding_tag = "cuda"
-    binding_defines = ("BE_BINDING_CUDA",)
+    name = "cuda"  # its row of the platform table (devices.py) says the rest
     scratch_dirs = (_KEEP_ROOT,)
     graph_capture = True  # XLA's command buffers: CUDA graphs
 
@@ -263,7 +259,7 @@ def cuda_runtime_unavailable() -> str | None:
 
         if xla_bridge.backends_are_initialized():
             platforms = {b.platform for b in xla_bridge.backends().values()}
-            if "gpu" in platforms or "cuda" in platforms:
+            if platforms & set(CudaPlatform.spellings):
                 return None
             return f"this JAX has no CUDA backend (platforms: {sorted(platforms)})"
     except (ImportError, AttributeError, RuntimeError):

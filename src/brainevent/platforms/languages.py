@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..build import BUILD_DIR
+from .devices import C_SUFFIXES
 
 if TYPE_CHECKING:
     from ..load_options import LoadOptions, SourceUnit
 
-C_SUFFIX = ".c"
+C_SUFFIX = C_SUFFIXES[0]
 C_STANDARD = "-std=gnu17"  # C17 with the GNU extensions most existing C code assumes
 
 # Flags of ours that every host compile gets, whatever its language. -fvisibility=hidden

@@ -8,14 +8,10 @@ from typing import Any
 
 
 class ArtifactPath(str):
-    """The path of a compiled library.
-
-    A ``str``, so code written for 0.2.1 keeps working (``mod.path + ".bak"``,
-    ``mod.path.endswith(".so")``, ``json.dumps``, ``ctypes.CDLL(mod.path)``), and it also offers
-    ``pathlib.Path``'s reading methods and properties (``mod.path.parent``,
-    ``mod.path.is_file()``, ``mod.path / "x"``); where both have a name (``replace``, ``split``,
-    ``count``, ...) the string method wins. ``as_path()`` gives a real ``Path``.
-    """
+    """The path of a compiled library: a ``str``, as code written for 0.2.1 expects
+    (``mod.path + ".bak"``, ``ctypes.CDLL(mod.path)``), with ``pathlib.Path``'s reading methods and
+    properties too (``mod.path.parent``, ``mod.path / "x"``); where both have a name (``replace``,
+    ``split``, ...) the string method wins. ``as_path()`` gives a real ``Path``."""
 
     __slots__ = ()
 

@@ -13,13 +13,13 @@ from ..errors import KernelCallError
 def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
     """A NumPy scalar of exactly the declared type, or a KernelCallError naming the attribute."""
     if _is_tracer(value):
-        raise KernelCallError(
-            f"{target}: attribute {name!r} ({dtype}) got a traced value {value!r}: attributes are "
+        raise _error(
+            target,
+            name,
+            f"({dtype}) got a traced value {value!r}: attributes are "
             "constants compiled into the call, and jax.jit traces every argument it is given. Fix: "
             f"close over it (jax.jit(lambda x: f(x, {name}=2))), or mark it static "
             f"(jax.jit(f, static_argnames={name!r}))",
-            target=target,
-            attribute=name,
         )
     if dtype == "bfloat16":
         import ml_dtypes  # shipped with jax
@@ -29,35 +29,19 @@ def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
         np_type = np.dtype(dtype).type  # canonical names are NumPy's
     kind = np.dtype(np_type).kind
     if isinstance(value, np.ndarray) and value.ndim != 0:
-        raise KernelCallError(
-            f"{target}: attribute {name!r} must be a scalar {dtype}, got an array of shape {value.shape}",
-            target=target,
-            attribute=name,
-        )
+        raise _error(target, name, f"must be a scalar {dtype}, got an array of shape {value.shape}")
     if kind in "iu":
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise KernelCallError(
-                f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__}); "
-                "pass an int",
-                target=target,
-                attribute=name,
+            raise _error(
+                target, name, f"expects {dtype}, got {value!r} ({type(value).__name__}); pass an int"
             )
         info = np.iinfo(np_type)
         if not info.min <= int(value) <= info.max:
-            raise KernelCallError(
-                f"{target}: attribute {name!r} = {value} is out of range for {dtype} "
-                f"[{info.min}, {info.max}]",
-                target=target,
-                attribute=name,
-            )
+            raise _error(target, name, f"= {value} is out of range for {dtype} [{info.min}, {info.max}]")
         return np_type(int(value))
     if kind == "b":
         if not isinstance(value, (bool, np.bool_)):
-            raise KernelCallError(
-                f"{target}: attribute {name!r} expects bool, got {value!r}; pass True or False",
-                target=target,
-                attribute=name,
-            )
+            raise _error(target, name, f"expects bool, got {value!r}; pass True or False")
         return np.bool_(value)
     if dtype in ("float16", "bfloat16"):
         return _half_bits(target, name, dtype, np_type, value)
@@ -65,6 +49,10 @@ def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
         _check_real(target, name, dtype, np_type, value)
         return np_type(value)
     return _complex_attr(target, name, dtype, value)  # complex64 / complex128: all that is left
+
+
+def _error(target: str, name: str, message: str) -> KernelCallError:
+    return KernelCallError(f"{target}: attribute {name!r} {message}", target=target, attribute=name)
 
 
 def _is_tracer(value: Any) -> bool:
@@ -78,23 +66,17 @@ def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:
     MLIR has no complex scalar attribute, so ``jax.ffi.ffi_call`` cannot pass one.
     """
     if not isinstance(value, (int, float, complex, np.number)) or isinstance(value, (bool, np.bool_)):
-        raise KernelCallError(
-            f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__}); "
-            "pass a complex, float or int",
-            target=target,
-            attribute=name,
+        raise _error(
+            target,
+            name,
+            f"expects {dtype}, got {value!r} ({type(value).__name__}); pass a complex, float or int",
         )
     number = complex(value)
     part = np.float32 if dtype == "complex64" else np.float64
     limit = float(np.finfo(part).max)
     for component in (number.real, number.imag):
         if np.isfinite(component) and abs(component) > limit:
-            raise KernelCallError(
-                f"{target}: attribute {name!r} = {value} is out of range for {dtype} "
-                f"(each part |x| <= {limit:g})",
-                target=target,
-                attribute=name,
-            )
+            raise _error(target, name, f"= {value} is out of range for {dtype} (each part |x| <= {limit:g})")
     return np.array([number.real, number.imag], dtype=part)
 
 
@@ -111,11 +93,7 @@ def _check_real(target: str, name: str, dtype: str, np_type: Any, value: Any) ->
     """KernelCallError unless ``value`` is a real number within the range of ``dtype``
     (infinities and NaN pass)."""
     if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
-        raise KernelCallError(
-            f"{target}: attribute {name!r} expects {dtype}, got {value!r} ({type(value).__name__})",
-            target=target,
-            attribute=name,
-        )
+        raise _error(target, name, f"expects {dtype}, got {value!r} ({type(value).__name__})")
     import ml_dtypes  # shipped with jax; unlike np.finfo, its finfo knows bfloat16
 
     limit = float(ml_dtypes.finfo(np_type).max)
@@ -124,8 +102,4 @@ def _check_real(target: str, name: str, dtype: str, np_type: Any, value: Any) ->
     except OverflowError:  # an int beyond any float
         out_of_range = True
     if out_of_range:
-        raise KernelCallError(
-            f"{target}: attribute {name!r} = {value} is out of range for {dtype} (|x| <= {limit:g})",
-            target=target,
-            attribute=name,
-        )
+        raise _error(target, name, f"= {value} is out of range for {dtype} (|x| <= {limit:g})")

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import KernelCallError, KernelNotAvailableError
 from ..platforms import HOST_PLATFORM, platform_class
 from .attrs import convert_attr
-from .declared_outs import declared_results
+from .results import declared_results, scratch_result
 
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec
@@ -32,9 +32,9 @@ class KernelFunction:
     refuses vmap); ``num_batch_dims = k`` declares the first ``k`` dims of every operand and
     result independent problems, so ``jax.jit`` with inputs sharded along them runs the call
     on each device's shard instead of gathering them (docs/transformations.md).
-    (A plain class, as is CompiledModule: creating a dataclass costs far more, and the
-    first call of a process imports this module.)
     """
+
+    # A plain class, as is CompiledModule: the first call of a process imports this module.
 
     def __init__(
         self,
@@ -71,10 +71,7 @@ class KernelFunction:
             out = self._partitioned(arrays, result_specs, converted, scratch_bytes)
             return out[0] if single else out
         if spec.scratch or scratch_bytes is not None:
-            # The scratch buffer is one more result (uint8, after the ``ret`` ones) that XLA
-            # allocates per call; it is dropped from what the caller gets back.
-            from .scratch import scratch_result
-
+            # One more result (results.py), dropped from what the caller gets back.
             result_specs.append(scratch_result(self.target, spec, arrays, scratch_bytes))
         out = call_target(self.target, arrays, result_specs, vmap_method=self.vmap_method, **converted)
         out = out[: len(spec.rets)]
@@ -115,34 +112,23 @@ class KernelFunction:
         """KernelCallError unless the call passes as many inputs (and outputs) as the spec."""
         spec = self.spec
         if n_inputs != len(spec.args):
-            raise KernelCallError(
-                f"{self.target}: expected {len(spec.args)} input array(s) ({' '.join(spec.tokens())}), "
-                f"got {n_inputs}",
-                target=self.target,
-            )
+            message = f"expected {len(spec.args)} input array(s) ({' '.join(spec.tokens())}), got {n_inputs}"
+            raise KernelCallError(f"{self.target}: {message}", target=self.target)
         if n_outputs is not None and n_outputs != len(spec.rets):
-            raise KernelCallError(
-                f"{self.target}: expected {len(spec.rets)} result spec(s) (one per 'ret'), got {n_outputs}",
-                target=self.target,
-            )
+            message = f"expected {len(spec.rets)} result spec(s) (one per 'ret'), got {n_outputs}"
+            raise KernelCallError(f"{self.target}: {message}", target=self.target)
 
     def converted_attrs(self, attrs: Mapping[str, Any]) -> dict[str, Any]:
         """The attributes as NumPy scalars of their declared types; KernelCallError naming
         any unknown, missing or out-of-range one."""
         declared = {p.name: p.dtype for p in self.spec.attrs}
-        unknown = sorted(set(attrs) - set(declared))
+        unknown, missing = sorted(set(attrs) - set(declared)), sorted(set(declared) - set(attrs))
         if unknown:
-            raise KernelCallError(
-                f"{self.target}: unexpected attribute(s) {unknown}; it takes "
-                f"{sorted(declared) or 'no attributes'}",
-                target=self.target,
-            )
-        missing = sorted(set(declared) - set(attrs))
+            message = f"unexpected attribute(s) {unknown}; it takes {sorted(declared) or 'no attributes'}"
+            raise KernelCallError(f"{self.target}: {message}", target=self.target)
         if missing:
-            raise KernelCallError(
-                f"{self.target}: missing attribute(s) {missing}; pass them as keywords",
-                target=self.target,
-            )
+            message = f"missing attribute(s) {missing}; pass them as keywords"
+            raise KernelCallError(f"{self.target}: {message}", target=self.target)
         return {
             name: convert_attr(self.target, name, dtype or "float64", attrs[name])
             for name, dtype in declared.items()
@@ -152,28 +138,17 @@ class KernelFunction:
         import jax
 
         n = len(self.spec.rets)
+        if outs is None and not arrays:
+            message = "has no inputs to take result shapes from; pass outs=jax.ShapeDtypeStruct(...)"
+            raise KernelCallError(f"{self.target}: {message}", target=self.target)
         if outs is None:
-            if not arrays:
-                raise KernelCallError(
-                    f"{self.target}: has no inputs to take result shapes from; "
-                    "pass outs=jax.ShapeDtypeStruct(...)",
-                    target=self.target,
-                )
-            first = arrays[0]
-            return [jax.ShapeDtypeStruct(np.shape(first), first.dtype) for _ in range(n)]
+            return [jax.ShapeDtypeStruct(np.shape(arrays[0]), arrays[0].dtype) for _ in range(n)]
         items = list(outs) if isinstance(outs, (list, tuple)) else [outs]
         if len(items) != n:
-            raise KernelCallError(
-                f"{self.target}: expected {n} result spec(s) in outs= (one per 'ret'), got {len(items)}",
-                target=self.target,
-            )
-        specs = []
+            message = f"expected {n} result spec(s) in outs= (one per 'ret'), got {len(items)}"
+            raise KernelCallError(f"{self.target}: {message}", target=self.target)
         for item in items:
             if not (hasattr(item, "shape") and hasattr(item, "dtype")):
-                raise KernelCallError(
-                    f"{self.target}: outs= entries need .shape and .dtype (use jax.ShapeDtypeStruct), "
-                    f"got {item!r}",
-                    target=self.target,
-                )
-            specs.append(jax.ShapeDtypeStruct(item.shape, item.dtype))
-        return specs
+                message = f"outs= entries need .shape and .dtype (use jax.ShapeDtypeStruct), got {item!r}"
+                raise KernelCallError(f"{self.target}: {message}", target=self.target)
+        return [jax.ShapeDtypeStruct(item.shape, item.dtype) for item in items]

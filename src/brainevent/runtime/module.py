@@ -43,18 +43,12 @@ class CompiledModule:
         self.unregistered_reason = unregistered_reason
         self._calls: dict[str, KernelFunction] = {}
 
+    # Compared and shown, in the constructor's order.
+    _FIELDS: tuple[str, ...] = ("name", "platform", "functions", "targets", "registered", "built_now")
+    _FIELDS += ("cache_dir", "path", "unregistered_reason")
+
     def _fields(self) -> tuple[Any, ...]:
-        return (
-            self.name,
-            self.platform,
-            self.functions,
-            self.targets,
-            self.registered,
-            self.built_now,
-            self.cache_dir,
-            self.path,
-            self.unregistered_reason,
-        )
+        return tuple(getattr(self, field) for field in self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CompiledModule) and self._fields() == other._fields()
@@ -62,12 +56,10 @@ class CompiledModule:
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
     def __repr__(self) -> str:
-        return (
-            f"CompiledModule(name={self.name!r}, platform={self.platform!r}, functions={self.functions!r}, "
-            f"targets={self.targets!r}, registered={self.registered!r}, built_now={self.built_now!r}, "
-            f"cache_dir={self.cache_dir!r}, path={self.path!r}, "
-            f"unregistered_reason={self.unregistered_reason!r})"
+        fields = ", ".join(
+            f"{name}={value!r}" for name, value in zip(self._FIELDS, self._fields(), strict=True)
         )
+        return f"CompiledModule({fields})"
 
     @property
     def path(self) -> ArtifactPath:

@@ -1,11 +1,8 @@
 """The OpenMP runtime's wait policy, chosen before a module that links OpenMP is loaded.
 
-libgomp's worker threads spin for a while after each parallel region (OMP_WAIT_POLICY
-active). Called from XLA's CPU thread pool, whose own threads are busy too, that spinning
-made a small kernel cost milliseconds per call. libgomp reads its environment once, when it
-is loaded into the process, so the policy has to be in the environment before the first
-module that links it is opened: we set OMP_WAIT_POLICY=PASSIVE then, unless the user chose a
-policy (OMP_WAIT_POLICY or GOMP_SPINCOUNT) or turned this off (BRAINEVENT_OPENMP_PASSIVE=0).
+libgomp's workers spin after each parallel region; called from XLA's busy CPU thread pool,
+that made a small kernel cost milliseconds per call. libgomp reads its environment once, when
+it is loaded, so OMP_WAIT_POLICY=PASSIVE is set before the first such module is opened.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The process-wide record of FFI targets this library registered with JAX.
 
-XLA's CPU registry refuses a second handler under a name and its CUDA registry
-silently keeps the first, so a target is registered once per process. When a
-changed module is loaded again under the same name, the first module's handler
-(the one XLA holds) is pointed at the new code through its exported forwarding
-pointer. A different module claiming a registered target is refused unless the
-caller asks for the take-over (``replace=True``): re-pointing it silently would make
-code written against the first module run the second.
+XLA's CPU registry refuses a second handler under a name and its CUDA registry silently keeps
+the first, so a target is registered once per process; a changed module loaded again under the
+same name re-points the first handler (the one XLA holds) through its forwarding pointer. A
+different module claiming a registered target is refused unless ``replace=True``: silently, code
+written against the first module would run the second.
 """
 
 from __future__ import annotations
@@ -25,20 +23,13 @@ log = logging.getLogger("brainevent.runtime")
 class _Registered:
     """A registered target (a plain class: the first cache hit imports this module)."""
 
-    __slots__ = ("artifact_key", "function", "library", "module", "platform", "running")
+    __slots__ = ("artifact_key", "function", "library", "module", "running")
 
     def __init__(
-        self,
-        library: ctypes.CDLL,
-        function: str,
-        platform: str,
-        artifact_key: str,
-        module: str,
-        running: ctypes.CDLL,
+        self, library: ctypes.CDLL, function: str, artifact_key: str, module: str, running: ctypes.CDLL
     ) -> None:
         self.library = library  # the library whose handler XLA holds
         self.function = function
-        self.platform = platform
         self.artifact_key = artifact_key
         self.module = module  # the module that owns the target now
         self.running = running  # the library whose code calls run (``library``, or the one it forwards to)
@@ -92,16 +83,12 @@ def register_targets(
     graph_capture: bool,
     replace: bool = False,
 ) -> dict[str, str]:
-    """Registers (or re-points) each ``{function: target}`` of one library.
+    """Registers (or re-points) each ``{function: target}`` of one library; returns
+    ``{target: "registered" | "unchanged" | "reloaded"}``. Nothing is registered when any
+    target belongs to another module and ``replace`` is False.
 
-    Returns ``{target: "registered" | "unchanged" | "reloaded"}``. Nothing is registered
-    when any target belongs to another module and ``replace`` is False.
-
-    A re-point makes every later call run the new code through the handler XLA holds; only
-    a captured graph replays kernels without calling the handler. So compiled executables
-    are dropped only when the platform captures graphs (``graph_capture``, the platform's
-    attribute: False on the CPU) and the handler may be captured (``command_buffer``); the
-    user's other jitted functions keep their executables otherwise.
+    Compiled executables are dropped after a re-point only where one may hold a captured graph
+    of the old handler (``graph_capture``, the platform's, and ``command_buffer``).
     """
     with _lock:
         if not replace:
@@ -143,7 +130,7 @@ def _register_locked(
         slot = ctypes.c_void_p.in_dll(existing.library, forward_symbol(existing.function))
         slot.value = None if new_impl == own_impl else new_impl
         _targets[(target, platform)] = _Registered(
-            existing.library, existing.function, platform, artifact_key, module, library
+            existing.library, existing.function, artifact_key, module, library
         )
         # Keep the new library alive: the old handler now calls into it.
         _keepalive.append(library)
@@ -165,17 +152,13 @@ def _register_locked(
             target=target,
             platform=platform,
         ) from exc
-    _targets[(target, platform)] = _Registered(library, function, platform, artifact_key, module, library)
+    _targets[(target, platform)] = _Registered(library, function, artifact_key, module, library)
     return "registered"
 
 
 def _drop_compiled_executables(targets: list[str]) -> None:
-    """Executables compiled before the re-point may hold CUDA graphs captured from the old
-    code: a graph replays the kernels the handler launched at capture time and never calls
-    the handler again, so the new code would not run. Clearing JAX's compilation caches
-    makes the next call compile and capture afresh. JAX offers no way to drop only the
-    executables that captured a target, so this is done only where graphs can hold one
-    (``graph_capture`` and ``command_buffer``); reloads are rare, and recompiles are the price there."""
+    # A CUDA graph captured before the re-point replays the old kernels without calling the
+    # handler; JAX cannot drop only the executables that captured a target, so drop them all.
     import jax
 
     jax.clear_caches()

@@ -19,8 +19,8 @@ from .registry import register_targets, registered_targets
 
 
 def _jax_platform(platform: object, target: str) -> str:
-    """JAX's name of the platform a caller spelled (0.2.1 took "cpu" and "CUDA"; each platform
-    lists the spellings it accepts)."""
+    """JAX's name of the platform a caller spelled (0.2.1 took "cpu" and "CUDA"; the platform
+    table lists the spellings each accepts)."""
     spellings = jax_spellings()
     key = platform.lower() if isinstance(platform, str) else None
     if key not in spellings:
@@ -34,12 +34,6 @@ def _jax_platform(platform: object, target: str) -> str:
             platform=platform,
         )
     return spellings[key]
-
-
-def _artifact_key(module: CompiledModule, content_id: str | None) -> str:
-    if content_id is not None:
-        return f"content:{content_id}"
-    return f"sha256:{sha256_file(module.path)}"
 
 
 def register_ffi_target(
@@ -102,7 +96,9 @@ def register_ffi_target(
         library,
         module=module.name,
         platform=jax_platform,
-        artifact_key=_artifact_key(module, content_id),
+        artifact_key=f"content:{content_id}"
+        if content_id is not None
+        else f"sha256:{sha256_file(module.path)}",
         command_buffer=allow_cuda_graph,
         graph_capture=platform_class(module.platform).graph_capture,
         replace=replace,

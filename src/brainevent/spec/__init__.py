@@ -9,28 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-_EXPORTS = {
-    "Annotation": "annotations",
-    "discover_annotations": "annotations",
-    "Comment": "cxx_lexer",
-    "LexResult": "cxx_lexer",
-    "Token": "cxx_lexer",
-    "lex": "cxx_lexer",
-    "TypeClass": "cxx_types",
-    "infer_spec": "infer",
-    "SCALAR_TYPES": "model",
-    "FunctionSpec": "model",
-    "Param": "model",
-    "Role": "model",
-    "resolve_functions": "resolve",
-    "CxxParam": "signature",
-    "CxxSignature": "signature",
-    "classify": "signature",
-    "find_signature": "signature",
-    "scan_functions": "signature",
-    "SpecToken": "tokens",
-    "parse_tokens": "tokens",
+# Module -> the names it exports here.
+_BY_MODULE = {
+    "annotations": "Annotation discover_annotations",
+    "bind": "infer_spec",
+    "cxx_lexer": "Comment LexResult Token lex",
+    "cxx_types": "TypeClass",
+    "model": "SCALAR_TYPES FunctionSpec Param Role",
+    "resolve": "resolve_functions",
+    "signature": "CxxParam CxxSignature classify find_signature scan_functions",
+    "tokens": "SpecToken parse_tokens",
 }
+_EXPORTS = {name: module for module, names in _BY_MODULE.items() for name in names.split()}
 
 
 def __getattr__(name: str) -> Any:

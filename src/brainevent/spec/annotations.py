@@ -31,8 +31,7 @@ class Annotation:
 def discover_annotations(source: str | LexResult, file_name: str = "<source>") -> list[Annotation]:
     """All ``@BE`` annotations of one source, in order; a function annotated twice is an error."""
     lexed = source if isinstance(source, LexResult) else lex(source)
-    found: list[Annotation] = []
-    by_name: dict[str, Annotation] = {}
+    by_name: dict[str, Annotation] = {}  # in source order
     for comment in lexed.comments:
         ann = _parse_comment(comment, file_name)
         if ann is None:
@@ -48,8 +47,7 @@ def discover_annotations(source: str | LexResult, file_name: str = "<source>") -
                 file=file_name,
             )
         by_name[ann.function] = ann
-        found.append(ann)
-    return found
+    return list(by_name.values())
 
 
 def _parse_comment(comment: Comment, file_name: str) -> Annotation | None:

@@ -1,7 +1,12 @@
-"""Check an arg_spec against a C++ signature and bind each token to its parameter.
+"""Check an arg_spec against a C++ signature and bind each token to its parameter, or infer
+the arg_spec from the signature.
 
 Done before compiling so that a wrong spec is reported against the spec and the
-C++ source, not as a crash or a garbled buffer at call time.
+C++ source, not as a crash or a garbled buffer at call time. Inference: ``const BE::Tensor`` ->
+arg, non-const ``BE::Tensor`` -> ret, a ``cudaStream_t`` / ``void*`` parameter or a 64-bit signed
+integer whose name ends in ``stream`` -> stream (at most one), any other scalar ->
+``attr.<param name>:<type>``, ``BE::Scratch`` -> scratch (its size is then given at the call,
+``scratch_bytes=``). Anything else cannot be inferred.
 """
 
 from __future__ import annotations
@@ -107,18 +112,11 @@ def _refuse(
 
 
 def _param(tok: SpecToken, cls: TypeClass, cparam: CxxParam, position: int) -> Param:
-    match tok.role:
-        case Role.ATTR:
-            assert tok.attr_name is not None
-            return Param(Role.ATTR, tok.attr_name, tok.dtype or cls.detail, cparam.type)
-        case Role.RET:
-            return Param(tok.role, cparam.name or f"param{position}", None, cparam.type, None, tok.shape)
-        case Role.ARG | Role.STREAM:
-            return Param(tok.role, cparam.name or f"param{position}", None, cparam.type)
-        case Role.SCRATCH:
-            return Param(tok.role, cparam.name or f"param{position}", None, cparam.type, tok.scratch_bytes)
-        case _:
-            unhandled(tok.role, "spec.bind._param")
+    if tok.role is Role.ATTR:
+        assert tok.attr_name is not None
+        return Param(Role.ATTR, tok.attr_name, tok.dtype or cls.detail, cparam.type)
+    # scratch_bytes is set for scratch tokens only, shape for ret tokens only.
+    return Param(tok.role, cparam.name or f"param{position}", None, cparam.type, tok.scratch_bytes, tok.shape)
 
 
 def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, str] | None:
@@ -179,3 +177,61 @@ def _fix_for(cls: TypeClass, cparam: CxxParam) -> str:
         return "use 'scratch' (or 'scratch:<bytes>') for this BE::Scratch, or check the token order"
     name = cparam.name or "<name>"
     return f"use 'attr.{name}:{cls.detail}' for this scalar, or check the token order"
+
+
+def is_stream_param(param: CxxParam, cls: TypeClass) -> bool:
+    """A stream by type, or an int64 whose name says it carries the stream."""
+    if cls.kind == "stream":
+        return True
+    return cls == ("scalar", "int64") and param.name.lower().endswith("stream")
+
+
+def infer_spec(sig: CxxSignature) -> list[SpecToken]:
+    """The arg_spec a signature implies, one token per parameter, in order."""
+    tokens: list[SpecToken] = []
+    stream_at = 0
+    for position, param in enumerate(sig.params, start=1):
+        cls = classify(param)
+        problem = None  # (what is wrong, how to fix it)
+        if cls.kind == "tensor":
+            role = Role.ARG if cls.detail == "const" else Role.RET
+            tokens.append(SpecToken(role, text=role.value))
+        elif cls.kind == "scratch":
+            tokens.append(SpecToken(Role.SCRATCH, text="scratch"))
+        elif is_stream_param(param, cls) and stream_at:
+            problem = (
+                f"is a second stream parameter (the first is parameter {stream_at})",
+                "keep one stream parameter, or rename this one so its name does not end in 'stream'",
+            )
+        elif is_stream_param(param, cls):
+            stream_at = position
+            tokens.append(SpecToken(Role.STREAM, text="stream"))
+        elif cls.kind == "scalar" and not param.name:
+            problem = ("is an unnamed scalar, so it has no attribute name", "name the parameter")
+        elif cls.kind == "scalar":
+            tokens.append(
+                SpecToken(Role.ATTR, param.name, cls.detail, text=f"attr.{param.name}:{cls.detail}")
+            )
+        else:
+            problem = (
+                f"has type {param.type!r}: {cls.detail}. Accepted: {ACCEPTED}",
+                "change the parameter's type",
+            )
+        if problem is not None:
+            raise _error(sig, position, param, *problem)
+    return tokens
+
+
+def _error(sig: CxxSignature, position: int, param: CxxParam, problem: str, fix: str) -> SpecError:
+    shown = param.display() or "(empty)"
+    return SpecError(
+        f"{sig.name} ({sig.where}): cannot infer the arg_spec: parameter {position} "
+        f"`{shown}` {problem}. Fix: {fix}, or give an explicit spec "
+        f"(functions={{'{sig.name}': [...]}} or '// @BE {sig.name} <tokens...>').",
+        function=sig.name,
+        parameter=param.name,
+        cxx_type=param.type,
+        position=position,
+        line=param.line,
+        file=sig.file_name,
+    )

@@ -9,6 +9,7 @@ the line (or the text) does, and the compiler reports it later.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from brainevent.errors import SpecError
@@ -20,6 +21,14 @@ _MULTI_FIRST = frozenset(p[0] for p in _MULTI_PUNCT)
 _RAW_PREFIXES = frozenset({"R", "LR", "uR", "UR", "u8R"})
 _STRING_PREFIXES = frozenset({"L", "u", "U", "u8"})
 _MAX_RAW_DELIMITER = 16
+_SPLICE = re.compile(r"\\\r?\n")  # a line splice: backslash-newline
+# A // comment ends at the first newline not escaped by a trailing backslash.
+_LINE_COMMENT = re.compile(r"//(?:[^\n]*\\\r*\n)*[^\n]*")
+# A "..." or '...' literal ends at its closing quote or, unterminated, before an unescaped newline.
+_QUOTED = {q: re.compile(rf"{q}(?:[^{q}\\\n]|\\[\s\S]?)*{q}?") for q in "\"'"}
+# What follows a pp-number's first character: an exponent sign (1e-5, 0x1p+3) belongs to the
+# number like its digits, letters, dots and digit separators (1'000) do.
+_PP_NUMBER_REST = re.compile(r"(?:[eEpP][+-]|'[^\W_]|[\w.])*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,54 +78,38 @@ class _Scanner:
         self.line += self.src.count("\n", self.i, j)
         self.i = j
 
-    def splice_length(self) -> int:
-        """Length of a backslash-newline line splice at the cursor, or 0."""
-        if self.peek() != "\\":
-            return 0
-        if self.peek(1) == "\n":
-            return 2
-        if self.peek(1) == "\r" and self.peek(2) == "\n":
-            return 3
-        return 0
-
     def run(self) -> None:
         at_line_start = True
+        directive = False  # inside a preprocessor line: skipped, its comments and literals honoured
         while self.i < self.n:
             c = self.src[self.i]
             if c == "\n":
                 self.advance_to(self.i + 1)
-                at_line_start = True
+                at_line_start, directive = True, False
             elif c in " \t\r\f\v":
                 self.i += 1
-            elif c == "\\" and self.splice_length():
-                self.advance_to(self.i + self.splice_length())
+            elif c == "\\" and (splice := _SPLICE.match(self.src, self.i)):
+                self.advance_to(splice.end())
             elif c == "/" and self.peek(1) == "/":
                 self.line_comment()
             elif c == "/" and self.peek(1) == "*":
                 self.block_comment()
+            elif directive:
+                self.advance_to(self.quoted_end(self.i) if c in "\"'" else self.i + 1)
             elif c == "#" and at_line_start:
-                self.directive()
+                directive = True
+                self.i += 1
             else:
                 at_line_start = False
                 self.token()
 
-    # -- comments and directives -------------------------------------------
+    # -- comments ----------------------------------------------------------
 
     def line_comment(self) -> None:
-        start_line = self.line
-        j = self.i + 2
-        # A // comment ends at the first newline not escaped by a trailing backslash.
-        while True:
-            end = self.src.find("\n", j)
-            if end < 0:
-                end = self.n
-                break
-            if self.src[j:end].rstrip("\r").endswith("\\"):
-                j = end + 1
-                continue
-            break
-        self.comments.append(Comment(self.src[self.i + 2 : end], start_line, block=False))
-        self.advance_to(end)
+        found = _LINE_COMMENT.match(self.src, self.i)
+        assert found is not None  # the pattern matches "//" alone
+        self.comments.append(Comment(self.src[self.i + 2 : found.end()], self.line, block=False))
+        self.advance_to(found.end())
 
     def block_comment(self) -> None:
         start_line = self.line
@@ -125,24 +118,6 @@ class _Scanner:
         body_end = self.n if end < 0 else end
         self.comments.append(Comment(self.src[self.i + 2 : body_end], start_line, block=True))
         self.advance_to(stop)
-
-    def directive(self) -> None:
-        """Skip a preprocessor line, honouring splices, comments and literals in it."""
-        self.i += 1
-        while self.i < self.n:
-            c = self.src[self.i]
-            if c == "\n":
-                return
-            if self.splice_length():
-                self.advance_to(self.i + self.splice_length())
-            elif c == "/" and self.peek(1) == "/":
-                self.line_comment()
-            elif c == "/" and self.peek(1) == "*":
-                self.block_comment()
-            elif c in "\"'":
-                self.advance_to(self.quoted_end(self.i))
-            else:
-                self.i += 1
 
     # -- tokens --------------------------------------------------------------
 
@@ -185,33 +160,15 @@ class _Scanner:
 
     def number_end(self) -> int:
         """End of a pp-number: digits, letters, '.', exponent signs, digit separators."""
-        j = self.i + 1
-        while j < self.n:
-            ch = self.src[j]
-            # An exponent sign (1e-5, 0x1p+3) belongs to the number like its digits do.
-            if ch.isalnum() or ch in "_." or (ch in "+-" and self.src[j - 1] in "eEpP"):
-                j += 1
-            elif ch == "'" and j + 1 < self.n and self.src[j + 1].isalnum():
-                j += 2
-            else:
-                break
-        return j
+        found = _PP_NUMBER_REST.match(self.src, self.i + 1)
+        assert found is not None  # the pattern matches the empty string
+        return found.end()
 
     def quoted_end(self, j: int) -> int:
         """End of a "..." or '...' literal starting at ``j``; stops at an unescaped newline."""
-        quote = self.src[j]
-        j += 1
-        while j < self.n:
-            ch = self.src[j]
-            if ch == "\\":
-                j += 2
-            elif ch == quote:
-                return j + 1
-            elif ch == "\n":
-                return j
-            else:
-                j += 1
-        return min(j, self.n)
+        found = _QUOTED[self.src[j]].match(self.src, j)
+        assert found is not None  # the pattern matches its opening quote alone
+        return found.end()
 
     def raw_string_end(self, j: int) -> int:
         """End of a raw string R"delim( ... )delim" whose opening quote is at ``j``."""

@@ -33,6 +33,7 @@ class CxxParam:
 
 
 def _split_top_level(tokens: Sequence[Token]) -> list[list[Token]]:
+    """The parameters' tokens, split at top-level commas, without their default values."""
     groups: list[list[Token]] = [[]]
     depth = angle = 0
     defaulted = False  # after '=', '<' may be less-than, so stop counting angles
@@ -52,7 +53,8 @@ def _split_top_level(tokens: Sequence[Token]) -> list[list[Token]]:
             groups.append([])
             defaulted = False
             continue
-        groups[-1].append(tok)
+        if not defaulted:
+            groups[-1].append(tok)
     return groups
 
 
@@ -65,7 +67,6 @@ def parse_params(tokens: Sequence[Token], fallback_line: int) -> tuple[CxxParam,
 
 
 def _parse_param(tokens: list[Token], fallback_line: int) -> CxxParam:
-    tokens = _without_default(tokens)
     tokens = _without_attributes(tokens)
     texts = [t.text for t in tokens]
     name_at = _name_index(tokens)
@@ -74,18 +75,6 @@ def _parse_param(tokens: list[Token], fallback_line: int) -> CxxParam:
         return CxxParam("", join_type(texts), line, tuple(texts))
     type_words = tuple(texts[:name_at] + texts[name_at + 1 :])
     return CxxParam(texts[name_at], join_type(type_words), tokens[name_at].line, type_words)
-
-
-def _without_default(tokens: list[Token]) -> list[Token]:
-    depth = angle = 0
-    for k, tok in enumerate(tokens):
-        t = tok.text if tok.kind == "punct" else ""
-        depth += (t in ("(", "[", "{")) - (t in (")", "]", "}"))
-        if depth == 0:
-            angle += (t == "<") - (t == ">")
-            if angle <= 0 and t == "=":
-                return tokens[:k]
-    return tokens
 
 
 def _without_attributes(tokens: list[Token]) -> list[Token]:

@@ -6,7 +6,6 @@ and qualifier order (``const BE::Tensor`` vs ``BE::Tensor const``) do not matter
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -27,26 +26,20 @@ for _std in ("", "std::"):
         _NAMED_SCALARS[_std + _alias] = "uint64"
     _NAMED_SCALARS[f"{_std}complex<float>"] = "complex64"
     _NAMED_SCALARS[f"{_std}complex<double>"] = "complex128"
-_NAMED_SCALARS.update(
-    {
-        "half": "float16",
-        "__half": "float16",
-        "BE::float16": "float16",
-        "__nv_bfloat16": "bfloat16",
-        "nv_bfloat16": "bfloat16",
-        "BE::bfloat16": "bfloat16",
-        "BE::complex64": "complex64",
-        "BE::complex128": "complex128",
-        # brainevent 0.2.1's names (see brainevent/half.h and dtype.h)
-        "BE::float16_t": "float16",
-        "BE::bfloat16_t": "bfloat16",
-        "BE::complex64_t": "complex64",
-        "BE::complex128_t": "complex128",
-    }
-)
+_NAMED_SCALARS.update(half="float16", __half="float16", __nv_bfloat16="bfloat16", nv_bfloat16="bfloat16")
+for _name in ("float16", "bfloat16", "complex64", "complex128"):
+    # BE::float16 ..., and brainevent 0.2.1's BE::float16_t ... (brainevent/half.h and dtype.h)
+    _NAMED_SCALARS[f"BE::{_name}"] = _NAMED_SCALARS[f"BE::{_name}_t"] = _name
 
 _QUALIFIERS = frozenset({"const", "volatile", "typename", "struct", "class", "enum"})
-_INT_KEYWORDS = frozenset({"signed", "unsigned", "char", "short", "int", "long"})
+# The builtin integers spelled with keywords, in any order (sorted words -> canonical type);
+# plain char is left out: its signedness is implementation-defined.
+_INT_KEYWORDS: dict[tuple[str, ...], str] = {}
+for _sign, _u in (("", ""), ("signed", ""), ("unsigned", "u")):
+    for _words, _bits in (("", 32), ("char", 8), ("short", 16), ("int", 32), ("long", 64), ("long long", 64)):
+        for _int in ("", " int") if _words not in ("", "int", "char") else ("",):  # short int, long int
+            if _sign or _words not in ("", "char"):
+                _INT_KEYWORDS[tuple(sorted(f"{_sign} {_words}{_int}".split()))] = f"{_u}int{_bits}"
 
 ACCEPTED = (
     "BE::Tensor (const for an input, non-const for an output; by value or &), "
@@ -132,33 +125,12 @@ def classify_words(words: Sequence[str]) -> TypeClass:
         if reference:
             return TypeClass("unmappable", "take the stream by value, not by reference")
         return TypeClass("stream", key)
-    dtype = _NAMED_SCALARS.get(key) or _integer_keywords(kept)
+    dtype = _NAMED_SCALARS.get(key) or _INT_KEYWORDS.get(tuple(sorted(kept)))
     if dtype is None:
         return TypeClass("unmappable", _unknown_reason(kept))
     if reference and not is_const:
         return TypeClass("unmappable", "a non-const reference to a scalar; take it by value or by const&")
     return TypeClass("scalar", dtype)
-
-
-def _integer_keywords(words: list[str]) -> str | None:
-    """Canonical type of a builtin integer spelled with keywords in any order."""
-    if not words or not set(words) <= _INT_KEYWORDS:
-        return None
-    n = Counter(words)
-    if n["signed"] and n["unsigned"]:
-        return None
-    if any(n[w] > 1 for w in ("signed", "unsigned", "char", "short", "int")) or n["long"] > 2:
-        return None
-    prefix = "u" if n["unsigned"] else ""
-    if n["char"]:
-        if n["short"] or n["long"] or n["int"] or not (n["signed"] or n["unsigned"]):
-            return None  # plain char's signedness is implementation-defined
-        return prefix + "int8"
-    if n["short"]:
-        return None if n["long"] else prefix + "int16"
-    if n["long"]:
-        return prefix + "int64"
-    return prefix + "int32"
 
 
 def _unknown_reason(words: list[str]) -> str:

@@ -9,7 +9,9 @@ of the macro's use), using the preprocessor's line markers (``# 12 "file" ...``)
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
+import re
 
 from brainevent.spec.cxx_lexer import lex
 from brainevent.spec.signature import CxxSignature, scan_functions
@@ -46,50 +48,20 @@ def _own_lines(preprocessed: str, file_name: str) -> tuple[list[str], list[int]]
     return kept, origin
 
 
+# ``# 12 "f" 2`` or ``#line 12 "f"``: the next line's number, then maybe its file (a C string).
+_MARKER = re.compile(r'\s*#\s*(?:line)?\s*([0-9]+)\s*(?:"((?:[^"\\]|\\.)*))?')
+
+
 def _line_marker(text: str) -> tuple[int, str | None] | None:
-    """(next line's number, file or None) for ``# 12 "f" 2`` or ``#line 12 "f"``, else None."""
-    stripped = text.lstrip()
-    if not stripped.startswith("#"):
+    """(next line's number, file or None) for a line marker, else None."""
+    found = _MARKER.match(text)
+    if found is None:
         return None
-    rest = stripped[1:].lstrip()
-    if rest.startswith("line"):
-        rest = rest[4:].lstrip()
-    digits = len(rest) - len(rest.lstrip("0123456789"))
-    if digits == 0:
-        return None
-    number = int(rest[:digits])
-    rest = rest[digits:].lstrip()
-    if not rest.startswith('"'):
-        return number, None
-    return number, _unquote(rest)
-
-
-def _unquote(text: str) -> str:
-    """The file name in a line marker: a C string literal (\\\\, \\" and octal escapes)."""
-    out: list[str] = []
-    raw = bytearray()
-    k = 1
-    while k < len(text) and text[k] != '"':
-        ch = text[k]
-        if ch == "\\" and k + 1 < len(text):
-            nxt = text[k + 1]
-            octal = text[k + 1 : k + 4]
-            if octal[:1] and octal[0] in "01234567":
-                width = len(octal) - len(octal.lstrip("01234567"))
-                raw.append(int(text[k + 1 : k + 1 + width], 8) & 0xFF)
-                k += 1 + width
-                continue
-            out.append(raw.decode("utf-8", "replace"))
-            raw.clear()
-            out.append(nxt)
-            k += 2
-            continue
-        out.append(raw.decode("utf-8", "replace"))
-        raw.clear()
-        out.append(ch)
-        k += 1
-    out.append(raw.decode("utf-8", "replace"))
-    return "".join(out)
+    if found.group(2) is None:
+        return int(found.group(1)), None
+    # C's escapes in the file name (\\, \" and octal) are Python's bytes escapes too.
+    name = codecs.escape_decode(found.group(2).encode(), "ignore")[0]
+    return int(found.group(1)), name.decode("utf-8", "replace")
 
 
 def _relocate(sig: CxxSignature, origin: list[int]) -> CxxSignature:

@@ -17,6 +17,19 @@ __all__ = ["SCALAR_TYPES", "FunctionSpec", "Param", "Role"]
 # from the manifest, and creating one of those classes at import costs ten times as much.
 
 
+def token_text(
+    role: Role, name: str | None, dtype: str | None, scratch_bytes: int | None, shape: str | None
+) -> str:
+    """The canonical arg_spec token of one parameter (``attr.x`` alone when its type is open)."""
+    if role is Role.ATTR:
+        return f"attr.{name}:{dtype}" if dtype else f"attr.{name}"
+    if role is Role.SCRATCH and scratch_bytes is not None:
+        return f"scratch:{scratch_bytes}"
+    if role is Role.RET and shape is not None:
+        return f"ret:{shape}"
+    return role.value
+
+
 class Param(Record):
     """One C++ parameter of an entry point."""
 
@@ -39,13 +52,7 @@ class Param(Record):
         self.shape = shape  # ret only: the declared shape (spec/out_shape.py), canonical, if any
 
     def token(self) -> str:
-        if self.role is Role.ATTR:
-            return f"attr.{self.name}:{self.dtype}"
-        if self.role is Role.SCRATCH and self.scratch_bytes is not None:
-            return f"scratch:{self.scratch_bytes}"
-        if self.role is Role.RET and self.shape is not None:
-            return f"ret:{self.shape}"
-        return self.role.value
+        return token_text(self.role, self.name, self.dtype, self.scratch_bytes, self.shape)
 
 
 class FunctionSpec(Record):

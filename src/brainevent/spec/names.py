@@ -1,8 +1,27 @@
-"""Small helpers shared by the spec modules: identifier checks and typo hints."""
+"""Small helpers shared by the spec modules: identifier checks, typo hints, type aliases."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from brainevent.vocabulary import SCALAR_TYPES
+
+# Extra spellings accepted after ``attr.<name>:`` (values are canonical names): C's names,
+# short forms (f32, bf16, i64, u8, c64) and the <cstdint> names of the integers.
+TYPE_ALIASES: dict[str, str] = {"float": "float32", "double": "float64", "half": "float16", "int": "int32"}
+_SHORT = {"float": "f", "bfloat": "bf", "int": "i", "uint": "u", "complex": "c"}
+for _name in SCALAR_TYPES:
+    _stem = _name.rstrip("0123456789")
+    if _stem in _SHORT:
+        TYPE_ALIASES[_SHORT[_stem] + _name[len(_stem) :]] = _name
+    if _stem in ("int", "uint"):
+        TYPE_ALIASES[f"{_name}_t"] = _name
+
+
+def canonical_type(name: str) -> str | None:
+    """The canonical scalar type for a type name or alias, or None when unknown."""
+    return name if name in SCALAR_TYPES else TYPE_ALIASES.get(name)
+
 
 # C and C++ keywords cannot name a function or an attribute even though they
 # look like identifiers; listing the common ones catches the likely mistakes.
@@ -32,19 +51,13 @@ def close_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]
     import difflib  # only when a name is wrong: not on the load path
 
     fuzzy = difflib.get_close_matches(word, pool, n=n, cutoff=0.6)
-    out: list[str] = []
-    for c in lowered + fuzzy:
-        if c not in out:
-            out.append(c)
-    return out[:n]
+    return list(dict.fromkeys(lowered + fuzzy))[:n]
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """A ``did you mean ...?`` clause, or an empty string when nothing is close."""
     matches = close_matches(word, candidates)
-    if not matches:
-        return ""
-    return " Did you mean " + " or ".join(repr(m) for m in matches) + "?"
+    return " Did you mean " + " or ".join(repr(m) for m in matches) + "?" if matches else ""
 
 
 def is_string_list(value: object) -> bool:

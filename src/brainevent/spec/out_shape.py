@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from brainevent.errors import SpecError
-from brainevent.records import Record
 from brainevent.spec.model import Param
-from brainevent.spec.tokens import canonical_type as canon
+from brainevent.spec.names import canonical_type as canon
 from brainevent.vocabulary import SCALAR_TYPES, Role
 
 __all__ = ["MAX_FIXED_RANK", "SHAPE_FORMS", "OutShape", "check_out_shapes", "parse_out_shape"]
@@ -31,15 +31,13 @@ _LIKE = re.compile(r"like\(([A-Za-z_][A-Za-z0-9_]*)\)(?::(\w+))?")
 _FIXED = re.compile(r"\(([^()]*)\):(\w+)")
 
 
-class OutShape(Record):
+@dataclass(frozen=True)
+class OutShape:
     """One parsed declaration: ``like`` (an input's name) or ``dims`` (ints and attribute names)."""
 
-    __slots__ = _fields = ("like", "dims", "dtype")
-
-    def __init__(self, like: str | None, dims: tuple[int | str, ...] | None, dtype: str | None) -> None:
-        self.like = like
-        self.dims = dims
-        self.dtype = dtype  # canonical; None with `like`: the input's own dtype
+    like: str | None
+    dims: tuple[int | str, ...] | None
+    dtype: str | None  # canonical; None with `like`: the input's own dtype
 
     @property
     def canonical(self) -> str:
@@ -81,30 +79,28 @@ def parse_out_shape(text: str) -> OutShape | None:
 
 def check_out_shapes(head: str, params: Sequence[Param], function: str) -> None:
     """SpecError unless every declared result names an input (``like``) or integer attributes."""
-    typed = list(params)
-    inputs = [p.name for p in typed if p.role is Role.ARG]
-    attrs = {p.name: p.dtype for p in typed if p.role is Role.ATTR}
-    for p in typed:
+    inputs = [p.name for p in params if p.role is Role.ARG]
+    attrs = {p.name: p.dtype for p in params if p.role is Role.ATTR}
+    for p in params:
         if p.role is not Role.RET or p.shape is None:
             continue
         decl = parse_out_shape(p.shape)
         assert decl is not None
+        problem = ""
         if decl.like is not None and decl.like not in inputs:
+            problem = (
+                f"{decl.like!r} is not an input of the function (its inputs: {', '.join(inputs) or 'none'}). "
+                "Fix: name an 'arg' parameter inside like(...)."
+            )
+        for dim in decl.dims or ():
+            if not problem and isinstance(dim, str) and attrs.get(dim) not in _INTEGER_TYPES:
+                what = f"a {attrs[dim]} attribute" if dim in attrs else "not an attribute of the function"
+                fix = f"use an integer literal or an integer attribute (attr.{dim}:int64)"
+                problem = f"dim {dim!r} is {what}. Fix: {fix}."
+        if problem:
             raise SpecError(
-                f"{head}: result '{p.name}' is declared ret:{p.shape}, but {decl.like!r} is not an input "
-                f"of the function (its inputs: {', '.join(inputs) or 'none'}). Fix: name an 'arg' "
-                "parameter inside like(...).",
+                f"{head}: result '{p.name}' is declared ret:{p.shape}, but {problem}",
                 function=function,
                 parameter=p.name,
                 token=f"ret:{p.shape}",
             )
-        for dim in decl.dims or ():
-            if isinstance(dim, str) and attrs.get(dim) not in _INTEGER_TYPES:
-                what = f"a {attrs[dim]} attribute" if dim in attrs else "not an attribute of the function"
-                raise SpecError(
-                    f"{head}: result '{p.name}' is declared ret:{p.shape}, but dim {dim!r} is {what}. "
-                    f"Fix: use an integer literal or an integer attribute (attr.{dim}:int64).",
-                    function=function,
-                    parameter=p.name,
-                    token=f"ret:{p.shape}",
-                )

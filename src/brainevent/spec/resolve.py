@@ -2,18 +2,13 @@
 
 ``functions`` may be:
 
-* a dict ``{name: tokens}`` — tokens a list/tuple of strings, one whitespace-
-  separated string, or None to infer that function's spec from its C++ signature
-  (as a list of names does);
-* a list/tuple of names — every spec inferred from its signature;
-* None — the ``// @BE name [tokens...]`` annotations of all sources decide.
+* a dict ``{name: tokens}``: tokens a list/tuple of strings, one whitespace-separated
+  string, or None to infer that function's spec from its C++ signature;
+* a list/tuple of names: every spec inferred from its signature;
+* None: the ``// @BE name [tokens...]`` annotations of all sources decide.
 
-Every entry point needs at least one output (``ret``): XLA drops a custom call whose
-results nobody uses, so a function without one would silently never run.
-
-A function the plain reading of the sources cannot find (or whose parameter types it
-cannot map, e.g. a type spelled through a macro) is looked up again after macro
-expansion, when the caller can run the preprocessor (``preprocess``).
+A function the plain reading cannot find (or whose parameter types it cannot map, e.g. a
+type spelled through a macro) is looked up again after macro expansion (``preprocess``).
 """
 
 from __future__ import annotations
@@ -23,15 +18,15 @@ from dataclasses import dataclass, field
 
 from brainevent.errors import BrainEventError, SpecError
 from brainevent.spec.annotations import discover_annotations
-from brainevent.spec.bind import bind_tokens
+from brainevent.spec.bind import bind_tokens, infer_spec
 from brainevent.spec.cxx_lexer import LexResult, lex
-from brainevent.spec.infer import infer_spec
 from brainevent.spec.model import FunctionSpec, Role
 from brainevent.spec.names import CXX_KEYWORDS, did_you_mean, is_c_identifier
 from brainevent.spec.signature import CxxSignature, classify, pick_one, scan_functions
 from brainevent.spec.tokens import SpecToken, parse_tokens
 
 Functions = Mapping[str, Sequence[str] | str | None] | Sequence[str] | None
+_INFERRED = "the spec inferred from its signature"
 _ACCEPTED_FUNCTIONS = (
     "a dict {name: [tokens...]}, a list/tuple of function names (specs inferred), "
     "or None (use '// @BE name [tokens...]' annotations)"
@@ -88,23 +83,18 @@ def resolve_functions(
     requests = _requests(functions, scanned)
     expander = _Expander(preprocess)
     specs: list[FunctionSpec] = []
-    for req in requests:
+    for req in requests:  # a spec with no 'ret' is refused: XLA would drop the call
         sig = _locate_anywhere(req.name, scanned, expander)
         tokens = req.tokens if req.tokens is not None else infer_spec(sig)
         if req.tokens is not None and not any(t.role is Role.RET for t in req.tokens):
             _no_output(req.name, sig, f"the arg_spec from {req.origin}", [t.shown() for t in req.tokens])
         params = bind_tokens(sig, tokens, req.origin)
         spec = FunctionSpec(req.name, params, sig.file_name, sig.line, sig.scope)
-        _check_has_output(spec, sig, req.origin)
+        if not spec.rets:  # inferred: a given spec was checked above
+            given = f"the arg_spec from {req.origin}" if req.origin else _INFERRED
+            _no_output(req.name, sig, given, spec.tokens())
         specs.append(spec)
     return specs
-
-
-def _check_has_output(spec: FunctionSpec, sig: CxxSignature, origin: str) -> None:
-    if spec.rets:
-        return
-    given = f"the arg_spec from {origin}" if origin else "the spec inferred from its signature"
-    _no_output(spec.name, sig, given, spec.tokens())
 
 
 def _no_output(name: str, sig: CxxSignature, given: str, tokens: list[str]) -> None:
@@ -122,27 +112,16 @@ def _no_output(name: str, sig: CxxSignature, given: str, tokens: list[str]) -> N
 
 def _check_sources(sources: object) -> list[tuple[str, str]]:
     if isinstance(sources, str | bytes) or not isinstance(sources, Sequence):
-        raise SpecError(
-            f"sources must be a list of (file_name, text) pairs, got {type(sources).__name__}.",
-            sources_type=type(sources).__name__,
-        )
-    checked: list[tuple[str, str]] = []
+        kind = type(sources).__name__
+        raise SpecError(f"sources must be a list of (file_name, text) pairs, got {kind}.", sources_type=kind)
     for k, item in enumerate(sources):
-        ok = (
-            isinstance(item, tuple | list)
-            and len(item) == 2
-            and isinstance(item[0], str)
-            and isinstance(item[1], str)
-        )
-        if not ok:
+        if not (isinstance(item, tuple | list) and len(item) == 2 and all(isinstance(i, str) for i in item)):
             raise SpecError(
-                f"sources[{k}] must be a (file_name, text) pair of strings, got {item!r:.80}.",
-                index=k,
+                f"sources[{k}] must be a (file_name, text) pair of strings, got {item!r:.80}.", index=k
             )
-        checked.append((item[0], item[1]))
-    if not checked:
+    if not sources:
         raise SpecError("No C++ sources were given; pass at least one (file_name, text) pair.")
-    return checked
+    return [(name, text) for name, text in sources]
 
 
 def _scan(file_name: str, text: str) -> _Source:
@@ -162,8 +141,7 @@ def _requests(functions: Functions, scanned: list[_Source]) -> list[_Request]:
         for req in requests:
             if req.name in seen:
                 raise SpecError(
-                    f"functions lists {req.name!r} twice; list each function once.",
-                    function=req.name,
+                    f"functions lists {req.name!r} twice; list each function once.", function=req.name
                 )
             seen.add(req.name)
     else:
@@ -182,8 +160,13 @@ def _requests(functions: Functions, scanned: list[_Source]) -> list[_Request]:
 
 
 def _from_entry(name: object, tokens: object) -> _Request:
-    _check_name(name)
-    assert isinstance(name, str)
+    if not isinstance(name, str) or not is_c_identifier(name) or name in CXX_KEYWORDS:
+        raise SpecError(
+            f"Function name {name!r} is not a valid C identifier (a letter or '_' followed "
+            "by letters, digits or '_', and not a C++ keyword). Use the C++ function's name "
+            "exactly as declared.",
+            function=name,
+        )
     if tokens is None:
         return _Request(name, None, "")
     return _Request(name, parse_tokens(name, tokens), "functions=")  # type: ignore[arg-type]
@@ -208,16 +191,6 @@ def _from_annotations(scanned: list[_Source]) -> list[_Request]:
     return requests
 
 
-def _check_name(name: object) -> None:
-    if not is_c_identifier(name) or name in CXX_KEYWORDS:
-        raise SpecError(
-            f"Function name {name!r} is not a valid C identifier (a letter or '_' followed "
-            "by letters, digits or '_', and not a C++ keyword). Use the C++ function's name "
-            "exactly as declared.",
-            function=name,
-        )
-
-
 def _locate_anywhere(name: str, scanned: list[_Source], expander: _Expander) -> CxxSignature:
     """The plain reading's signature of ``name``, or the expanded one where the plain reading
     finds none or one with a type it cannot map."""
@@ -227,13 +200,12 @@ def _locate_anywhere(name: str, scanned: list[_Source], expander: _Expander) -> 
         if expander.preprocess is None:
             raise
         plain = None
-    if plain is not None and all(classify(p).kind != "unmappable" for p in plain.params):
-        return plain
-    if expander.preprocess is None:
-        assert plain is not None
+    if plain is not None and (
+        expander.preprocess is None or all(classify(p).kind != "unmappable" for p in plain.params)
+    ):
         return plain
     try:
-        expanded = _locate(name, scanned, expander.functions)
+        return _locate(name, scanned, expander.functions)
     except SpecError as exc:
         if plain is not None:
             return plain  # the plain reading's complaint is about the user's own text
@@ -241,7 +213,6 @@ def _locate_anywhere(name: str, scanned: list[_Source], expander: _Expander) -> 
             note = f" Reading the sources after macro expansion failed too: {expander.failure}"
             raise SpecError(exc.message + note, **exc.data) from None
         raise
-    return expanded
 
 
 def _locate(

@@ -20,20 +20,9 @@ from brainevent.spec.cxx_types import TypeClass, classify_words, join_type
 
 # Words that may sit before a declared name but are not part of its return type.
 _SPECIFIERS = frozenset(
-    {
-        "static",
-        "inline",
-        "extern",
-        "__inline__",
-        "__forceinline__",
-        "__noinline__",
-        "constexpr",
-        "__host__",
-        "__device__",
-        "__global__",
-        "__launch_bounds__",
-    }
-)
+    {"static", "inline", "extern", "__inline__", "__forceinline__", "__noinline__", "constexpr",
+     "__host__", "__device__", "__global__", "__launch_bounds__"}
+)  # fmt: skip
 # Attribute-like words followed by a parenthesised argument, dropped with it.
 _PAREN_SPECIFIERS = frozenset({"__attribute__", "__declspec", "alignas", "__launch_bounds__"})
 # Identifiers that can precede ``name (`` without making it a declaration.
@@ -79,18 +68,17 @@ def scan_functions(source: str | LexResult, file_name: str = "<source>") -> list
 def find_signature(
     source: str | LexResult, function: str, file_name: str = "<source>"
 ) -> CxxSignature | None:
-    """The host function ``function`` in ``source``, or None when it is not there.
-
-    ``__global__`` and ``__device__`` functions are skipped. A declaration and a
-    definition with the same parameter types are one function (the definition
-    wins); several definitions or differing overloads raise SpecError.
-    """
-    found = [s for s in scan_functions(source, file_name) if s.name == function]
-    return pick_one(function, [s for s in found if s.kind == "host"])
+    """The host function ``function`` in ``source`` (``__global__`` and ``__device__`` ones are
+    skipped), or None when it is not there; see :func:`pick_one`."""
+    return pick_one(
+        function, [s for s in scan_functions(source, file_name) if s.name == function and s.kind == "host"]
+    )
 
 
 def pick_one(function: str, candidates: Sequence[CxxSignature]) -> CxxSignature | None:
-    """Reduce the declarations of one name to the single entry point they describe."""
+    """Reduce the declarations of one name to the single entry point they describe: a declaration
+    and a definition with the same parameter types are one function (the definition wins);
+    several definitions or differing overloads raise SpecError."""
     if not candidates:
         return None
     where = ", ".join(c.where for c in candidates)
@@ -125,11 +113,8 @@ def pick_one(function: str, candidates: Sequence[CxxSignature]) -> CxxSignature 
 
 def _param_key(sig: CxxSignature) -> tuple[object, ...]:
     """Parameter types compared by meaning, so ``BE::Tensor const`` == ``const BE::Tensor``."""
-    key: list[object] = []
-    for p in sig.params:
-        cls = classify_words(p.type_words)
-        key.append(cls if cls.kind != "unmappable" else p.type)
-    return tuple(key)
+    classes = [(classify_words(p.type_words), p.type) for p in sig.params]
+    return tuple(cls if cls.kind != "unmappable" else text for cls, text in classes)
 
 
 class _Scanner:
@@ -162,9 +147,10 @@ class _Scanner:
                     stack.pop()
                     nested -= 1
             elif t == "{":
-                if nested == 0 and self.opens_namespace(stmt, i):
+                namespace = self.namespace(stmt, i) if nested == 0 else None
+                if namespace is not None:
                     stack.append("ns")
-                    self.scopes.append(self.namespace_name(stmt, i))
+                    self.scopes.append(namespace)
                     stmt = i + 1
                 else:
                     stack.append("{")
@@ -189,23 +175,16 @@ class _Scanner:
     def text_at(self, i: int) -> str:
         return self.texts[i] if i < len(self.texts) else ""
 
-    def namespace_name(self, start: int, brace: int) -> str:
-        """The name a namespace brace opens ("a::b" for nested definitions); "" for
-        anonymous namespaces and extern "C" blocks, whose members need no qualification."""
-        words = self.texts[start:brace]
-        if words[:1] == ["inline"]:
-            words = words[1:]
-        if words[:1] != ["namespace"]:
-            return ""
-        return "".join(w for w in words[1:] if w.isidentifier() or w == "::")
-
-    def opens_namespace(self, start: int, brace: int) -> bool:
+    def namespace(self, start: int, brace: int) -> str | None:
+        """The name a namespace-like brace opens ("a::b" for nested definitions; "" for anonymous
+        namespaces and extern "C" blocks, whose members need no qualification); None for other braces."""
         words = self.texts[start:brace]
         if words[:1] == ["inline"]:
             words = words[1:]
         if words[:1] == ["namespace"]:
-            return True
-        return [t.text for t in self.toks[start:brace]] in (["extern", '"C"'], ["extern", '"C++"'])
+            return "".join(w for w in words[1:] if w.isidentifier() or w == "::")
+        extern_block = [t.text for t in self.toks[start:brace]] in (["extern", '"C"'], ["extern", '"C++"'])
+        return "" if extern_block else None
 
     def match(self, i: int) -> int | None:
         """Index of the bracket closing the one at ``i``, or None when unbalanced."""
@@ -284,14 +263,9 @@ def _strip_template_headers(words: list[str]) -> tuple[bool, list[str] | None]:
         depth = paren = 0
         for j in range(1, len(words)):
             w = words[j]
-            if w in ("(", "["):
-                paren += 1
-            elif w in (")", "]"):
-                paren -= 1
-            elif paren == 0 and w == "<":
-                depth += 1
-            elif paren == 0 and w == ">":
-                depth -= 1
+            paren += (w in ("(", "[")) - (w in (")", "]"))
+            if paren == 0 and w in ("<", ">"):
+                depth += 1 if w == "<" else -1
                 if depth == 0:
                     break
         else:

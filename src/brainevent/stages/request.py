@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
-from ..load_options import CPU, CUDA, LoadOptions, SourceUnit, check_keywords, make_options
+from ..load_options import CUDA, LoadOptions, SourceUnit, check_keywords, make_options
+from ..platforms.devices import BUILD_PLATFORMS, C_SUFFIXES, HOST_PLATFORM, UNIT_SUFFIXES
 from ..records import Record
 
 if TYPE_CHECKING:
@@ -89,16 +90,18 @@ def check_encodable(source: str, parameter: str) -> str:
     return source
 
 
-# Which compiler a file's suffix picks: CUDA for .cu, C for .c, C++ for the rest.
-CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
-C_SUFFIXES = (".c",)
-# The files each platform's file and directory loaders take.
-SUFFIXES = {CPU: (*CPP_SUFFIXES, *C_SUFFIXES), CUDA: (".cu", *CPP_SUFFIXES, *C_SUFFIXES)}
+# Which compiler a file's suffix picks (the platform table): CUDA for .cu, C for .c, C++ for the rest.
+CPP_SUFFIXES = BUILD_PLATFORMS[HOST_PLATFORM].suffixes
+# The files each platform's file and directory loaders take: its own, then C++ and C.
+SUFFIXES = {
+    build: tuple(dict.fromkeys((*p.suffixes, *CPP_SUFFIXES, *C_SUFFIXES)))
+    for build, p in BUILD_PLATFORMS.items()
+}
 
 
 def unit_suffix(file: Path) -> str:
     """The unit suffix (".cu", ".c" or ".cpp") a file is compiled as."""
-    return file.suffix if file.suffix in (".cu", ".c") else ".cpp"
+    return UNIT_SUFFIXES.get(file.suffix, CPP_SUFFIXES[0])
 
 
 def refuse_c_only(units: Sequence[SourceUnit], caller: str) -> None:
