@@ -93,24 +93,48 @@ CUDA12_NOTE = (
 )
 
 
+# dlopen runs a library's constructors: a sanitizer build or a broken one can abort the
+# process that loads it, so the load check loads each library in a child, one per line.
+_LOAD_CHILD = """
+import ctypes, sys
+for path in sys.argv[1:]:
+    try:
+        ctypes.CDLL(path)
+        print("ok", flush=True)
+    except OSError as exc:
+        print("failed:", str(exc).replace(chr(10), " "), flush=True)
+"""
+
+
 def _load_check(report: Report, entries: list[EntryInfo], gpu_present: bool) -> None:
     """dlopen each intact cached library this node could use: what a load-only node relies on."""
-    import ctypes
-
     usable = [
-        (e, e.manifest.artifact)
+        (e, str(e.directory / e.manifest.artifact))
         for e in entries
         if e.manifest is not None and (e.manifest.platform == HOST_PLATFORM or gpu_present)
     ]
-    failed = []
-    for entry, artifact in usable:
-        try:
-            ctypes.CDLL(str(entry.directory / artifact))
-        except OSError as exc:
-            failed.append(f"{entry.module}/{entry.directory.name}: {exc}")
     if not usable:
         report.item("load check", "no ahead-of-time builds to load (fill the cache with `brainevent build`)")
         return
+    failed = []
+    pending = list(usable)
+    while pending:
+        done = subprocess.run(
+            [sys.executable, "-c", _LOAD_CHILD, *(path for _, path in pending)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        answers = done.stdout.splitlines()
+        for (entry, _), answer in zip(pending, answers, strict=False):  # a child that died says less
+            if answer != "ok":
+                failed.append(f"{entry.module}/{entry.directory.name}: {answer.removeprefix('failed: ')}")
+        if len(answers) >= len(pending):
+            break
+        entry, _ = pending[len(answers)]  # the child died while loading this one
+        tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        failed.append(f"{entry.module}/{entry.directory.name}: loading it ended the process ({tail[0]})")
+        pending = pending[len(answers) + 1 :]
     report.item("load check", f"{len(usable) - len(failed)} of {len(usable)} cached libraries load")
     for failure in failed:
         report.problem(f"a cached library does not load: {failure}")

@@ -136,6 +136,34 @@ def test_doctor_load_only_reports_a_library_that_does_not_load(fresh_cache: Path
     assert "PROBLEM: a cached library does not load: aot_broken/" in done.stdout
 
 
+def test_doctor_survives_a_cached_library_that_aborts_when_loaded(fresh_cache: Path, tmp_path: Path) -> None:
+    # A constructor that ends the process stands for a sanitizer build (ASan aborts when its
+    # runtime was not preloaded): the load check must name it, and check the rest.
+    aborting = KERNEL + "\n#include <cstdlib>\n__attribute__((constructor)) static void die() { std::abort(); }\n"
+    brainevent.load_cpp_inline(name="aot_fine", cpp_sources=KERNEL, auto_register=False)
+    source = tmp_path / "aot_aborts.cpp"
+    source.write_text(aborting)
+    built = subprocess.run(  # `brainevent build` compiles without loading
+        [sys.executable, "-m", "brainevent", "build", str(source)],
+        env=dict(os.environ, PYTHONPATH=SRC, JAX_PLATFORMS="cpu", BRAINEVENT_CACHE_DIR=str(fresh_cache)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "brainevent", "doctor", "--no-compile"],
+        env=_without_compilers(tmp_path, fresh_cache),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "load check         1 of 2 cached libraries load" in done.stdout, done.stdout
+    assert "PROBLEM: a cached library does not load: aot_aborts/" in done.stdout
+    assert "loading it ended the process" in done.stdout
+
+
 def test_cache_list_info_clear(fresh_cache: Path) -> None:
     brainevent.load_cpp_inline(name="cli_one", cpp_sources=KERNEL, auto_register=False)
     brainevent.load_cpp_inline(name="cli_two", cpp_sources=KERNEL, auto_register=False)

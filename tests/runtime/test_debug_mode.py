@@ -85,7 +85,13 @@ def test_address_sanitizer_recipe_catches_a_raw_pointer_overrun(tmp_path: Path):
         print("not caught")
     ''')
     )
-    env = dict(os.environ, LD_PRELOAD=f"{asan} {stdcxx}", ASAN_OPTIONS="detect_leaks=0")
+    # A cache of its own: an ASan library elsewhere would abort any later process that loads it.
+    env = dict(
+        os.environ,
+        LD_PRELOAD=f"{asan} {stdcxx}",
+        ASAN_OPTIONS="detect_leaks=0",
+        BRAINEVENT_CACHE_DIR=str(tmp_path / "cache"),
+    )
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode != 0, done.stdout + done.stderr
