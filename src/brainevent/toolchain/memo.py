@@ -65,15 +65,21 @@ def remembered(
     *,
     encode: Callable[[T], Any] = lambda v: v,
     decode: Callable[[Any], T] = lambda v: v,
+    fresh: Callable[[T], bool] = lambda v: True,
 ) -> T:
-    """``probe()``'s result for ``(kind, identity)``, from the memo when present."""
+    """``probe()``'s result for ``(kind, identity)``, from the memo when present. A value that
+    is not ``fresh`` (e.g. the file it names was replaced) is neither used nor remembered."""
     path = _memo_path()
     key = f"{kind}|{identity}"
     data = _read(path)
     if key in data.get("entries", {}):
         with contextlib.suppress(Exception):
-            return decode(data["entries"][key])
+            value = decode(data["entries"][key])
+            if fresh(value):
+                return value
     value = probe()
+    if not fresh(value):
+        return value
     data = _read(path)  # re-read: another process may have added entries meanwhile
     data["schema"] = MEMO_SCHEMA
     data.setdefault("entries", {})[key] = encode(value)
