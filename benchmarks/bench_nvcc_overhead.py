@@ -6,8 +6,10 @@ Interleaved rounds of
   (b) a cold ``load_cuda_inline`` of the kernel in a fresh process with a fresh cache
       directory (so the shared call-frame decoder is built too), for the same arch.
 Both are compile-only (no GPU needed). Prints the medians and (b) / (a); the target is 1.05x.
+With ``--warm-decoder`` each fresh cache directory starts with the decoder (and the toolchain
+memo) of an earlier build: the cost of a module's first load once a toolchain has built one.
 
-Usage: python benchmarks/bench_nvcc_overhead.py [--repeat N] [--arch sm_80]
+Usage: python benchmarks/bench_nvcc_overhead.py [--repeat N] [--arch sm_80] [--warm-decoder]
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ import sys, time
 import brainevent
 t = time.perf_counter()
 mod = brainevent.load_cuda_inline(
-    name="overhead_add", cuda_sources=sys.argv[1], compute_capability=sys.argv[2], auto_register=False
+    name=sys.argv[3], cuda_sources=sys.argv[1], compute_capability=sys.argv[2], auto_register=False
 )
 assert mod.built_now
 print(time.perf_counter() - t)
@@ -68,32 +70,50 @@ def bare_nvcc(nvcc: str, arch: str, work: Path) -> float:
     return time.perf_counter() - start
 
 
-def cold_load(arch: str) -> float:
+def cold_load(arch: str, seed: str | None) -> float:
+    """Seconds of a cold load in a fresh process and cache directory (a copy of ``seed``, if given)."""
     cache = tempfile.mkdtemp(prefix="be-nvcc-overhead-")
     try:
-        return float(run_python(COLD, {"BRAINEVENT_CACHE_DIR": cache}, [SEED_ADD, arch]).split()[-1])
+        if seed is not None:
+            shutil.copytree(seed, cache, dirs_exist_ok=True)
+        output = run_python(COLD, {"BRAINEVENT_CACHE_DIR": cache}, [SEED_ADD, arch, "overhead_add"])
+        return float(output.split()[-1])
     finally:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def decoder_seed(arch: str) -> str:
+    """A cache directory holding the shared decoder (built with another module)."""
+    seed = tempfile.mkdtemp(prefix="be-nvcc-overhead-seed-")
+    output = run_python(COLD, {"BRAINEVENT_CACHE_DIR": seed}, [SEED_ADD, arch, "overhead_seed"])
+    assert output
+    shutil.rmtree(Path(seed) / "v1" / "overhead_seed")
+    return seed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--arch", default=os.environ.get("BRAINEVENT_CUDA_ARCH") or "sm_80")
+    parser.add_argument("--warm-decoder", action="store_true", help="the decoder is already built")
     args = parser.parse_args()
     precompile()
     nvcc = nvcc_path()
+    seed = decoder_seed(args.arch) if args.warm_decoder else None
     bare: list[float] = []
     ours: list[float] = []
     with tempfile.TemporaryDirectory() as work:
         for _ in range(args.repeat):
             bare.append(bare_nvcc(nvcc, args.arch, Path(work)))
-            ours.append(cold_load(args.arch))
+            ours.append(cold_load(args.arch, seed))
+    if seed is not None:
+        shutil.rmtree(seed, ignore_errors=True)
     for label, values in (("nvcc -shared, raw launcher", bare), ("cold load_cuda_inline", ours)):
         spread = f"min {min(values):.3f}, max {max(values):.3f}"
         print(f"{label:28}: median {statistics.median(values):.3f} s ({spread})")
     ratio = statistics.median(ours) / statistics.median(bare)
-    print(f"cold load / nvcc alone: {ratio:.3f}x (target 1.05x; {args.repeat} rounds, arch {args.arch})")
+    decoder = "decoder built before" if seed else "decoder built too"
+    print(f"cold load / nvcc alone: {ratio:.3f}x (target 1.05x, {args.repeat} rounds; {decoder})")
 
 
 if __name__ == "__main__":

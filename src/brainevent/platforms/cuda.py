@@ -289,6 +289,8 @@ def _warn_plugin_mismatch_once(nvcc: NvccInfo) -> None:
     if nvcc.path in _warned_mismatch:
         return
     _warned_mismatch.add(nvcc.path)
+    if not _jax_cuda_plugin_found():  # no plugin, no mismatch: skips reading every distribution
+        return
     from ..toolchain.nvcc import check_jax_plugin_match
 
     check_jax_plugin_match(nvcc)  # emits a ToolchainWarning itself
@@ -321,6 +323,14 @@ def _nvcc_unchanged(known: dict[str, Any] | None) -> bool:
 _JAX_CUDA_PLUGIN_MODULES = ("jax_cuda12_plugin", "jax_cuda13_plugin")
 
 
+def _jax_cuda_plugin_found() -> bool:
+    """Finding a plugin's module is a path lookup; reading the distributions' metadata (their
+    versions) imports importlib.metadata and costs tens of milliseconds."""
+    import importlib.util
+
+    return any(importlib.util.find_spec(module) for module in _JAX_CUDA_PLUGIN_MODULES)
+
+
 def cuda_runtime_unavailable() -> str | None:
     """None when this process's JAX can run CUDA targets, else why it cannot."""
     try:
@@ -333,10 +343,7 @@ def cuda_runtime_unavailable() -> str | None:
             return f"this JAX has no CUDA backend (platforms: {sorted(platforms)})"
     except (ImportError, AttributeError, RuntimeError):
         pass
-    import importlib.util
-
-    # Finding a plugin's module is a path lookup; reading the distributions' metadata costs ~30 ms.
-    if not any(importlib.util.find_spec(module) for module in _JAX_CUDA_PLUGIN_MODULES):
+    if not _jax_cuda_plugin_found():
         return "JAX is installed without CUDA support (no jax-cuda12-plugin or jax-cuda13-plugin)"
     from ..toolchain.cuda_driver import probe_devices
 
