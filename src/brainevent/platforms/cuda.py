@@ -58,11 +58,11 @@ class CudaPlatform(PlatformBase):
         self._nvcc: NvccInfo | None = None
         self._archs: tuple[CudaArch, ...] | None = None
         self._arch_names: list[str] = []
-        context = _search_context(compute_capability)
-        if context is None:  # archs from the GPUs
+        self._context = _search_context(compute_capability)
+        if self._context is None:  # archs from the GPUs
             self._known = self._search()
         else:
-            self._known = remembered("cuda-toolchain", context, self._search, fresh=_nvcc_unchanged)
+            self._known = remembered("cuda-toolchain", self._context, self._search, fresh=_nvcc_unchanged)
 
     def _search(self) -> dict[str, Any] | None:
         """Find nvcc and resolve the archs: what keys a build, or None without nvcc."""
@@ -92,7 +92,16 @@ class CudaPlatform(PlatformBase):
     @property
     def nvcc(self) -> NvccInfo:
         if self._nvcc is None and self.toolchain_error is None:  # the key came from the memo
-            self._search()
+            found = self._search()
+            if found is not None and self._known is not None and found["nvcc"] != self._known["nvcc"]:
+                # The search now finds another nvcc than the one keyed: remember it and refuse
+                # to build under the other's key.
+                remembered("cuda-toolchain", str(self._context), lambda: found, fresh=found.__eq__)
+                raise ToolchainError(
+                    f"nvcc changed during this load: the cache key names {self._known['nvcc']} but "
+                    f"a search now finds {found['nvcc']}. Load the module again.",
+                    value=found["nvcc"],
+                )
         if self._nvcc is None:
             assert self.toolchain_error is not None
             raise self.toolchain_error
@@ -298,7 +307,8 @@ def _warn_plugin_mismatch_once(nvcc: NvccInfo) -> None:
 
 def _search_context(compute_capability: object) -> str | None:
     """What nvcc's search and the archs depend on, as the memo's key; None when the archs come
-    from the GPUs. A change of any (PATH, CUDA_HOME, sys.path...) searches again."""
+    from the GPUs. A change of any (PATH, CUDA_HOME, sys.path...) searches again, and so does
+    a pip install or uninstall: it changes its site-packages directory's mtime."""
     arch = config.CUDA_ARCH.get() if compute_capability is None else compute_capability
     if arch is None:
         return None
@@ -309,9 +319,16 @@ def _search_context(compute_capability: object) -> str | None:
         config.NVCC_PREFER.get(),
         *(env.get(name) for name in ("CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "PATH")),
         sys.prefix,
-        *sys.path,
+        *(f"{entry}:{_mtime(entry)}" for entry in sys.path),
     )
     return "\0".join(str(part) for part in parts)
+
+
+def _mtime(directory: str) -> int | None:
+    try:
+        return os.stat(directory or ".").st_mtime_ns
+    except OSError:
+        return None
 
 
 def _nvcc_unchanged(known: dict[str, Any] | None) -> bool:
