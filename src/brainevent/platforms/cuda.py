@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,16 +19,14 @@ from ..errors import ToolchainError
 from ..fileio import file_identity
 from ..toolchain import find_host_compiler
 from ..toolchain.memo import remembered
-from .base import PlatformBase, host_key_inputs
+from .base import PlatformBase, UnitCommand, host_key_inputs
 
 # The build steps, nvcc's search and the arch tables are imported inside the methods that
 # build: a cache hit reads what it keys from the toolchain memo (see CudaPlatform).
 if TYPE_CHECKING:
-    from ..build.step import BuildStep
     from ..stages.request import LoadOptions, SourceUnit
     from ..toolchain.cuda_arch import CudaArch
     from ..toolchain.nvcc import NvccInfo
-    from .steps import GeneratedSources
 
 # nvcc keeps each unit's intermediates here (removed before an entry is published).
 _KEEP_ROOT = "nvcc-tmp"
@@ -146,18 +145,14 @@ class CudaPlatform(PlatformBase):
             flags.append("--use_fast_math")
         return flags
 
-    def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
+    def _unit_commands(self, options: LoadOptions, units: int) -> tuple[UnitCommand, UnitCommand]:
         from ..build import BUILD_DIR
-        from ..build.step import BuildStep
         from . import languages
-        from .steps import library_link_flags, one_call_step, unit_step
 
         nvcc_flags = self._nvcc_flags(options)
-        link_flags = ("-shared", "-nodlink", *_strip_flags(options), *self._link_flags(options))
-        ldflags = (*library_link_flags(options, nvcc=True), *options.extra_ldflags)
-        threads = arch_thread_flags(len(self.archs), len(sources.kernel_units))
+        threads = arch_thread_flags(len(self.archs), units)
 
-        def unit_command(i: int, unit: SourceUnit) -> tuple[str, ...]:
+        def command(i: int, unit: SourceUnit) -> tuple[str, ...]:
             if languages.is_c_unit(unit):  # C goes to the host C compiler, not through nvcc
                 return self._c_unit_command(options, unit)
             # Kept intermediates are named after the unit, unlike nvcc's default temporary
@@ -168,31 +163,14 @@ class CudaPlatform(PlatformBase):
         def workdirs(i: int, unit: SourceUnit) -> tuple[str, ...]:
             return () if languages.is_c_unit(unit) else (f"{_KEEP_ROOT}/k{i}",)
 
-        if sources.one_call:  # a single unit is never C: entry points need C++
-            unit = sources.kernel_units[0][1]
-            step = one_call_step(
-                sources, unit_command(0, unit), link_flags, ldflags, workdirs=workdirs(0, unit)
-            )
-            return [step]
-        steps = [
-            unit_step(f"k{i}.o", path, unit, unit_command(i, unit), workdirs=workdirs(i, unit))
-            for i, (path, unit) in enumerate(sources.kernel_units)
-        ]
-        if sources.decoder_source is not None:
-            steps.append(self.decoder_step(sources))
-        objects = (*(step.output for step in steps if step.output != sources.decoder), sources.decoder)
-        link = (
-            self.nvcc.path,
-            *link_flags,
-            "-ccbin",
-            find_host_compiler().path,
-            "-o",
-            sources.library,
-            *objects,
-            *ldflags,
-        )
-        steps.append(BuildStep(sources.library, objects, link, f"link {sources.library}"))
-        return steps
+        return command, workdirs
+
+    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
+        from .steps import library_link_flags
+
+        linker = (self.nvcc.path, "-ccbin", find_host_compiler().path)
+        link_flags = ("-shared", "-nodlink", *_strip_flags(options), *self._link_flags(options))
+        return linker, link_flags, (*library_link_flags(options, nvcc=True), *options.extra_ldflags)
 
     def covered_dirs(self) -> list[str]:
         from .steps import toolchain_header_dirs
