@@ -56,7 +56,6 @@ class CudaPlatform(PlatformBase):
         self._requested = compute_capability
         self._nvcc: NvccInfo | None = None
         self._archs: tuple[CudaArch, ...] | None = None
-        self._arch_names: list[str] = []
         self._context = _search_context(compute_capability)
         if self._context is None:  # archs from the GPUs
             self._known = self._search()
@@ -71,13 +70,12 @@ class CudaPlatform(PlatformBase):
             self._nvcc = find_nvcc()
         except ToolchainError as exc:
             self.toolchain_error = exc
-        self._arch_names = [a.sm for a in self.archs]
+        archs = [a.sm for a in self.archs]
         if self._nvcc is None:
             return None
         _warn_plugin_mismatch_once(self._nvcc)
-        path = self._nvcc.path
-        version = list(self._nvcc.version)
-        return {"nvcc": path, "identity": nvcc_identity(path), "version": version, "archs": self._arch_names}
+        path, version = self._nvcc.path, list(self._nvcc.version)
+        return {"nvcc": path, "identity": nvcc_identity(path), "version": version, "archs": archs}
 
     @property
     def archs(self) -> tuple[CudaArch, ...]:
@@ -108,7 +106,7 @@ class CudaPlatform(PlatformBase):
 
     def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
         """What keys a build apart from the toolchain's identity: the archs."""
-        return {"archs": self._known["archs"] if self._known else self._arch_names}
+        return {"archs": self._known["archs"] if self._known else [a.sm for a in self.archs]}
 
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
         if self._known is None:  # no nvcc: the load looks for an ahead-of-time build

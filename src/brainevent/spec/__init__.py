@@ -7,29 +7,7 @@ are exported for tools and tests. They load on first use: a cache hit needs only
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .annotations import Annotation as Annotation
-    from .annotations import discover_annotations as discover_annotations
-    from .cxx_lexer import Comment as Comment
-    from .cxx_lexer import LexResult as LexResult
-    from .cxx_lexer import Token as Token
-    from .cxx_lexer import lex as lex
-    from .cxx_types import TypeClass as TypeClass
-    from .infer import infer_spec as infer_spec
-    from .model import SCALAR_TYPES as SCALAR_TYPES
-    from .model import FunctionSpec as FunctionSpec
-    from .model import Param as Param
-    from .model import Role as Role
-    from .resolve import resolve_functions as resolve_functions
-    from .signature import CxxParam as CxxParam
-    from .signature import CxxSignature as CxxSignature
-    from .signature import classify as classify
-    from .signature import find_signature as find_signature
-    from .signature import scan_functions as scan_functions
-    from .tokens import SpecToken as SpecToken
-    from .tokens import parse_tokens as parse_tokens
+from typing import Any
 
 _EXPORTS = {
     "Annotation": "annotations",
@@ -55,12 +33,10 @@ _EXPORTS = {
 }
 
 
-if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error there
+def __getattr__(name: str) -> Any:
+    from ..lazy_exports import load_export
 
-    def __getattr__(name: str) -> Any:
-        from ..lazy_exports import load_export
-
-        return load_export(__name__, _EXPORTS, globals(), name)
+    return load_export(__name__, _EXPORTS, globals(), name)
 
 
 __all__ = sorted(_EXPORTS)
