@@ -284,7 +284,8 @@ def _warn_plugin_mismatch_once(nvcc: NvccInfo) -> None:
 def _search_context(compute_capability: object) -> str | None:
     """What nvcc's search and the archs depend on, as the memo's key; None when the archs come
     from the GPUs. A change of any (PATH, CUDA_HOME, sys.path...) searches again, and so does
-    a pip install or uninstall: it changes its site-packages directory's mtime."""
+    a pip install or uninstall: it changes its site-packages directory's mtime (only those are
+    stat'ed: the script's directory changes too often, and each context is a memo entry)."""
     arch = config.CUDA_ARCH.get() if compute_capability is None else compute_capability
     if arch is None:
         return None
@@ -295,14 +296,15 @@ def _search_context(compute_capability: object) -> str | None:
         config.NVCC_PREFER.get(),
         *(env.get(name) for name in ("CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "PATH")),
         sys.prefix,
-        *(f"{entry}:{_mtime(entry)}" for entry in sys.path),
+        *sys.path,
+        *(_mtime(entry) for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))),
     )
     return "\0".join(str(part) for part in parts)
 
 
 def _mtime(directory: str) -> int | None:
     try:
-        return os.stat(directory or ".").st_mtime_ns
+        return os.stat(directory).st_mtime_ns
     except OSError:
         return None
 
