@@ -16,7 +16,7 @@ _apply_cuda_graph_default()
 
 # Everything else is imported on first use (module __getattr__ below), so that
 # `import brainevent` stays cheap. Type checkers and IDEs read the real objects from this
-# block instead; tests/api/test_public_api.py keeps it and _LAZY listing the same names.
+# block instead; tests/api/test_public_api.py keeps it and _EXPORTS listing the same names.
 if TYPE_CHECKING:
     from .cache_control import clear_cache as clear_cache
     from .cache_control import get_cache_dir as get_cache_dir
@@ -56,58 +56,53 @@ if TYPE_CHECKING:
     from .runtime.targets import register_ffi_target as register_ffi_target
     from .spec.tokens import normalize_tokens as normalize_tokens
 
-# public name -> (module under brainevent, attribute of that module)
-_LAZY: dict[str, tuple[str, str]] = {
-    "load_cpp_inline": ("loaders", "load_cpp_inline"),
-    "load_cpp_file": ("loaders", "load_cpp_file"),
-    "load_cpp_dir": ("loaders", "load_cpp_dir"),
-    "load_cuda_inline": ("cuda_loaders", "load_cuda_inline"),
-    "load_cuda_file": ("cuda_loaders", "load_cuda_file"),
-    "load_cuda_dir": ("cuda_loaders", "load_cuda_dir"),
-    "include_dir": ("headers", "include_dir"),
-    "enable_cuda_graphs": ("cuda_graphs", "enable_cuda_graphs"),
-    "CompiledModule": ("runtime.module", "CompiledModule"),
-    "KernelFunction": ("runtime.kernel_function", "KernelFunction"),
-    "numba_kernel": ("numba_bridge", "numba_kernel"),
-    "numba_cuda_kernel": ("numba_bridge", "numba_cuda_kernel"),
-    "numba_cuda_callable": ("numba_bridge", "numba_cuda_callable"),
-    "cuda_kernel": ("nvrtc.kernel", "cuda_kernel"),
-    "XLACustomKernel": ("custom_kernel", "XLACustomKernel"),
-    "defjvp": ("custom_kernel.jax_rules", "defjvp"),
-    "general_batching_rule": ("custom_kernel.jax_rules", "general_batching_rule"),
-    "KernelEntry": ("custom_kernel", "KernelEntry"),
-    "BenchmarkConfig": ("custom_kernel", "BenchmarkConfig"),
-    "BenchmarkRecord": ("custom_kernel", "BenchmarkRecord"),
-    "BenchmarkResult": ("custom_kernel", "BenchmarkResult"),
-    "benchmark_function": ("custom_kernel", "benchmark_function"),
-    "get_registry": ("custom_kernel", "get_registry"),
-    "get_primitives_by_tags": ("custom_kernel", "get_primitives_by_tags"),
-    "get_all_primitive_names": ("custom_kernel", "get_all_primitive_names"),
-    "set_cache_dir": ("cache_control", "set_cache_dir"),
-    "get_cache_dir": ("cache_control", "get_cache_dir"),
-    "clear_cache": ("cache_control", "clear_cache"),
-    "register_ffi_target": ("runtime.targets", "register_ffi_target"),
-    "list_registered_targets": ("runtime.targets", "list_registered_targets"),
-    "export_checks": ("runtime.targets", "export_checks"),
-    "ffi_call": ("calls.ffi", "ffi_call"),
-    "print_diagnostics": ("doctor", "print_diagnostics"),
-    "normalize_tokens": ("spec.tokens", "normalize_tokens"),
-    "triton_kernel": ("custom_kernel", "triton_kernel"),
-    "jaxtype_to_warptype": ("custom_kernel.warp_types", "jaxtype_to_warptype"),
-    "jaxinfo_to_warpinfo": ("custom_kernel.warp_types", "jaxinfo_to_warpinfo"),
+# public name -> the module under brainevent that defines it
+_EXPORTS: dict[str, str] = {
+    "load_cpp_inline": "loaders",
+    "load_cpp_file": "loaders",
+    "load_cpp_dir": "loaders",
+    "load_cuda_inline": "cuda_loaders",
+    "load_cuda_file": "cuda_loaders",
+    "load_cuda_dir": "cuda_loaders",
+    "include_dir": "headers",
+    "enable_cuda_graphs": "cuda_graphs",
+    "CompiledModule": "runtime.module",
+    "KernelFunction": "runtime.kernel_function",
+    "numba_kernel": "numba_bridge",
+    "numba_cuda_kernel": "numba_bridge",
+    "numba_cuda_callable": "numba_bridge",
+    "cuda_kernel": "nvrtc.kernel",
+    "XLACustomKernel": "custom_kernel",
+    "defjvp": "custom_kernel.jax_rules",
+    "general_batching_rule": "custom_kernel.jax_rules",
+    "KernelEntry": "custom_kernel",
+    "BenchmarkConfig": "custom_kernel",
+    "BenchmarkRecord": "custom_kernel",
+    "BenchmarkResult": "custom_kernel",
+    "benchmark_function": "custom_kernel",
+    "get_registry": "custom_kernel",
+    "get_primitives_by_tags": "custom_kernel",
+    "get_all_primitive_names": "custom_kernel",
+    "set_cache_dir": "cache_control",
+    "get_cache_dir": "cache_control",
+    "clear_cache": "cache_control",
+    "register_ffi_target": "runtime.targets",
+    "list_registered_targets": "runtime.targets",
+    "export_checks": "runtime.targets",
+    "ffi_call": "calls.ffi",
+    "print_diagnostics": "doctor",
+    "normalize_tokens": "spec.tokens",
+    "triton_kernel": "custom_kernel",
+    "jaxtype_to_warptype": "custom_kernel.warp_types",
+    "jaxinfo_to_warpinfo": "custom_kernel.warp_types",
 }
 
 if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error there
 
     def __getattr__(name: str) -> Any:
-        if name in _LAZY:
-            import importlib
+        from .lazy_exports import load_export
 
-            module_name, attr = _LAZY[name]
-            value = getattr(importlib.import_module(f".{module_name}", __name__), attr)
-            globals()[name] = value
-            return value
-        raise AttributeError(f"module 'brainevent' has no attribute {name!r}")
+        return load_export(__name__, _EXPORTS, globals(), name)
 
 
-__all__ = ["__version__", "config", *_error_names, *_LAZY]
+__all__ = ["__version__", "config", *_error_names, *_EXPORTS]

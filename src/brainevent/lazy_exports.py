@@ -1,4 +1,9 @@
-"""What a package ``__getattr__`` does to import a public name's submodule on first use."""
+"""What a package ``__getattr__`` does to import a public name's submodule on first use.
+
+The one idiom: a package lists ``_EXPORTS = {name: submodule}`` and its ``__getattr__`` calls
+:func:`load_export`; where an ``if TYPE_CHECKING:`` block re-exports the names for type
+checkers, ``__getattr__`` is defined under ``if not TYPE_CHECKING:`` so a misspelt name is an error.
+"""
 
 from __future__ import annotations
 

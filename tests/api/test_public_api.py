@@ -22,8 +22,8 @@ from brainevent import errors
 INIT = Path(brainevent.__file__)
 
 
-def _type_checking_imports() -> dict[str, tuple[str, str]]:
-    """public name -> (module, attribute), read from the ``if TYPE_CHECKING:`` block."""
+def _type_checking_imports() -> dict[str, str]:
+    """public name -> module, read from the ``if TYPE_CHECKING:`` block."""
     tree = ast.parse(INIT.read_text(encoding="utf-8"))
     blocks = [
         node
@@ -31,26 +31,26 @@ def _type_checking_imports() -> dict[str, tuple[str, str]]:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
     ]
     assert len(blocks) == 1, "expected one `if TYPE_CHECKING:` block in brainevent/__init__.py"
-    found: dict[str, tuple[str, str]] = {}
+    found: dict[str, str] = {}
     for stmt in blocks[0].body:
         assert isinstance(stmt, ast.ImportFrom) and stmt.level == 1, ast.unparse(stmt)
         for alias in stmt.names:
             # `import x as x` is how a stub marks a re-export; anything else hides the name.
             assert alias.asname == alias.name, ast.unparse(stmt)
-            found[alias.name] = (str(stmt.module), alias.name)
+            found[alias.name] = str(stmt.module)
     return found
 
 
 def test_type_checking_block_and_lazy_table_list_the_same_names() -> None:
-    assert _type_checking_imports() == brainevent._LAZY
+    assert _type_checking_imports() == brainevent._EXPORTS
 
 
 def test_every_public_name_resolves() -> None:
     assert len(set(brainevent.__all__)) == len(brainevent.__all__)
     for name in brainevent.__all__:
         assert getattr(brainevent, name) is not None, name
-    for name, (module, attr) in brainevent._LAZY.items():
-        assert getattr(brainevent, name) is getattr(sys.modules[f"brainevent.{module}"], attr)
+    for name, module in brainevent._EXPORTS.items():
+        assert getattr(brainevent, name) is getattr(sys.modules[f"brainevent.{module}"], name)
     assert set(errors.__all__) <= set(brainevent.__all__)
 
 
@@ -63,7 +63,7 @@ def test_import_brainevent_loads_no_lazy_module() -> None:
     # cuda_graphs is imported on purpose: it must edit XLA_FLAGS before JAX starts (it imports
     # nothing heavy); every other module behind a lazy name waits for first use.
     eager = {"brainevent.cuda_graphs"}
-    lazy = sorted({f"brainevent.{module}" for module, _ in brainevent._LAZY.values()} - eager)
+    lazy = sorted({f"brainevent.{module}" for module in brainevent._EXPORTS.values()} - eager)
     code = (
         "import sys, brainevent\n"
         f"print(sorted(m for m in {lazy!r} if m in sys.modules))\n"

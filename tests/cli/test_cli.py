@@ -139,7 +139,8 @@ def test_doctor_load_only_reports_a_library_that_does_not_load(fresh_cache: Path
 def test_doctor_survives_a_cached_library_that_aborts_when_loaded(fresh_cache: Path, tmp_path: Path) -> None:
     # A constructor that ends the process stands for a sanitizer build (ASan aborts when its
     # runtime was not preloaded): the load check must name it, and check the rest.
-    aborting = KERNEL + "\n#include <cstdlib>\n__attribute__((constructor)) static void die() { std::abort(); }\n"
+    constructor = "__attribute__((constructor)) static void die() { std::abort(); }"
+    aborting = f"{KERNEL}\n#include <cstdlib>\n{constructor}\n"
     brainevent.load_cpp_inline(name="aot_fine", cpp_sources=KERNEL, auto_register=False)
     source = tmp_path / "aot_aborts.cpp"
     source.write_text(aborting)

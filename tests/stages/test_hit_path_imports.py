@@ -1,5 +1,7 @@
 """The cache-hit path imports only what a hit needs: the build machinery loads on a miss, the
-call sugar on the first call, and the classes a hit creates are plain (docs/architecture.md)."""
+call sugar on the first call, and the classes a hit creates are plain (docs/architecture.md).
+A CUDA hit (compile-only: the arch is given, no GPU needed) neither searches for nvcc nor
+imports anything under brainevent.toolchain beyond the host compiler's lookup and the memo."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 SRC_DIR = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -20,13 +24,32 @@ void hit_twice(const BE::Tensor x, BE::Tensor out) {
 }
 """
 
+CUDA_KERNEL = r"""
+#include "brainevent/common.h"
+__global__ void twice(const float* x, float* y, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i];
+}
+// @BE hit_twice arg ret stream
+void hit_twice(const BE::Tensor x, BE::Tensor out, cudaStream_t stream) {
+    int64_t n = x.numel();
+    twice<<<(n + 255) / 256, 256, 0, stream>>>(x.data_ptr<float>(), out.data_ptr<float>(), n);
+}
+"""
+
 PROBE = textwrap.dedent(
     """
     import dataclasses, json, sys
     import jax, numpy as np
     import brainevent
+    jax.devices()  # a program has JAX's backends up before its first load
     before = set(sys.modules)
-    mod = brainevent.load_cpp_inline(name="hit_imports", cpp_sources=sys.argv[1])
+    if sys.argv[2] == "cuda":  # compile-only: built for the arch given, registered where a GPU is
+        mod = brainevent.load_cuda_inline(
+            name="hit_imports_cu", cuda_sources=sys.argv[1], compute_capability="sm_80"
+        )
+    else:
+        mod = brainevent.load_cpp_inline(name="hit_imports", cpp_sources=sys.argv[1])
     loaded = sorted(m for m in set(sys.modules) - before if m.startswith("brainevent"))
     costly = sorted(  # classes that cost several times a plain class to create
         f"{name}.{cls.__name__}"
@@ -36,8 +59,9 @@ PROBE = textwrap.dedent(
         and (hasattr(cls, "_fields") and issubclass(cls, tuple) or dataclasses.is_dataclass(cls)
              or getattr(cls, "_is_protocol", False))
     )
-    y = mod.hit_twice(np.arange(4, dtype=np.float32))
-    assert np.allclose(np.asarray(y), [0, 2, 4, 6]), y
+    if sys.argv[2] == "cpu":
+        y = mod.hit_twice(np.arange(4, dtype=np.float32))
+        assert np.allclose(np.asarray(y), [0, 2, 4, 6]), y
     print(json.dumps({"built_now": mod.built_now, "loaded": loaded, "costly": costly}))
     """
 )
@@ -60,6 +84,9 @@ BUILD_ONLY = (
     "brainevent.bundle",
     "brainevent.logs",
 )
+# Under brainevent.toolchain a hit needs the host compiler's lookup (every key names it) and
+# the memo of nvcc's search: no search, no version probe, no arch table.
+TOOLCHAIN_ON_A_HIT = ("brainevent.toolchain", "brainevent.toolchain.host", "brainevent.toolchain.memo")
 # Modules a call (or reading CompiledModule.path or .functions) needs, and a load does not:
 # registering takes the function names alone, the specs are read back on first use.
 CALL_ONLY = (
@@ -71,26 +98,32 @@ CALL_ONLY = (
 )
 
 
-def _load(cache: Path) -> dict[str, object]:
+def _load(cache: Path, platform: str) -> dict[str, object]:
     env = dict(os.environ, BRAINEVENT_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu")
     env["PYTHONPATH"] = SRC_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    kernel = CUDA_KERNEL if platform == "cuda" else KERNEL
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, KERNEL], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", PROBE, kernel, platform], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_a_cache_hit_imports_no_build_machinery(tmp_path: Path) -> None:
-    miss = _load(tmp_path)
+@pytest.mark.parametrize("platform", ["cpu", pytest.param("cuda", marks=pytest.mark.nvcc)])
+def test_a_cache_hit_imports_no_build_machinery(tmp_path: Path, platform: str) -> None:
+    miss = _load(tmp_path, platform)
     assert miss["built_now"] is True
     assert "brainevent.stages.plan" in miss["loaded"]  # the probe sees what a build imports
+    if platform == "cuda":  # the probe sees nvcc's search
+        assert "brainevent.toolchain.nvcc" in miss["loaded"]
 
-    hit = _load(tmp_path)
+    hit = _load(tmp_path, platform)
     assert hit["built_now"] is False
     imported = set(hit["loaded"])  # type: ignore[arg-type]
     assert sorted(m for m in imported if m.startswith(BUILD_ONLY)) == []
     assert sorted(m for m in imported if m.startswith(CALL_ONLY)) == []
+    toolchain = {m for m in imported if m.startswith("brainevent.toolchain")}
+    assert sorted(toolchain - set(TOOLCHAIN_ON_A_HIT)) == []
     assert "brainevent.stages.register" in imported  # the hit did load and register
     # The records a hit creates are plain classes (brainevent.records): no NamedTuple,
     # dataclass or Protocol is created by the modules it imports.

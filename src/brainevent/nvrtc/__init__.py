@@ -58,12 +58,14 @@ def compile(
     return compile_cached(request, build_directory=build_directory).compiled
 
 
-def __getattr__(name: str) -> Any:
-    if name == "cuda_kernel":
-        from .kernel import cuda_kernel
+_EXPORTS = {"cuda_kernel": "kernel"}  # loads Warp/JAX glue: on first use
 
-        return cuda_kernel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error there
+
+    def __getattr__(name: str) -> Any:
+        from ..lazy_exports import load_export
+
+        return load_export(__name__, _EXPORTS, globals(), name)
 
 
 __all__ = ["Compiled", "compile", "cuda_kernel", "parse_arch"]

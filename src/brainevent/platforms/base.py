@@ -10,7 +10,7 @@ module (its platform keys the request), a build both.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..headers import c_api_digest
@@ -20,8 +20,12 @@ from .devices import BUILD_PLATFORMS
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
+    from ..stages.request import LoadOptions, SourceUnit
     from ..vocabulary import BindingTarget
     from .steps import GeneratedSources
+
+# (index, unit) -> the unit's compile command, or the directories its compiler writes to.
+UnitCommand = Callable[[int, "SourceUnit"], tuple[str, ...]]
 
 
 class PlatformBase:
@@ -40,6 +44,35 @@ class PlatformBase:
         row = BUILD_PLATFORMS[cls.name]
         cls.jax_platform, cls.spellings = row.ffi_platform, row.ffi_spellings
         cls.binding_tag, cls.binding_defines = cls.name, row.binding_defines
+
+    def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
+        """One compiler call that compiles and links a single unit when the decoder is at hand;
+        else a step per unit (and the decoder's), then the link."""
+        from ..build.step import BuildStep
+        from .steps import one_call_step, unit_step
+
+        command, workdirs = self._unit_commands(options, len(sources.kernel_units))
+        linker, link_flags, ldflags = self._link_parts(options)
+        if sources.one_call:  # a single unit is never C: entry points need C++
+            unit = sources.kernel_units[0][1]
+            return [one_call_step(sources, command(0, unit), link_flags, ldflags, workdirs=workdirs(0, unit))]
+        steps = [
+            unit_step(f"k{i}.o", path, unit, command(i, unit), workdirs=workdirs(i, unit))
+            for i, (path, unit) in enumerate(sources.kernel_units)
+        ]
+        if sources.decoder_source is not None:
+            steps.append(self.decoder_step(sources))
+        objects = (*(step.output for step in steps if step.output != sources.decoder), sources.decoder)
+        link = (*linker, *link_flags, "-o", sources.library, *objects, *ldflags)
+        steps.append(BuildStep(sources.library, objects, link, f"link {sources.library}"))
+        return steps
+
+    def _unit_commands(self, options: LoadOptions, units: int) -> tuple[UnitCommand, UnitCommand]:
+        raise NotImplementedError
+
+    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
+        """The linker, the link's own flags (``-shared``...) and the user's, after the inputs."""
+        raise NotImplementedError
 
     def decoder_step(self, sources: GeneratedSources) -> BuildStep:
         """The host compiler compiles the decoder for every platform (it needs no CUDA header)."""

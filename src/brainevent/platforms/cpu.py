@@ -7,12 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..toolchain import find_host_compiler
 from . import base
-from .base import PlatformBase
+from .base import PlatformBase, UnitCommand
 
 if TYPE_CHECKING:
-    from ..build.step import BuildStep
     from ..load_options import LoadOptions, SourceUnit
-    from .steps import GeneratedSources
 
 
 class CpuPlatform(PlatformBase):
@@ -24,38 +22,14 @@ class CpuPlatform(PlatformBase):
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
         return base.host_key_inputs()
 
-    def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
-        # steps.py and languages.py (below) are build-only: a cache hit imports neither.
-        from .steps import library_link_flags, one_call_step, unit_step
+    def _unit_commands(self, options: LoadOptions, units: int) -> tuple[UnitCommand, UnitCommand]:
+        return (lambda i, unit: self._unit_command(options, unit)), (lambda i, unit: ())
 
-        cxx = find_host_compiler().command
-        if sources.one_call:
-            command = self._unit_command(options, sources.kernel_units[0][1])
-            link_flags = ("-shared", *self._link_flags(options))
-            ldflags = (*library_link_flags(options), *options.extra_ldflags)
-            return [one_call_step(sources, command, link_flags, ldflags)]
-        steps = [
-            unit_step(f"k{i}.o", path, unit, self._unit_command(options, unit))
-            for i, (path, unit) in enumerate(sources.kernel_units)
-        ]
-        if sources.decoder_source is not None:
-            steps.append(self.decoder_step(sources))
-        objects = (*(step.output for step in steps if step.output != sources.decoder), sources.decoder)
-        library = sources.library
-        link = (
-            *cxx,
-            "-shared",
-            *self._link_flags(options),
-            "-o",
-            library,
-            *objects,
-            *library_link_flags(options),
-            *options.extra_ldflags,
-        )
-        from ..build.step import BuildStep  # build-only: a cache hit never imports it
+    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
+        from .steps import library_link_flags  # build-only, as languages.py below
 
-        steps.append(BuildStep(library, objects, link, f"link {library}"))
-        return steps
+        ldflags = (*library_link_flags(options), *options.extra_ldflags)
+        return find_host_compiler().command, ("-shared", *self._link_flags(options)), ldflags
 
     def covered_dirs(self) -> list[str]:
         from .steps import toolchain_header_dirs

@@ -9,27 +9,23 @@ the GPU probe) lives here.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..build import BUILD_DIR
+from .. import config
 from ..errors import ToolchainError
+from ..fileio import file_identity
 from ..toolchain import find_host_compiler
-from . import languages
-from .base import PlatformBase, host_key_inputs
-from .steps import (
-    GeneratedSources,
-    library_include_flags,
-    library_link_flags,
-    one_call_step,
-    toolchain_header_dirs,
-    unit_step,
-    user_include_flags,
-)
+from ..toolchain.memo import remembered
+from .base import PlatformBase, UnitCommand, host_key_inputs
 
+# The build steps, nvcc's search and the arch tables are imported inside the methods that
+# build: a cache hit reads what it keys from the toolchain memo (see CudaPlatform).
 if TYPE_CHECKING:
-    from ..build.step import BuildStep
     from ..load_options import LoadOptions, SourceUnit
+    from ..toolchain.cuda_arch import CudaArch
     from ..toolchain.nvcc import NvccInfo
 
 # nvcc keeps each unit's intermediates here (removed before an entry is published).
@@ -38,34 +34,67 @@ _DEBUG_FLAGS = ("-g", "-G", "--device-debug", "-lineinfo", "--generate-line-info
 
 
 class CudaPlatform(PlatformBase):
-    """``compute_capability`` picks the target archs (detected from the GPUs when None)."""
+    """``compute_capability`` picks the target archs (detected from the GPUs when None).
+
+    What keys a build (nvcc's identity and version, the archs) is remembered on disk per
+    search context (toolchain/memo.py), checked by one ``stat`` of nvcc: a cache hit
+    neither searches for nvcc nor runs it. Archs detected from the GPUs are never
+    remembered (the GPUs may change); a build searches for nvcc itself.
+    """
 
     name = "cuda"  # its row of the platform table (devices.py) says the rest
     scratch_dirs = (_KEEP_ROOT,)
     graph_capture = True  # XLA's command buffers: CUDA graphs
 
     def __init__(self, compute_capability: object = None) -> None:
-        from .. import config
-        from ..toolchain.cuda_arch import resolve_archs
-        from ..toolchain.nvcc import find_nvcc
-
         # Without nvcc, modules built ahead of time can still be loaded (see key_inputs).
         self.toolchain_error: ToolchainError | None = None
+        self._requested = compute_capability
         self._nvcc: NvccInfo | None = None
+        self._archs: tuple[CudaArch, ...] | None = None
+        self._context = _search_context(compute_capability)
+        if self._context is None:  # archs from the GPUs
+            self._known = self._search()
+        else:
+            self._known = remembered("cuda-toolchain", self._context, self._search, fresh=_nvcc_unchanged)
+
+    def _search(self) -> dict[str, Any] | None:
+        """Find nvcc and resolve the archs: what keys a build, or None without nvcc."""
+        from ..toolchain.nvcc import find_nvcc, nvcc_identity
+
         try:
             self._nvcc = find_nvcc()
         except ToolchainError as exc:
             self.toolchain_error = exc
-        self.archs = resolve_archs(
-            compute_capability,
-            pinned=config.CUDA_ARCH.get(),
-            nvcc_version=self._nvcc.version if self._nvcc else None,
-        )
-        if self._nvcc is not None:
-            _warn_plugin_mismatch_once(self._nvcc)
+        archs = [a.sm for a in self.archs]
+        if self._nvcc is None:
+            return None
+        _warn_plugin_mismatch_once(self._nvcc)
+        path, version = self._nvcc.path, list(self._nvcc.version)
+        return {"nvcc": path, "identity": nvcc_identity(path), "version": version, "archs": archs}
+
+    @property
+    def archs(self) -> tuple[CudaArch, ...]:
+        if self._archs is None:
+            from ..toolchain.cuda_arch import resolve_archs
+
+            version = self._nvcc.version if self._nvcc else None
+            self._archs = resolve_archs(self._requested, pinned=config.CUDA_ARCH.get(), nvcc_version=version)
+        return self._archs
 
     @property
     def nvcc(self) -> NvccInfo:
+        if self._nvcc is None and self.toolchain_error is None:  # the key came from the memo
+            found = self._search()
+            if found is not None and self._known is not None and found["nvcc"] != self._known["nvcc"]:
+                # The search now finds another nvcc than the one keyed: remember it and refuse
+                # to build under the other's key.
+                remembered("cuda-toolchain", str(self._context), lambda: found, fresh=found.__eq__)
+                raise ToolchainError(
+                    f"nvcc changed during this load: the cache key names {self._known['nvcc']} but "
+                    f"a search now finds {found['nvcc']}. Load the module again.",
+                    value=found["nvcc"],
+                )
         if self._nvcc is None:
             assert self.toolchain_error is not None
             raise self.toolchain_error
@@ -73,21 +102,22 @@ class CudaPlatform(PlatformBase):
 
     def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
         """What keys a build apart from the toolchain's identity: the archs."""
-        return {"archs": [a.sm for a in self.archs]}
+        return {"archs": self._known["archs"] if self._known else [a.sm for a in self.archs]}
 
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
-        from .. import config
-        from ..toolchain.nvcc import nvcc_identity
-
+        if self._known is None:  # no nvcc: the load looks for an ahead-of-time build
+            assert self.toolchain_error is not None
+            raise self.toolchain_error
         return {
-            "nvcc": nvcc_identity(self.nvcc.path),
-            "nvcc_version": list(self.nvcc.version),
+            "nvcc": self._known["identity"],
+            "nvcc_version": self._known["version"],
             **host_key_inputs(),
-            "archs": [a.sm for a in self.archs],
+            "archs": self._known["archs"],
             "allow_unsupported_compiler": config.ALLOW_UNSUPPORTED_COMPILER.get(),
         }
 
     def _nvcc_flags(self, options: LoadOptions) -> list[str]:
+        from ..build import BUILD_DIR
         from ..toolchain.cuda_arch import gencode_flags
         from ..toolchain.host_compat import check_host_compiler
 
@@ -109,13 +139,14 @@ class CudaPlatform(PlatformBase):
             flags.append("--use_fast_math")
         return flags
 
-    def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
-        nvcc_flags = self._nvcc_flags(options)
-        link_flags = ("-shared", "-nodlink", *_strip_flags(options), *self._link_flags(options))
-        ldflags = (*library_link_flags(options, nvcc=True), *options.extra_ldflags)
-        threads = arch_thread_flags(len(self.archs), len(sources.kernel_units))
+    def _unit_commands(self, options: LoadOptions, units: int) -> tuple[UnitCommand, UnitCommand]:
+        from ..build import BUILD_DIR
+        from . import languages
 
-        def unit_command(i: int, unit: SourceUnit) -> tuple[str, ...]:
+        nvcc_flags = self._nvcc_flags(options)
+        threads = arch_thread_flags(len(self.archs), units)
+
+        def command(i: int, unit: SourceUnit) -> tuple[str, ...]:
             if languages.is_c_unit(unit):  # C goes to the host C compiler, not through nvcc
                 return self._c_unit_command(options, unit)
             # Kept intermediates are named after the unit, unlike nvcc's default temporary
@@ -126,45 +157,32 @@ class CudaPlatform(PlatformBase):
         def workdirs(i: int, unit: SourceUnit) -> tuple[str, ...]:
             return () if languages.is_c_unit(unit) else (f"{_KEEP_ROOT}/k{i}",)
 
-        if sources.one_call:  # a single unit is never C: entry points need C++
-            unit = sources.kernel_units[0][1]
-            step = one_call_step(
-                sources, unit_command(0, unit), link_flags, ldflags, workdirs=workdirs(0, unit)
-            )
-            return [step]
-        steps = [
-            unit_step(f"k{i}.o", path, unit, unit_command(i, unit), workdirs=workdirs(i, unit))
-            for i, (path, unit) in enumerate(sources.kernel_units)
-        ]
-        if sources.decoder_source is not None:
-            steps.append(self.decoder_step(sources))
-        objects = (*(step.output for step in steps if step.output != sources.decoder), sources.decoder)
-        link = (
-            self.nvcc.path,
-            *link_flags,
-            "-ccbin",
-            find_host_compiler().path,
-            "-o",
-            sources.library,
-            *objects,
-            *ldflags,
-        )
-        from ..build.step import BuildStep  # build-only: a cache hit never imports it
+        return command, workdirs
 
-        steps.append(BuildStep(sources.library, objects, link, f"link {sources.library}"))
-        return steps
+    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
+        from .steps import library_link_flags
+
+        linker = (self.nvcc.path, "-ccbin", find_host_compiler().path)
+        link_flags = ("-shared", "-nodlink", *_strip_flags(options), *self._link_flags(options))
+        return linker, link_flags, (*library_link_flags(options, nvcc=True), *options.extra_ldflags)
 
     def covered_dirs(self) -> list[str]:
+        from .steps import toolchain_header_dirs
+
         return [*toolchain_header_dirs(), os.path.realpath(self.nvcc.root)]
 
     @staticmethod
     def _link_flags(options: LoadOptions) -> list[str]:
+        from . import languages
+
         return [*languages.NVCC_LINK_CHECKS, *languages.openmp_nvcc_link_flags(options)]
 
     def _c_unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
         """A ``.c`` unit of a CUDA module: the host C compiler, with the host share of the
         nvcc flags (``-Xcompiler`` values, defines, includes, warnings)."""
         from ..toolchain.host import find_host_c_compiler
+        from . import languages
+        from .steps import user_include_flags
 
         opt = [f"-O{options.optimization_level}", *languages.openmp_host_flags(options)]
         user = languages.c_flags(languages.host_flags_from_nvcc(options.extra_cflags))
@@ -179,6 +197,9 @@ class CudaPlatform(PlatformBase):
         )
 
     def _unit_flags(self, options: LoadOptions, unit: SourceUnit) -> list[str]:
+        from . import languages
+        from .steps import library_include_flags, user_include_flags
+
         includes = user_include_flags(options, unit)
         # nvcc has no -iquote; the unit's directory goes on -I. .cpp units go through
         # nvcc as well (it hands them to the host compiler), so extra_cuda_cflags mean
@@ -199,6 +220,8 @@ class CudaPlatform(PlatformBase):
     ) -> list[str]:
         """The unit's compile command with -E, as the host compiler sees it: nvcc's -E
         preprocesses for the device (__CUDA_ARCH__ defined); -U after nvcc's own -D undoes that."""
+        from . import languages
+
         if languages.is_c_unit(unit):
             return [*self._c_unit_command(options, unit), "-E", source, "-o", output]
         flags = [*self._nvcc_flags(options), *self._unit_flags(options, unit)]
@@ -247,9 +270,56 @@ def _warn_plugin_mismatch_once(nvcc: NvccInfo) -> None:
     if nvcc.path in _warned_mismatch:
         return
     _warned_mismatch.add(nvcc.path)
+    if not _jax_cuda_plugin_found():  # no plugin, no mismatch: skips reading every distribution
+        return
     from ..toolchain.nvcc import check_jax_plugin_match
 
     check_jax_plugin_match(nvcc)  # emits a ToolchainWarning itself
+
+
+def _search_context(compute_capability: object) -> str | None:
+    """What nvcc's search and the archs depend on, as the memo's key; None when the archs come
+    from the GPUs. A change of any (PATH, CUDA_HOME, sys.path...) searches again, and so does
+    a pip install or uninstall: it changes its site-packages directory's mtime (only those are
+    stat'ed: the script's directory changes too often, and each context is a memo entry)."""
+    arch = config.CUDA_ARCH.get() if compute_capability is None else compute_capability
+    if arch is None:
+        return None
+    env = os.environ
+    parts = (
+        repr(arch),
+        config.NVCC.get(),
+        config.NVCC_PREFER.get(),
+        *(env.get(name) for name in ("CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "PATH")),
+        sys.prefix,
+        *sys.path,
+        *(_mtime(entry) for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))),
+    )
+    return "\0".join(str(part) for part in parts)
+
+
+def _mtime(directory: str) -> int | None:
+    try:
+        return os.stat(directory).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _nvcc_unchanged(known: dict[str, Any] | None) -> bool:
+    """A remembered search holds while its nvcc is the same file (one stat)."""
+    return known is not None and file_identity(known["nvcc"]) == known["identity"]
+
+
+# The modules of the jax-cuda12-plugin and jax-cuda13-plugin distributions (as JAX imports them).
+_JAX_CUDA_PLUGIN_MODULES = ("jax_cuda12_plugin", "jax_cuda13_plugin")
+
+
+def _jax_cuda_plugin_found() -> bool:
+    """Finding a plugin's module is a path lookup; reading the distributions' metadata (their
+    versions) imports importlib.metadata and costs tens of milliseconds."""
+    import importlib.util
+
+    return any(importlib.util.find_spec(module) for module in _JAX_CUDA_PLUGIN_MODULES)
 
 
 def cuda_runtime_unavailable() -> str | None:
@@ -264,11 +334,8 @@ def cuda_runtime_unavailable() -> str | None:
             return f"this JAX has no CUDA backend (platforms: {sorted(platforms)})"
     except (ImportError, AttributeError, RuntimeError):
         pass
-    from ..toolchain.nvcc import JAX_PLUGINS, installed_jax_cuda_plugins
-
-    if not installed_jax_cuda_plugins():
-        names = " or ".join(dist for dist, _ in JAX_PLUGINS)
-        return f"JAX is installed without CUDA support (no {names})"
+    if not _jax_cuda_plugin_found():
+        return "JAX is installed without CUDA support (no jax-cuda12-plugin or jax-cuda13-plugin)"
     from ..toolchain.cuda_driver import probe_devices
 
     probe = probe_devices()

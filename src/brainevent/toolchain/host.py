@@ -167,9 +167,19 @@ def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
 
     Their contents belong to the compiler and C library installation, which the cache key
     identifies, so a build does not record each system header. Runs the compiler once per
-    compiler and process, and only when something is being built.
+    compiler (remembered on disk by its identity, toolchain/memo.py), and only for a build.
     """
-    return _system_include_dirs(tuple(compiler.command), compiler.identity)
+    from .memo import remembered
+
+    command = tuple(compiler.command)
+    return remembered(
+        "host-include-dirs",
+        f"{' '.join(command)}|{compiler.identity}",
+        lambda: _system_include_dirs(command, compiler.identity),
+        encode=list,
+        decode=tuple,
+        fresh=bool,  # a failed probe (no directories) is not remembered
+    )
 
 
 # The C driver beside each C++ driver: same installation, same libc, same ABI.

@@ -48,15 +48,21 @@ def remembered(
     *,
     encode: Callable[[T], Any] = lambda v: v,
     decode: Callable[[Any], T] = lambda v: v,
+    fresh: Callable[[T], bool] = lambda v: True,
 ) -> T:
-    """``probe()``'s result for ``(kind, identity)``, from the memo when present."""
+    """``probe()``'s result for ``(kind, identity)``, from the memo when present. A value that
+    is not ``fresh`` (e.g. the file it names was replaced) is neither used nor remembered."""
     path = config.CACHE_DIR.get() / MEMO_NAME
     key = f"{kind}|{identity}"
     entries = _read(path).get("entries", {})
     if key in entries:
         with contextlib.suppress(Exception):
-            return decode(entries[key])
+            value = decode(entries[key])
+            if fresh(value):
+                return value
     value = probe()
+    if not fresh(value):
+        return value
     data = _read(path)  # re-read: another process may have added entries meanwhile
     data["schema"] = MEMO_SCHEMA
     data.setdefault("entries", {})[key] = encode(value)
