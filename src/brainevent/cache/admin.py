@@ -158,6 +158,7 @@ VARIANT_INPUTS = (
     "extra_ldflags",
     "extra_include_paths",
     "archs",
+    "remembered",  # custom_kernel/remembered.py: what one remembered benchmark result is about
 )
 
 
