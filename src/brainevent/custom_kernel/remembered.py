@@ -25,7 +25,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,17 +160,15 @@ class Run:
             }
             for c in configs
         ]
-        kind = str(_device(platform).device_kind)
-        entries_sources = sources_fingerprint(entries)
-        return cls(
-            primitive.name, platform, kind, backends, entries_sources, versions(list(entries)), described
-        )
+        kind, fingerprint = str(_device(platform).device_kind), sources_fingerprint(entries)
+        return cls(primitive.name, platform, kind, backends, fingerprint, versions(list(entries)), described)
 
     def result(self, name: str) -> Any:
         """The stored result of this run (``remembered`` set), or None if none is valid."""
         from .benchmark import BenchmarkRecord, BenchmarkResult
 
-        entry = read(store_for(self.name), self.parts)
+        store = store_for(self.name)
+        entry = read(store, self.parts)
         if entry is None or entry["sources"] != self.sources:
             return None
         try:
@@ -179,55 +177,43 @@ class Run:
             return None
         result.remembered = True
         # A winner whose entry is gone or untrusted is measured again, with the whole run.
-        store = store_for(self.name)
+        winners = self._winners(result)
+        return None if any(read(store, choice) is None for choice, *_ in winners) else result
+
+    def _winners(self, result: Any) -> Iterator[tuple[list[Any], str, list[str], list[str], str]]:
+        """(choice parts, configuration, inputs, outputs, fastest backend) of every signature measured."""
         for config in self.configs:
-            for inputs, outputs in config["signatures"] if result.fastest(config["label"]) else ():
-                if read(store, choice_parts(self.platform, self.device_kind, inputs, outputs)) is None:
-                    return None
-        return result
+            fastest = result.fastest(config["label"])
+            for inputs, outputs in config["signatures"] if fastest is not None else ():
+                parts = choice_parts(self.platform, self.device_kind, inputs, outputs)
+                yield parts, config["label"], inputs, outputs, fastest.backend
 
     def store(self, result: Any) -> int:
-        """Publishes the run and, per configuration, its winner for each operand signature;
-        returns the number of choices stored."""
+        """Publishes the run and its winner for each operand signature; returns how many winners."""
         store, now = store_for(self.name), time.time()
         records = [_jsonable(dict(vars(r))) for r in result.records]
         where = f"{self.platform}, {self.device_kind}"
         run = {"backends": self.backends, "sources": self.sources, "records": records, "measured": now}
         write(store, self.parts, self.platform, run, f"run [{where}] of {', '.join(self.backends)}")
-        count = 0
-        for config in self.configs:
-            fastest = result.fastest(config["label"])
-            if fastest is None:
-                continue
-            timings = {
-                r["backend"]: [r["median_ms"], r["noise_ms"]]
-                for r in records
-                if r["label"] == config["label"] and r["success"]
+        winners = list(self._winners(result))
+        for parts, label, inputs, outputs, backend in winners:
+            ran = [r for r in records if r["label"] == label and r["success"]]
+            choice = {
+                "primitive": self.name,
+                "platform": self.platform,
+                "device_kind": self.device_kind,
+                "inputs": inputs,
+                "outputs": outputs,
+                "backend": backend,
+                "timings_ms": {r["backend"]: [r["median_ms"], r["noise_ms"]] for r in ran},
+                "config": label,
+                "sources": self.sources,
+                "versions": self.versions,
+                "measured": now,
             }
-            for inputs, outputs in config["signatures"]:
-                choice = {
-                    "primitive": self.name,
-                    "platform": self.platform,
-                    "device_kind": self.device_kind,
-                    "inputs": inputs,
-                    "outputs": outputs,
-                    "backend": fastest.backend,
-                    "timings_ms": timings,  # backend -> [median, noise]
-                    "config": config["label"],
-                    "sources": self.sources,
-                    "versions": self.versions,
-                    "measured": now,
-                }
-                what = f"choice [{where}] {', '.join(inputs)} -> {', '.join(outputs)}: {fastest.backend}"
-                write(
-                    store,
-                    choice_parts(self.platform, self.device_kind, inputs, outputs),
-                    self.platform,
-                    choice,
-                    what,
-                )
-                count += 1
-        return count
+            what = f"choice [{where}] {', '.join(inputs)} -> {', '.join(outputs)}: {backend}"
+            write(store, parts, self.platform, choice, what)
+        return len(winners)
 
 
 def _jsonable(value: Any) -> Any:
