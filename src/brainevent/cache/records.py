@@ -119,7 +119,7 @@ def _function_row(value: object, where: str) -> None:
         _fail(f"{where}.line", "is not an integer")
 
 
-# Manifest fields: name -> check. All are required except those in _OPTIONAL.
+# Manifest fields: name -> check. Only those in _REQUIRED must be present.
 _MANIFEST_FIELDS = {
     "key": _is_digest,
     "name": lambda v: isinstance(v, str) and bool(v),
@@ -136,17 +136,7 @@ _MANIFEST_FIELDS = {
     "dependencies_since_ns": _is_int,
     "schema": _is_int,
 }
-_OPTIONAL = frozenset(
-    {
-        "inputs",
-        "created",
-        "build_seconds",
-        "artifact_size",
-        "artifact_mtime_ns",
-        "dependencies",
-        "dependencies_since_ns",
-    }
-)
+_REQUIRED = frozenset({"key", "name", "platform", "artifact", "artifact_sha256", "functions", "schema"})
 
 
 def manifest(raw: object, schema: int, where: str = "manifest.json") -> dict[str, Any]:
@@ -159,9 +149,9 @@ def manifest(raw: object, schema: int, where: str = "manifest.json") -> dict[str
         _fail(where, f"has unknown fields {sorted(unknown)}")
     for field, check in _MANIFEST_FIELDS.items():
         if field not in data:
-            if field in _OPTIONAL:
-                continue
-            _fail(where, f"has no {field!r}")
+            if field in _REQUIRED:
+                _fail(where, f"has no {field!r}")
+            continue
         if not check(data[field]):
             _fail(f"{where} field {field!r}", "has the wrong type or form")
     for function, row in data["functions"].items():
