@@ -148,8 +148,12 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         print(f"cache: {root}")
         for entry in entries:
             m = entry.manifest
-            # NVRTC entries hold kernels (their name expressions), not module functions.
-            names = m.functions or m.inputs.get("name_expressions", []) if m else []
+            # NVRTC entries hold kernels (their name expressions), remembered benchmarks a line.
+            names = (
+                (m.functions or m.inputs.get("name_expressions") or [m.inputs.get("describe", "")])
+                if m
+                else []
+            )
             desc = f"{m.platform}, {', '.join(sorted(names))}" if m else "DAMAGED"
             used = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.last_used))
             print(
@@ -211,6 +215,9 @@ def _print_entry(entry: object) -> None:
         print("  DAMAGED: manifest missing or unreadable; the next load rebuilds it")
         return
     print(f"  platform    {m.platform}")
+    if "remembered" in m.inputs:  # a remembered benchmark result (custom_kernel/remembered.py)
+        print(f"  remembered  {m.inputs.get('describe')}")
+        return
     print(f"  artifact    {m.artifact} (sha256 {m.artifact_sha256[:16]})")
     built = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.created))
     print(f"  built       {built} in {m.build_seconds:.2f} s")
@@ -226,12 +233,13 @@ def _print_entry(entry: object) -> None:
 
 
 def _cmd_choices(args: argparse.Namespace) -> int:
+    from .cache.store import cache_root
     from .custom_kernel import remembered
 
-    root = remembered.root_dir()
+    root = cache_root()
     if args.action == "clear":
         removed = remembered.clear(root)
-        print(f"removed {removed} file(s) of remembered choices from {root / remembered.DIRECTORY}")
+        print(f"removed {removed} remembered entries (choices and benchmark runs) from {root}")
         return 0
     print("\n".join(remembered.describe(root)))
     return 0

@@ -2,13 +2,14 @@
 measure again, compile locally) or a typed BrainEventError; never another exception type.
 
 The records start from real ones: a module built by g++ (its manifest, its objects' and
-the shared decoder's dependency records), a bundle written by ``build --into``, a choices
-file and a distributed status and archive as the writers make them. Hypothesis then
+the shared decoder's dependency records), a bundle written by ``build --into``, a remembered
+benchmark entry and a distributed status and archive as the writers make them. Hypothesis then
 replaces any subtree by any JSON value, deletes keys, or damages the bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -195,32 +196,37 @@ def test_bundle_manifest(built: dict[str, Any], data: st.DataObject) -> None:
 
 
 CHOICE = {
-    "schema": 1,
-    "primitive": "p",
-    "choices": {
-        "k1": {
-            "platform": "cpu", "device_kind": "cpu", "inputs": ["float32[4]"], "outputs": ["float32[4]"],
-            "backend": "numba", "timings_ms": {"numba": [0.1, 0.01]}, "config": "c", "sources": "s",
-            "versions": {}, "measured": 1.0,
-        }
-    },
-    "benchmarks": {"b1": {"sources": "s", "records": [{"backend": "numba"}], "measured": 1.0}},
+    "primitive": "p", "platform": "cpu", "device_kind": "cpu", "inputs": ["float32[4]"],
+    "outputs": ["float32[4]"], "backend": "numba", "timings_ms": {"numba": [0.1, 0.01]}, "config": "c",
+    "sources": "s", "versions": {}, "measured": 1.0,
 }  # fmt: skip
+RUN = {"sources": "s", "records": [{"backend": "numba"}], "measured": 1.0}
 
 
 @FUZZ
-@given(data=st.data())
-def test_choices(tmp_path_factory: pytest.TempPathFactory, data: st.DataObject) -> None:
-    root = tmp_path_factory.mktemp("choices")
+@given(data=st.data(), run=st.booleans())
+def test_remembered(tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, run: bool) -> None:
+    # An entry of our own whose manifest matches its damaged record: only the record's
+    # schema check stands between it and a lowering.
+    root = tmp_path_factory.mktemp("remembered")
     os.chmod(root, 0o700)
-    path = remembered.file_for("p", root)
-    path.parent.mkdir(mode=0o700)
-    path.write_bytes(mutate(data, CHOICE))
-    os.chmod(path, 0o600)
-    loaded = remembered.load(path)
-    if loaded is not None:
-        loaded["choices"].get("k1")
-        remembered.describe(root)
+    store = remembered.store_for("p", root)
+    parts = ["run", "cpu"] if run else remembered.choice_parts("cpu", "cpu", ["float32[4]"], ["float32[4]"])
+    remembered.write(store, parts, "cpu", RUN if run else CHOICE, "fuzzed")
+    (entry,) = store.module_dir.glob("*/manifest.json")
+    manifest = Manifest.load(entry.parent)
+    assert manifest is not None
+    artifact = entry.parent / manifest.artifact
+    artifact.write_bytes(mutate(data, RUN if run else CHOICE))
+    manifest.artifact_sha256 = hashlib.sha256(artifact.read_bytes()).hexdigest()
+    manifest.record_artifact(entry.parent)
+    manifest.dump(entry.parent)
+    loaded = remembered.read(store, parts)
+    if loaded is not None and run:
+        assert isinstance(loaded["records"], list)
+    elif loaded is not None:
+        assert isinstance(loaded["backend"], str) and isinstance(loaded["sources"], str)
+    remembered.describe(root)
     shutil.rmtree(root)
 
 

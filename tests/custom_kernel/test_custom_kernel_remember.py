@@ -1,6 +1,7 @@
-"""Measured selection: benchmark(remember=True) keeps each winner in the cache directory, a fresh
-process uses it without measuring (counted), a changed kernel source makes it stale, and
-files another user could have written are never used."""
+"""Measured selection: benchmark(remember=True) keeps each winner as a cache entry, a fresh
+process uses it without measuring (counted), a changed kernel source makes it stale, entries
+another user could have written or that were changed after publishing are never used, and
+`brainevent cache prune` removes them."""
 
 from __future__ import annotations
 
@@ -76,8 +77,8 @@ def test_each_shape_gets_its_own_winner_and_lowerings_use_it(private_cache: Path
     result = op.benchmark(platform="cpu", n_warmup=1, n_runs=7, configs=configs(), remember=True)
     assert not result.remembered
     assert result.fastest("n=1000").backend == "b" and result.fastest("n=2000").backend == "a"
-    path = remembered.file_for(op.name, private_cache)
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    path = choice_file(op, private_cache)
+    assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0  # private, as every cache entry
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     calls.update(a=0, b=0)
     small, large = np.ones(1000, np.float32), np.ones(2000, np.float32)
@@ -237,27 +238,40 @@ def test_a_changed_kernel_source_makes_the_choice_stale(tmp_path: Path, private_
 # -- trust -----------------------------------------------------------------------------------------
 
 
+def choice_file(op: XLACustomKernel, private_cache: Path) -> Path:
+    """The published record of the winner on 1000 float32 elements."""
+    store = remembered.store_for(op.name, private_cache)
+    parts = remembered.choice_parts("cpu", "cpu", ["float32[1000]"], ["float32[1000]"])
+    return store.entry_dir(remembered.key_of(parts)) / remembered.ARTIFACT
+
+
 def remembered_file(private_cache: Path) -> tuple[XLACustomKernel, dict[str, int], Path]:
     calls = {"a": 0, "b": 0}
     op = shape_dependent(calls)
     op.benchmark(platform="cpu", n_warmup=1, n_runs=5, configs=configs()[:1], remember=True)
     calls.update(a=0, b=0)
-    return op, calls, remembered.file_for(op.name, private_cache)
+    return op, calls, choice_file(op, private_cache)
 
 
-def test_a_choices_file_others_could_write_is_ignored_with_a_warning(private_cache: Path) -> None:
+def test_a_choice_others_could_write_is_ignored_with_a_warning(private_cache: Path) -> None:
     op, calls, path = remembered_file(private_cache)
     os.chmod(path, 0o666)
-    with pytest.warns(
-        UserWarning, match=r"ignoring the remembered backend choices in .*writable by other users"
-    ):
+    with pytest.warns(UserWarning, match=r"ignoring a remembered benchmark result: .*writable by others?"):
         jax.jit(op)(np.ones(1000, np.float32))
-    assert calls == {"a": 1, "b": 0}  # the default: the file was not trusted
+    assert calls == {"a": 1, "b": 0}  # the default: the entry was not trusted
 
 
-def test_a_symbolic_link_in_place_of_the_choices_file_is_not_followed(
-    tmp_path: Path, private_cache: Path
-) -> None:
+def test_a_choice_changed_after_publishing_is_not_used(private_cache: Path) -> None:
+    op, calls, path = remembered_file(private_cache)
+    record = json.loads(path.read_text())
+    assert record["backend"] == "b"
+    record["config"] = "edited"  # still a valid record naming "b", but not the one published
+    path.write_text(json.dumps(record))
+    jax.jit(op)(np.ones(1000, np.float32))
+    assert calls == {"a": 1, "b": 0}  # its checksum no longer matches the manifest's
+
+
+def test_a_symbolic_link_in_place_of_the_choice_is_not_followed(tmp_path: Path, private_cache: Path) -> None:
     op, calls, path = remembered_file(private_cache)
     elsewhere = tmp_path / "elsewhere.json"
     elsewhere.write_bytes(path.read_bytes())
@@ -266,19 +280,36 @@ def test_a_symbolic_link_in_place_of_the_choices_file_is_not_followed(
     with pytest.warns(UserWarning, match="not a regular file"):
         jax.jit(op)(np.ones(1000, np.float32))
     assert calls == {"a": 1, "b": 0}
-    # Measuring again replaces the link with a file of our own, and leaves its target alone.
+    # Measuring again replaces the entry with one of our own, and leaves the link's target alone.
     op.benchmark(platform="cpu", n_warmup=1, n_runs=5, configs=configs()[:1], remember=True)
     assert path.is_file() and not path.is_symlink()
     assert json.loads(elsewhere.read_text())["primitive"] == op.name
 
 
-def test_a_damaged_choices_file_is_ignored_and_rewritten(private_cache: Path) -> None:
+def test_a_damaged_choice_is_ignored_and_measured_again(private_cache: Path) -> None:
     op, calls, path = remembered_file(private_cache)
     path.write_text("{ not json")
     jax.jit(op)(np.ones(1000, np.float32))
     assert calls == {"a": 1, "b": 0}
     result = op.benchmark(platform="cpu", n_warmup=1, n_runs=5, configs=configs()[:1], remember=True)
-    assert not result.remembered and json.loads(path.read_text())["schema"] == remembered.SCHEMA
+    assert not result.remembered and json.loads(path.read_text())["backend"] == "b"  # measured again
+
+
+def test_cache_prune_and_clear_remove_remembered_entries(
+    private_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    op, calls, path = remembered_file(private_cache)
+    assert cli_main(["cache", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "float32[1000] -> float32[1000]: b" in listed and "2 entries" in listed  # the choice and the run
+    assert cli_main(["cache", "prune"]) == 0  # the newest of each: both kept
+    assert path.exists()
+    assert cli_main(["cache", "prune", "--older-than", "0s"]) == 0
+    assert "removed 2 entries" in capsys.readouterr().out and not path.exists()
+    jax.jit(op)(np.ones(1000, np.float32))
+    assert calls == {"a": 1, "b": 0}
+    result = op.benchmark(platform="cpu", n_warmup=1, n_runs=5, configs=configs()[:1], remember=True)
+    assert not result.remembered and path.exists()
 
 
 # -- the command line ----------------------------------------------------------------------------
@@ -295,7 +326,7 @@ def test_cli_lists_and_clears_the_remembered_choices(
     assert f"{op.name} [cpu, cpu] float32[1000] -> float32[1000]: b (" in out
     assert "; a " in out and "1 remembered choice(s)" in out
     assert cli_main(["choices", "clear"]) == 0
-    assert "removed 1 file(s)" in capsys.readouterr().out and not path.exists()
+    assert "removed 2 remembered entries" in capsys.readouterr().out and not path.exists()
     calls = {"a": 0, "b": 0}
     again = shape_dependent(calls)
     jax.jit(again)(np.ones(1000, np.float32))

@@ -151,7 +151,8 @@ def clear(root: Path, module: str | None = None) -> tuple[int, int]:
 # What makes two entries of one module different builds, both worth keeping (the variant
 # rows of load_options.OPTIONS). Entries that differ in anything else (the sources, the
 # compiler, brainevent's version) are versions of one build: only the newest are kept.
-VARIANT_INPUTS = ("functions", *VARIANT_KEYED)
+# "remembered": what one remembered benchmark result is about (custom_kernel/remembered.py).
+VARIANT_INPUTS = ("functions", *VARIANT_KEYED, "remembered")
 
 
 def _variant(entry: EntryInfo) -> tuple[str, str, str]:

@@ -1,8 +1,7 @@
 """The build side of the cache store: a build slot (the entry's lock and a staging
 directory) and publishing a finished build into place.
 
-``EntryStore.build_slot`` and ``EntryStore.publish`` (store.py) call these; only a build
-imports this module, so a cache hit reads none of it.
+Only a build imports this module, so a cache hit reads none of it.
 """
 
 from __future__ import annotations

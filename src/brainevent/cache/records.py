@@ -119,7 +119,7 @@ def _function_row(value: object, where: str) -> None:
         _fail(f"{where}.line", "is not an integer")
 
 
-# Manifest fields: name -> check. All are required except those in _OPTIONAL.
+# Manifest fields: name -> check. Only those in _REQUIRED must be present.
 _MANIFEST_FIELDS = {
     "key": _is_digest,
     "name": lambda v: isinstance(v, str) and bool(v),
@@ -136,17 +136,7 @@ _MANIFEST_FIELDS = {
     "dependencies_since_ns": _is_int,
     "schema": _is_int,
 }
-_OPTIONAL = frozenset(
-    {
-        "inputs",
-        "created",
-        "build_seconds",
-        "artifact_size",
-        "artifact_mtime_ns",
-        "dependencies",
-        "dependencies_since_ns",
-    }
-)
+_REQUIRED = frozenset({"key", "name", "platform", "artifact", "artifact_sha256", "functions", "schema"})
 
 
 def manifest(raw: object, schema: int, where: str = "manifest.json") -> dict[str, Any]:
@@ -159,9 +149,9 @@ def manifest(raw: object, schema: int, where: str = "manifest.json") -> dict[str
         _fail(where, f"has unknown fields {sorted(unknown)}")
     for field, check in _MANIFEST_FIELDS.items():
         if field not in data:
-            if field in _OPTIONAL:
-                continue
-            _fail(where, f"has no {field!r}")
+            if field in _REQUIRED:
+                _fail(where, f"has no {field!r}")
+            continue
         if not check(data[field]):
             _fail(f"{where} field {field!r}", "has the wrong type or form")
     for function, row in data["functions"].items():
@@ -197,37 +187,27 @@ def object_record(raw: object, where: str) -> dict[str, Any]:
     return data
 
 
-def choices(raw: object, schema: int, where: str) -> dict[str, Any]:
-    """A remembered-choices file (custom_kernel/remembered.py)."""
+def remembered(raw: object, kind: str, where: str) -> dict[str, Any]:
+    """A remembered benchmark ``"run"`` or ``"choice"`` (custom_kernel/remembered.py)."""
     data = _dict(raw, where)
-    if data.get("schema") != schema:
-        _fail(where, f"is not a schema-{schema} choices file")
-    if "primitive" in data and not isinstance(data["primitive"], str):
-        _fail(f"{where} primitive", "is not a string")
-    for key, entry in _dict(data.setdefault("choices", {}), f"{where} choices").items():
-        _choice(entry, f"{where} choice {key[:12]}")
-    for key, run in _dict(data.setdefault("benchmarks", {}), f"{where} benchmarks").items():
-        run = _dict(run, f"{where} benchmark {key[:12]}")
-        if not isinstance(run.get("sources"), str) or not isinstance(run.get("records"), list):
-            _fail(f"{where} benchmark {key[:12]}", "has no sources or records")
-        if not all(isinstance(r, dict) and all(isinstance(k, str) for k in r) for r in run["records"]):
-            _fail(f"{where} benchmark {key[:12]}", "has records that are not JSON objects")
-    return data
-
-
-def _choice(value: object, where: str) -> None:
-    entry = _dict(value, where)
-    for field in ("platform", "device_kind", "backend", "sources"):
-        if not isinstance(entry.get(field), str):
+    if not isinstance(data.get("sources"), str):
+        _fail(f"{where}.sources", "is not a string")
+    if kind == "run":
+        runs = data.get("records")
+        if not isinstance(runs, list) or not all(type(r) is dict for r in runs):
+            _fail(f"{where}.records", "is not a list of JSON objects")
+        return data
+    for field in ("primitive", "platform", "device_kind", "backend"):
+        if not isinstance(data.get(field), str):
             _fail(f"{where}.{field}", "is not a string")
-    _str_list(entry.get("inputs"), f"{where}.inputs")
-    _str_list(entry.get("outputs"), f"{where}.outputs")
-    timings = _dict(entry.get("timings_ms", {}), f"{where}.timings_ms")
-    for backend, pair in timings.items():
+    _str_list(data.get("inputs"), f"{where}.inputs")
+    _str_list(data.get("outputs"), f"{where}.outputs")
+    for backend, pair in _dict(data.get("timings_ms", {}), f"{where}.timings_ms").items():
         if not (isinstance(pair, list) and len(pair) == 2 and all(_is_number(t) for t in pair)):
             _fail(f"{where}.timings_ms[{backend!r}]", "is not [median, noise]")
-    if "measured" in entry and not _is_number(entry["measured"]):
+    if "measured" in data and not _is_number(data["measured"]):
         _fail(f"{where}.measured", "is not a number")
+    return data
 
 
 def distributed_status(raw: bytes, where: str, chunk_bytes: int) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The published entries of one module: lookup, a build slot (lock + staging), publish.
 
-A cache hit needs only the lookup, here; the build side (the slot, publishing) is in
-publish.py, imported when a build starts.
+A cache hit needs only the lookup, here; the build side (``build_slot``, ``publish``) is in
+publish.py, which imports this module and is imported only when a build starts.
 
 Layout under the cache root::
 
@@ -33,7 +33,6 @@ from .trust import check_root, entry_fix, private_dir, private_file
 
 if TYPE_CHECKING:
     from .manifest import SpecTable
-    from .publish import BuildSlot
 
 log = logging.getLogger("brainevent.cache")
 
@@ -151,21 +150,6 @@ class EntryStore:
         if entry is not None:
             _touch(entry.directory / MANIFEST_NAME)
         return entry
-
-    def build_slot(
-        self, key: CacheKey, *, force: bool = False
-    ) -> contextlib.AbstractContextManager[BuildSlot]:
-        """The entry's build lock and a fresh staging directory for a build of ``key``, or the
-        entry another process published meanwhile (see :func:`.publish.build_slot`)."""
-        from .publish import build_slot
-
-        return build_slot(self, key, force=force)
-
-    def publish(self, slot: BuildSlot, manifest: Manifest) -> CacheEntry:
-        """Writes ``manifest`` into the slot's staging directory and moves it into place."""
-        from .publish import publish
-
-        return publish(self, slot, manifest)
 
 
 def _plain_name(name: object) -> bool:

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from .benchmark import BenchmarkConfig, BenchmarkRecord, BenchmarkResult, benchmark_function
 from .entries import KernelEntry
-from .primitive import XLACustomKernel
-from .registry import get_all_primitive_names, get_primitives_by_tags, get_registry, register_primitive
+from .primitive import (
+    XLACustomKernel,
+    get_all_primitive_names,
+    get_primitives_by_tags,
+    get_registry,
+    register_primitive,
+)
 from .triton_call import triton_kernel
 
 __all__ = [

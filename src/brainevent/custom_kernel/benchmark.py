@@ -21,6 +21,17 @@ import numpy as np
 
 from ..logs import to_stderr
 
+TABLE_HEADER = (
+    "config",
+    "platform",
+    "backend",
+    "median ms",
+    "noise ms",
+    "mean ms",
+    "min ms",
+    "rounds",
+    "x best",
+)
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution times this is its standard deviation
 log = logging.getLogger(__name__)
 
@@ -152,17 +163,7 @@ class BenchmarkResult:
         """A fixed-width table: one row per (configuration, backend); ``*`` marks each
         configuration's fastest, ``x best`` is the median relative to it."""
         title = f"Benchmark of {self.primitive_name}" if self.primitive_name else "Benchmark"
-        header = (
-            "config",
-            "platform",
-            "backend",
-            "median ms",
-            "noise ms",
-            "mean ms",
-            "min ms",
-            "rounds",
-            "x best",
-        )
+        header = TABLE_HEADER
         rows: list[tuple[str, ...]] = []
         for r in self._records:
             best = self.fastest(r.label)
@@ -171,19 +172,9 @@ class BenchmarkResult:
                 continue
             ratio = r.median_ms / best.median_ms if best is not None and best.median_ms > 0 else math.nan
             mark = " *" if best is r else ""
-            rows.append(
-                (
-                    r.label,
-                    r.platform,
-                    r.backend + mark,
-                    f"{r.median_ms:.4f}",
-                    f"{r.noise_ms:.4f}",
-                    f"{r.mean_ms:.4f}",
-                    f"{r.min_ms:.4f}",
-                    str(r.rounds),
-                    f"{ratio:.2f}",
-                )
-            )
+            times = (r.median_ms, r.noise_ms, r.mean_ms, r.min_ms)
+            cells = (r.label, r.platform, r.backend + mark, *(f"{t:.4f}" for t in times), str(r.rounds))
+            rows.append((*cells, f"{ratio:.2f}"))
         widths = [
             max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)
         ]
@@ -283,7 +274,7 @@ def benchmark_backends(
             runners[backend] = functools.partial(fn, *placed.args)
         times = time_interleaved(runners, n_runs, n_batch_per_run) if runners else {}
         for backend in backends:
-            base = {
+            base: dict[str, Any] = {
                 "platform": platform,
                 "backend": backend,
                 "label": config.name,
@@ -292,17 +283,12 @@ def benchmark_backends(
                 "data_kwargs": dict(config.data_kwargs),
             }
             if backend in times:
-                stats = summarize(times[backend])
-                record = BenchmarkRecord(**base, **stats, success=True, error=None, rounds=n_runs)  # type: ignore[arg-type]
+                stats: dict[str, Any] = summarize(times[backend])
+                record = BenchmarkRecord(**base, **stats, success=True, error=None, rounds=n_runs)
             else:
-                nan = math.nan
+                nan, error = math.nan, errors.get(backend)
                 record = BenchmarkRecord(
-                    **base,  # type: ignore[arg-type]
-                    mean_ms=nan,
-                    std_ms=nan,
-                    min_ms=nan,
-                    success=False,
-                    error=errors.get(backend),
+                    **base, mean_ms=nan, std_ms=nan, min_ms=nan, success=False, error=error
                 )
             log.info("%s [%s|%s] %s: median %.4f ms", name, platform, backend, config.name, record.median_ms)
             records.append(record)

@@ -1,9 +1,12 @@
-"""``XLACustomKernel``: one named JAX primitive with named backends per platform and its own rules."""
+"""``XLACustomKernel``: one named JAX primitive with named backends per platform and its own rules,
+and the registry of every one made in this process (the only global state of this package
+besides JAX's own), for tools that list or benchmark them."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -16,7 +19,6 @@ from . import selection
 from .definitions import BackendTable
 from .entries import KernelEntry, LoweringCall
 from .libraries import require_library
-from .registry import register_primitive
 from .rules import VMAP_METHODS, Rules
 from .tools import Tools
 
@@ -249,3 +251,42 @@ class XLACustomKernel(BackendTable, Rules, Tools):
     def __repr__(self) -> str:
         backends = {p: list(e) for p, e in sorted(self._kernels.items()) if e}
         return f"XLACustomKernel({self.name!r}, backends={backends})"
+
+
+_registry: dict[str, XLACustomKernel] = {}
+_registry_lock = threading.Lock()
+
+
+def register_primitive(name: str, primitive: XLACustomKernel) -> None:
+    """Adds ``primitive`` under ``name``; a name already taken is replaced, with a warning
+    (both keep working as JAX primitives)."""
+    with _registry_lock:
+        taken = name in _registry and _registry[name] is not primitive
+        _registry[name] = primitive
+    if taken:
+        warnings.warn(
+            f"an XLACustomKernel named {name!r} is already registered; the registry now holds the new "
+            "one (both still work as JAX primitives, but get_registry() and benchmarks see only the "
+            "newest). Give each primitive a unique name to silence this.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def get_registry() -> dict[str, XLACustomKernel]:
+    """A copy of the registry: primitive name to ``XLACustomKernel``."""
+    with _registry_lock:
+        return dict(_registry)
+
+
+def get_all_primitive_names() -> list[str]:
+    """The names of every registered primitive, sorted."""
+    with _registry_lock:
+        return sorted(_registry)
+
+
+def get_primitives_by_tags(tags: Iterable[str]) -> dict[str, XLACustomKernel]:
+    """The primitives carrying every one of ``tags`` (see ``XLACustomKernel.def_tags``)."""
+    wanted = {tags} if isinstance(tags, str) else set(tags)  # a single tag given bare, not its letters
+    with _registry_lock:
+        return {name: prim for name, prim in _registry.items() if wanted <= prim.tags}

@@ -1,20 +1,18 @@
-"""Remembered benchmark winners, kept in the cache directory for later processes.
+"""Remembered benchmark winners, kept as entries of the cache for later processes.
 
-``benchmark(remember=True)`` writes, per primitive, one JSON file
-``<cache root>/choices/<primitive>-<hash>.json`` holding:
+``benchmark(remember=True)`` publishes, under ``<cache root>/v1/remembered.<primitive>-<hash>/``,
+entries of two kinds, with the store's trust checks, build lock, atomic publish and pruning
+(cache/store.py, cache/publish.py, cache/admin.py):
 
-- *choices*: the fastest backend per (platform, device kind, operand shapes and dtypes), which
-  a later lowering of the primitive with those operands on that kind of device uses without
-  measuring again;
-- *benchmarks*: the records of each benchmark run (per platform, device kind, backends and
-  configurations), which a later ``benchmark(remember=True)`` of the same run returns
-  instead of timing again.
+- a *choice*, keyed by platform, device kind and the operand shapes and dtypes of one bind:
+  the fastest backend, which a later lowering with those operands on that kind of device uses
+  without measuring again;
+- a *run*, keyed by platform, device kind, backends and configurations: its records, which a
+  later ``benchmark(remember=True)`` of the same run returns instead of timing again.
 
-Each entry carries the fingerprint of the platform's backends (``fingerprint.py``): an entry
-whose backends have changed since is stale, ignored, and replaced by the next measurement.
-Files are written private (directory 0700, file 0600, renamed into place) and read only when
-they pass the cache's trust checks; a file another user could have written is ignored with a
-warning, never used.
+Each holds the fingerprint of the platform's backends (``fingerprint.py``): one whose
+backends have changed since is stale, ignored, and replaced by the next measurement. An
+entry the cache's trust checks refuse is ignored with a warning, never used.
 """
 
 from __future__ import annotations
@@ -27,46 +25,46 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..cache import records
+from ..cache.key import CacheKey
+from ..cache.store import EntryStore, cache_root
 from ..errors import CacheError
+from ..fileio import read_blocks
 
-SCHEMA = 1
-DIRECTORY = "choices"
+PREFIX = "remembered."  # the module directories of remembered entries (never a C identifier)
+ARTIFACT = "remembered.json"
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
-_parsed: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}  # path -> (stat stamp, data)
 _warned: set[str] = set()
 
 
-def root_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    from ..cache.store import cache_root
-
-    return cache_root(cache_dir)
-
-
-def file_for(name: str, root: Path) -> Path:
-    """The file of primitive ``name``: a readable prefix plus a hash, since names are free text."""
+def store_for(name: str, root: Path | None = None) -> EntryStore:
+    """The entries of primitive ``name``: a readable prefix plus a hash, since names are free text."""
     slug = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:64]
-    return root / DIRECTORY / f"{slug}-{hashlib.sha256(name.encode()).hexdigest()[:12]}.json"
+    digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+    return EntryStore(cache_root(root), f"{PREFIX}{slug}-{digest}")
 
 
 def aval_text(aval: Any) -> str:
     return f"{np.dtype(aval.dtype).name}[{','.join(str(int(d)) for d in aval.shape)}]"
 
 
-def _key(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()[:32]
+def key_of(parts: Sequence[Any]) -> CacheKey:
+    return CacheKey(
+        hashlib.sha256(json.dumps(list(parts), sort_keys=True, default=repr).encode()).hexdigest()
+    )
 
 
-def choice_key(platform: str, device_kind: str, inputs: Sequence[str], outputs: Sequence[str]) -> str:
-    return _key("choice", platform, device_kind, list(inputs), list(outputs))
+def choice_parts(platform: str, device_kind: str, inputs: Sequence[str], outputs: Sequence[str]) -> list[Any]:
+    return ["choice", platform, device_kind, list(inputs), list(outputs)]
 
 
 def device_kind(platform: str) -> str | None:
@@ -79,73 +77,54 @@ def device_kind(platform: str) -> str | None:
         return None
 
 
-# -- reading ---------------------------------------------------------------------------------
-
-
-def _warn_once(path: Path, exc: Exception) -> None:
-    key = f"{path}:{type(exc).__name__}"
-    with _lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    warnings.warn(f"ignoring the remembered backend choices in {path}: {exc}", UserWarning, stacklevel=4)
-
-
-def load(path: Path) -> dict[str, Any] | None:
-    """The file's content, if it exists and passes the trust checks; None otherwise."""
-    from ..cache import records
-    from ..cache.trust import check_root, private_dir, private_file
-    from ..fileio import read_blocks
-
-    fix = "Remove it (`brainevent choices clear`) or point BRAINEVENT_CACHE_DIR elsewhere."
+def read(store: EntryStore, parts: Sequence[Any], *, use: bool = True) -> dict[str, Any] | None:
+    """The record of entry ``parts`` if it is published and trusted (``use`` records the use,
+    for `brainevent cache prune`); None otherwise."""
+    key = key_of(parts)
     try:
-        root = path.parent.parent
-        if not (check_root(root, create=False) and private_dir(path.parent, create=False, fix=fix)):
+        entry = store.hit(key) if use else store.lookup(key)
+        if entry is None:
             return None
-        if not private_file(path, fix=fix):
-            return None
-        st = os.lstat(path)
-        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-        with _lock:
-            hit = _parsed.get(str(path))
-        if hit is not None and hit[0] == stamp:
-            return hit[1]
-        data = records.choices(records.parse_json(b"".join(read_blocks(path)), str(path)), SCHEMA, str(path))
+        where = str(entry.library)
+        return records.remembered(records.parse_json(b"".join(read_blocks(where)), where), parts[0], where)
     except CacheError as exc:
-        _warn_once(path, exc)
-        return None
+        with _lock:
+            fresh = str(exc) not in _warned
+            _warned.add(str(exc))
+        if fresh:
+            warnings.warn(f"ignoring a remembered benchmark result: {exc}", UserWarning, stacklevel=3)
     except (OSError, ValueError) as exc:  # RecordError is a ValueError: measured again
-        log.warning("ignoring unreadable remembered choices %s: %s", path, exc)
-        return None
-    with _lock:
-        _parsed[str(path)] = (stamp, data)
-    return data
+        log.warning("ignoring an unreadable remembered benchmark result in %s: %s", store.module_dir, exc)
+    return None
+
+
+def write(store: EntryStore, parts: Sequence[Any], platform: str, record: dict[str, Any], what: str) -> None:
+    """Publishes ``record`` as entry ``parts``, replacing the one there (a stale measurement)."""
+    from ..cache.manifest import Manifest
+    from ..cache.publish import build_slot, publish
+
+    key = key_of(parts)
+    data = json.dumps(record, indent=1, sort_keys=True).encode()
+    with build_slot(store, key, force=True) as slot:
+        assert slot.staging is not None
+        (slot.staging / ARTIFACT).write_bytes(data)
+        inputs = {"remembered": list(parts), "describe": what}
+        sha = hashlib.sha256(data).hexdigest()
+        publish(
+            store, slot, Manifest(key.digest, store.name, platform, ARTIFACT, sha, {}, inputs, time.time())
+        )
 
 
 def lookup(
-    name: str,
-    platform: str,
-    inputs: Sequence[str],
-    outputs: Sequence[str],
-    sources: Callable[[], str],
+    name: str, platform: str, inputs: Sequence[str], outputs: Sequence[str], sources: Callable[[], str]
 ) -> str | None:
     """The remembered backend for these operands on this platform's device, if still valid."""
-    root = root_dir()
-    path = file_for(name, root)
-    if not os.path.lexists(path):
+    store = store_for(name)
+    if not os.path.lexists(store.module_dir):
         return None  # the common case: one lstat
     kind = device_kind(platform)
-    data = load(path)
-    if kind is None or data is None:
-        return None
-    entry = data["choices"].get(choice_key(platform, kind, inputs, outputs))
-    if not isinstance(entry, dict) or entry.get("sources") != sources():
-        return None
-    backend = entry.get("backend")
-    return backend if isinstance(backend, str) else None
-
-
-# -- a benchmark run and what it stores ----------------------------------------------------------
+    entry = read(store, choice_parts(platform, kind, inputs, outputs)) if kind is not None else None
+    return entry["backend"] if entry is not None and entry["sources"] == sources() else None
 
 
 @dataclass
@@ -159,11 +138,10 @@ class Run:
     sources: str
     versions: dict[str, str]
     configs: list[dict[str, Any]]  # label, kwargs and the primitive's operand signatures
-    path: Path
-    key: str = field(init=False)
+    parts: list[Any] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.key = _key("benchmark", self.platform, self.device_kind, self.backends, self.configs)
+        self.parts = ["run", self.platform, self.device_kind, self.backends, self.configs]
 
     @classmethod
     def describe(
@@ -182,76 +160,60 @@ class Run:
             }
             for c in configs
         ]
-        return cls(
-            primitive.name,
-            platform,
-            str(_device(platform).device_kind),
-            backends,
-            sources_fingerprint(entries),
-            versions(list(entries)),
-            described,
-            file_for(primitive.name, root_dir()),
-        )
+        kind, fingerprint = str(_device(platform).device_kind), sources_fingerprint(entries)
+        return cls(primitive.name, platform, kind, backends, fingerprint, versions(list(entries)), described)
 
     def result(self, name: str) -> Any:
         """The stored result of this run (``remembered`` set), or None if none is valid."""
         from .benchmark import BenchmarkRecord, BenchmarkResult
 
-        data = load(self.path)
-        entry = data["benchmarks"].get(self.key) if data is not None else None
-        if not isinstance(entry, dict) or entry.get("sources") != self.sources:
+        store = store_for(self.name)
+        entry = read(store, self.parts)
+        if entry is None or entry["sources"] != self.sources:
             return None
         try:
-            records = [BenchmarkRecord(**r) for r in entry["records"]]
-        except (KeyError, TypeError):  # written by another version of this schema's writer
+            result = BenchmarkResult([BenchmarkRecord(**r) for r in entry["records"]], primitive_name=name)
+        except TypeError:  # written by another version of this schema's writer
             return None
-        result = BenchmarkResult(records, primitive_name=name)
         result.remembered = True
-        return result
+        # A winner whose entry is gone or untrusted is measured again, with the whole run.
+        winners = self._winners(result)
+        return None if any(read(store, choice) is None for choice, *_ in winners) else result
 
-    def store(self, result: Any) -> int:
-        """Stores the run and, per configuration, its winner for each operand signature; returns
-        the number of choices stored."""
-        now = time.time()
-        records = [_jsonable(dict(vars(r))) for r in result.records]
-        choices: dict[str, dict[str, Any]] = {}
+    def _winners(self, result: Any) -> Iterator[tuple[list[Any], str, list[str], list[str], str]]:
+        """(choice parts, configuration, inputs, outputs, fastest backend) of every signature measured."""
         for config in self.configs:
             fastest = result.fastest(config["label"])
-            if fastest is None:
-                continue
-            timings = {
-                r["backend"]: [r["median_ms"], r["noise_ms"]]
-                for r in records
-                if r["label"] == config["label"] and r["success"]
+            for inputs, outputs in config["signatures"] if fastest is not None else ():
+                parts = choice_parts(self.platform, self.device_kind, inputs, outputs)
+                yield parts, config["label"], inputs, outputs, fastest.backend
+
+    def store(self, result: Any) -> int:
+        """Publishes the run and its winner for each operand signature; returns how many winners."""
+        store, now = store_for(self.name), time.time()
+        records = [_jsonable(dict(vars(r))) for r in result.records]
+        where = f"{self.platform}, {self.device_kind}"
+        run = {"backends": self.backends, "sources": self.sources, "records": records, "measured": now}
+        write(store, self.parts, self.platform, run, f"run [{where}] of {', '.join(self.backends)}")
+        winners = list(self._winners(result))
+        for parts, label, inputs, outputs, backend in winners:
+            ran = [r for r in records if r["label"] == label and r["success"]]
+            choice = {
+                "primitive": self.name,
+                "platform": self.platform,
+                "device_kind": self.device_kind,
+                "inputs": inputs,
+                "outputs": outputs,
+                "backend": backend,
+                "timings_ms": {r["backend"]: [r["median_ms"], r["noise_ms"]] for r in ran},
+                "config": label,
+                "sources": self.sources,
+                "versions": self.versions,
+                "measured": now,
             }
-            for inputs, outputs in config["signatures"]:
-                choices[choice_key(self.platform, self.device_kind, inputs, outputs)] = {
-                    "platform": self.platform,
-                    "device_kind": self.device_kind,
-                    "inputs": inputs,
-                    "outputs": outputs,
-                    "backend": fastest.backend,
-                    "timings_ms": timings,  # backend -> [median, noise]
-                    "config": config["label"],
-                    "sources": self.sources,
-                    "versions": self.versions,
-                    "measured": now,
-                }
-        run = {
-            "platform": self.platform,
-            "device_kind": self.device_kind,
-            "backends": self.backends,
-            "sources": self.sources,
-            "records": records,
-            "measured": now,
-        }
-
-        def change(data: dict[str, Any]) -> None:
-            data["benchmarks"][self.key] = run
-            data["choices"].update(choices)
-
-        update(self.name, self.path, change)
-        return len(choices)
+            what = f"choice [{where}] {', '.join(inputs)} -> {', '.join(outputs)}: {backend}"
+            write(store, parts, self.platform, choice, what)
+        return len(winners)
 
 
 def _jsonable(value: Any) -> Any:
@@ -264,35 +226,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return repr(value)
-
-
-def update(name: str, path: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    """Read, change and write the file of primitive ``name`` under its lock."""
-    import filelock
-
-    from .. import config
-    from ..cache.trust import check_root, private_dir, write_private
-
-    check_root(path.parent.parent, create=True)
-    private_dir(path.parent, create=True)
-    lock = filelock.FileLock(str(path.with_name(path.name + ".lock")), mode=0o600)
-    try:
-        lock.acquire(timeout=config.LOCK_TIMEOUT.get())
-    except filelock.Timeout:
-        raise CacheError(
-            f"could not remember benchmark results: {lock.lock_file} stayed locked for "
-            f"{config.LOCK_TIMEOUT.get():.0f} s; remove it if no other process is benchmarking "
-            f"{name!r}",
-            path=str(lock.lock_file),
-        ) from None
-    try:
-        data = load(path) if os.path.lexists(path) else None
-        fresh = {"schema": SCHEMA, "primitive": name, "choices": {}, "benchmarks": {}}
-        data = json.loads(json.dumps(data)) if data is not None else fresh  # a copy to change
-        change(data)
-        write_private(path, json.dumps(data, indent=1, sort_keys=True).encode())
-    finally:
-        lock.release()
 
 
 def operand_signatures(
@@ -337,58 +270,39 @@ def _subjaxprs(param: Any) -> Iterable[Any]:
 # -- listing and clearing, for the command line ---------------------------------------------------
 
 
-def entries(root: Path) -> list[tuple[str, Path, dict[str, Any]]]:
-    """(primitive, file, data) of every readable choices file under ``root``, by primitive name."""
-    from ..cache.trust import check_root, private_dir
-
-    directory = root / DIRECTORY
-    if not (check_root(root, create=False) and private_dir(directory, create=False)):
-        return []
-    found = []
-    for path in sorted(directory.glob("*.json")):
-        data = load(path)
-        if data is not None:
-            found.append((str(data.get("primitive", path.stem)), path, data))
-    return sorted(found, key=lambda item: item[0])
-
-
 def describe(root: Path) -> list[str]:
     """Lines for ``brainevent choices``: each remembered choice with the timings behind it."""
-    lines = [f"remembered backend choices in {root / DIRECTORY}"]
-    count = 0
-    for name, _path, data in entries(root):
-        for entry in sorted(
-            data["choices"].values(), key=lambda e: (e["platform"], e["device_kind"], e["inputs"])
-        ):
-            count += 1
-            timings = entry.get("timings_ms", {})
-            others = ", ".join(
-                f"{b} {t[0]:.4f}"
-                for b, t in sorted(timings.items(), key=lambda kv: kv[1][0])
-                if b != entry["backend"]
-            )
-            best = timings.get(entry["backend"], [float("nan")])[0]
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.get("measured", 0)))
-            lines.append(
-                f"  {name} [{entry['platform']}, {entry['device_kind']}] {', '.join(entry['inputs'])} -> "
-                f"{', '.join(entry['outputs'])}: {entry['backend']} ({best:.4f} ms"
-                + (f"; {others}" if others else "")
-                + f") measured {when}"
-            )
-    lines.append(f"{count} remembered choice(s)")
+    from ..cache.admin import iter_entries
+
+    lines = [f"remembered backend choices in {root}"]
+    found = []
+    for info in iter_entries(root):
+        parts = info.manifest.inputs.get("remembered") if info.manifest is not None else None
+        if info.module.startswith(PREFIX) and isinstance(parts, list) and parts[:1] == ["choice"]:
+            entry = read(EntryStore(root, info.module), parts, use=False)
+            found += [entry] if entry is not None else []
+    for entry in sorted(found, key=lambda e: (e["primitive"], e["platform"], e["device_kind"], e["inputs"])):
+        timings = entry.get("timings_ms", {})
+        others = ", ".join(
+            f"{b} {t[0]:.4f}"
+            for b, t in sorted(timings.items(), key=lambda kv: kv[1][0])
+            if b != entry["backend"]
+        )
+        best = timings.get(entry["backend"], [float("nan")])[0]
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.get("measured", 0)))
+        lines.append(
+            f"  {entry['primitive']} [{entry['platform']}, {entry['device_kind']}] "
+            f"{', '.join(entry['inputs'])} -> {', '.join(entry['outputs'])}: {entry['backend']} "
+            f"({best:.4f} ms" + (f"; {others}" if others else "") + f") measured {when}"
+        )
+    lines.append(f"{len(found)} remembered choice(s)")
     return lines
 
 
 def clear(root: Path) -> int:
-    """Removes every choices file; returns how many."""
-    directory = root / DIRECTORY
-    removed = 0
-    for path in sorted(directory.glob("*.json*")) if directory.is_dir() else []:
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            continue
-        removed += path.suffix == ".json"
-    with _lock:
-        _parsed.clear()
-    return removed
+    """Removes every remembered entry; returns how many."""
+    from ..cache.admin import clear as clear_module
+    from ..cache.admin import iter_entries
+
+    modules = {e.module for e in iter_entries(root) if e.module.startswith(PREFIX)}
+    return sum(clear_module(root, module)[0] for module in sorted(modules))

@@ -127,7 +127,9 @@ class Tools:
                 f"benchmark data must be a non-empty list of BenchmarkConfig, got {configs!r:.200}"
             )
         call = self._call_fn or cast(Callable[..., Any], self)  # the primitive itself
-        measurement = self._measurement(call, resolved, chosen, configs) if remember else None
+        from .remembered import Run
+
+        measurement = Run.describe(self, call, resolved, chosen, list(configs)) if remember else None
         result = measurement.result(self.name) if measurement is not None else None
         if result is None:
             with verbosity(verbose):
@@ -165,14 +167,3 @@ class Tools:
             with verbosity(True):
                 log.info("%s", result.table())
         return result
-
-    def _measurement(
-        self,
-        call: Callable[..., Any],
-        platform: str,
-        backends: Sequence[str],
-        configs: Sequence[BenchmarkConfig],
-    ) -> Any:
-        from .remembered import Run
-
-        return Run.describe(self, call, platform, list(backends), list(configs))

@@ -101,6 +101,8 @@ def _build_and_share(
 
 
 def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> CacheEntry:
+    from ..cache.publish import build_slot, publish
+
     timeout = config.DISTRIBUTED_TIMEOUT.get()
     deadline = time.monotonic() + timeout
     status = _wait_for_status(kv, prefix, store.name, deadline, timeout)
@@ -150,12 +152,12 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
 
     # The normal publish path (lock, staging, atomic rename): in a cache shared with the
     # builder the entry is already there and nothing is written.
-    with store.build_slot(key) as slot:
+    with build_slot(store, key) as slot:
         if slot.staging is None:  # the cache is shared with the builder: already there
             assert slot.existing is not None
             entry = slot.existing
         else:
-            entry = store.publish(slot, fill(slot.staging))
+            entry = publish(store, slot, fill(slot.staging))
     return CacheEntry(entry.directory, entry.manifest, built_now=False)  # not compiled here
 
 

@@ -133,8 +133,9 @@ def _compile(request: Request) -> Compiled:
 
 def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
     from ..cache.manifest import Manifest
+    from ..cache.publish import build_slot, publish
 
-    with store.build_slot(key) as slot:
+    with build_slot(store, key) as slot:
         if slot.staging is None and slot.existing is not None:  # another process built it meanwhile
             entry = slot.existing
             return Result(_read_entry(entry.library, entry.manifest.inputs), False)
@@ -162,7 +163,7 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
             created=time.time(),
             build_seconds=time.monotonic() - started,
         )
-        store.publish(slot, manifest)
+        publish(store, slot, manifest)
     return Result(compiled, True)
 
 
