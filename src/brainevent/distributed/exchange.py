@@ -31,6 +31,7 @@ from ..cache.key import CacheKey
 from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry, EntryStore
 from ..errors import BrainEventError, CacheError, CompileError
+from .archive import FALLBACK
 from .kv import KeyValue, current
 
 log = logging.getLogger("brainevent.distributed")
@@ -45,11 +46,10 @@ _LOG_EVERY_S = 10.0  # how often a waiting process says that it still waits
 def get_or_build(
     store: EntryStore, key: CacheKey, build: Callable[[], CacheEntry], *, force: bool = False
 ) -> CacheEntry:
-    """``build()`` (a local build of ``key``, published into ``store``), done once per job
-    when one is running; called after a miss in this process's own cache.
+    """``build()`` (a local build of ``key`` into ``store``), done once per job after a local miss.
 
-    Outside a multi-process ``jax.distributed`` job, with ``force`` (a rebuild is asked of
-    this process) or with ``BRAINEVENT_DISTRIBUTED_BUILD=0`` it is exactly ``build()``.
+    Outside a multi-process ``jax.distributed`` job, with ``force`` or with
+    ``BRAINEVENT_DISTRIBUTED_BUILD=0`` it is exactly ``build()``.
     """
     kv = None if force or not config.DISTRIBUTED_BUILD.get() else current()
     if kv is None:
@@ -60,8 +60,7 @@ def get_or_build(
     try:
         return _receive(kv, prefix, store, key)
     except records.RecordError as exc:
-        # A status that does not match its schema cannot be trusted to describe anything:
-        # this process compiles for itself, as without a job.
+        # A status that does not match its schema describes nothing: compile here, as without a job.
         log.warning("module %s: the job's build record is malformed (%s); compiling here", store.name, exc)
         return build()
 
@@ -83,19 +82,15 @@ def _build_and_share(
     chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
     for i, chunk in enumerate(chunks):
         kv.put(f"{prefix}/chunk/{i}", chunk)
-    record = {
-        "state": "ok",
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "size": len(data),
-        "chunks": len(chunks),
-    }
-    _publish_status(kv, prefix, record)
+    digest = hashlib.sha256(data).hexdigest()
+    _publish_status(kv, prefix, {"state": "ok", "sha256": digest, "size": len(data), "chunks": len(chunks)})
+    took = time.monotonic() - started
     log.info(
         "published module %s to the job: %d bytes in %d chunk(s), %.2f s",
         store.name,
         len(data),
         len(chunks),
-        time.monotonic() - started,
+        took,
     )
     return entry
 
@@ -117,8 +112,7 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
             if piece is None:
                 raise CacheError(
                     f"part {i} of module {store.name!r} is missing from the job's key-value store "
-                    "although its builder announced it; set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile "
-                    "in every process.",
+                    f"although its builder announced it. {FALLBACK}",
                     module=store.name,
                 )
             pieces.append(piece)
@@ -127,8 +121,7 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
         if len(data) != status["size"] or digest != status["sha256"]:
             raise CacheError(
                 f"module {store.name!r} arrived damaged from the job's builder (sha256 {digest[:16]}, "
-                f"expected {str(status['sha256'])[:16]}); set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile "
-                "in every process.",
+                f"expected {str(status['sha256'])[:16]}). {FALLBACK}",
                 module=store.name,
             )
         unpack(data, staging)
@@ -136,20 +129,14 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
         problem = "its manifest is missing" if manifest is None else manifest.verify(staging, key.digest)
         if manifest is None or problem is not None:
             raise CacheError(
-                f"module {store.name!r} received from the job's builder does not verify: {problem}. "
-                "Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every process.",
+                f"module {store.name!r} from the job's builder does not verify: {problem}. {FALLBACK}",
                 module=store.name,
             )
-        log.info(
-            "received module %s from the job's builder: %d bytes in %.2f s",
-            store.name,
-            len(data),
-            time.monotonic() - started,
-        )
+        took = time.monotonic() - started
+        log.info("received module %s from the job's builder: %d bytes in %.2f s", store.name, len(data), took)
         return manifest
 
-    # The normal publish path (lock, staging, atomic rename): in a cache shared with the
-    # builder the entry is already there and nothing is written.
+    # The normal publish path (lock, staging, atomic rename).
     with store.build_slot(key) as slot:
         if slot.staging is None:  # the cache is shared with the builder: already there
             assert slot.existing is not None
@@ -177,11 +164,12 @@ def _wait_for_status(kv: KeyValue, prefix: str, name: str, deadline: float, time
                 timed_out=True,
                 timeout_s=timeout,
             )
+        so_far = time.monotonic() - started
         log.info(
             "waiting for %s to build module %s (%.0f s so far, giving up after %.0f s)",
             builder,
             name,
-            time.monotonic() - started,
+            so_far,
             timeout,
         )
 
@@ -202,12 +190,8 @@ def _error_record(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, BrainEventError):
         data = {k: v for k, v in exc.data.items() if _plain(v)}
         return {"state": "error", "type": type(exc).__name__, "message": exc.message, "data": data}
-    return {
-        "state": "error",
-        "type": "CompileError",
-        "message": f"building the module failed with {type(exc).__name__}: {exc}",
-        "data": {},
-    }
+    message = f"building the module failed with {type(exc).__name__}: {exc}"
+    return {"state": "error", "type": "CompileError", "message": message, "data": {}}
 
 
 def _plain(value: object) -> bool:

@@ -1,7 +1,8 @@
-"""The JAX side shared by the CPU and GPU bridges: specs, ``ffi_call`` and vmap."""
+"""The JAX side shared by the CPU and GPU bridges: specs, ``ffi_call``, vmap and kernel ids."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,28 @@ FFI_METHODS = (None, "sequential", "sequential_unrolled", *RANK_CHANGING)
 
 Preparer = Callable[[Signature], tuple[str, int]]
 
+_ABI_TAG = re.compile(rb"B(\d+)v(\d+)")
+
+
+def stable_text(text: str | bytes) -> bytes:
+    """Numba's output with its per-process counters renumbered, for ids that match across processes.
+
+    Numba's ABI tag ``B<n>v<uid>`` counts the functions defined so far in the process, so
+    another process (a ``jax.export`` artifact, a persistent-cache hit) gets other uids. Each
+    uid becomes the order of its first appearance: two different functions stay different.
+    """
+    data = text.encode() if isinstance(text, str) else text
+    order: dict[bytes, int] = {}
+
+    def renumber(match: re.Match[bytes]) -> bytes:
+        length, uid = match.group(1), match.group(2)
+        if int(length) != len(uid) + 1:  # not an ABI tag, just bytes that look like one
+            return match.group(0)
+        tag = b"v%d" % order.setdefault(uid, len(order))
+        return b"B%d%s" % (len(tag), tag)
+
+    return _ABI_TAG.sub(renumber, data)
+
 
 def check_vmap_method(vmap_method: object) -> None:
     if vmap_method not in FFI_METHODS:
@@ -29,10 +52,9 @@ class BridgedFunction:
     """Calls a prepared Numba kernel through ``jax.ffi.ffi_call``; ``prepare`` compiles and
     registers it for a signature and returns ``(target, kernel id)``.
 
-    ``per_slice_vmap``: under a batching ``vmap_method`` the kernel keeps its unbatched ranks
-    and runs once per batch element (what ``numba_cuda_kernel`` does). ``launch=False``, or
-    outputs that are all empty: nothing runs and the results are zeros. ``check_args`` sees
-    the arguments of every call before anything else.
+    ``per_slice_vmap``: a batching ``vmap_method`` runs the unbatched kernel once per batch
+    element. ``launch=False``, or only empty outputs: nothing runs, the results are zeros.
+    ``check_args`` sees every call's arguments first.
     """
 
     def __init__(

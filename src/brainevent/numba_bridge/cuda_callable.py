@@ -1,11 +1,9 @@
 """``numba_cuda_callable``: a Python function that launches Numba-CUDA kernels on XLA's stream.
 
-Unlike :func:`numba_cuda_kernel`, the callable is Python, so Python runs on every call: a
-compiled handler passes XLA's buffers and stream to a ctypes trampoline, which wraps them
-as Numba device arrays (no copies) and calls the function. An exception in the function
-is caught there and returned to XLA as the call's error, so it surfaces in Python as a
-``JaxRuntimeError`` naming the exception; nothing is printed and lost. The handler is not
-command-buffer compatible: XLA never captures it in a CUDA graph.
+A compiled handler passes XLA's buffers and stream to a ctypes trampoline, which wraps them as
+Numba device arrays (no copies) and calls the function; an exception there is returned to XLA
+as the call's error (a ``JaxRuntimeError`` naming it). Python runs on every call, so XLA never
+captures the handler in a CUDA graph.
 """
 
 from __future__ import annotations

@@ -12,12 +12,11 @@ from ..calls.results import flatten_outs
 from ..errors import KernelTypeError
 from ..launchers.launch_config import LaunchConfig, resolve_launch
 from ..launchers.prepared import Made, PreparedKernels
-from .bridge import BridgedFunction, check_vmap_method
-from .stable_text import stable_text
+from .bridge import BridgedFunction, check_vmap_method, stable_text
 
 
 def require_numba_cuda() -> Any:
-    from .numpy_compat import ensure_numba_cuda_numpy_compat
+    from .cuda_compile import ensure_numba_cuda_numpy_compat
 
     ensure_numba_cuda_numpy_compat()
     try:
