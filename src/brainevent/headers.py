@@ -76,7 +76,7 @@ def xla_include_dir() -> Path:
     spec = importlib.util.find_spec("jaxlib")
     if spec is None or not spec.submodule_search_locations:
         raise HeaderNotFoundError(
-            "jaxlib is not installed, so the XLA FFI headers are missing. Install JAX: `pip install jax`.",
+            "jaxlib is not installed, so the XLA FFI headers are missing. Install JAX: `pip install jax`."
         )
     for location in spec.submodule_search_locations:
         include = os.path.join(location, "include")
@@ -84,7 +84,7 @@ def xla_include_dir() -> Path:
             return Path(include)
     raise HeaderNotFoundError(
         f"jaxlib at {list(spec.submodule_search_locations)} has no {_C_API}; "
-        "this jaxlib is too old for XLA FFI. Upgrade it: `pip install -U jax jaxlib`.",
+        "this jaxlib is too old for XLA FFI. Upgrade it: `pip install -U jax jaxlib`."
     )
 
 

@@ -59,9 +59,7 @@ def _read_header(real: str) -> bytes | None:
 
 
 def header_closure(
-    sources: Sequence[tuple[str, Path | None]],
-    search_dirs: Sequence[Path],
-    skip_dirs: Sequence[Path] = (),
+    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path], skip_dirs: Sequence[Path] = ()
 ) -> dict[str, str]:
     """{resolved header path: sha256} for every project header reachable from ``sources``
     ((text, directory of the file or None for inline code))."""
@@ -70,9 +68,7 @@ def header_closure(
 
 
 def header_texts(
-    sources: Sequence[tuple[str, Path | None]],
-    search_dirs: Sequence[Path],
-    skip_dirs: Sequence[Path] = (),
+    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path], skip_dirs: Sequence[Path] = ()
 ) -> dict[str, str]:
     """{resolved header path: text} of the same headers as :func:`header_closure`."""
     found = _reachable(sources, search_dirs, skip_dirs)
@@ -80,8 +76,7 @@ def header_texts(
 
 
 def scan_includes(
-    sources: Sequence[tuple[str, Path | None]],
-    search_dirs: Sequence[Path],
+    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path]
 ) -> tuple[dict[str, str], list[str]]:
     """``({header path: text}, unresolved)``: :func:`header_texts`, and the include targets
     found nowhere in ``search_dirs`` or the including file's directory (system headers)."""
@@ -96,9 +91,7 @@ def scan_includes(
 
 
 def _reachable(
-    sources: Sequence[tuple[str, Path | None]],
-    search_dirs: Sequence[Path],
-    skip_dirs: Sequence[Path],
+    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path], skip_dirs: Sequence[Path]
 ) -> dict[str, bytes]:
     skip = tuple(os.path.realpath(d) + os.sep for d in skip_dirs)
     found: dict[str, bytes] = {}

@@ -139,12 +139,7 @@ def _directives(text: str) -> Iterable[str]:
 
 
 def optional_header_flags(
-    text: str,
-    directory: Path | None,
-    search: Sequence[Path],
-    extra_cflags: Sequence[str],
-    *,
-    cuda: bool,
+    text: str, directory: Path | None, search: Sequence[Path], extra_cflags: Sequence[str], *, cuda: bool
 ) -> list[str]:
     """The ``-D<macro>=0`` flags that leave out the optional headers a unit does not need.
 
