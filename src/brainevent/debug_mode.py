@@ -1,10 +1,8 @@
 """Debug builds: ``debug=True`` on a loader, or ``BRAINEVENT_DEBUG=1`` for every load.
 
-A debug build defines ``BE_DEBUG=1`` (``BE::Tensor::at<T>()`` checks every index and dtype),
-adds ``-g`` (and ``-lineinfo`` for CUDA device code, so compute-sanitizer names source lines)
-and ``-D_GLIBCXX_ASSERTIONS`` (bounds-checked ``std::vector::operator[]`` and friends), and
-compiles at ``-O0``. The flags are part of the cache key, so debug and release builds of a
-module live side by side.
+``-DBE_DEBUG=1`` (``BE::Tensor::at<T>()`` checks indices and dtypes), ``-g`` (``-lineinfo`` for
+compute-sanitizer), ``-D_GLIBCXX_ASSERTIONS`` and ``-O0``; the flags key the cache, so debug and
+release builds live side by side.
 """
 
 from __future__ import annotations
@@ -14,8 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import SpecError
-
-__all__ = ["DEBUG_ENV", "debug_keywords"]
 
 DEBUG_ENV = "BRAINEVENT_DEBUG"
 _CPU_FLAGS = ("-g", "-DBE_DEBUG=1", "-D_GLIBCXX_ASSERTIONS", "-fno-omit-frame-pointer")

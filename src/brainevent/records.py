@@ -1,13 +1,9 @@
 """``Record``: the base of the small value classes that a cache hit creates or imports.
 
-Creating a NamedTuple or a dataclass class costs about ten times a plain class with
-``__slots__`` (docs/architecture.md, "The cache-hit path"), and the first cache hit of a
-process imports every module that defines one. A record is such a plain class: it names its
-fields once, in order, as ``__slots__ = _fields = (...)``, and writes its own typed
-``__init__``, so that type checkers check each construction. This base adds what a
-NamedTuple gave: equality and hashing by field values, a repr naming the fields, and
-``copy_with`` (NamedTuple's ``_replace``). Records are values: nothing changes a field after
-``__init__``. A record does not subclass another record.
+Making a NamedTuple or dataclass class costs ~10x a plain ``__slots__`` class (docs/architecture.md,
+"The cache-hit path"). A record names its fields as ``__slots__ = _fields = (...)`` and writes a
+typed ``__init__``; this base adds equality, hashing, a repr and ``copy_with``. Records are values
+and do not subclass one another.
 """
 
 from __future__ import annotations

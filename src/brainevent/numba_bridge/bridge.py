@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..calls.batching import with_batch_axis
 from ..calls.ffi import call_target
 from ..calls.operands import Signature, signature_of
 from ..calls.results import flatten_outs, vary_like
@@ -133,7 +134,6 @@ class BridgedFunction:
         if found is not None:
             return found
         import jax
-        import jax.numpy as jnp
 
         @jax.custom_batching.custom_vmap
         def call(*args: Any) -> list[Any]:
@@ -141,13 +141,7 @@ class BridgedFunction:
 
         @call.def_vmap
         def rule(axis_size: int, in_batched: list[bool], *args: Any) -> tuple[list[Any], list[bool]]:
-            if self._vmap_method == "broadcast_all":
-                args = tuple(
-                    a if b else jnp.broadcast_to(a, (axis_size, *np.shape(a)))
-                    for a, b in zip(args, in_batched, strict=True)
-                )
-            else:
-                args = tuple(a if b else jnp.expand_dims(a, 0) for a, b in zip(args, in_batched, strict=True))
+            args = tuple(with_batch_axis(args, in_batched, axis_size, self._vmap_method))
             batched = tuple(jax.ShapeDtypeStruct((axis_size, *s.shape), s.dtype) for s in specs)
             results = self._batchable(batched)(*args)
             return list(results), [True] * len(results)
