@@ -44,14 +44,9 @@ def _compiler_lines(log_text: str) -> list[str]:
 
 # What compilers say of a name they do not know (g++, clang, nvcc's front end).
 _UNKNOWN_NAME = (
-    "was not declared",
-    "is undefined",
-    "does not name a type",
-    "has not been declared",
-    "is not a member of",
-    "undeclared identifier",
-    "no member named",
-)
+    "was not declared", "is undefined", "does not name a type", "has not been declared",
+    "is not a member of", "undeclared identifier", "no member named",
+)  # fmt: skip
 
 # The optional parts of brainevent/common.h a build may leave out (build/optional_headers.py).
 _LEFT_OUT = {

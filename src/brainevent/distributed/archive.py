@@ -7,7 +7,6 @@ names and regular files, so an archive can never write outside the staging direc
 from __future__ import annotations
 
 import io
-import tarfile
 from pathlib import Path, PurePosixPath
 
 from ..errors import CacheError
@@ -17,6 +16,8 @@ FALLBACK = "Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every process."
 
 
 def pack(directory: Path) -> bytes:
+    import tarfile  # slow to import: only a job's builder and receivers need it
+
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for path in sorted(directory.rglob("*")):
@@ -27,6 +28,8 @@ def pack(directory: Path) -> bytes:
 
 def unpack(data: bytes, staging: Path) -> None:
     """Writes the archive's plain files under ``staging``; CacheError on anything else."""
+    import tarfile
+
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
             for member in tar.getmembers():

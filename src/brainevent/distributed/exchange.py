@@ -31,7 +31,7 @@ from ..cache.key import CacheKey
 from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry, EntryStore
 from ..errors import BrainEventError, CacheError, CompileError
-from .archive import FALLBACK
+from .archive import FALLBACK, pack, unpack
 from .kv import KeyValue, current
 
 log = logging.getLogger("brainevent.distributed")
@@ -70,8 +70,6 @@ def _build_and_share(
 ) -> CacheEntry:
     kv.put(f"{prefix}/builder", str(kv.process_id).encode())
     log.info("building module %s for all %d processes of the job", store.name, kv.num_processes)
-    from .archive import pack  # only a builder in a job needs tarfile
-
     try:
         entry = build()
         data = pack(entry.directory)
@@ -82,15 +80,11 @@ def _build_and_share(
     chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
     for i, chunk in enumerate(chunks):
         kv.put(f"{prefix}/chunk/{i}", chunk)
-    digest = hashlib.sha256(data).hexdigest()
-    _publish_status(kv, prefix, {"state": "ok", "sha256": digest, "size": len(data), "chunks": len(chunks)})
+    digest, size = hashlib.sha256(data).hexdigest(), len(data)
+    _publish_status(kv, prefix, {"state": "ok", "sha256": digest, "size": size, "chunks": len(chunks)})
     took = time.monotonic() - started
     log.info(
-        "published module %s to the job: %d bytes in %d chunk(s), %.2f s",
-        store.name,
-        len(data),
-        len(chunks),
-        took,
+        "published module %s to the job: %d bytes in %d chunk(s), %.2f s", store.name, size, len(chunks), took
     )
     return entry
 
@@ -103,8 +97,6 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
         raise _rebuild_error(status, store.name)
 
     def fill(staging: Path) -> Manifest:
-        from .archive import unpack
-
         started = time.monotonic()
         pieces = []
         for i in range(int(status["chunks"])):
@@ -166,11 +158,7 @@ def _wait_for_status(kv: KeyValue, prefix: str, name: str, deadline: float, time
             )
         so_far = time.monotonic() - started
         log.info(
-            "waiting for %s to build module %s (%.0f s so far, giving up after %.0f s)",
-            builder,
-            name,
-            so_far,
-            timeout,
+            "waiting for %s to build module %s (%.0f s so far, of %.0f s)", builder, name, so_far, timeout
         )
 
 

@@ -113,7 +113,7 @@ class BridgedFunction:
             # custom_vmap traces the unbatched body even when only the batched rule runs;
             # a kernel written for the batched ranks may not compile unbatched. An id that is
             # never registered makes an actual unbatched call fail at run time instead.
-            target, kernel_id = self._prepare_target_only(signature), 0
+            target, kernel_id = self._target_for(len(signature.inputs), len(signature.outputs)), 0
         method = None if self._rank_changing else self._vmap_method
         return call_target(
             target,
@@ -123,9 +123,6 @@ class BridgedFunction:
             input_output_aliases=self._aliases,
             kernel_id=np.int64(kernel_id),
         )
-
-    def _prepare_target_only(self, signature: Signature) -> str:
-        return self._target_for(len(signature.inputs), len(signature.outputs))
 
     def _batchable(self, specs: tuple[Any, ...]) -> Callable[..., Any]:
         """A custom_vmap function for these result specs; batching re-enters with batched specs."""

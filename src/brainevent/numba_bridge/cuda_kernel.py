@@ -98,11 +98,9 @@ def numba_cuda_kernel(
             ranks (the last two need ``launch_dims``); ``None`` cannot be vmapped.
         input_output_aliases: ``{input index: output index}`` for in-place updates.
 
-    Checks run in brainevent 0.2.1's order: the launch configuration, ``vmap_method``,
-    ``outs`` (no bfloat16: Numba-CUDA has no such type), then Numba-CUDA and the kernel. A
-    launch with nothing to do (``launch_dims=0``, a zero grid, or only empty outputs) does
-    not run the kernel and returns zeros. Under ``jax.vmap`` a ``launch_dims`` kernel keeps
-    its unbatched ranks and runs once per batch element.
+    Checks run in brainevent 0.2.1's order (launch configuration, ``vmap_method``, ``outs``,
+    then the kernel). A launch with nothing to do (``launch_dims=0``, a zero grid, or only
+    empty outputs) does not run the kernel and returns zeros.
 
     Raises:
         ImportError: Numba with CUDA support is not installed.
