@@ -55,13 +55,14 @@ class BridgedFunction:
 
     ``per_slice_vmap``: a batching ``vmap_method`` runs the unbatched kernel once per batch
     element. ``launch=False``, or only empty outputs: nothing runs, the results are zeros.
-    ``check_args`` sees every call's arguments first.
+    ``check_args`` sees every call's arguments first. ``target_for(n_in, n_out)`` names the
+    launcher target without compiling, for a rank-changing vmap's unbatched trace.
     """
 
     def __init__(
         self,
         prepare: Preparer,
-        target_for: Callable[[int, int], str],
+        target_for: Callable[[int, int], str] | None,
         outs: Any,
         vmap_method: str | None,
         input_output_aliases: dict[int, int] | None,
@@ -108,7 +109,7 @@ class BridgedFunction:
         try:
             target, kernel_id = self._prepare(signature)
         except Exception:
-            if not lenient:
+            if not lenient or self._target_for is None:
                 raise
             # custom_vmap traces the unbatched body even when only the batched rule runs;
             # a kernel written for the batched ranks may not compile unbatched. An id that is

@@ -59,12 +59,6 @@ def preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[s
     return prepare
 
 
-def _target_for(n_inputs: int, n_outputs: int) -> str:
-    from ..launchers.numba_cuda import launcher_for
-
-    return launcher_for(n_inputs, n_outputs).target
-
-
 def numba_cuda_kernel(
     kernel: Any,
     outs: Any,
@@ -125,7 +119,7 @@ def numba_cuda_kernel(
     name = getattr(kernel, "__name__", "numba_cuda_kernel")
     return BridgedFunction(
         preparer(kernel, config),
-        _target_for,
+        None,  # per-slice vmap: never traced at batched ranks
         outs,
         vmap_method,
         input_output_aliases,
