@@ -7,12 +7,9 @@ Keys, under ``brainevent/<module name>/<cache key>/``:
     chunk/<i>   the entry's archive, in pieces of at most CHUNK_BYTES
     status      written last: {"state": "ok", sha256, size, chunks} or {"state": "error", ...}
 
-Only processes that miss in their own cache take part, so processes that hit never wait
-and never make others wait. The builder always writes ``status``, also when its build
-fails, so waiters get the builder's error instead of waiting; a builder that dies leaves
-them waiting at most ``BRAINEVENT_DISTRIBUTED_TIMEOUT`` seconds. Keys are content
-addressed: an outcome stays valid for the rest of the job, so a later miss (a pruned cache,
-a process that loads the module later) receives it at once.
+Only processes that miss in their own cache take part. The builder always writes ``status``,
+its error too; a builder that dies leaves the others waiting ``BRAINEVENT_DISTRIBUTED_TIMEOUT``
+seconds at most. Keys are content addressed, so a later miss in the job receives the outcome at once.
 """
 
 from __future__ import annotations

@@ -45,12 +45,6 @@ def numba_types(signature: Signature) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _as_bytes(image: Any) -> bytes:
-    # Older numba-cuda returns bytes; newer ones a cuda.core ObjectCode holding them in .code.
-    code = getattr(image, "code", image)
-    return bytes(code)
-
-
 def compile_for_devices(kernel: Any, signature: Signature) -> CompiledKernel:
     """Compiles through the dispatcher (its options, linked files and cache apply): one cubin
     per distinct compute capability among the visible GPUs."""
@@ -63,9 +57,9 @@ def compile_for_devices(kernel: Any, signature: Signature) -> CompiledKernel:
     except cuda.CudaSupportError as exc:
         raise RuntimeError(f"numba_cuda_kernel needs a CUDA GPU visible to Numba: {exc}") from exc
     library = compiled._codelibrary  # numba-cuda's CUDACodeLibrary: links cubins per arch
-    images = {
-        major * 10 + minor: _as_bytes(library.get_cubin(cc=(major, minor))) for major, minor in capabilities
-    }
+    cubins = {major * 10 + minor: library.get_cubin(cc=(major, minor)) for major, minor in capabilities}
+    # Older numba-cuda returns bytes; newer ones a cuda.core ObjectCode holding them in .code.
+    images = {cc: bytes(getattr(image, "code", image)) for cc, image in cubins.items()}
     source = (
         *(str(library.get_asm_str(cc=cc)) for cc in capabilities),
         repr(sorted(map(str, getattr(library, "_linking_files", ())))),
