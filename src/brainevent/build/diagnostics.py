@@ -102,11 +102,8 @@ def _missing_include_hint(names: Sequence[tuple[str, str]], lines: Sequence[str]
     )
 
 
-def _left_out_note(log_text: str, lines: list[str]) -> str:
+def _left_out_note(log_text: str, names: Sequence[tuple[str, str]]) -> str:
     """Why a name may be missing: an optional header was left out that a header from elsewhere needs."""
-    names = unknown_names(lines)
-    if not names:
-        return ""
     left_out = [
         (macro, what)
         for macro, what in _LEFT_OUT.items()
@@ -215,7 +212,8 @@ def compile_error(
     quote = quote_error_line(first_error, sources) if first_error is not None else ""
     if quote:
         headline += f"\n{quote}"
-    hints = _missing_include_hint(unknown_names(lines), lines) + _left_out_note(log_text, lines)
+    names = unknown_names(lines)
+    hints = _missing_include_hint(names, lines) + _left_out_note(log_text, names)
     message = f"compiling module {module!r} failed: {headline}\n\n{body}{hints}"
     message += f"\n\nFull build log: {log_path}"
     return CompileError(message, module=module, log_path=str(log_path), first_error=first_error)
