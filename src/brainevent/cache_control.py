@@ -1,6 +1,5 @@
-"""Choosing and emptying the kernel cache from Python: ``set_cache_dir``, ``get_cache_dir``,
-``clear_cache`` (the names brainevent 0.2.1 users call; ``brainevent cache`` is the CLI twin).
-"""
+"""Choosing and emptying the kernel cache from Python (brainevent 0.2.1's names; ``brainevent
+cache`` is the CLI twin)."""
 
 from __future__ import annotations
 
@@ -20,17 +19,12 @@ def set_cache_dir(path: str | os.PathLike[str]) -> None:
     It wins over ``BRAINEVENT_CACHE_DIR``; modules already loaded stay where they are, and
     nothing is moved. A ``build_directory=`` given to a loader still wins for that call.
     """
-    if isinstance(path, bool) or not isinstance(path, str | os.PathLike):
-        raise SpecError(
-            f"set_cache_dir() needs a directory path (str or os.PathLike), got {type(path).__name__} "
-            f"{path!r}",
-            value=repr(path),
-        )
-    raw = os.fspath(path)
+    raw = os.fspath(path) if isinstance(path, str | os.PathLike) and not isinstance(path, bool) else None
     if not isinstance(raw, str) or not raw.strip():
         raise SpecError(
-            f"set_cache_dir() got {raw!r}, which is not a directory path; pass e.g. '~/.cache/brainevent'",
-            value=repr(raw),
+            f"set_cache_dir() needs a directory path (str or os.PathLike, e.g. '~/.cache/brainevent'), "
+            f"got {type(path).__name__} {path!r}",
+            value=repr(path),
         )
     directory = Path(raw).expanduser()
     try:

@@ -1,9 +1,5 @@
-"""Small file helpers every stage shares: atomic writes, file identity, content digests.
-
-Each was written more than once before; keeping one copy keeps their guarantees (no
-half-written file, one meaning of "the same file", one digest format) the same everywhere.
-Only the standard library is imported, and only when a helper runs.
-"""
+"""Small file helpers every stage shares (one copy, so their guarantees are the same everywhere):
+atomic writes, file identity, content digests. Only the standard library is imported."""
 
 from __future__ import annotations
 
@@ -22,11 +18,8 @@ _BLOCK = 1 << 16
 
 
 def atomic_write(path: StrPath, data: bytes) -> None:
-    """Writes ``path`` through a new private file (mode 0600) renamed into place.
-
-    Readers see the old or the new contents, never half of them, and a link or file planted
-    at ``path`` is replaced rather than written through.
-    """
+    """Writes ``path`` through a new private file (mode 0600) renamed into place: readers never see
+    half of it, and a link planted at ``path`` is replaced rather than written through."""
     import tempfile
 
     path = Path(path)
@@ -42,20 +35,14 @@ def atomic_write(path: StrPath, data: bytes) -> None:
 
 
 def size_and_mtime(path: StrPath) -> tuple[int, int]:
-    """``(size, mtime_ns)`` of ``path`` (links followed): what changes when a file is rewritten.
-
-    Raises OSError when ``path`` cannot be read.
-    """
+    """``(size, mtime_ns)`` of ``path`` (links followed; OSError if unreadable)."""
     st = os.stat(path)
     return st.st_size, st.st_mtime_ns
 
 
 def file_identity(path: StrPath, *, missing_ok: bool = True) -> str:
-    """A cheap identity of a file for cache keys, from ``stat`` alone: its real path, size and
-    modification time, so it changes whenever the file is replaced.
-
-    A file that cannot be read is ``"<real path>:missing"``, or an OSError when not ``missing_ok``.
-    """
+    """``"<real path>:<size>:<mtime_ns>"``, a cheap identity for cache keys; an unreadable file is
+    ``"<real path>:missing"``, or an OSError when not ``missing_ok``."""
     real = os.path.realpath(path)
     try:
         size, mtime_ns = size_and_mtime(real)
@@ -67,11 +54,8 @@ def file_identity(path: StrPath, *, missing_ok: bool = True) -> str:
 
 
 class NotAPlainFile(OSError):
-    """A path that is not a regular file on a disk: a FIFO, a device, a directory, or a
-    kernel pseudo-file (``/proc``, ``/sys``) whose contents do not match its size.
-
-    An OSError, so every reader that treats an unreadable file as changed or missing does
-    the same with these, instead of blocking on them or reading without end."""
+    """Not a regular file on a disk (a FIFO, a device, ``/proc``): an OSError, so readers treat it as
+    unreadable instead of blocking on it or reading without end."""
 
 
 # Kernel pseudo-filesystems hold no headers; their files can block, fail to read
@@ -82,13 +66,10 @@ HEADER_LIMIT = 1 << 28
 
 
 def read_blocks(path: StrPath, *, limit: int | None = None) -> Iterator[bytes]:
-    """A regular file's contents in blocks, read through the file descriptor (an open file
-    object's buffering costs more system calls than the read itself for small files).
+    """A regular file's contents in blocks, read through the descriptor (a file object costs more).
 
-    Bounded work whatever ``path`` is: the open never blocks (a FIFO), anything but a
-    regular file is refused, and no more than the size ``fstat`` reports is read (a pseudo
-    file that says 0 bytes and then streams is refused). Raises NotAPlainFile for those,
-    and for a file larger than ``limit`` bytes.
+    Bounded work whatever ``path`` is: the open never blocks, and NotAPlainFile is raised for
+    anything but a regular file, a file larger than ``limit``, or one holding more than its size.
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
@@ -118,22 +99,8 @@ def sha256_file(path: StrPath, *, limit: int | None = None) -> str:
 
 
 def sha256_plain_file(path: StrPath, *, limit: int | None = None) -> str:
-    """:func:`sha256_file` of a file the user named or a compiler listed: one under a kernel
-    pseudo-filesystem is refused (NotAPlainFile) before it is opened."""
+    """:func:`sha256_file`, refusing a kernel pseudo-file (NotAPlainFile) before it is opened."""
     real = os.path.realpath(path)
     if real.startswith(PSEUDO_ROOTS):
         raise NotAPlainFile(f"{os.fsdecode(path)} is a kernel pseudo-file ({real}), not a header")
     return sha256_file(real, limit=limit)
-
-
-__all__ = [
-    "HEADER_LIMIT",
-    "PSEUDO_ROOTS",
-    "NotAPlainFile",
-    "atomic_write",
-    "file_identity",
-    "read_blocks",
-    "sha256_file",
-    "sha256_plain_file",
-    "size_and_mtime",
-]

@@ -1,12 +1,6 @@
-"""The C++ headers every module compiles against, and what Python must know of them.
-
-brainevent's own headers (``#include "brainevent/common.h"``): where they live, the digest
-of their contents that keys every build, and the names of the symbols the binding they
-define exports (``BE_FFI_FUNCTION`` in ``brainevent/ffi_function.h`` pastes the same names;
-``tests/codegen/test_vocabulary.py`` checks a built library against them). XLA's FFI
-headers, shipped with jaxlib: where they are (found without importing JAX) and the digest
-of the one C ABI header a binding compiles against. A cache hit reads all of this, so the
-module imports nothing beyond the standard library and ``fileio``.
+"""The C++ headers every module compiles against: brainevent's own (where, their digest, the
+symbols a binding exports, as ``BE_FFI_FUNCTION`` pastes them) and XLA's FFI headers from jaxlib
+(found without importing JAX). A cache hit reads this: only the standard library is imported.
 """
 
 from __future__ import annotations
@@ -31,8 +25,7 @@ def include_dir() -> str:
 @cache
 def package_headers_digest() -> str:
     """SHA-256 over the names and contents of ``brainevent/*.h``."""
-    # os.scandir and read_blocks rather than Path.glob and read_bytes: the first cache hit of a
-    # process computes this, and pathlib's and file objects' overhead was most of its cost.
+    # os.scandir and read_blocks: on a first cache hit, pathlib's overhead was most of the cost.
     digest = hashlib.sha256()
     directory = os.path.join(INCLUDE_DIR, "brainevent")
     for name in sorted(e.name for e in os.scandir(directory) if e.name.endswith(".h") and e.name[0] != "."):
@@ -76,7 +69,7 @@ def xla_include_dir() -> Path:
     spec = importlib.util.find_spec("jaxlib")
     if spec is None or not spec.submodule_search_locations:
         raise HeaderNotFoundError(
-            "jaxlib is not installed, so the XLA FFI headers are missing. Install JAX: `pip install jax`.",
+            "jaxlib is not installed, so the XLA FFI headers are missing. Install JAX: `pip install jax`."
         )
     for location in spec.submodule_search_locations:
         include = os.path.join(location, "include")
@@ -84,7 +77,7 @@ def xla_include_dir() -> Path:
             return Path(include)
     raise HeaderNotFoundError(
         f"jaxlib at {list(spec.submodule_search_locations)} has no {_C_API}; "
-        "this jaxlib is too old for XLA FFI. Upgrade it: `pip install -U jax jaxlib`.",
+        "this jaxlib is too old for XLA FFI. Upgrade it: `pip install -U jax jaxlib`."
     )
 
 

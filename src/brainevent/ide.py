@@ -1,11 +1,6 @@
-"""What an editor or a CMake build needs to compile a kernel file the way brainevent does.
-
-- :func:`compile_commands` / :func:`write_compile_commands`: a ``compile_commands.json`` for
-  the kernel files of a directory, so that clangd (and other tools that read a compilation
-  database) resolve ``brainevent/common.h``, XLA's FFI headers and, for ``.cu`` files, CUDA's.
-- :func:`include_dirs` and :func:`write_cmake_config`: the include directories, as flags
-  (``brainevent includes``, like ``pybind11 --includes``) or as a CMake package
-  (``find_package(brainevent CONFIG)`` providing the target ``brainevent::headers``).
+"""What an editor or a CMake build needs to compile a kernel file the way brainevent does:
+a ``compile_commands.json`` for clangd, the include directories as flags (``brainevent
+includes``), or a CMake package (``find_package(brainevent CONFIG)``, ``brainevent::headers``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Tracebacks of user errors end at the public call.
-
-A ``SpecError`` or ``CompileError`` is about the caller's source, flags or arguments; the
-fifteen frames of our build pipeline under the call say nothing to act on, so the public
-loaders re-raise such errors with the traceback cut at their own frame.
-``BRAINEVENT_FULL_TRACEBACK=1`` keeps every frame (for reporting a bug in brainevent).
-Errors that are not ``BrainEventError`` (a bug) always keep their full traceback.
+"""Tracebacks of user errors end at the public call: the pipeline's frames under it say nothing
+to act on. ``BRAINEVENT_FULL_TRACEBACK=1`` keeps them; a bug (not a BrainEventError) always does.
 """
 
 from __future__ import annotations
@@ -15,8 +10,6 @@ from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 from .errors import BrainEventError
-
-__all__ = ["FULL_TRACEBACK_ENV", "trim_internal_frames"]
 
 FULL_TRACEBACK_ENV = "BRAINEVENT_FULL_TRACEBACK"
 _P = ParamSpec("_P")

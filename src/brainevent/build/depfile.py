@@ -1,9 +1,7 @@
-"""Read the dependency files that ``-MD -MF`` makes g++ and nvcc write.
+"""Read the Makefile-rule dependency files (``-MD -MF``) of g++ and nvcc.
 
-They are Makefile rules (``target: dep dep \\``); the compiler escapes a space in a
-path as ``\\ ``, ``#`` as ``\\#`` and ``$`` as ``$$``. What the compiler lists is what its
-preprocessor really opened, whatever the macros and flags, so it is the truth the
-cache records; our own ``#include`` scan is only a hint taken before the build.
+What the compiler lists is what its preprocessor really opened, so it is the truth the cache
+records; our own ``#include`` scan is only a hint taken before the build.
 """
 
 from __future__ import annotations
@@ -13,11 +11,7 @@ from pathlib import Path
 
 
 def _rules(text: str) -> list[list[str]]:
-    """Each logical line (continuations joined) as a list of words, escapes undone.
-
-    A word that is ``:`` or ends with an unescaped ``:`` closes the line's targets; it is
-    kept as the marker ``":"`` so the caller can tell targets from prerequisites.
-    """
+    """Each logical line as a list of words, escapes undone, the targets' ``:`` kept as ``":"``."""
     plain = text.replace("\\\n", "").replace("\\\r", "")
     if "$" not in text and "\\" not in plain and "\0" not in text:
         return _plain_rules(text)
@@ -25,9 +19,7 @@ def _rules(text: str) -> list[list[str]]:
 
 
 def _plain_rules(text: str) -> list[list[str]]:
-    """``_rules`` of a file without escapes (the common case), with str.split: the
-    character loop below took about 10 ms on the depfile of a kernel that includes a few
-    hundred headers."""
+    """``_rules`` without escapes, by str.split: the loop below took ~10 ms on a large depfile."""
     rules: list[list[str]] = []
     # Only "\n" ends a rule, and a backslash before "\n" or "\r" continues it while ending
     # the word, as below; the NUL left in its place keeps a ":" just before it in the word.
@@ -88,11 +80,7 @@ def _escaped_rules(text: str) -> list[list[str]]:
 
 
 def read_depfile(path: Path, base: Path) -> list[str]:
-    """The prerequisites named in ``path``, as normalised absolute paths.
-
-    Relative names are resolved against ``base`` (the directory the compiler ran in).
-    Symbolic links are kept as given, so an edit seen through a link is seen here too.
-    """
+    """The prerequisites in ``path``, normalised and absolute (against ``base``), links kept as given."""
     deps: list[str] = []
     seen: set[str] = set()
     for words in _rules(path.read_text(encoding="utf-8", errors="surrogateescape")):

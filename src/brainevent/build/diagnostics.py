@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CompileError
 from .link_diagnostics import linker_causes
-from .source_quote import QuotedSource, quote_error_line
+from .optional_headers import BE_WITHOUT_CHECKS, CHECKS_MACRO, COMPLEX_MACRO
 
 _MAX_LINES = 25
 
@@ -43,20 +44,15 @@ def _compiler_lines(log_text: str) -> list[str]:
 
 # What compilers say of a name they do not know (g++, clang, nvcc's front end).
 _UNKNOWN_NAME = (
-    "was not declared",
-    "is undefined",
-    "does not name a type",
-    "has not been declared",
-    "is not a member of",
-    "undeclared identifier",
-    "no member named",
-)
+    "was not declared", "is undefined", "does not name a type", "has not been declared",
+    "is not a member of", "undeclared identifier", "no member named",
+)  # fmt: skip
 
 # The optional parts of brainevent/common.h a build may leave out (build/optional_headers.py).
 _LEFT_OUT = {
-    "BE_CHECK_HEADERS": "the checking half of brainevent/common.h (BE_CHECK, BE::Error, the dispatch "
+    CHECKS_MACRO: "the checking half of brainevent/common.h (BE_CHECK, BE::Error, the dispatch "
     "macros, BE::Scratch, and with them <string> and <stdexcept>)",
-    "BE_STD_COMPLEX": "<complex> (BE::complex64, the _FN dispatch macros' complex cases)",
+    COMPLEX_MACRO: "<complex> (BE::complex64, the _FN dispatch macros' complex cases)",
 }
 
 
@@ -66,11 +62,6 @@ _QUOTED = re.compile(r"[‘'\"]([A-Za-z_][A-Za-z0-9_:]*)[’'\"]")
 _STD_CHECK_NAMES = frozenset(
     {"string", "to_string", "runtime_error", "exception", "invalid_argument", "logic_error",
      "out_of_range", "length_error", "overflow_error", "stoi", "stol", "stoll", "stod", "stof"}
-)  # fmt: skip
-# BE:: names that stay declared without the checking half (optional_headers._BE_WITHOUT_CHECKS).
-_BE_KEPT = frozenset(
-    {"Tensor", "DType", "DTypeOf", "dtype_of", "element_size", "dtype_size", "dtype_name",
-     "float16", "bfloat16", "float16_t", "bfloat16_t", "complex64_t", "complex128_t"}
 )  # fmt: skip
 
 
@@ -89,12 +80,12 @@ def _needs_left_out(macro: str, names: Sequence[tuple[str, str]]) -> bool:
     for name, line in names:
         if name == "BE":  # namespace BE itself unknown: common.h is missing altogether
             continue
-        if macro == "BE_STD_COMPLEX" and "complex" in name.lower():
+        if macro == COMPLEX_MACRO and "complex" in name.lower():
             return True
-        if macro != "BE_CHECK_HEADERS":
+        if macro != CHECKS_MACRO:
             continue
         in_be = "'BE'" in line or "‘BE’" in line or 'namespace "BE"' in line
-        if name.startswith("BE_") or name in _STD_CHECK_NAMES or (in_be and name not in _BE_KEPT):
+        if name.startswith("BE_") or name in _STD_CHECK_NAMES or (in_be and name not in BE_WITHOUT_CHECKS):
             return True
     return False
 
@@ -111,13 +102,8 @@ def _missing_include_hint(names: Sequence[tuple[str, str]], lines: Sequence[str]
     )
 
 
-def _left_out_note(log_text: str, lines: list[str]) -> str:
-    """Why a name may be missing: the build left an optional header out of the unit, judging
-    from the sources it could read, and a header from elsewhere needs it. Only said when an
-    unknown name is one the left-out part declares."""
-    names = unknown_names(lines)
-    if not names:
-        return ""
+def _left_out_note(log_text: str, names: Sequence[tuple[str, str]]) -> str:
+    """Why a name may be missing: an optional header was left out that a header from elsewhere needs."""
     left_out = [
         (macro, what)
         for macro, what in _LEFT_OUT.items()
@@ -133,6 +119,45 @@ def _left_out_note(log_text: str, lines: list[str]) -> str:
         "header from elsewhere does, pass its directory in extra_include_paths, or add "
         f"{fixes} to the compiler flags."
     )
+
+
+# g++/clang: "file:7:5: error: ..."; nvcc: "file(7): error: ...".
+_GCC = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:\d+:)? (?:fatal )?error")
+_NVCC = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?:catastrophic )?error")
+
+
+@dataclass(frozen=True)
+class QuotedSource:
+    """One source the build compiled: its display name, text and whether it was inline."""
+
+    name: str
+    text: str
+    inline: bool
+
+
+def quote_error_line(error_line: str, sources: Sequence[QuotedSource]) -> str:
+    """The lines around ``error_line``'s location, numbered, or "" when it is not in ``sources``.
+
+    Inline sources compile under a virtual name (``#line 1 "mod.cpp"``), so the compiler cannot
+    show the line (nvcc never does): the offending line and the one before it (a missing ``;``).
+    """
+    match = _GCC.match(error_line) or _NVCC.match(error_line)
+    if match is None:
+        return ""
+    source = next((s for s in sources if s.name == match.group("file")), None)
+    if source is None:
+        return ""
+    number = int(match.group("line"))
+    lines = source.text.splitlines()
+    if not 1 <= number <= len(lines):
+        return ""
+    where = "the inline source" if source.inline else source.name
+    width = len(str(number))
+    shown = []
+    for n in range(max(1, number - 1), number + 1):
+        mark = ">" if n == number else " "
+        shown.append(f"  {mark} {n:>{width}} | {lines[n - 1]}")
+    return f"line {number} of {where}:\n" + "\n".join(shown)
 
 
 def timeout_message(module: str, timeout: float | None) -> str:
@@ -155,8 +180,7 @@ def compile_error(
     timeout_s: float | None = None,
     sources: Sequence[QuotedSource] = (),
 ) -> CompileError:
-    """A CompileError whose message starts with the first diagnostic (and the source line it
-    points at, from ``sources``) and ends with the log path."""
+    """A CompileError: the first diagnostic (with the source line it points at), then the log path."""
     if timed_out:
         return CompileError(
             f"{timeout_message(module, timeout_s)}\nPartial build log: {log_path}",
@@ -188,7 +212,8 @@ def compile_error(
     quote = quote_error_line(first_error, sources) if first_error is not None else ""
     if quote:
         headline += f"\n{quote}"
-    hints = _missing_include_hint(unknown_names(lines), lines) + _left_out_note(log_text, lines)
+    names = unknown_names(lines)
+    hints = _missing_include_hint(names, lines) + _left_out_note(log_text, names)
     message = f"compiling module {module!r} failed: {headline}\n\n{body}{hints}"
     message += f"\n\nFull build log: {log_path}"
     return CompileError(message, module=module, log_path=str(log_path), first_error=first_error)

@@ -1,9 +1,8 @@
 """Find the project headers a source includes, so their contents join the cache key.
 
-A line scanner, not a preprocessor: it follows every ``#include`` it sees (even in
-``#if 0``), which over-approximates the dependencies and so can only cause an
-extra rebuild, never a stale hit. Headers outside the source's directory and the
-user's include paths (system and JAX headers) are left to the toolchain identity.
+A line scanner, not a preprocessor: it follows every ``#include`` (even in ``#if 0``), which
+can only cause an extra rebuild, never a stale hit. System and JAX headers are left to the
+toolchain identity.
 """
 
 from __future__ import annotations
@@ -50,11 +49,7 @@ def _resolve(target: str, quoted: bool, here: Path | None, search: Sequence[Path
 
 
 def _read_header(real: str) -> bytes | None:
-    """The file's bytes, or None for anything that is not a readable regular file.
-
-    The scanner only widens the cache key; a header it skips is still compiled, and the
-    compiler reports a real problem with it.
-    """
+    """The file's bytes, or None (a skipped header is still compiled; the compiler reports it)."""
     if real.startswith(PSEUDO_ROOTS):
         return None
     try:
@@ -64,22 +59,16 @@ def _read_header(real: str) -> bytes | None:
 
 
 def header_closure(
-    sources: Sequence[tuple[str, Path | None]],
-    search_dirs: Sequence[Path],
-    skip_dirs: Sequence[Path] = (),
+    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path], skip_dirs: Sequence[Path] = ()
 ) -> dict[str, str]:
-    """{resolved header path: sha256} for every project header reachable from the sources.
-
-    ``sources`` are (text, directory of the file or None for inline code).
-    """
+    """{resolved header path: sha256} for every project header reachable from ``sources``
+    ((text, directory of the file or None for inline code))."""
     found = _reachable(sources, search_dirs, skip_dirs)
     return {real: hashlib.sha256(data).hexdigest() for real, data in sorted(found.items())}
 
 
 def header_texts(
-    sources: Sequence[tuple[str, Path | None]],
-    search_dirs: Sequence[Path],
-    skip_dirs: Sequence[Path] = (),
+    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path], skip_dirs: Sequence[Path] = ()
 ) -> dict[str, str]:
     """{resolved header path: text} of the same headers as :func:`header_closure`."""
     found = _reachable(sources, search_dirs, skip_dirs)
@@ -87,14 +76,11 @@ def header_texts(
 
 
 def scan_includes(
-    sources: Sequence[tuple[str, Path | None]],
-    search_dirs: Sequence[Path],
+    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path]
 ) -> tuple[dict[str, str], list[str]]:
-    """``({header path: text}, unresolved)``: the headers of :func:`header_texts`, and the
-    include targets that neither ``search_dirs`` nor the including file's directory holds
-    (the toolkit's or the system's headers)."""
-    found = _reachable(sources, search_dirs, ())
-    texts = {real: data.decode("utf-8", "replace") for real, data in sorted(found.items())}
+    """``({header path: text}, unresolved)``: :func:`header_texts`, and the include targets
+    found nowhere in ``search_dirs`` or the including file's directory (system headers)."""
+    texts = header_texts(sources, search_dirs)
     unresolved: set[str] = set()
     scanned = [*sources, *((text, Path(real).parent) for real, text in texts.items())]
     for text, here in scanned:
@@ -105,9 +91,7 @@ def scan_includes(
 
 
 def _reachable(
-    sources: Sequence[tuple[str, Path | None]],
-    search_dirs: Sequence[Path],
-    skip_dirs: Sequence[Path],
+    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path], skip_dirs: Sequence[Path]
 ) -> dict[str, bytes]:
     skip = tuple(os.path.realpath(d) + os.sep for d in skip_dirs)
     found: dict[str, bytes] = {}

@@ -1,10 +1,7 @@
-"""Linker output in the user's terms: the cause first, with the user's file names.
+"""Linker output in the user's terms: one headline per cause, with the user's file names.
 
-The linker (GNU ld through g++ or nvcc, which demangles C++ names itself) names objects and
-generated units (``k0.o``, ``k0_kernels.cpp``, ``k0_kernels.cudafe1.cpp``); a failed link
-ends with ``collect2: error: ld returned 1 exit status``, which says nothing. This module
-maps the generated names back to the user's files and writes one headline per cause:
-undefined symbols, duplicate definitions, missing libraries.
+The linker names generated objects and units (``k0.o``, ``k0_kernels.cudafe1.cpp``) and ends
+with ``ld returned 1 exit status``, which says nothing.
 """
 
 from __future__ import annotations
@@ -35,8 +32,7 @@ _LINKER_PREFIX = re.compile(r"^(?:/\S*/)?(?:ld|ld\.\w+|collect2)(?:: warning)?: 
 
 
 def user_file_names(log_text: str, units: Sequence[str]) -> str:
-    """``log_text`` with generated object and unit names replaced by ``units[i]`` (the user's
-    file of generated unit ``k<i>``)."""
+    """``log_text`` with generated unit ``k<i>``'s names replaced by ``units[i]``."""
 
     def name(match: re.Match[str]) -> str:
         index = int(match.group(1))
@@ -49,8 +45,7 @@ def user_file_names(log_text: str, units: Sequence[str]) -> str:
 
 
 def linker_causes(lines: Sequence[str]) -> list[str]:
-    """One line per distinct link failure, in the order the linker reported them; [] when the
-    log holds no link failure this module understands."""
+    """One line per distinct link failure, in the linker's order; [] when none is understood."""
     causes: list[str] = []
     undefined: dict[str, list[str]] = {}  # symbol -> the places that use it
     function = ""

@@ -1,8 +1,5 @@
-"""Write a build.ninja for a set of compile steps plus a link, and run it.
-
-Commands are built as argument lists and quoted with ``shlex.join`` for ninja,
-so no user-supplied text is ever interpreted by a shell.
-"""
+"""Write a build.ninja for the build steps and run it (commands ``shlex.join``-quoted: no shell
+ever interprets user text)."""
 
 from __future__ import annotations
 
@@ -65,7 +62,7 @@ def _ninja_text(text: str) -> str:
     return first_line.replace("$", "$$")
 
 
-def _concrete(command: Sequence[str], directory: Path) -> list[str]:
+def concrete(command: Sequence[str], directory: Path) -> list[str]:
     return [arg.replace(BUILD_DIR, str(directory)) for arg in command]
 
 
@@ -74,7 +71,7 @@ def render_ninja(steps: Sequence[BuildStep], directory: Path) -> str:
     for i, step in enumerate(steps):
         lines += [
             f"rule step{i}",
-            f"  command = {_ninja_command(_concrete(step.command, directory))}",
+            f"  command = {_ninja_command(concrete(step.command, directory))}",
             f"  description = {_ninja_text(step.description)}",
             "",
             f"build {_escape(step.output)}: step{i} " + " ".join(_escape(p) for p in step.inputs),
@@ -88,8 +85,7 @@ PROGRESS_INTERVAL_S = 10.0
 
 
 def _pump(proc: subprocess.Popen[bytes], lines: list[str], verbose: bool) -> None:
-    """Collects ninja's output as it comes; with verbose, logs each line at once (ninja prints
-    a step's line and its compiler's messages when the step ends)."""
+    """Collects ninja's output as it comes; with verbose, logs each line at once."""
     assert proc.stdout is not None
     for raw in iter(proc.stdout.readline, b""):
         line = raw.decode("utf-8", "replace")
@@ -107,9 +103,8 @@ def _wait(
 ) -> bool:
     """Waits for ninja, logging "still compiling" now and then; False when it ran past ``timeout``.
 
-    It waits for the end of ninja's output (the reader thread) rather than in
-    ``Popen.wait(timeout)``, which polls with sleeps that grow to 50 ms: a build would end
-    25 ms late on average. A thread join wakes as soon as the output ends.
+    Joins the reader thread, which wakes as soon as the output ends: ``Popen.wait(timeout)``
+    polls with sleeps growing to 50 ms, ending a build 25 ms late on average.
     """
     deadline = None if timeout is None else started + timeout
     next_note = started + PROGRESS_INTERVAL_S
@@ -132,8 +127,7 @@ def _wait(
 
 
 def _stop(proc: subprocess.Popen[bytes], reader: threading.Thread) -> None:
-    """Stops ninja and every compiler it started. ninja runs each command in a process group
-    of its own and stops them all on SIGTERM; SIGKILL of ninja's group is the fallback."""
+    """Stops ninja (which stops its commands' process groups on SIGTERM), else SIGKILLs its group."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
     try:

@@ -1,28 +1,17 @@
 """Decide which optional standard and CUDA headers a unit needs.
 
-Three groups of headers cost a large share of a small kernel's compile and are needed only
-by code that names what they declare:
+Three groups cost a large share of a small kernel's compile and are needed only by code that
+names what they declare; a unit that does not is compiled with ``-D<macro>=0``:
 
-- ``<cuda_fp16.h>`` and ``<cuda_bf16.h>`` (``brainevent/half.h``, under nvcc, as
-  brainevent 0.2.1 did): about half a second per nvcc compile. A ``.cu`` unit that never
-  names a half type, a half intrinsic or a dispatch macro with half cases is compiled with
-  ``-DBE_CUDA_HALF_TYPES=0``.
-- ``<complex>`` (``brainevent/dtype_complex.h``, for ``BE::complex64`` = ``std::complex<float>``
-  and the ``_FN`` dispatch macros with complex cases): it pulls in ``<sstream>`` and is most
-  of what ``brainevent/common.h`` preprocesses to, about a fifth of an nvcc compile. A C++ or
-  CUDA unit in which no identifier contains ``complex`` (nor names a ``std::`` function only
-  ``<complex>`` declares) is compiled with ``-DBE_STD_COMPLEX=0``.
-- The checking half of ``brainevent/common.h``: ``BE_CHECK`` and ``BE::Error``
-  (``check.h``, with ``<string>`` and ``<stdexcept>``), the dispatch macros, ``BE::Scratch``
-  and the CUDA checks: about 0.3 s of a 1 s nvcc compile. A C++ or CUDA unit that names no
-  ``std``, no ``BE_`` macro and nothing of namespace ``BE`` beyond the tensor and element
-  types is compiled with ``-DBE_CHECK_HEADERS=0``; the tensor checks' error path then comes
-  from the shared decoder the module links (``brainevent/ffi_binding.h``).
+- ``BE_CUDA_HALF_TYPES``: ``<cuda_fp16.h>``/``<cuda_bf16.h>``, ~0.5 s per nvcc compile (.cu only).
+- ``BE_STD_COMPLEX``: ``<complex>`` (with ``<sstream>``), ~a fifth of an nvcc compile.
+- ``BE_CHECK_HEADERS``: the checking half of ``brainevent/common.h`` (``BE_CHECK``, the
+  dispatch macros, ``BE::Scratch``, ``<string>``, ``<stdexcept>``), ~0.3 s of a 1 s compile;
+  the tensor checks' error path then comes from the decoder the module links.
 
-The test reads the identifiers of the code and of its preprocessor lines (not comments),
-in the unit and in the project headers it includes, so a false positive only costs
-compile time. A unit (or one of its project headers) or a flag that mentions the macro
-itself is left alone: the user decides.
+The identifiers of the code and of its directives (not comments) are read, in the unit and
+in the project headers it includes, so a false positive only costs compile time. A unit,
+header or flag that mentions the macro itself is left alone: the user decides.
 """
 
 from __future__ import annotations
@@ -40,7 +29,7 @@ CHECKS_MACRO = "BE_CHECK_HEADERS"
 
 # What brainevent/common.h offers without its checking half (BE_CHECK_HEADERS=0): dtype.h,
 # half.h and tensor.h. A unit naming anything else of namespace BE keeps the whole header.
-_BE_WITHOUT_CHECKS = frozenset(
+BE_WITHOUT_CHECKS = frozenset(
     {"Tensor", "DType", "DTypeOf", "dtype_of", "element_size", "dtype_size", "dtype_name",
      "float16", "bfloat16", "float16_t", "bfloat16_t", "complex64_t", "complex128_t"}
 )  # fmt: skip
@@ -71,9 +60,7 @@ def names_half_type(word: str) -> bool:
 
 
 def names_std_complex(word: str) -> bool:
-    """True for an identifier that may need ``<complex>``: std::complex, BE::complex64,
-    BE_DISPATCH_COMPLEX_FN, complex_literals, ... (BE::complex64_t needs none: a false
-    positive, which only costs compile time)."""
+    """True for an identifier that may need ``<complex>`` (BE::complex64_t is a harmless false positive)."""
     return "complex" in word.lower()
 
 
@@ -94,16 +81,13 @@ def _complex_in(tokens: Sequence[Token]) -> bool:
 
 
 def _lexed(text: str) -> list[Sequence[Token]]:
-    """The tokens of the code and of each directive's body (``#define MY_DISPATCH
-    BE_DISPATCH_ALL``); comments are left out, where "half" or "complex" is just a word."""
+    """The tokens of the code and of each directive's body; comments (mere words) left out."""
     return [lex(part).tokens for part in (text, *_directives(text))]
 
 
 def _checks_in(tokens: Sequence[Token]) -> bool:
-    """True for code that may need the checking half of common.h (check.h and with it
-    <string> and <stdexcept>, dispatch.h, scratch.h, cuda_check.h): any ``std`` (a kernel
-    may rely on what <string> includes), any ``BE_`` macro, ``namespace BE``, or a ``BE::``
-    name that dtype.h, half.h and tensor.h do not declare."""
+    """True for code that may need the checking half of common.h: any ``std`` (a kernel may rely
+    on what <string> includes), ``BE_`` macro, ``namespace BE``, or other ``BE::`` name."""
     for i, tok in enumerate(tokens):
         if tok.kind != "ident":
             continue
@@ -115,7 +99,7 @@ def _checks_in(tokens: Sequence[Token]) -> bool:
             return True
         if i + 2 >= len(tokens) or tokens[i + 1].text != "::":
             return True  # BE on its own (a macro argument, a using-declaration): keep it all
-        if tokens[i + 2].text not in _BE_WITHOUT_CHECKS:
+        if tokens[i + 2].text not in BE_WITHOUT_CHECKS:
             return True
     return False
 
@@ -155,17 +139,13 @@ def _directives(text: str) -> Iterable[str]:
 
 
 def optional_header_flags(
-    text: str,
-    directory: Path | None,
-    search: Sequence[Path],
-    extra_cflags: Sequence[str],
-    *,
-    cuda: bool,
+    text: str, directory: Path | None, search: Sequence[Path], extra_cflags: Sequence[str], *, cuda: bool
 ) -> list[str]:
-    """The ``-D<macro>=0`` flags that leave out the optional headers a C++ unit (``cuda``:
-    a ``.cu`` unit, which may also use the half headers) does not need. ``search`` holds the
-    include directories, those of ``-I`` flags too (``languages.flag_include_dirs``); a macro
-    named in ``extra_cflags`` is the user's to decide."""
+    """The ``-D<macro>=0`` flags that leave out the optional headers a unit does not need.
+
+    ``search`` holds the include directories, those of ``-I`` flags too; a macro named in
+    ``extra_cflags`` is the user's to decide.
+    """
     checks = [(COMPLEX_MACRO, _complex_in), (CHECKS_MACRO, _checks_in)]
     checks += [(HALF_MACRO, _half_in)] if cuda else []
     checks = [(m, f) for m, f in checks if not any(m in flag for flag in extra_cflags)]

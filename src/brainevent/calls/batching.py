@@ -1,10 +1,7 @@
 """``jax.vmap`` of a primitive that calls a kernel, by the kernel's ``vmap_method``.
 
-Written once for every primitive of ours (``XLACustomKernel`` without a batching rule of
-its own, and module functions that declare batch dims): ``"sequential"`` maps the unbatched
-call over the batch (``jax.lax.map``); ``"expand_dims"`` and ``"broadcast_all"`` hand the
-kernel one more leading axis, which is one more independent batch dim for a call that
-declares them.
+``"sequential"`` maps the unbatched call over the batch (``jax.lax.map``); ``"expand_dims"`` and
+``"broadcast_all"`` hand the kernel one more leading axis (one more batch dim, if it declares them).
 """
 
 from __future__ import annotations
@@ -41,14 +38,19 @@ def batch_by_method(
 
         results = jax.lax.map(one, [moved[i] for i in batched])
         return list(results), [0] * len(outs)
-    if method == "broadcast_all":
-        lead = [
-            a if ax is not None else jnp.broadcast_to(a, (size, *a.shape))
-            for a, ax in zip(moved, axes, strict=True)
-        ]
-    else:
-        lead = [a if ax is not None else jnp.expand_dims(a, 0) for a, ax in zip(moved, axes, strict=True)]
+    lead = with_batch_axis(moved, [ax is not None for ax in axes], size, method)
     wide = tuple(ShapedArray((size, *o.shape), o.dtype) for o in outs)
     if "batch_dims" in params:
         params = {**params, "batch_dims": params["batch_dims"] + 1}
     return list(bind(*lead, outs=wide, **params)), [0] * len(outs)
+
+
+def with_batch_axis(args: Sequence[Any], batched: Sequence[bool], size: int, method: str | None) -> list[Any]:
+    """Unbatched ``args`` given a leading batch axis: of ``size`` (``"broadcast_all"``) or of 1."""
+    import jax.numpy as jnp
+
+    if method == "broadcast_all":
+        return [
+            a if b else jnp.broadcast_to(a, (size, *jnp.shape(a))) for a, b in zip(args, batched, strict=True)
+        ]
+    return [a if b else jnp.expand_dims(a, 0) for a, b in zip(args, batched, strict=True)]

@@ -1,8 +1,4 @@
-"""The one place our call paths issue ``jax.ffi.ffi_call``.
-
-Module functions, the Numba bridges, Triton kernels and scratch results all come here, so
-the result types follow :mod:`.results` wherever the call is made from.
-"""
+"""The one place our call paths issue ``jax.ffi.ffi_call``, so result types follow :mod:`.results`."""
 
 from __future__ import annotations
 

@@ -37,8 +37,7 @@ def _operand(value: Any) -> Operand:
 
 
 def check_arrays(kernel: str, arrays: Sequence[Any], scalars_go: str) -> None:
-    """KernelCallError naming the first argument that is not an array (``scalars_go`` says
-    where scalars are passed instead)."""
+    """KernelCallError naming the first argument that is not an array (``scalars_go``: where scalars go)."""
     for i, a in enumerate(arrays):
         if not hasattr(a, "dtype") or not hasattr(a, "shape"):
             from ..errors import KernelCallError
@@ -57,8 +56,8 @@ def signature_of(args: tuple[Any, ...], out_specs: list[Any]) -> Signature:
 
 
 def content_id(*parts: bytes | str) -> int:
-    """A positive int64 from the content: the same code gets the same id in every process,
-    so an executable from JAX's persistent cache never names another kernel."""
+    """A positive int64 from the content: the same in every process, so an executable from JAX's
+    persistent cache never names another kernel."""
     digest = hashlib.blake2b(digest_size=8)
     for part in parts:
         data = part.encode() if isinstance(part, str) else part

@@ -1,26 +1,94 @@
 """Module functions that declare batch dims: one custom call XLA may split across devices.
 
 ``mod.f.num_batch_dims = k`` says the first ``k`` dims of every operand and result are
-independent problems. The call then binds this primitive instead of ``jax.ffi.ffi_call``:
-its lowering is the same custom call plus the batch-partitioning attributes
-(:mod:`.partitioning`), so ``jit`` with inputs sharded along those dims runs on the local
-shards instead of gathering them. Result types follow :mod:`.results`; ``vmap`` follows
-the function's ``vmap_method`` (:mod:`.batching`).
+independent problems. The call then binds this primitive instead of ``jax.ffi.ffi_call``: its
+lowering adds the ``num_batch_dims`` frontend attribute, which XLA's batch partitioner reads for
+a target registered as batch partitionable (under Shardy, also a sharding rule tying those dims
+together), so ``jit`` with sharded inputs runs on the local shards instead of gathering them.
 """
 
 from __future__ import annotations
 
+import string
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import KernelCallError
 from .batching import METHODS, batch_by_method
-from .partitioning import batch_partition_attributes, check_batch_dims, register_batch_partitionable
 from .results import abstract_results, align_inputs
 
 _primitive: Any = None
+_registered: set[str] = set()
 _lock = threading.Lock()
+
+
+def check_batch_dims(name: str, arrays: Sequence[Any], specs: Sequence[Any], k: int) -> None:
+    """KernelCallError unless every operand and result shares its first ``k`` dims."""
+    shapes = [tuple(a.shape) for a in arrays] + [tuple(s.shape) for s in specs]
+    leading = {s[:k] for s in shapes}
+    if any(len(s) < k for s in shapes) or len(leading) != 1:
+        raise KernelCallError(
+            f"{name}: num_batch_dims={k} needs every operand and result to share its first "
+            f"{k} dims, got shapes {shapes}",
+            kernel=name,
+        )
+
+
+def _shardy_rule(ctx: Any, num_batch_dims: int) -> Any | None:
+    """``b0 b1 x y, b0 b1 z -> b0 b1 w``: batch factors shared, every other dim its own."""
+    try:
+        from jax._src.custom_partitioning_sharding_rule import (
+            sdy_sharding_rule_to_mlir,
+            str_to_sdy_sharding_rule,
+        )
+        from jax.interpreters import mlir
+    except ImportError:  # a JAX without Shardy rules: XLA's own partitioner reads the attribute
+        return None
+    letters = iter(string.ascii_letters)
+    batch = [next(letters) for _ in range(num_batch_dims)]
+
+    def factors(avals: Sequence[Any]) -> str:
+        parts = []
+        for aval in avals:
+            own = [next(letters) for _ in range(len(aval.shape) - num_batch_dims)]
+            parts.append(" ".join(batch + own))
+        return ", ".join(parts)
+
+    try:
+        text = f"{factors(ctx.avals_in)} -> {factors(ctx.avals_out)}"
+    except StopIteration:
+        return None  # more dims than factor names: leave the call to XLA's own partitioner
+
+    def ir_type(aval: Any) -> Any:
+        convert: Any = mlir.aval_to_ir_type
+        try:
+            return convert(ctx.module_context, aval)
+        except TypeError:  # JAX versions whose helper takes the aval alone
+            return convert(aval)
+
+    in_types = [ir_type(a) for a in ctx.avals_in]
+    out_types = [ir_type(a) for a in ctx.avals_out]
+    return sdy_sharding_rule_to_mlir(str_to_sdy_sharding_rule(text), in_types, out_types)
+
+
+def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> dict[str, Any]:
+    """The lowering's extra attributes; registers ``target`` as batch partitionable once per process."""
+    import jax
+    from jax.interpreters import mlir
+
+    with _lock:
+        if target not in _registered:
+            jax.ffi.register_ffi_target_as_batch_partitionable(target)  # every backend, plugins too
+            _registered.add(target)
+    attributes: dict[str, Any] = {
+        "mhlo.frontend_attributes": mlir.ir_attribute({"num_batch_dims": str(num_batch_dims)})
+    }
+    if getattr(jax.config, "jax_use_shardy_partitioner", False):
+        rule = _shardy_rule(ctx, num_batch_dims)
+        if rule is not None:
+            attributes["sdy.sharding_rule"] = rule
+    return attributes
 
 
 def _abstract_eval(*avals: Any, outs: tuple[Any, ...], **params: Any) -> list[Any]:
@@ -30,8 +98,7 @@ def _abstract_eval(*avals: Any, outs: tuple[Any, ...], **params: Any) -> list[An
 def _lower(ctx: Any, *operands: Any, target: str, batch_dims: int, attrs: tuple[Any, ...], **_: Any) -> Any:
     import jax
 
-    register_batch_partitionable(target)
-    extra = batch_partition_attributes(ctx, batch_dims)
+    extra = batch_partition_attributes(ctx, target, batch_dims)
     return jax.ffi.ffi_lowering(target, extra_attributes=extra)(ctx, *operands, **dict(attrs))
 
 

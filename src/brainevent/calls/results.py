@@ -1,12 +1,9 @@
-"""Result types of a custom call, derived from its inputs' types.
+"""Result types of a custom call, derived from its inputs' types (written once for every call path).
 
-JAX checks that the inputs of an FFI call agree on their varying manual axes (inside
-``shard_map``) but types the results exactly as written. A result spec written as a bare
-``(shape, dtype)`` is then invariant across the mesh while the inputs vary, and any loop
-carrying it under ``shard_map`` fails its carry type check. The rule here, written once for
-every call path: a kernel's result varies over every manual axis any of its inputs varies
-over, and an input that varies over fewer axes is cast up to the union first (a pure type
-change, no data moves).
+Under ``shard_map`` JAX types an FFI call's results exactly as written, so a bare spec would be
+invariant while the inputs vary, and a loop carrying it fails its type check. The rule: a
+result varies over every manual axis any input varies over; inputs are cast up to that union
+first (a pure type change).
 """
 
 from __future__ import annotations
@@ -65,8 +62,7 @@ def align_inputs(inputs: Sequence[Any]) -> tuple[list[Any], frozenset[Any]]:
 
 
 def vary_like(values: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
-    """``values`` made by us instead of a kernel (zeros for empty outputs) cast to vary as a
-    kernel's results would."""
+    """``values`` made instead of a kernel's (zeros for empty outputs), cast to vary as its would."""
     import jax
 
     axes = union_of([jax.typeof(x) for x in inputs])
@@ -77,10 +73,8 @@ def vary_like(values: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
 
 
 def typed_like(spec: Any, template: Any) -> Any:
-    """``spec``'s shape and dtype with the manual-axis type of ``template`` (an input's aval
-    that already varies over the union). Keeps whatever else JAX's aval carries for a manual
-    context (its abstract mesh, memory space) without naming fields that change between
-    releases."""
+    """``spec``'s shape and dtype on ``template`` (an input's aval varying over the union), keeping
+    what else it carries (abstract mesh, memory space) without naming fields that change."""
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
@@ -90,11 +84,8 @@ def typed_like(spec: Any, template: Any) -> Any:
 
 
 def result_types(specs: Sequence[Any], inputs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-    """``(inputs aligned, result types)`` for an FFI call of ``inputs`` returning ``specs``.
-
-    Outside ``shard_map`` (no input varies) the specs come back as given. A spec the caller
-    already typed with its own manual-axis type is kept as it is.
-    """
+    """``(inputs aligned, result types)`` for an FFI call of ``inputs`` returning ``specs``; specs
+    come back as given outside ``shard_map``, or when already typed with a manual-axis type."""
     import jax
 
     aligned, axes = align_inputs(inputs)
@@ -108,8 +99,7 @@ def result_types(specs: Sequence[Any], inputs: Sequence[Any]) -> tuple[list[Any]
 
 
 def abstract_results(avals_in: Sequence[Any], outs: Sequence[Any]) -> list[Any]:
-    """The abstract-eval side of the same rule, for a primitive whose declared results are
-    ShapedArrays: each varies over the union of the inputs' varying axes."""
+    """The same rule for a primitive's abstract eval (declared results are ShapedArrays)."""
     axes = union_of(avals_in)
     if not axes:
         return list(outs)

@@ -53,13 +53,12 @@ class CallSiteLowering:
     def lower(self, call: LoweringCall) -> Sequence[Any]:
         import jax
 
-        from ..calls.partitioning import batch_partition_attributes, register_batch_partitionable
+        from ..calls.partitioned import batch_partition_attributes
 
         site = self.site(call)
         extra = None
         if call.batch_dims:
-            register_batch_partitionable(site.target)
-            extra = batch_partition_attributes(call.ctx, call.batch_dims)
+            extra = batch_partition_attributes(call.ctx, site.target, call.batch_dims)
         rule = jax.ffi.ffi_lowering(site.target, operand_output_aliases=call.aliases, extra_attributes=extra)
         return rule(call.ctx, *call.operands, **site.attributes)
 

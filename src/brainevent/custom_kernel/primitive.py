@@ -117,7 +117,7 @@ class XLACustomKernel(BackendTable, Rules, Tools):
         import jax.numpy as jnp
         from jax.core import ShapedArray
 
-        from ..calls.partitioning import check_batch_dims
+        from ..calls.partitioned import check_batch_dims
         from ..calls.results import align_inputs, flatten_outs
 
         if backend is None:

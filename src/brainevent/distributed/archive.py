@@ -7,13 +7,17 @@ names and regular files, so an archive can never write outside the staging direc
 from __future__ import annotations
 
 import io
-import tarfile
 from pathlib import Path, PurePosixPath
 
 from ..errors import CacheError
 
+# How every refused transfer ends: the way out.
+FALLBACK = "Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every process."
+
 
 def pack(directory: Path) -> bytes:
+    import tarfile  # slow to import: only a job's builder and receivers need it
+
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for path in sorted(directory.rglob("*")):
@@ -23,10 +27,25 @@ def pack(directory: Path) -> bytes:
 
 
 def unpack(data: bytes, staging: Path) -> None:
-    """Writes the archive's files under ``staging``; CacheError on anything but plain files,
-    and on an archive that is not a well-formed tar (its checksum matched: the builder sent it)."""
+    """Writes the archive's plain files under ``staging``; CacheError on anything else."""
+    import tarfile
+
     try:
-        _unpack(data, staging)
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            for member in tar.getmembers():
+                name = PurePosixPath(member.name)
+                if not member.isfile() or name.is_absolute() or ".." in name.parts or not name.parts:
+                    raise CacheError(
+                        f"the module archive received from the job's builder holds {member.name!r}, "
+                        f"which is not a plain file inside the entry; the transfer was refused. {FALLBACK}",
+                        path=member.name,
+                    )
+                target = staging.joinpath(*name.parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                if source is None:  # a regular file always has contents
+                    raise tarfile.TarError(f"no contents for {member.name!r}")
+                target.write_bytes(source.read())
     except (
         tarfile.TarError,
         EOFError,
@@ -37,26 +56,6 @@ def unpack(data: bytes, staging: Path) -> None:
     ) as exc:
         raise CacheError(
             f"the module archive received from the job's builder is malformed ({type(exc).__name__}: "
-            f"{exc}); the transfer was refused. Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every "
-            "process.",
+            f"{exc}); the transfer was refused. {FALLBACK}",
             path=str(staging),
         ) from None
-
-
-def _unpack(data: bytes, staging: Path) -> None:
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-        for member in tar.getmembers():
-            name = PurePosixPath(member.name)
-            if not member.isfile() or name.is_absolute() or ".." in name.parts or not name.parts:
-                raise CacheError(
-                    f"the module archive received from the job's builder holds {member.name!r}, which "
-                    "is not a plain file inside the entry; the transfer was refused. Set "
-                    "BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every process.",
-                    path=member.name,
-                )
-            target = staging.joinpath(*name.parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            source = tar.extractfile(member)
-            if source is None:  # a regular file always has contents
-                raise tarfile.TarError(f"no contents for {member.name!r}")
-            target.write_bytes(source.read())

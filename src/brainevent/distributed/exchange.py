@@ -7,12 +7,9 @@ Keys, under ``brainevent/<module name>/<cache key>/``:
     chunk/<i>   the entry's archive, in pieces of at most CHUNK_BYTES
     status      written last: {"state": "ok", sha256, size, chunks} or {"state": "error", ...}
 
-Only processes that miss in their own cache take part, so processes that hit never wait
-and never make others wait. The builder always writes ``status``, also when its build
-fails, so waiters get the builder's error instead of waiting; a builder that dies leaves
-them waiting at most ``BRAINEVENT_DISTRIBUTED_TIMEOUT`` seconds. Keys are content
-addressed: an outcome stays valid for the rest of the job, so a later miss (a pruned cache,
-a process that loads the module later) receives it at once.
+Only processes that miss in their own cache take part. The builder always writes ``status``,
+its error too; a builder that dies leaves the others waiting ``BRAINEVENT_DISTRIBUTED_TIMEOUT``
+seconds at most. Keys are content addressed, so a later miss in the job receives the outcome at once.
 """
 
 from __future__ import annotations
@@ -31,6 +28,7 @@ from ..cache.key import CacheKey
 from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry, EntryStore
 from ..errors import BrainEventError, CacheError, CompileError
+from .archive import FALLBACK, pack, unpack
 from .kv import KeyValue, current
 
 log = logging.getLogger("brainevent.distributed")
@@ -45,11 +43,10 @@ _LOG_EVERY_S = 10.0  # how often a waiting process says that it still waits
 def get_or_build(
     store: EntryStore, key: CacheKey, build: Callable[[], CacheEntry], *, force: bool = False
 ) -> CacheEntry:
-    """``build()`` (a local build of ``key``, published into ``store``), done once per job
-    when one is running; called after a miss in this process's own cache.
+    """``build()`` (a local build of ``key`` into ``store``), done once per job after a local miss.
 
-    Outside a multi-process ``jax.distributed`` job, with ``force`` (a rebuild is asked of
-    this process) or with ``BRAINEVENT_DISTRIBUTED_BUILD=0`` it is exactly ``build()``.
+    Outside a multi-process ``jax.distributed`` job, with ``force`` or with
+    ``BRAINEVENT_DISTRIBUTED_BUILD=0`` it is exactly ``build()``.
     """
     kv = None if force or not config.DISTRIBUTED_BUILD.get() else current()
     if kv is None:
@@ -60,8 +57,7 @@ def get_or_build(
     try:
         return _receive(kv, prefix, store, key)
     except records.RecordError as exc:
-        # A status that does not match its schema cannot be trusted to describe anything:
-        # this process compiles for itself, as without a job.
+        # A status that does not match its schema describes nothing: compile here, as without a job.
         log.warning("module %s: the job's build record is malformed (%s); compiling here", store.name, exc)
         return build()
 
@@ -71,8 +67,6 @@ def _build_and_share(
 ) -> CacheEntry:
     kv.put(f"{prefix}/builder", str(kv.process_id).encode())
     log.info("building module %s for all %d processes of the job", store.name, kv.num_processes)
-    from .archive import pack  # only a builder in a job needs tarfile
-
     try:
         entry = build()
         data = pack(entry.directory)
@@ -83,19 +77,11 @@ def _build_and_share(
     chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
     for i, chunk in enumerate(chunks):
         kv.put(f"{prefix}/chunk/{i}", chunk)
-    record = {
-        "state": "ok",
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "size": len(data),
-        "chunks": len(chunks),
-    }
-    _publish_status(kv, prefix, record)
+    digest, size = hashlib.sha256(data).hexdigest(), len(data)
+    _publish_status(kv, prefix, {"state": "ok", "sha256": digest, "size": size, "chunks": len(chunks)})
+    took = time.monotonic() - started
     log.info(
-        "published module %s to the job: %d bytes in %d chunk(s), %.2f s",
-        store.name,
-        len(data),
-        len(chunks),
-        time.monotonic() - started,
+        "published module %s to the job: %d bytes in %d chunk(s), %.2f s", store.name, size, len(chunks), took
     )
     return entry
 
@@ -110,8 +96,6 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
         raise _rebuild_error(status, store.name)
 
     def fill(staging: Path) -> Manifest:
-        from .archive import unpack
-
         started = time.monotonic()
         pieces = []
         for i in range(int(status["chunks"])):
@@ -119,8 +103,7 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
             if piece is None:
                 raise CacheError(
                     f"part {i} of module {store.name!r} is missing from the job's key-value store "
-                    "although its builder announced it; set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile "
-                    "in every process.",
+                    f"although its builder announced it. {FALLBACK}",
                     module=store.name,
                 )
             pieces.append(piece)
@@ -129,8 +112,7 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
         if len(data) != status["size"] or digest != status["sha256"]:
             raise CacheError(
                 f"module {store.name!r} arrived damaged from the job's builder (sha256 {digest[:16]}, "
-                f"expected {str(status['sha256'])[:16]}); set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile "
-                "in every process.",
+                f"expected {str(status['sha256'])[:16]}). {FALLBACK}",
                 module=store.name,
             )
         unpack(data, staging)
@@ -138,16 +120,11 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
         problem = "its manifest is missing" if manifest is None else manifest.verify(staging, key.digest)
         if manifest is None or problem is not None:
             raise CacheError(
-                f"module {store.name!r} received from the job's builder does not verify: {problem}. "
-                "Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every process.",
+                f"module {store.name!r} from the job's builder does not verify: {problem}. {FALLBACK}",
                 module=store.name,
             )
-        log.info(
-            "received module %s from the job's builder: %d bytes in %.2f s",
-            store.name,
-            len(data),
-            time.monotonic() - started,
-        )
+        took = time.monotonic() - started
+        log.info("received module %s from the job's builder: %d bytes in %.2f s", store.name, len(data), took)
         return manifest
 
     # The normal publish path (lock, staging, atomic rename): in a cache shared with the
@@ -179,12 +156,9 @@ def _wait_for_status(kv: KeyValue, prefix: str, name: str, deadline: float, time
                 timed_out=True,
                 timeout_s=timeout,
             )
+        so_far = time.monotonic() - started
         log.info(
-            "waiting for %s to build module %s (%.0f s so far, giving up after %.0f s)",
-            builder,
-            name,
-            time.monotonic() - started,
-            timeout,
+            "waiting for %s to build module %s (%.0f s so far, of %.0f s)", builder, name, so_far, timeout
         )
 
 
@@ -204,12 +178,8 @@ def _error_record(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, BrainEventError):
         data = {k: v for k, v in exc.data.items() if _plain(v)}
         return {"state": "error", "type": type(exc).__name__, "message": exc.message, "data": data}
-    return {
-        "state": "error",
-        "type": "CompileError",
-        "message": f"building the module failed with {type(exc).__name__}: {exc}",
-        "data": {},
-    }
+    message = f"building the module failed with {type(exc).__name__}: {exc}"
+    return {"state": "error", "type": "CompileError", "message": message, "data": {}}
 
 
 def _plain(value: object) -> bool:

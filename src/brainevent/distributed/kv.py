@@ -1,9 +1,8 @@
 """The coordination service's key-value store, as far as the exchange needs it.
 
-Found without initialising anything: JAX's distributed state is read only when JAX has
-already imported it, and only a client that ``jax.distributed.initialize`` connected is
-used. The client's method set varies across jaxlib releases: bytes values and an atomic
-increment are used where present, with text (base64) and set-if-absent as fallbacks.
+Found without initialising anything (JAX's distributed state is read only once JAX imported
+it). Bytes values and an atomic increment are used where the jaxlib has them, with text
+(base64) and set-if-absent as fallbacks.
 """
 
 from __future__ import annotations

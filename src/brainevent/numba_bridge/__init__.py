@@ -1,7 +1,4 @@
-"""Numba (CPU) and Numba-CUDA (GPU) kernels as JAX functions, launched from compiled handlers.
-
-Numba itself is imported only when a wrapper is created, never at ``import brainevent``.
-"""
+"""Numba (CPU) and Numba-CUDA (GPU) kernels as JAX functions (Numba imported only when used)."""
 
 from __future__ import annotations
 

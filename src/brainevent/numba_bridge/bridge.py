@@ -1,12 +1,14 @@
-"""The JAX side shared by the CPU and GPU bridges: specs, ``ffi_call`` and vmap."""
+"""The JAX side shared by the CPU and GPU bridges: specs, ``ffi_call``, vmap and kernel ids."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ..calls.batching import with_batch_axis
 from ..calls.ffi import call_target
 from ..calls.operands import Signature, signature_of
 from ..calls.results import flatten_outs, vary_like
@@ -19,6 +21,28 @@ FFI_METHODS = (None, "sequential", "sequential_unrolled", *RANK_CHANGING)
 
 Preparer = Callable[[Signature], tuple[str, int]]
 
+_ABI_TAG = re.compile(rb"B(\d+)v(\d+)")
+
+
+def stable_text(text: str | bytes) -> bytes:
+    """Numba's output with its per-process counters renumbered, for ids that match across processes.
+
+    Numba's ABI tag ``B<n>v<uid>`` counts the functions defined so far in the process, so
+    another process (a ``jax.export`` artifact, a persistent-cache hit) gets other uids. Each
+    uid becomes the order of its first appearance: two different functions stay different.
+    """
+    data = text.encode() if isinstance(text, str) else text
+    order: dict[bytes, int] = {}
+
+    def renumber(match: re.Match[bytes]) -> bytes:
+        length, uid = match.group(1), match.group(2)
+        if int(length) != len(uid) + 1:  # not an ABI tag, just bytes that look like one
+            return match.group(0)
+        tag = b"v%d" % order.setdefault(uid, len(order))
+        return b"B%d%s" % (len(tag), tag)
+
+    return _ABI_TAG.sub(renumber, data)
+
 
 def check_vmap_method(vmap_method: object) -> None:
     if vmap_method not in FFI_METHODS:
@@ -29,16 +53,16 @@ class BridgedFunction:
     """Calls a prepared Numba kernel through ``jax.ffi.ffi_call``; ``prepare`` compiles and
     registers it for a signature and returns ``(target, kernel id)``.
 
-    ``per_slice_vmap``: under a batching ``vmap_method`` the kernel keeps its unbatched ranks
-    and runs once per batch element (what ``numba_cuda_kernel`` does). ``launch=False``, or
-    outputs that are all empty: nothing runs and the results are zeros. ``check_args`` sees
-    the arguments of every call before anything else.
+    ``per_slice_vmap``: a batching ``vmap_method`` runs the unbatched kernel once per batch
+    element. ``launch=False``, or only empty outputs: nothing runs, the results are zeros.
+    ``check_args`` sees every call's arguments first. ``target_for(n_in, n_out)`` names the
+    launcher target without compiling, for a rank-changing vmap's unbatched trace.
     """
 
     def __init__(
         self,
         prepare: Preparer,
-        target_for: Callable[[int, int], str],
+        target_for: Callable[[int, int], str] | None,
         outs: Any,
         vmap_method: str | None,
         input_output_aliases: dict[int, int] | None,
@@ -85,12 +109,12 @@ class BridgedFunction:
         try:
             target, kernel_id = self._prepare(signature)
         except Exception:
-            if not lenient:
+            if not lenient or self._target_for is None:
                 raise
             # custom_vmap traces the unbatched body even when only the batched rule runs;
             # a kernel written for the batched ranks may not compile unbatched. An id that is
             # never registered makes an actual unbatched call fail at run time instead.
-            target, kernel_id = self._prepare_target_only(signature), 0
+            target, kernel_id = self._target_for(len(signature.inputs), len(signature.outputs)), 0
         method = None if self._rank_changing else self._vmap_method
         return call_target(
             target,
@@ -101,9 +125,6 @@ class BridgedFunction:
             kernel_id=np.int64(kernel_id),
         )
 
-    def _prepare_target_only(self, signature: Signature) -> str:
-        return self._target_for(len(signature.inputs), len(signature.outputs))
-
     def _batchable(self, specs: tuple[Any, ...]) -> Callable[..., Any]:
         """A custom_vmap function for these result specs; batching re-enters with batched specs."""
         key = tuple((tuple(s.shape), np.dtype(s.dtype).str) for s in specs)
@@ -111,7 +132,6 @@ class BridgedFunction:
         if found is not None:
             return found
         import jax
-        import jax.numpy as jnp
 
         @jax.custom_batching.custom_vmap
         def call(*args: Any) -> list[Any]:
@@ -119,13 +139,7 @@ class BridgedFunction:
 
         @call.def_vmap
         def rule(axis_size: int, in_batched: list[bool], *args: Any) -> tuple[list[Any], list[bool]]:
-            if self._vmap_method == "broadcast_all":
-                args = tuple(
-                    a if b else jnp.broadcast_to(a, (axis_size, *np.shape(a)))
-                    for a, b in zip(args, in_batched, strict=True)
-                )
-            else:
-                args = tuple(a if b else jnp.expand_dims(a, 0) for a, b in zip(args, in_batched, strict=True))
+            args = tuple(with_batch_axis(args, in_batched, axis_size, self._vmap_method))
             batched = tuple(jax.ShapeDtypeStruct((axis_size, *s.shape), s.dtype) for s in specs)
             results = self._batchable(batched)(*args)
             return list(results), [True] * len(results)

@@ -7,10 +7,42 @@ from typing import Any
 
 from ..calls.operands import Signature, content_id
 from ..launchers.prepared import Made, PreparedKernels
-from .bridge import BridgedFunction
-from .stable_text import stable_text
+from .bridge import BridgedFunction, stable_text
 
 _prepared = PreparedKernels()  # keyed by (id(function), signature)
+
+
+def _entry_source(signature: Signature) -> str:
+    """``entry(data, shapes)``: NumPy-like views of each buffer, then the user's function; 1 if it
+    returned, 0 if it raised."""
+    lines = ["def entry(data, shapes):"]
+    offset = 0
+    names = []
+    for i, operand in enumerate(signature.operands):
+        dims = ", ".join(f"shapes[{offset + j}]" for j in range(operand.ndim))
+        shape = f"({dims},)" if operand.ndim == 1 else f"({dims})"
+        lines.append(f"    a{i} = carray(data[{i}], {shape}, dtype{i})")
+        names.append(f"a{i}")
+        offset += operand.ndim
+    lines.append(f"    func({', '.join(names)})")
+    # 1 on success: when func raises, Numba's cfunc wrapper reports the exception through
+    # sys.unraisablehook and returns 0 instead.
+    lines.append("    return 1")
+    return "\n".join(lines) + "\n"
+
+
+def compile_entry(func: Any, signature: Signature) -> Any:
+    """The Numba ``cfunc`` of ``entry`` (kept alive by its caller: XLA calls its machine code)."""
+    import numba
+    from numba import types
+
+    namespace: dict[str, Any] = {"carray": numba.carray, "func": func}
+    for i, operand in enumerate(signature.operands):
+        namespace[f"dtype{i}"] = operand.dtype
+    # Generated code, compiled by Numba; nothing from the user reaches this text.
+    exec(compile(_entry_source(signature), "<brainevent numba entry>", "exec"), namespace)
+    sig = types.int32(types.CPointer(types.voidptr), types.CPointer(types.int64))
+    return numba.cfunc(sig)(namespace["entry"])  # cfuncs are always nopython
 
 
 def require_numba() -> Any:
@@ -24,12 +56,12 @@ def require_numba() -> Any:
 def preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
     def make(signature: Signature) -> Made:
         from ..launchers.numba_cpu import cpu_launcher_for, register_cfunc
-        from .cpu_compile import compile_entry
 
         launcher = cpu_launcher_for(len(signature.inputs), len(signature.outputs))
         entry = compile_entry(func, signature)
-        kernel_id = content_id("numba-cpu", stable_text(entry.llvm_ir), repr(signature))
-        register_cfunc(launcher, kernel_id, entry.address, getattr(func, "__name__", "?"), signature)
+        kernel_id = content_id("numba-cpu", stable_text(entry.inspect_llvm()), repr(signature))
+        address = int(entry.address or 0)
+        register_cfunc(launcher, kernel_id, address, getattr(func, "__name__", "?"), signature)
         return launcher.target, kernel_id, (func, entry)
 
     def prepare(signature: Signature) -> tuple[str, int]:

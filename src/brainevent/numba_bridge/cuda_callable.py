@@ -1,11 +1,9 @@
 """``numba_cuda_callable``: a Python function that launches Numba-CUDA kernels on XLA's stream.
 
-Unlike :func:`numba_cuda_kernel`, the callable is Python, so Python runs on every call: a
-compiled handler passes XLA's buffers and stream to a ctypes trampoline, which wraps them
-as Numba device arrays (no copies) and calls the function. An exception in the function
-is caught there and returned to XLA as the call's error, so it surfaces in Python as a
-``JaxRuntimeError`` naming the exception; nothing is printed and lost. The handler is not
-command-buffer compatible: XLA never captures it in a CUDA graph.
+A compiled handler passes XLA's buffers and stream to a ctypes trampoline, which wraps them as
+Numba device arrays (no copies) and calls the function; an exception there is returned to XLA
+as the call's error (a ``JaxRuntimeError`` naming it). Python runs on every call, so XLA never
+captures the handler in a CUDA graph.
 """
 
 from __future__ import annotations
@@ -13,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import itertools
 import secrets
-import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,18 +18,14 @@ from typing import Any
 
 from ..calls.operands import Signature
 from ..launchers.library import LauncherCache, LauncherSpec
+from ..launchers.prepared import Made, PreparedKernels
 from .bridge import BridgedFunction
 from .cuda_kernel import require_numba_cuda
 
+# int run(callable id, buffers, shapes, device, stream, error buffer, its size)
+_I64, _PTR = ctypes.c_int64, ctypes.c_void_p
 _TRAMPOLINE = ctypes.CFUNCTYPE(
-    ctypes.c_int,
-    ctypes.c_int64,
-    ctypes.POINTER(ctypes.c_void_p),
-    ctypes.POINTER(ctypes.c_int64),
-    ctypes.c_int64,
-    ctypes.c_int64,
-    ctypes.c_void_p,
-    ctypes.c_int64,
+    ctypes.c_int, _I64, ctypes.POINTER(_PTR), ctypes.POINTER(_I64), _I64, _I64, _PTR, _I64
 )
 
 
@@ -43,9 +36,8 @@ class _Entry:
     name: str
 
 
-_lock = threading.Lock()
+_prepared = PreparedKernels()  # keyed by (id(func), signature)
 _entries: dict[int, _Entry] = {}
-_ids: dict[tuple[int, Signature], int] = {}
 # Ids are per process: an executable from another process (JAX's persistent cache) names
 # ids never registered here and fails with a clear error instead of calling another function.
 _counter = itertools.count(secrets.randbits(40) << 20)
@@ -129,16 +121,13 @@ def _launcher_target(n_inputs: int, n_outputs: int) -> str:
 
 
 def _preparer(func: Callable[..., Any], name: str) -> Callable[[Signature], tuple[str, int]]:
+    def make(signature: Signature) -> Made:
+        callable_id = next(_counter)
+        _entries[callable_id] = _Entry(func, signature, name)  # keeps func alive with its id
+        return _launcher_target(len(signature.inputs), len(signature.outputs)), callable_id, (func,)
+
     def prepare(signature: Signature) -> tuple[str, int]:
-        target = _launcher_target(len(signature.inputs), len(signature.outputs))
-        key = (id(func), signature)
-        with _lock:
-            callable_id = _ids.get(key)
-            if callable_id is None:
-                callable_id = next(_counter)
-                _ids[key] = callable_id
-                _entries[callable_id] = _Entry(func, signature, name)  # keeps func alive with its id
-        return target, callable_id
+        return _prepared.get_or_make((id(func), signature), lambda: make(signature))
 
     return prepare
 

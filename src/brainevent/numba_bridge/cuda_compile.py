@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..calls.operands import Signature
 
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
@@ -19,6 +21,13 @@ class CompiledKernel:
     # What the images are made from (PTX per architecture, linked files): the same kernel
     # gives the same text in every process, where cubins differ with Numba's name counters.
     source: tuple[str, ...] = ()
+
+
+def ensure_numba_cuda_numpy_compat() -> None:
+    """numba-cuda 0.30 registers an overload of ``np.row_stack``, which NumPy 2.5 removed: it
+    was a deprecated alias of ``vstack``, so restoring it (only when missing) is exact."""
+    if not hasattr(np, "row_stack"):
+        setattr(np, "row_stack", np.vstack)  # noqa: B010 (mypy knows row_stack on older NumPy only)
 
 
 def numba_types(signature: Signature) -> tuple[Any, ...]:
@@ -36,15 +45,9 @@ def numba_types(signature: Signature) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _as_bytes(image: Any) -> bytes:
-    # Older numba-cuda returns bytes; newer ones a cuda.core ObjectCode holding them in .code.
-    code = getattr(image, "code", image)
-    return bytes(code)
-
-
 def compile_for_devices(kernel: Any, signature: Signature) -> CompiledKernel:
-    """Compiles through the dispatcher (its options, linked files and cache apply) and links
-    one cubin per distinct compute capability among the visible GPUs."""
+    """Compiles through the dispatcher (its options, linked files and cache apply): one cubin
+    per distinct compute capability among the visible GPUs."""
     from numba import cuda
 
     from ..toolchain.cuda_arch import visible_archs
@@ -58,9 +61,9 @@ def compile_for_devices(kernel: Any, signature: Signature) -> CompiledKernel:
     except cuda.CudaSupportError as exc:
         raise RuntimeError(f"numba_cuda_kernel needs a CUDA GPU visible to Numba: {exc}") from exc
     library = compiled._codelibrary  # numba-cuda's CUDACodeLibrary: links cubins per arch
-    images = {
-        major * 10 + minor: _as_bytes(library.get_cubin(cc=(major, minor))) for major, minor in capabilities
-    }
+    cubins = {major * 10 + minor: library.get_cubin(cc=(major, minor)) for major, minor in capabilities}
+    # Older numba-cuda returns bytes; newer ones a cuda.core ObjectCode holding them in .code.
+    images = {cc: bytes(getattr(image, "code", image)) for cc, image in cubins.items()}
     source = (
         *(str(library.get_asm_str(cc=cc)) for cc in capabilities),
         repr(sorted(map(str, getattr(library, "_linking_files", ())))),
@@ -71,8 +74,6 @@ def compile_for_devices(kernel: Any, signature: Signature) -> CompiledKernel:
 def compile_ptx(kernel: Any, signature: Signature, cc: tuple[int, int] = (9, 0)) -> tuple[str, str]:
     """(PTX, entry name) for the kernel; needs NVVM but no GPU."""
     from numba import cuda
-
-    from .numpy_compat import ensure_numba_cuda_numpy_compat
 
     ensure_numba_cuda_numpy_compat()
 

@@ -12,12 +12,11 @@ from ..calls.results import flatten_outs
 from ..errors import KernelTypeError
 from ..launchers.launch_config import LaunchConfig, resolve_launch
 from ..launchers.prepared import Made, PreparedKernels
-from .bridge import BridgedFunction, check_vmap_method
-from .stable_text import stable_text
+from .bridge import BridgedFunction, check_vmap_method, stable_text
 
 
 def require_numba_cuda() -> Any:
-    from .numpy_compat import ensure_numba_cuda_numpy_compat
+    from .cuda_compile import ensure_numba_cuda_numpy_compat
 
     ensure_numba_cuda_numpy_compat()
     try:
@@ -60,12 +59,6 @@ def preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[s
     return prepare
 
 
-def _target_for(n_inputs: int, n_outputs: int) -> str:
-    from ..launchers.numba_cuda import launcher_for
-
-    return launcher_for(n_inputs, n_outputs).target
-
-
 def numba_cuda_kernel(
     kernel: Any,
     outs: Any,
@@ -99,11 +92,9 @@ def numba_cuda_kernel(
             ranks (the last two need ``launch_dims``); ``None`` cannot be vmapped.
         input_output_aliases: ``{input index: output index}`` for in-place updates.
 
-    Checks run in brainevent 0.2.1's order: the launch configuration, ``vmap_method``,
-    ``outs`` (no bfloat16: Numba-CUDA has no such type), then Numba-CUDA and the kernel. A
-    launch with nothing to do (``launch_dims=0``, a zero grid, or only empty outputs) does
-    not run the kernel and returns zeros. Under ``jax.vmap`` a ``launch_dims`` kernel keeps
-    its unbatched ranks and runs once per batch element.
+    Checks run in brainevent 0.2.1's order (launch configuration, ``vmap_method``, ``outs``,
+    then the kernel). A launch with nothing to do (``launch_dims=0``, a zero grid, or only
+    empty outputs) does not run the kernel and returns zeros.
 
     Raises:
         ImportError: Numba with CUDA support is not installed.
@@ -128,7 +119,7 @@ def numba_cuda_kernel(
     name = getattr(kernel, "__name__", "numba_cuda_kernel")
     return BridgedFunction(
         preparer(kernel, config),
-        _target_for,
+        None,  # per-slice vmap: never traced at batched ranks
         outs,
         vmap_method,
         input_output_aliases,

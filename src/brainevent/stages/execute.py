@@ -38,9 +38,8 @@ log = logging.getLogger("brainevent")
 def run_plan(
     plan: BuildPlan, staging: Path, request: LoadRequest, key: ModuleKey, store: EntryStore
 ) -> Manifest:
-    from ..build.diagnostics import compile_error
+    from ..build.diagnostics import QuotedSource, compile_error
     from ..build.ninja import run_build
-    from ..build.source_quote import QuotedSource
     from ..cache.deps import snapshot
     from ..cache.objects import ObjectCache
     from ..cache.trust import write_private
