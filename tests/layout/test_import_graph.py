@@ -131,7 +131,6 @@ def test_a_circle_is_found_when_there_is_one() -> None:
     assert strongly_connected({"a": {"b"}, "b": set()}) == []
 
 
-@pytest.mark.xfail(reason="five pre-existing cycles are being taken apart", strict=False)
 def test_src_has_no_import_cycles() -> None:
     graph = import_graph()
     circles = strongly_connected(graph)

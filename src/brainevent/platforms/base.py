@@ -13,16 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..headers import c_api_digest
 from ..toolchain import find_host_compiler
-from ..toolchain.host import find_host_c_compiler
 from .devices import BUILD_PLATFORMS
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
-    from ..stages.request import LoadOptions, SourceUnit
+    from ..load_options import LoadOptions, SourceUnit
     from ..vocabulary import BindingTarget
-    from .steps import GeneratedSources
+    from .sources import GeneratedSources
 
 # (index, unit) -> the unit's compile command, or the directories its compiler writes to.
 UnitCommand = Callable[[int, "SourceUnit"], tuple[str, ...]]
@@ -98,16 +96,3 @@ class PlatformBase:
     @staticmethod
     def describe_artifact(library: str, inputs: dict[str, Any]) -> list[tuple[str, str]]:
         return []
-
-
-def host_key_inputs() -> dict[str, Any]:
-    """The host compilers' and XLA's C API's identity: every platform's binding needs them.
-    The host C compiler's is keyed with the C++ compiler's: it builds ``.c`` units."""
-    cxx, cc = find_host_compiler(), find_host_c_compiler()
-    return {
-        "cxx": cxx.command,
-        "cxx_identity": cxx.identity,
-        "cc": list(cc.command),
-        "cc_identity": cc.identity,
-        "xla_c_api": c_api_digest(),
-    }

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..toolchain import find_host_compiler
-from . import base
+from ..toolchain.host import host_key_inputs
 from .base import PlatformBase, UnitCommand
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ class CpuPlatform(PlatformBase):
         return {}
 
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
-        return base.host_key_inputs()
+        return host_key_inputs()
 
     def _unit_commands(self, options: LoadOptions, units: int) -> tuple[UnitCommand, UnitCommand]:
         return (lambda i, unit: self._unit_command(options, unit)), (lambda i, unit: ())

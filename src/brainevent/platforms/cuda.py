@@ -18,8 +18,9 @@ from .. import config
 from ..errors import ToolchainError
 from ..fileio import file_identity
 from ..toolchain import find_host_compiler
+from ..toolchain.host import host_key_inputs
 from ..toolchain.memo import remembered
-from .base import PlatformBase, UnitCommand, host_key_inputs
+from .base import PlatformBase, UnitCommand
 
 # The build steps, nvcc's search and the arch tables are imported inside the methods that
 # build: a cache hit reads what it keys from the toolchain memo (see CudaPlatform).

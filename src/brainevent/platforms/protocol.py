@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..build.step import BuildStep
     from ..load_options import LoadOptions, SourceUnit
     from ..vocabulary import BindingTarget
-    from .steps import GeneratedSources
+    from .sources import GeneratedSources
 
 
 class Platform(Protocol):

@@ -10,42 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..headers import INCLUDE_DIR, xla_include_dir
 from ..toolchain import find_host_compiler
-from ..toolchain.host import system_include_dirs
-from .base import host_key_inputs
+from ..toolchain.host import host_key_inputs, system_include_dirs
+from .sources import GeneratedSources
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
     from ..load_options import LoadOptions, SourceUnit
     from .protocol import Platform
-
-
-class GeneratedSources:
-    """What the plan stage wrote for a platform to compile (paths relative to the build directory).
-
-    Each kernel unit carries its entry points' trampolines and FFI handlers. The call-frame
-    decoder is shared by every module of a toolchain (stages/decoder.py): it is either
-    already in the build directory as ``decoder`` (fetched from the cache), or ``decoder_source``
-    names its translation unit, to compile into ``decoder`` in this build.
-    """
-
-    __slots__ = ("decoder", "decoder_source", "kernel_units", "library")
-
-    def __init__(
-        self,
-        kernel_units: tuple[tuple[str, SourceUnit], ...],
-        decoder: str,
-        decoder_source: str | None,
-        library: str,
-    ) -> None:
-        self.kernel_units = kernel_units  # (generated unit, the user's unit it wraps)
-        self.decoder = decoder  # the decoder object every link takes
-        self.decoder_source = decoder_source  # None: `decoder` is in place already
-        self.library = library  # the file the link writes
-
-    @property
-    def one_call(self) -> bool:
-        """One source file and the decoder at hand: compile and link in one compiler call."""
-        return len(self.kernel_units) == 1 and self.decoder_source is None
 
 
 DECODER_OPT = "-O2"

@@ -10,10 +10,12 @@ import os
 import shutil
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from .. import config
 from ..errors import HostCompilerNotFoundError
 from ..fileio import file_identity
+from ..headers import c_api_digest
 
 _PATH_NAMES = ("g++", "c++", "clang++")
 _CONDA_NAMES = ("x86_64-conda-linux-gnu-c++", "aarch64-conda-linux-gnu-c++", "g++", "c++")
@@ -217,3 +219,16 @@ def _c_compiler_for(cxx: HostCompiler) -> HostCCompiler:
 def find_host_c_compiler() -> HostCCompiler:
     """The C compiler of the host toolchain (memoised per host C++ compiler)."""
     return _c_compiler_for(find_host_compiler())
+
+
+def host_key_inputs() -> dict[str, Any]:
+    """The host compilers' and XLA's C API's identity: every platform's binding needs them.
+    The host C compiler's is keyed with the C++ compiler's: it builds ``.c`` units."""
+    cxx, cc = find_host_compiler(), find_host_c_compiler()
+    return {
+        "cxx": cxx.command,
+        "cxx_identity": cxx.identity,
+        "cc": list(cc.command),
+        "cc_identity": cc.identity,
+        "xla_c_api": c_api_digest(),
+    }
