@@ -196,7 +196,7 @@ class CudaKernel:
         check_arrays(self.__name__, arrays, "as keywords of cuda_kernel")
         batch_dims = self._batch_dims
         if batch_dims:
-            from ..calls.partitioning import check_batch_dims
+            from ..calls.partitioned import check_batch_dims
 
             check_batch_dims(self.__name__, arrays, self._specs, batch_dims)
         avals = element_avals([jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in arrays], batch_dims)
