@@ -126,7 +126,7 @@ def _wait(
             next_note += PROGRESS_INTERVAL_S
 
 
-def _stop(proc: subprocess.Popen[bytes], reader: threading.Thread) -> None:
+def _stop(proc: subprocess.Popen[bytes], reader: threading.Thread | None) -> None:
     """Stops ninja (which stops its commands' process groups on SIGTERM), else SIGKILLs its group."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
@@ -136,7 +136,8 @@ def _stop(proc: subprocess.Popen[bytes], reader: threading.Thread) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    reader.join(timeout=10)
+    if reader is not None and reader.ident is not None:  # started
+        reader.join(timeout=10)
 
 
 def run_build(
@@ -154,24 +155,27 @@ def run_build(
     timeout = config.COMPILE_TIMEOUT.get()
     log.debug("running %s", shlex.join(command))
     started = time.monotonic()
-    # A new session lets a timeout stop the compilers ninja started, not only ninja.
-    proc = subprocess.Popen(
-        command,
-        cwd=directory,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
     lines: list[str] = []
-    reader = threading.Thread(target=_pump, args=(proc, lines, verbose), daemon=True)
-    reader.start()
-    try:
+    proc: subprocess.Popen[bytes] | None = None
+    reader: threading.Thread | None = None
+    try:  # from the start: an interrupt while ninja starts must stop it too
+        # A new session lets a timeout stop the compilers ninja started, not only ninja.
+        proc = subprocess.Popen(
+            command,
+            cwd=directory,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        reader = threading.Thread(target=_pump, args=(proc, lines, verbose), daemon=True)
+        reader.start()
         finished = _wait(proc, reader, started, timeout, module)
     except BaseException:
         # KeyboardInterrupt (or any error) while waiting: ninja runs in its own session, so
         # the terminal's SIGINT never reached it or its compilers; stop them all here.
-        _stop(proc, reader)
+        if proc is not None:
+            _stop(proc, reader)
         raise
     if not finished:
         _stop(proc, reader)
