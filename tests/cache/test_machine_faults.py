@@ -89,8 +89,11 @@ def test_full_disk_during_build_setup_is_a_typed_error_leaving_nothing(small_fs:
     assert mod.built_now and result(mod) == 2.0
 
 
+# SIGINT as a terminal's Ctrl-C delivers it: a runner started in the background (nohup,
+# `cmd &`) passes SIGINT down ignored, and Python then never raises KeyboardInterrupt.
 INTERRUPTED = """
-import sys, brainevent
+import signal, sys, brainevent
+signal.signal(signal.SIGINT, signal.default_int_handler)
 brainevent.load_cpp_inline(name="interrupted", cpp_sources=sys.argv[1], extra_cflags=["-DVAL=1"],
                            build_directory=sys.argv[2], auto_register=False)
 """
