@@ -35,6 +35,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_cuda_graphs import has_gpu
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 EXPLICIT_FLAGS = "--xla_gpu_enable_command_buffer=+CUSTOM_CALL --xla_gpu_graph_min_graph_size=1"
 # name -> (import brainevent in the child?, XLA_FLAGS or None)
@@ -175,12 +178,6 @@ def run_child(config: str, cache: str, platform: str | None) -> dict[str, object
         raise RuntimeError(f"the {config} child failed:\n{done.stderr[-4000:]}")
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
-
-
-def has_gpu() -> bool:
-    probe = "import jax; print(jax.default_backend())"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
-    return done.returncode == 0 and done.stdout.strip().endswith("gpu")
 
 
 def main() -> None:
