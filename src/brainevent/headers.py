@@ -22,15 +22,22 @@ def include_dir() -> str:
     return str(INCLUDE_DIR)
 
 
+def package_header_files() -> list[str]:
+    """The paths of ``brainevent/*.h``, sorted."""
+    directory = os.path.join(INCLUDE_DIR, "brainevent")
+    names = sorted(e.name for e in os.scandir(directory) if e.name.endswith(".h") and e.name[0] != ".")
+    return [os.path.join(directory, name) for name in names]
+
+
 @cache
 def package_headers_digest() -> str:
-    """SHA-256 over the names and contents of ``brainevent/*.h``."""
+    """SHA-256 over the names and contents of ``brainevent/*.h`` (a hit remembers it by the
+    files' stamps: stages/key.py)."""
     # os.scandir and read_blocks: on a first cache hit, pathlib's overhead was most of the cost.
     digest = hashlib.sha256()
-    directory = os.path.join(INCLUDE_DIR, "brainevent")
-    for name in sorted(e.name for e in os.scandir(directory) if e.name.endswith(".h") and e.name[0] != "."):
-        digest.update(name.encode() + b"\0")
-        for block in read_blocks(os.path.join(directory, name)):
+    for path in package_header_files():
+        digest.update(os.path.basename(path).encode() + b"\0")
+        for block in read_blocks(path):
             digest.update(block)
         digest.update(b"\0")
     return digest.hexdigest()
@@ -81,7 +88,11 @@ def xla_include_dir() -> Path:
     )
 
 
+def c_api_header() -> str:
+    return os.path.join(xla_include_dir(), _C_API)
+
+
 @cache
 def c_api_digest() -> str:
     """sha256 of the C ABI header, the only XLA header bindings compile against."""
-    return sha256_file(os.path.join(xla_include_dir(), _C_API))
+    return sha256_file(c_api_header())

@@ -12,13 +12,13 @@ Rows are records (``brainevent.records``), not dataclasses: a cache hit imports 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .debug_mode import DEBUG_FLAGS, check_debug
 from .errors import SpecError
-from .platforms.devices import BY_NAME, HOST_PLATFORM
+from .platforms.devices import BUILD_PLATFORMS, BY_NAME, HOST_PLATFORM
 from .records import Record
 
 if TYPE_CHECKING:
@@ -158,8 +158,19 @@ def _libraries(value: Any, keyword: str) -> tuple[str, ...]:
     return check_names(value)
 
 
+# Debug builds (``debug=True``, or BRAINEVENT_DEBUG=1 for every load) add each platform's debug
+# flags (-DBE_DEBUG=1, -g or -lineinfo, -O0...); the flags key the cache, so debug and release
+# builds live side by side.
+DEBUG_ENV = "BRAINEVENT_DEBUG"
+DEBUG_FLAGS = {build: p.debug_flags for build, p in BUILD_PLATFORMS.items()}
+
+
 def _debug(value: Any, keyword: str) -> bool:
-    return check_debug(value)
+    if value is None:
+        return os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    if not isinstance(value, bool):
+        raise SpecError(f"debug={value!r} must be True, False or None (None: read {DEBUG_ENV}).", value=value)
+    return value
 
 
 # A keyed option's record entry is its field, except `archs`: the CUDA platform resolves

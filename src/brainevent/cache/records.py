@@ -16,13 +16,12 @@ for the manifest a cache hit reads.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
 # What a Role row may hold (vocabulary.Role's values, spelled out: a hit imports no spec code).
 ROLES = frozenset({"arg", "ret", "stream", "attr", "scratch"})
-_DIGEST = re.compile(r"[0-9a-f]{64}").fullmatch
+_HEX_DIGITS = frozenset("0123456789abcdef")  # not a regex: compiling one is a hit's cost
 
 
 class RecordError(ValueError):
@@ -50,7 +49,7 @@ def _is_number(value: object) -> bool:
 
 
 def _is_digest(value: object) -> bool:
-    return type(value) is str and _DIGEST(value) is not None
+    return type(value) is str and len(value) == 64 and _HEX_DIGITS.issuperset(value)
 
 
 def _dict(value: object, where: str) -> dict[str, Any]:

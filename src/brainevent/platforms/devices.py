@@ -64,7 +64,7 @@ class DevicePlatform(Record):
         self.binding_enum = binding_enum  # BE::ffi::Platform enumerator and value
         self.binding_defines = binding_defines  # macros the decoder unit is compiled with
         self.suffixes = suffixes  # source files of its language (the first: what units are keyed as)
-        self.debug_flags = debug_flags  # what debug=True adds to its compile flags (debug_mode.py)
+        self.debug_flags = debug_flags  # what debug=True adds to its compile flags (load_options.py)
 
 
 DEVICE_PLATFORMS: tuple[DevicePlatform, ...] = (

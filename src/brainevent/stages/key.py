@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 from .._version import BINDING_SCHEMA, __version__
 from ..cache.key import CacheKey, KeyBuilder
 from ..errors import ToolchainError
-from ..headers import package_headers_digest
+from ..headers import package_header_files, package_headers_digest
 from ..load_options import key_record
+from ..toolchain.memo import remembered_digest
 
 if TYPE_CHECKING:
     from ..load_options import SourceUnit
@@ -56,10 +57,11 @@ class ModuleKey:
 
 def derive_key(request: LoadRequest) -> ModuleKey:
     options, platform = request.options, request.platform
+    headers = remembered_digest("package-headers", package_header_files(), package_headers_digest)
     record: dict[str, Any] = {
         "package": __version__,
         "binding_schema": BINDING_SCHEMA,
-        "package_headers": package_headers_digest(),
+        "package_headers": headers,
         "functions": _functions_key(request.functions),
         **key_record(options),  # the keyed rows of load_options.OPTIONS
     }

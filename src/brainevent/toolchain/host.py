@@ -15,7 +15,8 @@ from typing import Any
 from .. import config
 from ..errors import HostCompilerNotFoundError
 from ..fileio import file_identity
-from ..headers import c_api_digest
+from ..headers import c_api_digest, c_api_header
+from .memo import remembered, remembered_digest
 
 _PATH_NAMES = ("g++", "c++", "clang++")
 _CONDA_NAMES = ("x86_64-conda-linux-gnu-c++", "aarch64-conda-linux-gnu-c++", "g++", "c++")
@@ -171,8 +172,6 @@ def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
     identifies, so a build does not record each system header. Runs the compiler once per
     compiler (remembered on disk by its identity, toolchain/memo.py), and only for a build.
     """
-    from .memo import remembered
-
     command = tuple(compiler.command)
     return remembered(
         "host-include-dirs",
@@ -230,5 +229,5 @@ def host_key_inputs() -> dict[str, Any]:
         "cxx_identity": cxx.identity,
         "cc": list(cc.command),
         "cc_identity": cc.identity,
-        "xla_c_api": c_api_digest(),
+        "xla_c_api": remembered_digest("xla-c-api", [c_api_header()], c_api_digest),
     }

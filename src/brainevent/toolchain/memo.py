@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,9 +34,18 @@ def _trusted(path: Path, *, create: bool) -> bool:
         return False
 
 
-def _read(path: Path) -> dict[str, Any]:
+# The memo's text as last read, by the file's stamp (ctime: a chmod too): a load asks it several questions.
+_last_read: tuple[tuple[str, int, int, int, int], str] | None = None
+
+
+def _read(path: Path, *, again: bool = False) -> dict[str, Any]:
+    global _last_read
     try:
-        data = json.loads(path.read_text()) if _trusted(path, create=False) else {}
+        st = os.stat(path)
+        stamp = (str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if again or _last_read is None or _last_read[0] != stamp:
+            _last_read = (stamp, path.read_text() if _trusted(path, create=False) else "{}")
+        data = json.loads(_last_read[1])
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) and data.get("schema") == MEMO_SCHEMA else {}
@@ -63,10 +73,27 @@ def remembered(
     value = probe()
     if not fresh(value):
         return value
-    data = _read(path)  # re-read: another process may have added entries meanwhile
+    data = _read(path, again=True)  # re-read: another process may have added entries meanwhile
     data["schema"] = MEMO_SCHEMA
     data.setdefault("entries", {})[key] = encode(value)
     if _trusted(path, create=True):
         with contextlib.suppress(OSError):
             atomic_write(path, json.dumps(data).encode())  # readers never see half a file
     return value
+
+
+def file_stamps(paths: Sequence[str]) -> str | None:
+    """Each file's inode, size, mtime and ctime: any write or replacement changes it; None if one
+    cannot be read."""
+    try:
+        stats = [(path, os.stat(path)) for path in paths]
+    except OSError:
+        return None
+    return "\0".join(f"{p}:{s.st_ino}:{s.st_size}:{s.st_mtime_ns}:{s.st_ctime_ns}" for p, s in stats)
+
+
+def remembered_digest(kind: str, paths: Sequence[str], digest: Callable[[], str]) -> str:
+    """``digest()`` of the files ``paths``, remembered by their stamps: a first cache hit stats
+    the headers it keys instead of reading and hashing them."""
+    stamps = file_stamps(paths)
+    return digest() if stamps is None else remembered(kind, stamps, digest)
