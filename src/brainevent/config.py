@@ -75,6 +75,11 @@ def set_override(var: EnvVar[T], raw: str | None) -> None:
     _overrides[var.name] = raw
 
 
+def overrides() -> tuple[tuple[str, str], ...]:
+    """The values set in code, as (variable, raw value) pairs."""
+    return tuple(sorted(_overrides.items()))
+
+
 def _bool(raw: str) -> bool:
     low = raw.strip().lower()
     if low in ("1", "true", "yes", "on"):

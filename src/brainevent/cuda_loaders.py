@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .load_options import CUDA, keywords_of
-from .runtime.module import CompiledModule
-from .stages.load import load
-from .stages.request import inline_unit, join_sources, make_request, paths_request
+from .platforms.devices import BY_NAME
+from .stages.recall import attempt
 from .user_errors import trim_internal_frames
 
-CUDA_KEYWORDS = keywords_of(CUDA)  # load_options.OPTIONS: the rows the CUDA loaders take
+# The pipeline loads when a call is not recalled (stages/recall.py).
+if TYPE_CHECKING:
+    from .runtime.module import CompiledModule
+
+CUDA: str = BY_NAME["gpu"].build_platform or ""
 
 
 @trim_internal_frames
@@ -76,14 +78,22 @@ def load_cuda_inline(
             giving ``-fopenmp`` in ``extra_cuda_cflags``).
         debug: Build with ``-g -lineinfo -O0`` and ``BE_DEBUG=1``; None reads ``BRAINEVENT_DEBUG``.
     """
-    keywords = {key: value for key, value in locals().items() if key in CUDA_KEYWORDS}
+    arguments = dict(locals())
+    call, recalled = attempt("load_cuda_inline", CUDA, arguments)
+    if recalled is not None:
+        return recalled
+    from .load_options import keywords_of
+    from .stages.load import load
+    from .stages.request import inline_unit, join_sources, make_request
+
+    keywords = {key: value for key, value in arguments.items() if key in keywords_of(CUDA)}
     units = [inline_unit(name, cuda_sources, "cuda_sources", ".cu")]
     if cpp_sources is not None:
         join_sources(cpp_sources, "cpp_sources")  # checked before the name is reused
         units.append(
             inline_unit(f"{name}_host" if isinstance(name, str) else name, cpp_sources, "cpp_sources", ".cpp")
         )
-    return load(make_request(CUDA, units, name, functions, keywords))
+    return load(make_request(CUDA, units, name, functions, keywords), call)
 
 
 @trim_internal_frames
@@ -96,6 +106,9 @@ def load_cuda_file(
 ) -> CompiledModule:
     """Compile one ``.cu`` file (its directory is on the include path), or a list of
     ``.cu``/``.cpp``/``.c`` files linked into one module. Keywords as ``load_cuda_inline``."""
+    from .stages.load import load
+    from .stages.request import paths_request
+
     return load(paths_request(CUDA, "load_cuda_file", path, functions, name, kwargs))
 
 
@@ -110,4 +123,7 @@ def load_cuda_dir(
     Headers beside the sources are on the include path and tracked in the cache key;
     objects are cached by content, so editing one file rebuilds one object and the link.
     """
+    from .stages.load import load
+    from .stages.request import paths_request
+
     return load(paths_request(CUDA, "load_cuda_dir", path, functions, name, kwargs, directory=True))

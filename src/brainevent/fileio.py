@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 StrPath = str | os.PathLike[str]
@@ -51,6 +51,20 @@ def file_identity(path: StrPath, *, missing_ok: bool = True) -> str:
             raise
         return f"{real}:missing"
     return f"{real}:{size}:{mtime_ns}"
+
+
+def file_stamps(paths: Sequence[str]) -> str:
+    """Each path's inode, size, mtime and ctime (``-`` when absent): a write, a replacement, a
+    chmod or a new directory entry changes it."""
+    stamps = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            stamps.append(f"{path}:-")
+            continue
+        stamps.append(f"{path}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}")
+    return "\0".join(stamps)
 
 
 class NotAPlainFile(OSError):

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .load_options import CPU, keywords_of
-from .runtime.module import CompiledModule
-from .stages.load import load
-from .stages.request import inline_unit, make_request, paths_request
+from .platforms.devices import HOST_PLATFORM as CPU
+from .stages.recall import attempt
 from .user_errors import trim_internal_frames
 
-CPP_KEYWORDS = keywords_of(CPU)
+# The pipeline loads when a call is not recalled (stages/recall.py).
+if TYPE_CHECKING:
+    from .runtime.module import CompiledModule
 
 
 @trim_internal_frames
@@ -71,9 +71,17 @@ def load_cpp_inline(
 
     A ``stream`` parameter is accepted and receives 0, so one source can serve CPU and GPU.
     """
-    keywords = {key: value for key, value in locals().items() if key in CPP_KEYWORDS}
+    arguments = dict(locals())
+    call, recalled = attempt("load_cpp_inline", CPU, arguments)
+    if recalled is not None:
+        return recalled
+    from .load_options import keywords_of
+    from .stages.load import load
+    from .stages.request import inline_unit, make_request
+
+    keywords = {key: value for key, value in arguments.items() if key in keywords_of(CPU)}
     unit = inline_unit(name, cpp_sources, "cpp_sources", ".cpp")
-    return load(make_request(CPU, [unit], name, functions, keywords))
+    return load(make_request(CPU, [unit], name, functions, keywords), call)
 
 
 @trim_internal_frames
@@ -90,6 +98,9 @@ def load_cpp_file(
     Each file's directory is on its include path, and the project headers it includes
     (transitively) are tracked. ``.c`` files are compiled as C; entry points live in the C++ files.
     """
+    from .stages.load import load
+    from .stages.request import paths_request
+
     return load(paths_request(CPU, "load_cpp_file", path, functions, name, kwargs))
 
 
@@ -104,4 +115,7 @@ def load_cpp_dir(
     content, so editing one file recompiles that file and the link. Keywords as
     ``load_cpp_inline``.
     """
+    from .stages.load import load
+    from .stages.request import paths_request
+
     return load(paths_request(CPU, "load_cpp_dir", path, functions, name, kwargs, directory=True))

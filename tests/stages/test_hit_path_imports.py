@@ -98,8 +98,8 @@ CALL_ONLY = (
 )
 
 
-def _load(cache: Path, platform: str) -> dict[str, object]:
-    env = dict(os.environ, BRAINEVENT_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu")
+def _load(cache: Path, platform: str, **variables: str) -> dict[str, object]:
+    env = dict(os.environ, BRAINEVENT_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu", **variables)
     env["PYTHONPATH"] = SRC_DIR + os.pathsep + env.get("PYTHONPATH", "")
     kernel = CUDA_KERNEL if platform == "cuda" else KERNEL
     done = subprocess.run(
@@ -117,8 +117,10 @@ def test_a_cache_hit_imports_no_build_machinery(tmp_path: Path, platform: str) -
     if platform == "cuda":  # the probe sees nvcc's search
         assert "brainevent.toolchain.nvcc" in miss["loaded"]
 
-    hit = _load(tmp_path, platform)
+    # A variable the digest of a call covers (and the key does not): the full hit path, not a recall.
+    hit = _load(tmp_path, platform, BRAINEVENT_LOCK_TIMEOUT="123")
     assert hit["built_now"] is False
+    assert "brainevent.stages.key" in hit["loaded"]
     imported = set(hit["loaded"])  # type: ignore[arg-type]
     assert sorted(m for m in imported if m.startswith(BUILD_ONLY)) == []
     assert sorted(m for m in imported if m.startswith(CALL_ONLY)) == []
@@ -128,3 +130,28 @@ def test_a_cache_hit_imports_no_build_machinery(tmp_path: Path, platform: str) -
     # The records a hit creates are plain classes (brainevent.records): no NamedTuple,
     # dataclass or Protocol is created by the modules it imports.
     assert hit["costly"] == []
+
+
+# What a recalled load (stages/recall.py) does without: the request, the options, the key and
+# the platform with its toolchain.
+NOT_ON_A_RECALL = (
+    "brainevent.load_options",
+    "brainevent.stages.request",
+    "brainevent.stages.key",
+    "brainevent.stages.load",
+    "brainevent.platforms.cpu",
+    "brainevent.platforms.base",
+    "brainevent.toolchain",
+)
+
+
+def test_a_recalled_load_imports_only_the_lookup_and_registration(tmp_path: Path) -> None:
+    assert _load(tmp_path, "cpu")["built_now"] is True
+    recalled = _load(tmp_path, "cpu")  # the same call in the same environment
+    assert recalled["built_now"] is False
+    imported = set(recalled["loaded"])  # type: ignore[arg-type]
+    assert sorted(m for m in imported if m.startswith(NOT_ON_A_RECALL)) == []
+    assert sorted(m for m in imported if m.startswith(BUILD_ONLY + CALL_ONLY)) == []
+    assert {"brainevent.stages.recall", "brainevent.stages.register"} <= imported
+    assert len(imported) <= 18, sorted(imported)  # a budget: each module costs a first load ~0.1-0.3 ms
+    assert recalled["costly"] == []

@@ -12,10 +12,10 @@ import pytest
 
 import brainevent
 from brainevent import platforms
-from brainevent.cuda_loaders import CUDA_KEYWORDS, load_cuda_file, load_cuda_inline
+from brainevent.cuda_loaders import load_cuda_file, load_cuda_inline
 from brainevent.errors import RegistrationError, SpecError
-from brainevent.load_options import OPTIONS, LoadOptions
-from brainevent.loaders import CPP_KEYWORDS, load_cpp_file, load_cpp_inline
+from brainevent.load_options import CPU, CUDA, OPTIONS, LoadOptions, keywords_of
+from brainevent.loaders import load_cpp_file, load_cpp_inline
 from brainevent.platforms import devices
 from brainevent.runtime.registry import registered_targets
 from brainevent.stages import build, load
@@ -39,7 +39,7 @@ def _keyword_defaults(function: object) -> dict[str, object]:
 
 
 @pytest.mark.parametrize(
-    ("loader", "accepted"), [(load_cpp_inline, CPP_KEYWORDS), (load_cuda_inline, CUDA_KEYWORDS)]
+    ("loader", "accepted"), [(load_cpp_inline, keywords_of(CPU)), (load_cuda_inline, keywords_of(CUDA))]
 )
 def test_the_inline_loaders_signatures_are_the_option_tables(
     loader: object, accepted: tuple[str, ...]

@@ -258,3 +258,15 @@ def alias(raw: bytes, where: str) -> str:
     if not _is_digest(text):
         _fail(where, "does not hold a cache key")
     return text
+
+
+def recall_record(raw: bytes, where: str) -> dict[str, Any]:
+    """A ``<call>.recall`` file (stages/recall.py): the call's digest, the key its load found,
+    and the stamps of the files that key depended on."""
+    data = _dict(parse_json(raw, where), where)
+    if data.get("schema") != 1 or not (_is_digest(data.get("call")) and _is_digest(data.get("key"))):
+        _fail(where, "is not {schema: 1, call, key, files, stamps}")
+    if not isinstance(data.get("stamps"), str):
+        _fail(where, "has no stamps")
+    _str_list(data.get("files"), where)
+    return data

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..errors import ToolchainError
 from ..toolchain import find_host_compiler
+from ..toolchain.host import find_host_c_compiler
 from .devices import BUILD_PLATFORMS
 
 if TYPE_CHECKING:
@@ -35,13 +37,14 @@ class PlatformBase:
     binding_tag: ClassVar[str]  # the binding's name for the platform (vocabulary.PLATFORM_ENUM)
     binding_defines: ClassVar[tuple[str, ...]]
     scratch_dirs: ClassVar[tuple[str, ...]] = ()
-    graph_capture: ClassVar[bool] = False
+    graph_capture: ClassVar[bool]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         row = BUILD_PLATFORMS[cls.name]
         cls.jax_platform, cls.spellings = row.ffi_platform, row.ffi_spellings
         cls.binding_tag, cls.binding_defines = cls.name, row.binding_defines
+        cls.graph_capture = row.graph_capture
 
     def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
         """One compiler call that compiles and links a single unit when the decoder is at hand;
@@ -78,6 +81,14 @@ class PlatformBase:
 
         assert sources.decoder_source is not None
         return host_decoder_step(find_host_compiler().command, sources.decoder_source, sources.decoder)
+
+    def recall_files(self) -> list[str] | None:
+        """The toolchain's executables, whose stamps a recalled load checks (stages/recall.py);
+        None when a load must not be recalled."""
+        try:
+            return [find_host_compiler().path, find_host_c_compiler().path]
+        except ToolchainError:
+            return None
 
     @property
     def binding_target(self) -> BindingTarget:

@@ -45,7 +45,6 @@ class CudaPlatform(PlatformBase):
 
     name = "cuda"  # its row of the platform table (devices.py) says the rest
     scratch_dirs = (_KEEP_ROOT,)
-    graph_capture = True  # XLA's command buffers: CUDA graphs
 
     def __init__(self, compute_capability: object = None) -> None:
         # Without nvcc, modules built ahead of time can still be loaded (see key_inputs).
@@ -100,6 +99,13 @@ class CudaPlatform(PlatformBase):
             assert self.toolchain_error is not None
             raise self.toolchain_error
         return self._nvcc
+
+    def recall_files(self) -> list[str] | None:
+        """Also nvcc; archs detected from the GPUs are never recalled (the GPUs may change)."""
+        host = super().recall_files()
+        if self._context is None or self._known is None or host is None:
+            return None
+        return [*host, self._known["nvcc"]]
 
     def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
         """What keys a build apart from the toolchain's identity: the archs."""
@@ -325,16 +331,13 @@ def _jax_cuda_plugin_found() -> bool:
 
 def cuda_runtime_unavailable() -> str | None:
     """None when this process's JAX can run CUDA targets, else why it cannot."""
-    try:
-        from jax._src import xla_bridge
+    from ..runtime.registry import running_platforms
 
-        if xla_bridge.backends_are_initialized():
-            platforms = {b.platform for b in xla_bridge.backends().values()}
-            if platforms & set(CudaPlatform.spellings):
-                return None
-            return f"this JAX has no CUDA backend (platforms: {sorted(platforms)})"
-    except (ImportError, AttributeError, RuntimeError):
-        pass
+    platforms = running_platforms()
+    if platforms is not None:
+        if platforms & set(CudaPlatform.spellings):
+            return None
+        return f"this JAX has no CUDA backend (platforms: {sorted(platforms)})"
     if not _jax_cuda_plugin_found():
         return "JAX is installed without CUDA support (no jax-cuda12-plugin or jax-cuda13-plugin)"
     from ..toolchain.cuda_driver import probe_devices

@@ -32,6 +32,7 @@ class DevicePlatform(Record):
         "binding_defines",
         "suffixes",
         "debug_flags",
+        "graph_capture",
     )
 
     def __init__(
@@ -50,6 +51,7 @@ class DevicePlatform(Record):
         binding_defines: tuple[str, ...] = (),
         suffixes: tuple[str, ...] = (),
         debug_flags: tuple[str, ...] = (),
+        graph_capture: bool = False,
     ) -> None:
         self.name = name  # the one name used inside the library (and by XLACustomKernel's tables)
         self.spellings = spellings  # what users may write for it (the name first)
@@ -65,6 +67,7 @@ class DevicePlatform(Record):
         self.binding_defines = binding_defines  # macros the decoder unit is compiled with
         self.suffixes = suffixes  # source files of its language (the first: what units are keyed as)
         self.debug_flags = debug_flags  # what debug=True adds to its compile flags (load_options.py)
+        self.graph_capture = graph_capture  # XLA may capture its handlers in graphs (CUDA graphs)
 
 
 DEVICE_PLATFORMS: tuple[DevicePlatform, ...] = (
@@ -98,6 +101,7 @@ DEVICE_PLATFORMS: tuple[DevicePlatform, ...] = (
         ffi_spellings=("cuda", "gpu"),
         binding_enum=("Cuda", 1),
         binding_defines=("BE_BINDING_CUDA",),
+        graph_capture=True,
         suffixes=(".cu",),
         debug_flags=("-g", "-lineinfo", "-DBE_DEBUG=1", "-Xcompiler=-D_GLIBCXX_ASSERTIONS"),
     ),

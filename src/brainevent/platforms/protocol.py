@@ -68,6 +68,10 @@ class Platform(Protocol):
         """None if this process's JAX can run the artifact, else why not."""
         ...
 
+    def recall_files(self) -> list[str] | None:
+        """The toolchain files a recalled load's stamps cover; None: never recall (stages/recall.py)."""
+        ...
+
     def preprocess_command(
         self, options: LoadOptions, unit: SourceUnit, source: str, output: str
     ) -> list[str]:

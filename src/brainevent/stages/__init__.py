@@ -7,21 +7,37 @@
 ``load.py`` runs them: ``build(request)`` stops at the artifact, ``load(request)``
 registers it. What differs between platforms is asked of the request's platform object
 (``brainevent.platforms``); the cache store only looks up, lends a build slot and publishes.
+A load that an earlier process made with the same arguments is recalled without the first
+stages (recall.py). The names below load on first use: a recalled load imports none of them.
 """
 
-from ..load_options import LoadOptions, SourceUnit, make_options
-from .key import ModuleKey, derive_key
-from .load import build, build_missing, load
-from .request import LoadRequest
+from __future__ import annotations
 
-__all__ = [
-    "LoadOptions",
-    "LoadRequest",
-    "ModuleKey",
-    "SourceUnit",
-    "build",
-    "build_missing",
-    "derive_key",
-    "load",
-    "make_options",
-]
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .key import ModuleKey as ModuleKey
+    from .key import derive_key as derive_key
+    from .load import build as build
+    from .load import build_missing as build_missing
+    from .load import load as load
+    from .request import LoadRequest as LoadRequest
+
+_EXPORTS = {
+    "ModuleKey": "key",
+    "derive_key": "key",
+    "build": "load",
+    "build_missing": "load",
+    "load": "load",
+    "LoadRequest": "request",
+}
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        from ..lazy_exports import load_export
+
+        return load_export(__name__, _EXPORTS, globals(), name)
+
+
+__all__ = sorted(_EXPORTS)

@@ -13,20 +13,26 @@ from typing import TYPE_CHECKING
 
 from ..cache.store import CacheEntry, EntryStore, cache_root
 from .key import derive_key
+from .recall import remember, stamps_before
 from .register import register
 
 if TYPE_CHECKING:
     from ..runtime.module import CompiledModule
     from .key import ModuleKey
+    from .recall import Call
     from .request import LoadRequest
 
 log = logging.getLogger("brainevent")
 
 
-def load(request: LoadRequest) -> CompiledModule:
-    """The module of ``request``, from the cache or built now, registered with JAX."""
+def load(request: LoadRequest, call: Call | None = None) -> CompiledModule:
+    """The module of ``request``, from the cache or built now, registered with JAX; ``call``:
+    the loader call to remember, so that a later process recalls it (recall.py)."""
     if not request.options.verbose:  # the common case imports no logging helper
-        return register(_artifact(request), request)
+        stamped = stamps_before(call, request)
+        entry = _artifact(request)
+        remember(call, stamped, entry)
+        return register(entry, request)
     from ..logs import to_stderr
 
     with to_stderr(log, logging.DEBUG):

@@ -192,10 +192,11 @@ class HostCCompiler:
     compiler itself told the language (``-x c``) when it has no such sibling. A plain class:
     a cache hit imports this module."""
 
-    __slots__ = ("command", "found_via", "identity")
+    __slots__ = ("command", "found_via", "identity", "path")
 
-    def __init__(self, command: tuple[str, ...], identity: str, found_via: str) -> None:
+    def __init__(self, command: tuple[str, ...], identity: str, found_via: str, path: str) -> None:
         self.command = command
+        self.path = path  # the compiler's executable
         self.identity = identity
         self.found_via = found_via
 
@@ -211,8 +212,8 @@ def _c_compiler_for(cxx: HostCompiler) -> HostCCompiler:
             candidate = os.path.join(directory, name.replace(cxx_name, c_name, 1))
             if os.access(candidate, os.X_OK):
                 command = (*cxx.wrapper, candidate, *cxx.extra_flags)
-                return HostCCompiler(command, file_identity(candidate), f"beside {cxx.path}")
-    return HostCCompiler((*cxx.command, "-x", "c"), cxx.identity, f"{cxx.path} -x c")
+                return HostCCompiler(command, file_identity(candidate), f"beside {cxx.path}", candidate)
+    return HostCCompiler((*cxx.command, "-x", "c"), cxx.identity, f"{cxx.path} -x c", cxx.path)
 
 
 def find_host_c_compiler() -> HostCCompiler:

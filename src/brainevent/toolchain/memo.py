@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from .. import config
 from ..cache.trust import check_root, private_file
 from ..errors import CacheError
-from ..fileio import atomic_write
+from ..fileio import atomic_write, file_stamps
 
 T = TypeVar("T")
 
@@ -82,18 +82,7 @@ def remembered(
     return value
 
 
-def file_stamps(paths: Sequence[str]) -> str | None:
-    """Each file's inode, size, mtime and ctime: any write or replacement changes it; None if one
-    cannot be read."""
-    try:
-        stats = [(path, os.stat(path)) for path in paths]
-    except OSError:
-        return None
-    return "\0".join(f"{p}:{s.st_ino}:{s.st_size}:{s.st_mtime_ns}:{s.st_ctime_ns}" for p, s in stats)
-
-
 def remembered_digest(kind: str, paths: Sequence[str], digest: Callable[[], str]) -> str:
     """``digest()`` of the files ``paths``, remembered by their stamps: a first cache hit stats
     the headers it keys instead of reading and hashing them."""
-    stamps = file_stamps(paths)
-    return digest() if stamps is None else remembered(kind, stamps, digest)
+    return remembered(kind, file_stamps(paths), digest)

@@ -1,0 +1,173 @@
+"""Recall: a load that an earlier process made with the same arguments in the same environment
+is served from what that load found, without the stages that make the request and its key.
+
+Those stages import a dozen modules and look at the toolchain, which was most of a first cache
+hit's time in a fresh process. After a load of inline sources, a small record in the module's
+cache directory maps a digest of the call (the loader, every argument, the package version, the
+working directory, Python's paths and the environment variables the option defaults and the
+toolchain searches read) to the key of the entry the load found, with the stamps (inode, size,
+mtime, ctime) of the files that key depended on: the compilers, XLA's C API header, the package
+headers, and the PATH and site-packages directories (a compiler installed into one changes it).
+A later call with the same digest whose stamps all hold looks the key up as a hit does (the
+manifest verified, the files the compiler read re-checked) and registers the entry. Anything
+else falls back to the full load, which writes a new record: an argument that is not plain
+data, a stamp that changed, a record that fails the cache's ownership checks, a GPU-detected
+arch, ``verbose``, ``force_rebuild`` or ``extra_libraries``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from .. import config
+from .._version import BINDING_SCHEMA, __version__
+from ..cache import records
+from ..cache.key import CacheKey
+from ..cache.store import EntryStore, cache_root
+from ..cache.trust import private_file
+from ..errors import CacheError
+from ..fileio import atomic_write, file_stamps, read_blocks
+from ..platforms.devices import BUILD_PLATFORMS, HOST_PLATFORM
+from ..runtime.registry import running_platforms
+from .register import register_entry
+
+if TYPE_CHECKING:
+    from ..cache.store import CacheEntry
+    from ..runtime.module import CompiledModule
+    from .request import LoadRequest
+
+RECORD_SUFFIX = ".recall"
+RECORD_SCHEMA = 1
+# Besides every BRAINEVENT_ variable: what the host compiler, nvcc and header searches read.
+_ENVIRONMENT = frozenset(
+    ["PATH", "CXX", "CC", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "HOME", "XDG_CACHE_HOME"]
+)
+_ENVIRONMENT |= {"LD_LIBRARY_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"}
+# The options a recalled load reads itself, with the loaders' defaults (load_options.OPTIONS).
+_REGISTRATION = {"target_prefix": None, "auto_register": True, "allow_cuda_graph": True, "replace": False}
+
+
+class Call:
+    """One loader call that may be recalled: its digest and where its record lives."""
+
+    __slots__ = ("arguments", "digest", "platform", "store")
+
+    def __init__(self, digest: str, platform: str, store: EntryStore, arguments: dict[str, Any]) -> None:
+        self.digest, self.platform, self.store, self.arguments = digest, platform, store, arguments
+
+    @property
+    def record_path(self) -> Path:
+        return self.store.module_dir / f"{self.digest[:32]}{RECORD_SUFFIX}"
+
+
+def call_of(loader: str, platform: str, arguments: dict[str, Any]) -> Call | None:
+    """The call of ``loader`` (a build platform's inline loader) with ``arguments`` (its
+    parameters, as given), or None when it is not one to recall."""
+    name = arguments.get("name")
+    if arguments.get("verbose") or arguments.get("force_rebuild") or arguments.get("extra_libraries"):
+        return None
+    if not (isinstance(name, str) and _plain_name(name) and _plain(arguments)):
+        return None
+    environment = sorted(
+        (k, v) for k, v in os.environ.items() if k.startswith("BRAINEVENT_") or k in _ENVIRONMENT
+    )
+    try:
+        where = (os.getcwd(), sys.prefix, sys.path, config.overrides())
+        root = cache_root(arguments.get("build_directory"))
+    except (OSError, RuntimeError):
+        return None
+    text = repr((RECORD_SCHEMA, __version__, BINDING_SCHEMA, loader, arguments, environment, where))
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return Call(digest, platform, EntryStore(root, name), arguments)
+
+
+def attempt(
+    loader: str, platform: str, arguments: dict[str, Any]
+) -> tuple[Call | None, CompiledModule | None]:
+    """The call (None: not one to recall) and the module recalled for it (None: load in full)."""
+    call = call_of(loader, platform, arguments)
+    return call, (None if call is None else recall(call))
+
+
+def recall(call: Call) -> CompiledModule | None:
+    """The module an earlier load of ``call`` found, registered; None to load in full."""
+    store, path = call.store, call.record_path
+    try:
+        if not (store.prepare(create=False) and private_file(path)):
+            return None
+        record = records.recall_record(b"".join(read_blocks(path, limit=1 << 20)), str(path))
+    except (OSError, ValueError, CacheError):  # the full load reports what is wrong
+        return None
+    if record["call"] != call.digest or file_stamps(record["files"]) != record["stamps"]:
+        return None
+    if call.platform != HOST_PLATFORM and not (running_platforms() or set()) & set(
+        BUILD_PLATFORMS[call.platform].ffi_spellings
+    ):
+        return None  # whether a device platform can register is the full load's to find out
+    try:
+        entry = store.hit(CacheKey(record["key"]))
+    except CacheError:
+        return None
+    if entry is None:
+        return None
+    chosen = {k: call.arguments.get(k, default) for k, default in _REGISTRATION.items()}
+    options = SimpleNamespace(name=call.store.name, extra_libraries=(), **chosen)
+    return register_entry(entry, options, call.platform, None)
+
+
+def stamps_before(call: Call | None, request: LoadRequest) -> tuple[list[str], str] | None:
+    """The files the load's key will depend on and their stamps, taken before the key is
+    derived: a file that changes meanwhile makes the record fail its check, never pass it."""
+    if call is None:
+        return None
+    toolchain = request.platform.recall_files()
+    if toolchain is None:
+        return None
+    from ..headers import c_api_header, package_header_files
+
+    searched = [
+        *os.environ.get("PATH", "").split(os.pathsep),
+        *(p for p in sys.path if p.endswith("-packages")),
+    ]
+    files = [*toolchain, c_api_header(), *package_header_files(), *(d for d in searched if d)]
+    return files, file_stamps(files)
+
+
+def remember(call: Call | None, stamped: tuple[list[str], str] | None, entry: CacheEntry) -> None:
+    """Records that ``call`` found ``entry`` (an entry of the cache, not a bundled build)."""
+    if call is None or stamped is None or entry.directory.parent != call.store.module_dir:
+        return
+    files, stamps = stamped
+    record = {"schema": RECORD_SCHEMA, "call": call.digest, "key": entry.manifest.key, "files": files}
+    record["stamps"] = stamps
+    with contextlib.suppress(OSError, CacheError):
+        if call.store.prepare(create=False):
+            atomic_write(call.record_path, json.dumps(record).encode())
+
+
+def _plain_name(name: str) -> bool:
+    """A module name that can only name a directory inside the cache (load_options checks it fully)."""
+    return (
+        name.isascii()
+        and name[:1].isalpha()
+        and name.replace("_", "a").replace("-", "a").replace(".", "a").isalnum()
+    )
+
+
+def _plain(value: object) -> bool:
+    """Data whose repr says exactly what it is: a str subclass or a Path might behave otherwise."""
+    kind = type(value)
+    if value is None or kind in (str, int, bool, float):
+        return True
+    if kind in (list, tuple):
+        return all(_plain(item) for item in value)  # type: ignore[attr-defined]
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())  # type: ignore[attr-defined]
+    return False

@@ -1,0 +1,155 @@
+"""Recalled loads (stages/recall.py): a call an earlier process made with the same arguments in
+the same environment is served from what that load found, and anything that could change the
+outcome sends the call through the full load instead. Each load runs in a fresh process with
+real g++, as a program's first load would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from brainevent.stages.recall import RECORD_SUFFIX, call_of
+
+SRC_DIR = str(Path(__file__).resolve().parents[2] / "src")
+
+KERNEL = r"""
+#include "brainevent/common.h"
+// @BE recall_scale arg ret
+void recall_scale(const BE::Tensor x, BE::Tensor out) {
+    for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<float>()[i] = SCALE * x.data_ptr<float>()[i];
+}
+"""
+
+PROBE = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import brainevent
+    scale = sys.argv[1]
+    mod = brainevent.load_cpp_inline(
+        name="recall_mod", cpp_sources=sys.argv[2].replace("SCALE", scale), extra_cflags=["-O2"]
+    )
+    y = np.asarray(mod.recall_scale(np.arange(4, dtype=np.float32)))
+    print(json.dumps({
+        "built_now": mod.built_now,
+        "recalled": "brainevent.stages.key" not in sys.modules,
+        "y": y.tolist(),
+        "targets": dict(mod.targets),
+        "path": str(mod.path),
+    }))
+    """
+)
+
+
+def _load(cache: Path, scale: str = "2.0f", **variables: str) -> dict[str, object]:
+    env = dict(os.environ, BRAINEVENT_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu", **variables)
+    env["PYTHONPATH"] = SRC_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, scale, KERNEL], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _records(cache: Path) -> list[Path]:
+    return sorted((cache / "v1" / "recall_mod").glob(f"*{RECORD_SUFFIX}"))
+
+
+def test_the_same_call_is_recalled_and_gives_what_the_full_load_gave(tmp_path: Path) -> None:
+    built = _load(tmp_path)
+    assert built["built_now"] is True and built["recalled"] is False
+    assert len(_records(tmp_path)) == 1
+    recalled = _load(tmp_path)
+    assert recalled["recalled"] is True and recalled["built_now"] is False
+    assert recalled["y"] == [0.0, 2.0, 4.0, 6.0]
+    assert (recalled["targets"], recalled["path"]) == (built["targets"], built["path"])
+
+
+def test_other_sources_are_another_call(tmp_path: Path) -> None:
+    _load(tmp_path)
+    other = _load(tmp_path, scale="3.0f")
+    assert other["built_now"] is True and other["y"] == [0.0, 3.0, 6.0, 9.0]
+    assert _load(tmp_path)["y"] == [0.0, 2.0, 4.0, 6.0]  # each call recalls its own module
+
+
+def test_an_environment_variable_the_options_read_is_part_of_the_call(tmp_path: Path) -> None:
+    _load(tmp_path)
+    debug = _load(tmp_path, BRAINEVENT_DEBUG="1")  # a debug build: another key
+    assert debug["recalled"] is False and debug["built_now"] is True
+    assert _load(tmp_path, BRAINEVENT_DEBUG="1")["recalled"] is True
+
+
+def test_a_changed_compiler_is_not_recalled_past(tmp_path: Path) -> None:
+    # CXX names a wrapper script: the call's environment stays the same while the file changes.
+    wrapper = tmp_path / "bin" / "g++"
+    wrapper.parent.mkdir()
+    wrapper.write_text('#!/bin/sh\nexec g++ "$@"\n')
+    wrapper.chmod(0o755)
+    cache = tmp_path / "cache"
+    assert _load(cache, CXX=str(wrapper))["built_now"] is True
+    assert _load(cache, CXX=str(wrapper))["recalled"] is True
+    wrapper.write_text('#!/bin/sh\n# another compiler now\nexec g++ "$@"\n')
+    after = _load(cache, CXX=str(wrapper))
+    assert after["recalled"] is False and after["built_now"] is True  # the key names the compiler
+
+
+def test_a_record_others_could_write_is_ignored(tmp_path: Path) -> None:
+    _load(tmp_path)
+    (record,) = _records(tmp_path)
+    record.chmod(0o666)
+    result = _load(tmp_path)
+    assert result["recalled"] is False and result["y"] == [0.0, 2.0, 4.0, 6.0]
+    (record,) = _records(tmp_path)  # the full load wrote it again, private
+    assert record.stat().st_mode & 0o077 == 0
+    assert _load(tmp_path)["recalled"] is True
+
+
+def test_a_record_whose_entry_is_gone_falls_back_to_a_build(tmp_path: Path) -> None:
+    built = _load(tmp_path)
+    import shutil
+
+    shutil.rmtree(Path(str(built["path"])).parent)
+    again = _load(tmp_path)
+    assert again["recalled"] is False and again["built_now"] is True
+    assert again["y"] == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_a_damaged_record_is_ignored(tmp_path: Path) -> None:
+    _load(tmp_path)
+    (record,) = _records(tmp_path)
+    record.write_text(json.dumps({"schema": 1, "call": "0" * 64}))
+    record.chmod(0o600)
+    result = _load(tmp_path)
+    assert result["recalled"] is False and result["built_now"] is False
+
+
+def test_the_digest_tells_apart_what_the_loader_tells_apart() -> None:
+    def digest(**arguments: object) -> str | None:
+        call = call_of("load_cuda_inline", "cuda", {"name": "m", "cuda_sources": "x", **arguments})
+        return None if call is None else call.digest
+
+    # A tuple (8, 6) is one arch, a list [8, 6] two: their digests differ.
+    assert digest(compute_capability=(8, 6)) != digest(compute_capability=[8, 6])
+    assert digest(compute_capability="sm_80") != digest(compute_capability="sm_90")
+    assert digest(compute_capability="sm_80") == digest(compute_capability="sm_80")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"verbose": True},
+        {"force_rebuild": True},
+        {"extra_libraries": ["cublas"]},
+        {"name": "../elsewhere"},
+        {"name": type("Name", (str,), {})("m")},  # a str subclass may behave otherwise
+        {"extra_include_paths": [Path("/tmp")]},
+    ],
+)
+def test_calls_that_are_never_recalled(arguments: dict[str, object]) -> None:
+    assert call_of("load_cpp_inline", "cpu", {"name": "m", "cpp_sources": "x", **arguments}) is None
