@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -28,24 +27,25 @@ class ConfigError(BrainEventError, ValueError):
     backend: object = None
 
 
-@dataclass(frozen=True)
 class EnvVar(Generic[T]):
-    name: str
-    parse: Callable[[str], T]
-    default: Callable[[], T]
-    help: str
+    """One ``BRAINEVENT_*`` variable: its name, parser, default and help text."""
+
+    __slots__ = ("default", "help", "name", "parse")
+
+    def __init__(self, name: str, parse: Callable[[str], T], default: Callable[[], T], help: str) -> None:
+        self.name, self.parse, self.default, self.help = name, parse, default, help
 
     def get(self) -> T:
         raw = _overrides[self.name] if self.name in _overrides else os.environ.get(self.name)
-        if raw is None or raw == "":
-            return self.default()
+        return self.default() if raw is None or raw == "" else self.checked(raw)
+
+    def checked(self, raw: str) -> T:
+        """``raw`` parsed; a ConfigError naming the variable, the value and the help otherwise."""
         try:
             return self.parse(raw)
         except ValueError as exc:
             raise ConfigError(
-                f"{self.name}={raw!r} is not valid: {exc}. {self.help}",
-                variable=self.name,
-                value=raw,
+                f"{self.name}={raw!r} is not valid: {exc}. {self.help}", variable=self.name, value=raw
             ) from None
 
     def source(self) -> str:
@@ -61,18 +61,12 @@ _overrides: dict[str, str] = {}
 
 
 def set_override(var: EnvVar[T], raw: str | None) -> None:
-    """Makes ``var`` read ``raw`` (as if the environment held it) in this process; None undoes it.
-
-    ``raw`` is parsed now, so a bad value is refused here rather than at its first use.
-    """
+    """Makes ``var`` read ``raw`` (parsed now, so a bad value fails here) in this process; None undoes it."""
     if raw is None:
         _overrides.pop(var.name, None)
-        return
-    try:
-        var.parse(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{raw!r} is not valid for {var.name}: {exc}. {var.help}", value=raw) from None
-    _overrides[var.name] = raw
+    else:
+        var.checked(raw)
+        _overrides[var.name] = raw
 
 
 def _bool(raw: str) -> bool:
@@ -89,10 +83,6 @@ def _positive_float(raw: str) -> float:
     if value <= 0:
         raise ValueError("expected a positive number of seconds")
     return value
-
-
-def _optional_str(raw: str) -> str | None:
-    return raw
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -118,20 +108,14 @@ CACHE_DIR: EnvVar[Path] = EnvVar(
     "Directory of the kernel cache (default: $XDG_CACHE_HOME/brainevent or ~/.cache/brainevent).",
 )
 CXX: EnvVar[str | None] = EnvVar(
-    "BRAINEVENT_CXX",
-    _optional_str,
-    lambda: None,
-    "Host C++ compiler to use; overrides $CXX.",
+    "BRAINEVENT_CXX", str, lambda: None, "Host C++ compiler to use; overrides $CXX."
 )
 NVCC: EnvVar[str | None] = EnvVar(
-    "BRAINEVENT_NVCC",
-    _optional_str,
-    lambda: None,
-    "Path of the nvcc to use; skips the search.",
+    "BRAINEVENT_NVCC", str, lambda: None, "Path of the nvcc to use; skips the search."
 )
 CUDA_ARCH: EnvVar[str | None] = EnvVar(
     "BRAINEVENT_CUDA_ARCH",
-    _optional_str,
+    str,
     lambda: None,
     "Compute capabilities to build for, e.g. 'sm_80,sm_90'; pins them when no GPU is present.",
 )
@@ -154,18 +138,18 @@ COMPILE_TIMEOUT: EnvVar[float] = EnvVar(
     lambda: 900.0,
     "Seconds a single build may run before it is stopped and reported.",
 )
-ALLOW_UNSUPPORTED_COMPILER: EnvVar[bool] = EnvVar(
-    "BRAINEVENT_ALLOW_UNSUPPORTED_COMPILER",
-    _bool,
-    lambda: False,
-    "Pass -allow-unsupported-compiler to nvcc when the host compiler is newer than it accepts.",
-)
 USE_LOCKS: EnvVar[bool] = EnvVar(
     "BRAINEVENT_USE_LOCKS",
     _bool,
     lambda: True,
     "Set to 0 where file locks are unreliable (some network filesystems): concurrent builders "
     "of one module then may duplicate work, but never corrupt the cache.",
+)
+ALLOW_UNSUPPORTED_COMPILER: EnvVar[bool] = EnvVar(
+    "BRAINEVENT_ALLOW_UNSUPPORTED_COMPILER",
+    _bool,
+    lambda: False,
+    "Pass -allow-unsupported-compiler to nvcc when the host compiler is newer than it accepts.",
 )
 CUDA_GRAPHS: EnvVar[bool] = EnvVar(
     "BRAINEVENT_CUDA_GRAPHS",
@@ -206,22 +190,8 @@ REQUIRE_ALL_TESTS: EnvVar[bool] = EnvVar(
     "optional package); tests that cannot apply to the machine still skip.",
 )
 
-ALL: tuple[EnvVar[object], ...] = (
-    CACHE_DIR,
-    CXX,
-    NVCC,
-    CUDA_ARCH,
-    NVCC_PREFER,
-    LOCK_TIMEOUT,
-    COMPILE_TIMEOUT,
-    USE_LOCKS,
-    ALLOW_UNSUPPORTED_COMPILER,
-    CUDA_GRAPHS,
-    OPENMP_PASSIVE,
-    DISTRIBUTED_BUILD,
-    DISTRIBUTED_TIMEOUT,
-    REQUIRE_ALL_TESTS,
-)  # type: ignore[assignment]
+# Every variable, in the order declared above.
+ALL: tuple[EnvVar[object], ...] = tuple(v for v in globals().values() if isinstance(v, EnvVar))
 
 
 # -- The global backend choice of XLACustomKernel primitives ---------------------------------

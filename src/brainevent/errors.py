@@ -1,14 +1,9 @@
 """The error hierarchy.
 
-Every error names the bad value, what was expected and how to fix it, and carries
-its data as typed attributes so that callers (and tests) need not parse messages.
-Each class declares its fields with annotations (all keyword-only, default None);
-type checkers read them as a dataclass's, so a raise site that passes an unknown
-field or a value of the wrong type is flagged. ``.data`` holds the fields that were
-given, and ``__reduce__`` rebuilds the error from it, so every error pickles.
-
-Extra keyword data is still accepted at run time (and kept in ``.data``): code
-written against the untyped errors, and re-raises with ``**exc.data``, keep working.
+Every error names the bad value, what was expected and how to fix it, and carries its data
+as typed keyword-only attributes (annotations that type checkers read as a dataclass's
+fields). ``.data`` holds the fields given, which ``__reduce__`` rebuilds from, so every error
+pickles; extra keyword data is still accepted at run time (re-raises with ``**exc.data``).
 """
 
 from __future__ import annotations
@@ -190,19 +185,13 @@ class CompileError(KernelCompilationError, RuntimeError):
     @property
     def compiler_output(self) -> str:
         """The build log (0.2.1's name for it), read from ``log_path`` when not kept inline."""
-        return _read_log(self.log, self.log_path)
-
-
-def _read_log(log: Any, log_path: Any) -> str:
-    if isinstance(log, str):
-        return log
-    if log_path:
+        if isinstance(self.log, str) or not self.log_path:
+            return self.log or ""
         try:
-            with open(log_path, encoding="utf-8", errors="replace") as handle:
+            with open(self.log_path, encoding="utf-8", errors="replace") as handle:
                 return handle.read()
         except OSError:
             return ""
-    return ""
 
 
 # 0.2.1's concrete compile error; ours is CompileError under its other name.
@@ -302,34 +291,5 @@ class BackendNotInstalledError(KernelNotAvailableError, ImportError):
     package: str | None = None
 
 
-__all__ = [
-    "ArchError",
-    "BackendNotInstalledError",
-    "BrainEventError",
-    "CUDANotInstalledError",
-    "CacheError",
-    "CompilationError",
-    "CompileError",
-    "GpuArchDetectionError",
-    "HeaderNotFoundError",
-    "HostCompilerIncompatibleError",
-    "HostCompilerNotFoundError",
-    "KernelCallError",
-    "KernelCompilationError",
-    "KernelError",
-    "KernelExecutionError",
-    "KernelFallbackExhaustedError",
-    "KernelLoadError",
-    "KernelNotAvailableError",
-    "KernelRegistrationError",
-    "KernelToolchainError",
-    "KernelTypeError",
-    "LoadError",
-    "NvccNotFoundError",
-    "NvidiaLibraryNotFoundError",
-    "RegistrationError",
-    "SpecError",
-    "ToolchainError",
-    "UnhashableAttributeError",
-    "UnsupportedArchError",
-]
+# Every error class, under each of its names (CompilationError too).
+__all__ = sorted(n for n, v in globals().items() if isinstance(v, type) and issubclass(v, BrainEventError))

@@ -37,14 +37,8 @@ class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expe
     SCRATCH = "scratch"  # workspace memory XLA allocates per call (an extra, discarded result)
 
 
-# The C++ spelling and value of each role in ``enum class BE::ffi::Role``.
-ROLE_ENUM: dict[Role, tuple[str, int]] = {
-    Role.ARG: ("Arg", 0),
-    Role.RET: ("Ret", 1),
-    Role.STREAM: ("Stream", 2),
-    Role.ATTR: ("Attr", 3),
-    Role.SCRATCH: ("Scratch", 4),
-}
+# The C++ spelling and value of each role in ``enum class BE::ffi::Role`` (declaration order).
+ROLE_ENUM: dict[Role, tuple[str, int]] = {role: (role.name.title(), i) for i, role in enumerate(Role)}
 
 
 class ScalarType(Record):
