@@ -18,24 +18,21 @@ from typing import TYPE_CHECKING
 from .platforms.devices import BUILD_PLATFORMS
 
 if TYPE_CHECKING:
+    from .cache.admin import EntryInfo
     from .stages import LoadRequest
-
-
-_CACHE_DIR_HELP = "cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent)"
-
-
-def _cache_dir_option() -> argparse.ArgumentParser:
-    """``--cache-dir``, accepted before the command, after it and after a cache subcommand
-    (SUPPRESS: a parser that does not see it leaves what another one read)."""
-    parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("--cache-dir", default=argparse.SUPPRESS, help=_CACHE_DIR_HELP)
-    return parent
 
 
 def _parser() -> argparse.ArgumentParser:
     from .load_options import add_cli_flags
 
-    cache_dir = [_cache_dir_option()]
+    # --cache-dir goes before the command, after it or after a cache subcommand (SUPPRESS:
+    # a parser that does not see it leaves what another one read).
+    cache_dir = [argparse.ArgumentParser(add_help=False)]
+    cache_dir[0].add_argument(
+        "--cache-dir",
+        default=argparse.SUPPRESS,
+        help="cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent)",
+    )
     parser = argparse.ArgumentParser(
         prog="brainevent", description=__doc__.splitlines()[0], parents=cache_dir
     )
@@ -122,6 +119,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo()
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import run_doctor
 
@@ -131,11 +134,15 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:.0f} B" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
+
+
+def _skipped(count: int) -> str:
+    return f"; {count} skipped (being built)" if count else ""
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
@@ -180,7 +187,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
             )
             return 1
         removed, skipped = admin.clear(root, args.name)
-        print(f"removed {removed} entries" + (f"; {skipped} skipped (being built)" if skipped else ""))
+        print(f"removed {removed} entries{_skipped(skipped)}")
         return 0
     keep = args.keep_newest
     if args.max_size is None and args.older_than is None and keep is None:
@@ -196,17 +203,11 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     removed, skipped, left = admin.prune(root, max_size=max_size, older_than=older, keep_newest=keep)
-    print(
-        f"removed {removed} entries, {_size(left)} left"
-        + (f"; {skipped} skipped (being built)" if skipped else "")
-    )
+    print(f"removed {removed} entries, {_size(left)} left{_skipped(skipped)}")
     return 0
 
 
-def _print_entry(entry: object) -> None:
-    from .cache.admin import EntryInfo
-
-    assert isinstance(entry, EntryInfo)
+def _print_entry(entry: EntryInfo) -> None:
     print(f"{entry.module}/{entry.directory.name}")
     print(f"  directory   {entry.directory}")
     print(f"  size        {_size(entry.size)}")
@@ -240,8 +241,8 @@ def _cmd_choices(args: argparse.Namespace) -> int:
     if args.action == "clear":
         removed = remembered.clear(root)
         print(f"removed {removed} remembered entries (choices and benchmark runs) from {root}")
-        return 0
-    print("\n".join(remembered.describe(root)))
+    else:
+        print("\n".join(remembered.describe(root)))
     return 0
 
 
@@ -260,14 +261,13 @@ def _cmd_ide(args: argparse.Namespace) -> int:
 
 
 def _cmd_includes(args: argparse.Namespace) -> int:
+    from .cache.store import cache_root
     from .ide import include_flags, write_cmake_config
 
     if args.cmake_dir is None:
         print(include_flags())
-        return 0
-    from .cache.store import cache_root
-
-    print(write_cmake_config(args.cmake_dir or cache_root(args.cache_dir) / "cmake"))
+    else:
+        print(write_cmake_config(args.cmake_dir or cache_root(args.cache_dir) / "cmake"))
     return 0
 
 
@@ -285,8 +285,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     failures = 0
     for raw in args.paths:
         try:
-            requests = _build_requests(Path(raw), args)
-            for request in requests:
+            for request in _build_requests(Path(raw), args):
                 artifact = build(request)
                 state = "built" if artifact.built_now else "already cached"
                 print(f"{state}: {request.options.name} ({request.platform.name}) -> {artifact.library}")
@@ -339,22 +338,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="[brainevent] %(message)s"
     )
-    if args.command == "demo":
-        from .demo import run_demo
-
-        return run_demo()
-    handlers = {
-        "doctor": _cmd_doctor,
-        "cache": _cmd_cache,
-        "build": _cmd_build,
-        "choices": _cmd_choices,
-        "ide": _cmd_ide,
-        "includes": _cmd_includes,
-    }
     from .errors import BrainEventError
 
     try:
-        return handlers[args.command](args)
+        return int(globals()[f"_cmd_{args.command}"](args))  # each command's _cmd_<name>
     except BrainEventError as exc:  # our errors say what is wrong and how to fix it: no traceback
         print(f"brainevent {args.command}: {exc}", file=sys.stderr)
         return 1

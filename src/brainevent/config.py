@@ -205,8 +205,7 @@ def backend_platform(platform: object) -> str:
     """``platform`` as the name primitives use: ``"cpu"``, ``"gpu"`` or ``"tpu"``."""
     if not isinstance(platform, str) or platform not in PLATFORM_ALIASES:
         raise ConfigError(
-            f"platform must be one of {sorted(PLATFORM_ALIASES)}, got {platform!r}",
-            platform=platform,
+            f"platform must be one of {sorted(PLATFORM_ALIASES)}, got {platform!r}", platform=platform
         )
     return PLATFORM_ALIASES[platform]
 
