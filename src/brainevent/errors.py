@@ -2,8 +2,9 @@
 
 Every error names the bad value, what was expected and how to fix it, and carries its data
 as typed keyword-only attributes (annotations that type checkers read as a dataclass's
-fields). ``.data`` holds the fields given, which ``__reduce__`` rebuilds from, so every error
-pickles; extra keyword data is still accepted at run time (re-raises with ``**exc.data``).
+fields). ``.data`` holds the fields given; every error pickles (BaseException's ``__reduce__``
+keeps the message and the attributes). Extra keyword data is still accepted at run time
+(re-raises with ``**exc.data``).
 """
 
 from __future__ import annotations
@@ -28,9 +29,6 @@ class _Fields(Exception):
         for key, value in data.items():
             setattr(self, key, value)
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.message, self.data))
-
     def __str__(self) -> str:
         return self.message
 
@@ -41,16 +39,9 @@ class BrainEventError(_Fields):
     message: str = _positional(kw_only=False)
 
 
-def _rebuild(cls: type[BrainEventError], message: str, data: dict[str, Any]) -> BrainEventError:
-    err = cls.__new__(cls)
-    _Fields.__init__(err, message, **data)
-    return err
-
-
 # The names brainevent 0.2.1 gave its kernel-toolchain errors. Each error below derives from
 # the one 0.2.1 raised in the same situation, so an ``except`` clause written for 0.2.1 catches
-# ours. (KernelFallbackExhaustedError and BenchmarkDataFnNotProvidedError belong to
-# XLACustomKernel and live with it.)
+# ours.
 
 
 class KernelError(BrainEventError):
