@@ -39,9 +39,8 @@ class BrainEventError(_Fields):
     message: str = _positional(kw_only=False)
 
 
-# The names brainevent 0.2.1 gave its kernel-toolchain errors. Each error below derives from
-# the one 0.2.1 raised in the same situation, so an ``except`` clause written for 0.2.1 catches
-# ours.
+# The names brainevent 0.2.1 gave its kernel-toolchain errors. Each error below derives from the
+# one 0.2.1 raised in the same situation, so an ``except`` clause written for 0.2.1 catches ours.
 
 
 class KernelError(BrainEventError):
