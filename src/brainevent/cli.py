@@ -27,23 +27,19 @@ def _parser() -> argparse.ArgumentParser:
 
     # --cache-dir goes before the command, after it or after a cache subcommand (SUPPRESS:
     # a parser that does not see it leaves what another one read).
-    cache_dir = [argparse.ArgumentParser(add_help=False)]
-    cache_dir[0].add_argument(
+    shared = [argparse.ArgumentParser(add_help=False)]
+    shared[0].add_argument(
         "--cache-dir",
         default=argparse.SUPPRESS,
         help="cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent)",
     )
-    parser = argparse.ArgumentParser(
-        prog="brainevent", description=__doc__.splitlines()[0], parents=cache_dir
-    )
+    parser = argparse.ArgumentParser(prog="brainevent", description=__doc__.splitlines()[0], parents=shared)
     parser.add_argument("-v", "--verbose", action="store_true", help="log build steps and commands to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="compile and run a kernel on the best platform present")
 
     doctor = sub.add_parser(
-        "doctor",
-        help="report the toolchain, GPUs and cache; exit 1 if the stack is broken",
-        parents=cache_dir,
+        "doctor", help="report the toolchain, GPUs and cache; exit 1 if the stack is broken", parents=shared
     )
     doctor.add_argument("--no-compile", action="store_true", help="skip the smoke compiles")
     doctor.add_argument(
@@ -52,16 +48,16 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 1 on a load-only node too (no compiler for C++ or, with a CUDA stack, CUDA)",
     )
 
-    cache = sub.add_parser("cache", help="inspect or trim the kernel cache", parents=cache_dir)
+    cache = sub.add_parser("cache", help="inspect or trim the kernel cache", parents=shared)
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)
-    cache_sub.add_parser("list", help="every cached module and entry", parents=cache_dir)
-    info = cache_sub.add_parser("info", help="details of one module's entries", parents=cache_dir)
+    cache_sub.add_parser("list", help="every cached module and entry", parents=shared)
+    info = cache_sub.add_parser("info", help="details of one module's entries", parents=shared)
     info.add_argument("name")
-    clear = cache_sub.add_parser("clear", help="remove all entries, or one module's", parents=cache_dir)
+    clear = cache_sub.add_parser("clear", help="remove all entries, or one module's", parents=shared)
     clear.add_argument("name", nargs="?")
     prune = cache_sub.add_parser(
         "prune",
-        parents=cache_dir,
+        parents=shared,
         help="remove old versions, old or least recently used entries (default: --keep-newest 1)",
     )
     prune.add_argument("--max-size", help="keep the cache under this size, e.g. 2G")
@@ -94,9 +90,7 @@ def _parser() -> argparse.ArgumentParser:
         "cache root) and print DIR, for -Dbrainevent_DIR=",
     )
 
-    build = sub.add_parser(
-        "build", help="compile kernel files or directories ahead of time", parents=cache_dir
-    )
+    build = sub.add_parser("build", help="compile kernel files or directories ahead of time", parents=shared)
     build.add_argument("paths", nargs="*", help=".cu/.cpp files or directories of them")
     build.add_argument(
         "--as-inline",
@@ -154,18 +148,13 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         entries = list(admin.iter_entries(root))
         print(f"cache: {root}")
         for entry in entries:
-            m = entry.manifest
-            # NVRTC entries hold kernels (their name expressions), remembered benchmarks a line.
-            names = (
-                (m.functions or m.inputs.get("name_expressions") or [m.inputs.get("describe", "")])
-                if m
-                else []
-            )
-            desc = f"{m.platform}, {', '.join(sorted(names))}" if m else "DAMAGED"
+            m, desc = entry.manifest, "DAMAGED"
+            if m is not None:  # NVRTC entries list their kernels (name expressions), remembered runs a line
+                names = m.functions or m.inputs.get("name_expressions") or [m.inputs.get("describe", "")]
+                desc = f"{m.platform}, {', '.join(sorted(names))}"
             used = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.last_used))
-            print(
-                f"  {entry.module}/{entry.directory.name}  {_size(entry.size):>9}  last used {used}  [{desc}]"
-            )
+            name = f"{entry.module}/{entry.directory.name}"
+            print(f"  {name}  {_size(entry.size):>9}  last used {used}  [{desc}]")
         total = sum(e.size for e in entries) + admin.object_cache_size(root) if root.is_dir() else 0
         print(f"{len(entries)} entries, {_size(total)} including cached objects")
         return 0

@@ -226,9 +226,8 @@ def set_backend(platform: str, backend: str | None) -> None:
         )
     if _global_backends.get(key) == backend:
         return
-    if backend is None:
-        del _global_backends[key]
-    else:
+    _global_backends.pop(key, None)
+    if backend is not None:
         _global_backends[key] = backend
     _clear_jax_caches()
 
@@ -283,9 +282,8 @@ def set_compute_capability(value: str | list[str] | tuple[str, ...] | None = Non
 
 def get_compute_capability() -> list[str] | None:
     """The architectures :func:`set_compute_capability` pinned (``["sm_86"]``), or None."""
-    if CUDA_ARCH.name not in _overrides:
-        return None
-    return _overrides[CUDA_ARCH.name].split(",")
+    pinned = _overrides.get(CUDA_ARCH.name)
+    return None if pinned is None else pinned.split(",")
 
 
 # Numba's parallel setting as 0.2.1 kept it: brainevent's bridges run the user's function as
@@ -298,12 +296,12 @@ def set_numba_parallel(parallel: bool = True, num_threads: int | None = None) ->
     """Record whether Numba kernels should run in parallel; with ``num_threads``, also size
     Numba's thread pool (``numba.set_num_threads``)."""
     global _numba_parallel, _numba_num_threads
-    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)):
-        raise ConfigError(
-            f"set_numba_parallel(num_threads={num_threads!r}): pass a positive int or None",
-            value=repr(num_threads),
-        )
     if num_threads is not None:
+        if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+            raise ConfigError(
+                f"set_numba_parallel(num_threads={num_threads!r}): pass a positive int or None",
+                value=repr(num_threads),
+            )
         import numba
 
         numba.set_num_threads(num_threads)  # raises ValueError naming the allowed range

@@ -27,10 +27,15 @@ DEFAULT_COMMAND_BUFFER_TYPES = ("+CUSTOM_CALL",)
 DEFAULT_MIN_GRAPH_SIZE = 2
 _FLAGFILE = "--flagfile"
 
-# What the import did: "set" (flags added before the backend started), "user" (the user set
-# both flags), "disabled" (BRAINEVENT_CUDA_GRAPHS=0), "late" (the backend had started),
-# "flagfile" (XLA_FLAGS names a flag file, left alone) or "" (not run yet).
+# What the import did: one of _ORIGIN's keys (as capture_status tells them), "late" (the
+# backend had started) or "" (not run yet).
 _import_state = ""
+_ORIGIN = {
+    "set": "set by import brainevent",  # added before the backend started
+    "user": "set in XLA_FLAGS",  # the user set both flags
+    "disabled": "BRAINEVENT_CUDA_GRAPHS=0",
+    "flagfile": "XLA_FLAGS names a --flagfile, left alone",
+}
 
 
 def _flag_value(flags: str, flag: str) -> str | None:
@@ -155,12 +160,7 @@ def capture_status() -> tuple[bool, str]:
         return False, _late_message(_flag_line(flags, DEFAULT_COMMAND_BUFFER_TYPES, DEFAULT_MIN_GRAPH_SIZE))
     types = _flag_value(flags, COMMAND_BUFFER_FLAG)
     size = _flag_value(flags, MIN_GRAPH_FLAG)
-    origin = {
-        "set": "set by import brainevent",
-        "user": "set in XLA_FLAGS",
-        "disabled": "BRAINEVENT_CUDA_GRAPHS=0",
-        "flagfile": "XLA_FLAGS names a --flagfile, left alone",
-    }.get(_import_state, "XLA_FLAGS")
+    origin = _ORIGIN.get(_import_state, "XLA_FLAGS")
     if types is not None and not _admits_custom_calls(types):
         return False, f"off: {COMMAND_BUFFER_FLAG}={types} excludes CUSTOM_CALL ({origin})"
     if size is None:

@@ -333,23 +333,20 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
         verdict = f"{len(report.problems)} problem(s): fix them (each is marked PROBLEM above)."
     elif cxx is None:
         verdict = "load-only: OK. This node loads modules built ahead of time (`brainevent build`)."
-    else:
-        verdict = "ok: C++ builds work" + (_cuda_verdict(probe.devices) if cuda_ok else "")
+    elif not cuda_ok:
+        verdict = "ok: C++ builds work"
+    elif probe.devices or config.CUDA_ARCH.get():
+        verdict = "ok: C++ builds work, CUDA builds work"
+    else:  # with no GPU (nor BRAINEVENT_CUDA_ARCH) a CUDA load must name its architecture
+        verdict = (
+            "ok: C++ builds work, CUDA builds work when given an architecture: no GPU here, so pass "
+            'compute_capability="sm_90" to the loader (`brainevent build --arch sm_90`) or set '
+            f"{config.CUDA_ARCH.name}=sm_90"
+        )
     report.lines += [f"  {verdict}", *(f"  cannot build {what}" for what in report.cannot_build)]
     if report.require_build and report.cannot_build:
         report.lines.append("  --require-build: this node must build, so the exit status is 1")
     return report
-
-
-def _cuda_verdict(devices: object) -> str:
-    """What a working nvcc means: with no GPU (nor BRAINEVENT_CUDA_ARCH) a load must name an arch."""
-    if devices or config.CUDA_ARCH.get():
-        return ", CUDA builds work"
-    return (
-        ", CUDA builds work when given an architecture: no GPU here, so pass "
-        'compute_capability="sm_90" to the loader (`brainevent build --arch sm_90`) or set '
-        f"{config.CUDA_ARCH.name}=sm_90"
-    )
 
 
 def print_diagnostics() -> None:
