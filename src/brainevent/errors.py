@@ -39,6 +39,13 @@ class BrainEventError(_Fields):
     message: str = _positional(kw_only=False)
 
 
+def _rebuild(cls: type[BrainEventError], message: str, data: dict[str, Any]) -> BrainEventError:
+    """An error of ``cls`` as unpickling makes one: a subclass's own ``__init__`` never runs."""
+    err = cls.__new__(cls)
+    _Fields.__init__(err, message, **data)
+    return err
+
+
 # The names brainevent 0.2.1 gave its kernel-toolchain errors. Each error below derives from the
 # one 0.2.1 raised in the same situation, so an ``except`` clause written for 0.2.1 catches ours.
 
