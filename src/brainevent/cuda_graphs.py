@@ -61,10 +61,8 @@ def _flag_line(flags: str, types: tuple[str, ...], min_graph_size: int) -> str:
 def _backends_initialized() -> bool:
     """True once JAX has started its backends; never imports JAX itself."""
     bridge = sys.modules.get("jax._src.xla_bridge")
-    if bridge is None:
-        return False
     try:
-        return bool(bridge.backends_are_initialized())
+        return bridge is not None and bool(bridge.backends_are_initialized())
     except AttributeError:
         return False
 

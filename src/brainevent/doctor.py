@@ -248,10 +248,8 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     report.section("ninja")
     try:
         ninja = ninja_executable()
-        version = subprocess.run(
-            [ninja, "--version"], capture_output=True, text=True, timeout=30
-        ).stdout.strip()
-        report.item("path", f"{ninja} ({version})")
+        done = subprocess.run([ninja, "--version"], capture_output=True, text=True, timeout=30)
+        report.item("path", f"{ninja} ({done.stdout.strip()})")
     except (BrainEventError, OSError) as exc:
         report.problem(f"ninja: {exc}")
 
@@ -312,10 +310,8 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
 
     report.section("Kernel cache")
     root = cache_root()
-    source = {"environment": f" (from {config.CACHE_DIR.name})", "set in code": " (set_cache_dir)"}.get(
-        config.CACHE_DIR.source(), ""
-    )
-    report.item("directory", f"{root}{source}")
+    via = {"environment": f" (from {config.CACHE_DIR.name})", "set in code": " (set_cache_dir)"}
+    report.item("directory", f"{root}{via.get(config.CACHE_DIR.source(), '')}")
     entries = list(iter_entries(root)) if root.is_dir() else []
     modules = {e.module for e in entries}
     size = sum(e.size for e in entries) + (object_cache_size(root) if root.is_dir() else 0)
