@@ -216,9 +216,8 @@ def _print_entry(entry: EntryInfo) -> None:
         print(f"  function    {name}: {tokens}  ({data.get('source_file')}:{data.get('line')})")
     from .platforms import platform_class
 
-    for label, value in platform_class(m.platform).describe_artifact(
-        str(entry.directory / m.artifact), m.inputs
-    ):
+    described = platform_class(m.platform).describe_artifact(str(entry.directory / m.artifact), m.inputs)
+    for label, value in described:
         print(f"  {label:<11} {value}")
 
 
@@ -304,13 +303,11 @@ def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
 
     platform = CUDA if path.suffix == ".cu" or (path.is_dir() and any(path.glob("*.cu"))) else CPU
     keywords = {**cli_keywords(args, platform), "build_directory": args.cache_dir, "verbose": args.verbose}
+    by = "brainevent build"  # who asks, as errors name it
     if path.is_dir() and platform == CPU:  # plain C++: each file is its own CPU module
-        files = sorted(path.glob("*.cpp"))
-        return [paths_request(CPU, "brainevent build", f.resolve(), None, None, keywords) for f in files]
+        return [paths_request(CPU, by, f.resolve(), None, None, keywords) for f in sorted(path.glob("*.cpp"))]
     if not args.as_inline or path.is_dir():
-        return [
-            paths_request(platform, "brainevent build", path, None, None, keywords, directory=path.is_dir())
-        ]
+        return [paths_request(platform, by, path, None, None, keywords, directory=path.is_dir())]
     name, suffix = name_from_path(path), (".cu" if platform == CUDA else ".cpp")
     unit = inline_unit(name, path.read_text(), "cuda_sources" if platform == CUDA else "cpp_sources", suffix)
     return [make_request(platform, [unit], name, None, keywords)]
@@ -320,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if not hasattr(args, "cache_dir"):
         args.cache_dir = None
-    elif args.command == "doctor":  # doctor reads the cache root from the configuration
+    elif args.command in ("doctor", "demo"):  # these read the cache root from the configuration
         from .cache_control import set_cache_dir
 
         set_cache_dir(args.cache_dir)

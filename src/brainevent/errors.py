@@ -284,8 +284,7 @@ class BackendNotInstalledError(KernelNotAvailableError, ImportError):
     ``package`` is what to ``pip install``."""
 
     backend: str | None = None
-    module: str | None = None
-    package: str | None = None
+    package: str | None = None  # ``module`` (inherited) names what failed to import
 
 
 # Every error class, under each of its names (CompilationError too).
