@@ -29,17 +29,12 @@ def set_cache_dir(path: str | os.PathLike[str]) -> None:
     directory = Path(raw).expanduser()
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as exc:
+    except OSError as exc:  # a file of that name too ("File exists")
         raise CacheError(
             f"set_cache_dir({raw!r}): cannot create {directory}: {exc.strerror}. "
             "Pass a directory this user can write.",
             path=str(directory),
         ) from exc
-    if not directory.is_dir():
-        raise CacheError(
-            f"set_cache_dir({raw!r}): {directory} exists and is not a directory; pass a directory.",
-            path=str(directory),
-        )
     config.set_override(config.CACHE_DIR, str(directory))
     log.debug("kernel cache set to %s", directory)
 

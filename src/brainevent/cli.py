@@ -18,35 +18,28 @@ from typing import TYPE_CHECKING
 from .platforms.devices import BUILD_PLATFORMS
 
 if TYPE_CHECKING:
+    from .cache.admin import EntryInfo
     from .stages import LoadRequest
-
-
-_CACHE_DIR_HELP = "cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent)"
-
-
-def _cache_dir_option() -> argparse.ArgumentParser:
-    """``--cache-dir``, accepted before the command, after it and after a cache subcommand
-    (SUPPRESS: a parser that does not see it leaves what another one read)."""
-    parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("--cache-dir", default=argparse.SUPPRESS, help=_CACHE_DIR_HELP)
-    return parent
 
 
 def _parser() -> argparse.ArgumentParser:
     from .load_options import add_cli_flags
 
-    cache_dir = [_cache_dir_option()]
-    parser = argparse.ArgumentParser(
-        prog="brainevent", description=__doc__.splitlines()[0], parents=cache_dir
+    # --cache-dir goes before the command, after it or after a cache subcommand (SUPPRESS:
+    # a parser that does not see it leaves what another one read).
+    shared = [argparse.ArgumentParser(add_help=False)]
+    shared[0].add_argument(
+        "--cache-dir",
+        default=argparse.SUPPRESS,
+        help="cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent)",
     )
+    parser = argparse.ArgumentParser(prog="brainevent", description=__doc__.splitlines()[0], parents=shared)
     parser.add_argument("-v", "--verbose", action="store_true", help="log build steps and commands to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="compile and run a kernel on the best platform present")
 
     doctor = sub.add_parser(
-        "doctor",
-        help="report the toolchain, GPUs and cache; exit 1 if the stack is broken",
-        parents=cache_dir,
+        "doctor", help="report the toolchain, GPUs and cache; exit 1 if the stack is broken", parents=shared
     )
     doctor.add_argument("--no-compile", action="store_true", help="skip the smoke compiles")
     doctor.add_argument(
@@ -55,16 +48,16 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 1 on a load-only node too (no compiler for C++ or, with a CUDA stack, CUDA)",
     )
 
-    cache = sub.add_parser("cache", help="inspect or trim the kernel cache", parents=cache_dir)
+    cache = sub.add_parser("cache", help="inspect or trim the kernel cache", parents=shared)
     cache_sub = cache.add_subparsers(dest="cache_command", required=True)
-    cache_sub.add_parser("list", help="every cached module and entry", parents=cache_dir)
-    info = cache_sub.add_parser("info", help="details of one module's entries", parents=cache_dir)
+    cache_sub.add_parser("list", help="every cached module and entry", parents=shared)
+    info = cache_sub.add_parser("info", help="details of one module's entries", parents=shared)
     info.add_argument("name")
-    clear = cache_sub.add_parser("clear", help="remove all entries, or one module's", parents=cache_dir)
+    clear = cache_sub.add_parser("clear", help="remove all entries, or one module's", parents=shared)
     clear.add_argument("name", nargs="?")
     prune = cache_sub.add_parser(
         "prune",
-        parents=cache_dir,
+        parents=shared,
         help="remove old versions, old or least recently used entries (default: --keep-newest 1)",
     )
     prune.add_argument("--max-size", help="keep the cache under this size, e.g. 2G")
@@ -97,9 +90,7 @@ def _parser() -> argparse.ArgumentParser:
         "cache root) and print DIR, for -Dbrainevent_DIR=",
     )
 
-    build = sub.add_parser(
-        "build", help="compile kernel files or directories ahead of time", parents=cache_dir
-    )
+    build = sub.add_parser("build", help="compile kernel files or directories ahead of time", parents=shared)
     build.add_argument("paths", nargs="*", help=".cu/.cpp files or directories of them")
     build.add_argument(
         "--as-inline",
@@ -122,6 +113,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo()
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from .doctor import run_doctor
 
@@ -131,11 +128,15 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024:
+            return f"{n:.0f} B" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
+
+
+def _skipped(count: int) -> str:
+    return f"; {count} skipped (being built)" if count else ""
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
@@ -147,18 +148,13 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         entries = list(admin.iter_entries(root))
         print(f"cache: {root}")
         for entry in entries:
-            m = entry.manifest
-            # NVRTC entries hold kernels (their name expressions), remembered benchmarks a line.
-            names = (
-                (m.functions or m.inputs.get("name_expressions") or [m.inputs.get("describe", "")])
-                if m
-                else []
-            )
-            desc = f"{m.platform}, {', '.join(sorted(names))}" if m else "DAMAGED"
+            m, desc = entry.manifest, "DAMAGED"
+            if m is not None:  # NVRTC entries list their kernels (name expressions), remembered runs a line
+                names = m.functions or m.inputs.get("name_expressions") or [m.inputs.get("describe", "")]
+                desc = f"{m.platform}, {', '.join(sorted(names))}"
             used = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.last_used))
-            print(
-                f"  {entry.module}/{entry.directory.name}  {_size(entry.size):>9}  last used {used}  [{desc}]"
-            )
+            name = f"{entry.module}/{entry.directory.name}"
+            print(f"  {name}  {_size(entry.size):>9}  last used {used}  [{desc}]")
         total = sum(e.size for e in entries) + admin.object_cache_size(root) if root.is_dir() else 0
         print(f"{len(entries)} entries, {_size(total)} including cached objects")
         return 0
@@ -180,7 +176,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
             )
             return 1
         removed, skipped = admin.clear(root, args.name)
-        print(f"removed {removed} entries" + (f"; {skipped} skipped (being built)" if skipped else ""))
+        print(f"removed {removed} entries{_skipped(skipped)}")
         return 0
     keep = args.keep_newest
     if args.max_size is None and args.older_than is None and keep is None:
@@ -196,17 +192,11 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     removed, skipped, left = admin.prune(root, max_size=max_size, older_than=older, keep_newest=keep)
-    print(
-        f"removed {removed} entries, {_size(left)} left"
-        + (f"; {skipped} skipped (being built)" if skipped else "")
-    )
+    print(f"removed {removed} entries, {_size(left)} left{_skipped(skipped)}")
     return 0
 
 
-def _print_entry(entry: object) -> None:
-    from .cache.admin import EntryInfo
-
-    assert isinstance(entry, EntryInfo)
+def _print_entry(entry: EntryInfo) -> None:
     print(f"{entry.module}/{entry.directory.name}")
     print(f"  directory   {entry.directory}")
     print(f"  size        {_size(entry.size)}")
@@ -226,9 +216,8 @@ def _print_entry(entry: object) -> None:
         print(f"  function    {name}: {tokens}  ({data.get('source_file')}:{data.get('line')})")
     from .platforms import platform_class
 
-    for label, value in platform_class(m.platform).describe_artifact(
-        str(entry.directory / m.artifact), m.inputs
-    ):
+    described = platform_class(m.platform).describe_artifact(str(entry.directory / m.artifact), m.inputs)
+    for label, value in described:
         print(f"  {label:<11} {value}")
 
 
@@ -240,8 +229,8 @@ def _cmd_choices(args: argparse.Namespace) -> int:
     if args.action == "clear":
         removed = remembered.clear(root)
         print(f"removed {removed} remembered entries (choices and benchmark runs) from {root}")
-        return 0
-    print("\n".join(remembered.describe(root)))
+    else:
+        print("\n".join(remembered.describe(root)))
     return 0
 
 
@@ -260,14 +249,13 @@ def _cmd_ide(args: argparse.Namespace) -> int:
 
 
 def _cmd_includes(args: argparse.Namespace) -> int:
+    from .cache.store import cache_root
     from .ide import include_flags, write_cmake_config
 
     if args.cmake_dir is None:
         print(include_flags())
-        return 0
-    from .cache.store import cache_root
-
-    print(write_cmake_config(args.cmake_dir or cache_root(args.cache_dir) / "cmake"))
+    else:
+        print(write_cmake_config(args.cmake_dir or cache_root(args.cache_dir) / "cmake"))
     return 0
 
 
@@ -285,8 +273,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     failures = 0
     for raw in args.paths:
         try:
-            requests = _build_requests(Path(raw), args)
-            for request in requests:
+            for request in _build_requests(Path(raw), args):
                 artifact = build(request)
                 state = "built" if artifact.built_now else "already cached"
                 print(f"{state}: {request.options.name} ({request.platform.name}) -> {artifact.library}")
@@ -316,13 +303,11 @@ def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
 
     platform = CUDA if path.suffix == ".cu" or (path.is_dir() and any(path.glob("*.cu"))) else CPU
     keywords = {**cli_keywords(args, platform), "build_directory": args.cache_dir, "verbose": args.verbose}
+    by = "brainevent build"  # who asks, as errors name it
     if path.is_dir() and platform == CPU:  # plain C++: each file is its own CPU module
-        files = sorted(path.glob("*.cpp"))
-        return [paths_request(CPU, "brainevent build", f.resolve(), None, None, keywords) for f in files]
+        return [paths_request(CPU, by, f.resolve(), None, None, keywords) for f in sorted(path.glob("*.cpp"))]
     if not args.as_inline or path.is_dir():
-        return [
-            paths_request(platform, "brainevent build", path, None, None, keywords, directory=path.is_dir())
-        ]
+        return [paths_request(platform, by, path, None, None, keywords, directory=path.is_dir())]
     name, suffix = name_from_path(path), (".cu" if platform == CUDA else ".cpp")
     unit = inline_unit(name, path.read_text(), "cuda_sources" if platform == CUDA else "cpp_sources", suffix)
     return [make_request(platform, [unit], name, None, keywords)]
@@ -332,29 +317,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if not hasattr(args, "cache_dir"):
         args.cache_dir = None
-    elif args.command == "doctor":  # doctor reads the cache root from the configuration
+    elif args.command in ("doctor", "demo"):  # these read the cache root from the configuration
         from .cache_control import set_cache_dir
 
         set_cache_dir(args.cache_dir)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="[brainevent] %(message)s"
     )
-    if args.command == "demo":
-        from .demo import run_demo
-
-        return run_demo()
-    handlers = {
-        "doctor": _cmd_doctor,
-        "cache": _cmd_cache,
-        "build": _cmd_build,
-        "choices": _cmd_choices,
-        "ide": _cmd_ide,
-        "includes": _cmd_includes,
-    }
     from .errors import BrainEventError
 
     try:
-        return handlers[args.command](args)
+        return int(globals()[f"_cmd_{args.command}"](args))  # each command's _cmd_<name>
     except BrainEventError as exc:  # our errors say what is wrong and how to fix it: no traceback
         print(f"brainevent {args.command}: {exc}", file=sys.stderr)
         return 1

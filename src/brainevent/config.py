@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -28,24 +27,25 @@ class ConfigError(BrainEventError, ValueError):
     backend: object = None
 
 
-@dataclass(frozen=True)
 class EnvVar(Generic[T]):
-    name: str
-    parse: Callable[[str], T]
-    default: Callable[[], T]
-    help: str
+    """One ``BRAINEVENT_*`` variable: its name, parser, default and help text."""
+
+    __slots__ = ("default", "help", "name", "parse")
+
+    def __init__(self, name: str, parse: Callable[[str], T], default: Callable[[], T], help: str) -> None:
+        self.name, self.parse, self.default, self.help = name, parse, default, help
 
     def get(self) -> T:
         raw = _overrides[self.name] if self.name in _overrides else os.environ.get(self.name)
-        if raw is None or raw == "":
-            return self.default()
+        return self.default() if raw is None or raw == "" else self.checked(raw)
+
+    def checked(self, raw: str) -> T:
+        """``raw`` parsed; a ConfigError naming the variable, the value and the help otherwise."""
         try:
             return self.parse(raw)
         except ValueError as exc:
             raise ConfigError(
-                f"{self.name}={raw!r} is not valid: {exc}. {self.help}",
-                variable=self.name,
-                value=raw,
+                f"{self.name}={raw!r} is not valid: {exc}. {self.help}", variable=self.name, value=raw
             ) from None
 
     def source(self) -> str:
@@ -61,18 +61,12 @@ _overrides: dict[str, str] = {}
 
 
 def set_override(var: EnvVar[T], raw: str | None) -> None:
-    """Makes ``var`` read ``raw`` (as if the environment held it) in this process; None undoes it.
-
-    ``raw`` is parsed now, so a bad value is refused here rather than at its first use.
-    """
+    """Makes ``var`` read ``raw`` (parsed now, so a bad value fails here) in this process; None undoes it."""
     if raw is None:
         _overrides.pop(var.name, None)
-        return
-    try:
-        var.parse(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{raw!r} is not valid for {var.name}: {exc}. {var.help}", value=raw) from None
-    _overrides[var.name] = raw
+    else:
+        var.checked(raw)
+        _overrides[var.name] = raw
 
 
 def overrides() -> tuple[tuple[str, str], ...]:
@@ -94,10 +88,6 @@ def _positive_float(raw: str) -> float:
     if value <= 0:
         raise ValueError("expected a positive number of seconds")
     return value
-
-
-def _optional_str(raw: str) -> str | None:
-    return raw
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -123,20 +113,14 @@ CACHE_DIR: EnvVar[Path] = EnvVar(
     "Directory of the kernel cache (default: $XDG_CACHE_HOME/brainevent or ~/.cache/brainevent).",
 )
 CXX: EnvVar[str | None] = EnvVar(
-    "BRAINEVENT_CXX",
-    _optional_str,
-    lambda: None,
-    "Host C++ compiler to use; overrides $CXX.",
+    "BRAINEVENT_CXX", str, lambda: None, "Host C++ compiler to use; overrides $CXX."
 )
 NVCC: EnvVar[str | None] = EnvVar(
-    "BRAINEVENT_NVCC",
-    _optional_str,
-    lambda: None,
-    "Path of the nvcc to use; skips the search.",
+    "BRAINEVENT_NVCC", str, lambda: None, "Path of the nvcc to use; skips the search."
 )
 CUDA_ARCH: EnvVar[str | None] = EnvVar(
     "BRAINEVENT_CUDA_ARCH",
-    _optional_str,
+    str,
     lambda: None,
     "Compute capabilities to build for, e.g. 'sm_80,sm_90'; pins them when no GPU is present.",
 )
@@ -159,18 +143,18 @@ COMPILE_TIMEOUT: EnvVar[float] = EnvVar(
     lambda: 900.0,
     "Seconds a single build may run before it is stopped and reported.",
 )
-ALLOW_UNSUPPORTED_COMPILER: EnvVar[bool] = EnvVar(
-    "BRAINEVENT_ALLOW_UNSUPPORTED_COMPILER",
-    _bool,
-    lambda: False,
-    "Pass -allow-unsupported-compiler to nvcc when the host compiler is newer than it accepts.",
-)
 USE_LOCKS: EnvVar[bool] = EnvVar(
     "BRAINEVENT_USE_LOCKS",
     _bool,
     lambda: True,
     "Set to 0 where file locks are unreliable (some network filesystems): concurrent builders "
     "of one module then may duplicate work, but never corrupt the cache.",
+)
+ALLOW_UNSUPPORTED_COMPILER: EnvVar[bool] = EnvVar(
+    "BRAINEVENT_ALLOW_UNSUPPORTED_COMPILER",
+    _bool,
+    lambda: False,
+    "Pass -allow-unsupported-compiler to nvcc when the host compiler is newer than it accepts.",
 )
 CUDA_GRAPHS: EnvVar[bool] = EnvVar(
     "BRAINEVENT_CUDA_GRAPHS",
@@ -211,22 +195,8 @@ REQUIRE_ALL_TESTS: EnvVar[bool] = EnvVar(
     "optional package); tests that cannot apply to the machine still skip.",
 )
 
-ALL: tuple[EnvVar[object], ...] = (
-    CACHE_DIR,
-    CXX,
-    NVCC,
-    CUDA_ARCH,
-    NVCC_PREFER,
-    LOCK_TIMEOUT,
-    COMPILE_TIMEOUT,
-    USE_LOCKS,
-    ALLOW_UNSUPPORTED_COMPILER,
-    CUDA_GRAPHS,
-    OPENMP_PASSIVE,
-    DISTRIBUTED_BUILD,
-    DISTRIBUTED_TIMEOUT,
-    REQUIRE_ALL_TESTS,
-)  # type: ignore[assignment]
+# Every variable, in the order declared above.
+ALL: tuple[EnvVar[object], ...] = tuple(v for v in globals().values() if isinstance(v, EnvVar))
 
 
 # -- The global backend choice of XLACustomKernel primitives ---------------------------------
@@ -240,8 +210,7 @@ def backend_platform(platform: object) -> str:
     """``platform`` as the name primitives use: ``"cpu"``, ``"gpu"`` or ``"tpu"``."""
     if not isinstance(platform, str) or platform not in PLATFORM_ALIASES:
         raise ConfigError(
-            f"platform must be one of {sorted(PLATFORM_ALIASES)}, got {platform!r}",
-            platform=platform,
+            f"platform must be one of {sorted(PLATFORM_ALIASES)}, got {platform!r}", platform=platform
         )
     return PLATFORM_ALIASES[platform]
 
@@ -262,9 +231,8 @@ def set_backend(platform: str, backend: str | None) -> None:
         )
     if _global_backends.get(key) == backend:
         return
-    if backend is None:
-        del _global_backends[key]
-    else:
+    _global_backends.pop(key, None)
+    if backend is not None:
         _global_backends[key] = backend
     _clear_jax_caches()
 
@@ -319,9 +287,8 @@ def set_compute_capability(value: str | list[str] | tuple[str, ...] | None = Non
 
 def get_compute_capability() -> list[str] | None:
     """The architectures :func:`set_compute_capability` pinned (``["sm_86"]``), or None."""
-    if CUDA_ARCH.name not in _overrides:
-        return None
-    return _overrides[CUDA_ARCH.name].split(",")
+    pinned = _overrides.get(CUDA_ARCH.name)
+    return None if pinned is None else pinned.split(",")
 
 
 # Numba's parallel setting as 0.2.1 kept it: brainevent's bridges run the user's function as
@@ -334,12 +301,12 @@ def set_numba_parallel(parallel: bool = True, num_threads: int | None = None) ->
     """Record whether Numba kernels should run in parallel; with ``num_threads``, also size
     Numba's thread pool (``numba.set_num_threads``)."""
     global _numba_parallel, _numba_num_threads
-    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)):
-        raise ConfigError(
-            f"set_numba_parallel(num_threads={num_threads!r}): pass a positive int or None",
-            value=repr(num_threads),
-        )
     if num_threads is not None:
+        if isinstance(num_threads, bool) or not isinstance(num_threads, int):
+            raise ConfigError(
+                f"set_numba_parallel(num_threads={num_threads!r}): pass a positive int or None",
+                value=repr(num_threads),
+            )
         import numba
 
         numba.set_num_threads(num_threads)  # raises ValueError naming the allowed range

@@ -1,20 +1,17 @@
 """Make XLA capture brainevent's CUDA handlers in CUDA graphs (command buffers).
 
-Handlers are registered command-buffer compatible by default (``allow_cuda_graph=True``).
-XLA's default command-buffer types already include custom calls, but XLA builds a graph
-only for a run of at least ``--xla_gpu_graph_min_graph_size`` (default 5) commands, so the
-body of a small ``fori_loop`` (a custom call and the counter update) never becomes a graph.
-Measured on an H200 (JAX 0.11.2), a 1000-step ``fori_loop`` step of a small kernel costs
-about 12.7 us with JAX's defaults and about 4 us with the minimum graph size at 2.
+Handlers are registered command-buffer compatible (``allow_cuda_graph=True``), and XLA's
+default command-buffer types include custom calls, but XLA builds a graph only for a run of
+at least ``--xla_gpu_graph_min_graph_size`` (default 5) commands: the body of a small
+``fori_loop`` (a custom call and the counter update) never becomes one. On an H200 (JAX
+0.11.2) a 1000-step ``fori_loop`` step of a small kernel costs ~12.7 us with JAX's defaults
+and ~4 us with the minimum graph size at 2.
 
-``import brainevent`` therefore adds two flags to ``XLA_FLAGS`` while JAX's backend has
-not started (:func:`apply_default`): ``CUSTOM_CALL`` is *added* to XLA's own set (never
-replacing it) and the minimum graph size drops to 2. Two, not one: a loop body of one
-custom call and its counter update is two commands, while a size of 1 would also make a
-graph of every one-kernel executable, which saves nothing and costs a recording each
-(benchmarks/bench_graph_default.py measures both against JAX alone). Flags the user set are kept as they
-are; ``BRAINEVENT_CUDA_GRAPHS=0`` turns the default off. This module imports nothing
-heavy: it runs inside ``import brainevent``.
+So ``import brainevent`` (:func:`apply_default`), while JAX's backend has not started,
+*adds* ``CUSTOM_CALL`` to XLA's types and sets the minimum graph size to 2: a loop body is
+two commands, while 1 would graph every one-kernel executable for nothing
+(benchmarks/bench_graph_default.py measures both). Flags the user set are kept;
+``BRAINEVENT_CUDA_GRAPHS=0`` turns this off. Nothing heavy is imported here.
 """
 
 from __future__ import annotations
@@ -30,10 +27,15 @@ DEFAULT_COMMAND_BUFFER_TYPES = ("+CUSTOM_CALL",)
 DEFAULT_MIN_GRAPH_SIZE = 2
 _FLAGFILE = "--flagfile"
 
-# What the import did: "set" (flags added before the backend started), "user" (the user set
-# both flags), "disabled" (BRAINEVENT_CUDA_GRAPHS=0), "late" (the backend had started),
-# "flagfile" (XLA_FLAGS names a flag file, left alone) or "" (not run yet).
+# What the import did: one of _ORIGIN's keys (as capture_status tells them), "late" (the
+# backend had started) or "" (not run yet).
 _import_state = ""
+_ORIGIN = {
+    "set": "set by import brainevent",  # added before the backend started
+    "user": "set in XLA_FLAGS",  # the user set both flags
+    "disabled": "BRAINEVENT_CUDA_GRAPHS=0",
+    "flagfile": "XLA_FLAGS names a --flagfile, left alone",
+}
 
 
 def _flag_value(flags: str, flag: str) -> str | None:
@@ -47,22 +49,20 @@ def _flag_value(flags: str, flag: str) -> str | None:
     return found
 
 
-def _wanted(flags: str, types: tuple[str, ...], min_graph_size: int) -> list[str]:
-    wanted = []
+def _flag_line(flags: str, types: tuple[str, ...], min_graph_size: int) -> str:
+    """``flags`` plus whichever of the two flags it does not set already."""
     if _flag_value(flags, COMMAND_BUFFER_FLAG) is None:
-        wanted.append(f"{COMMAND_BUFFER_FLAG}={','.join(types)}")
+        flags += f" {COMMAND_BUFFER_FLAG}={','.join(types)}"
     if _flag_value(flags, MIN_GRAPH_FLAG) is None:
-        wanted.append(f"{MIN_GRAPH_FLAG}={min_graph_size}")
-    return wanted
+        flags += f" {MIN_GRAPH_FLAG}={min_graph_size}"
+    return flags.strip()
 
 
 def _backends_initialized() -> bool:
     """True once JAX has started its backends; never imports JAX itself."""
     bridge = sys.modules.get("jax._src.xla_bridge")
-    if bridge is None:
-        return False
     try:
-        return bool(bridge.backends_are_initialized())
+        return bridge is not None and bool(bridge.backends_are_initialized())
     except AttributeError:
         return False
 
@@ -87,6 +87,20 @@ def _late_message(line: str) -> str:
     )
 
 
+def _add_flags(types: tuple[str, ...], min_graph_size: int, warn_without_gpu: bool) -> str:
+    """Adds the missing flags to XLA_FLAGS: "user" (none missing), "late" (too late: warned) or "set"."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    line = _flag_line(flags, types, min_graph_size)
+    if line == flags.strip():
+        return "user"
+    if _backends_initialized():
+        if warn_without_gpu or _has_gpu_backend():
+            _warn(_late_message(line))
+        return "late"
+    os.environ["XLA_FLAGS"] = line
+    return "set"
+
+
 def apply_default() -> None:
     """Called by ``import brainevent``: add the command-buffer flags unless told not to.
 
@@ -104,22 +118,10 @@ def apply_default() -> None:
         enabled = False
     if not enabled:
         _import_state = "disabled"
-        return
-    flags = os.environ.get("XLA_FLAGS", "")
-    if _flag_value(flags, _FLAGFILE) is not None:
+    elif _flag_value(os.environ.get("XLA_FLAGS", ""), _FLAGFILE) is not None:
         _import_state = "flagfile"
-        return
-    wanted = _wanted(flags, DEFAULT_COMMAND_BUFFER_TYPES, DEFAULT_MIN_GRAPH_SIZE)
-    if not wanted:
-        _import_state = "user"
-        return
-    if _backends_initialized():
-        _import_state = "late"
-        if _has_gpu_backend():
-            _warn(_late_message(" ".join([flags, *wanted]).strip()))
-        return
-    os.environ["XLA_FLAGS"] = " ".join([flags, *wanted]).strip()
-    _import_state = "set"
+    else:
+        _import_state = _add_flags(DEFAULT_COMMAND_BUFFER_TYPES, DEFAULT_MIN_GRAPH_SIZE, False)
 
 
 def _warn(message: str) -> None:
@@ -142,15 +144,7 @@ def enable_cuda_graphs(
     cannot take effect and a warning is logged with the ``XLA_FLAGS`` line to use instead.
     An explicit ``--xla_gpu_enable_command_buffer`` already in ``XLA_FLAGS`` is kept as is.
     """
-    flags = os.environ.get("XLA_FLAGS", "")
-    wanted = _wanted(flags, types, min_graph_size)
-    if not wanted:
-        return True
-    if _backends_initialized():
-        _warn(_late_message(" ".join([flags, *wanted]).strip()))
-        return False
-    os.environ["XLA_FLAGS"] = " ".join([flags, *wanted]).strip()
-    return True
+    return _add_flags(types, min_graph_size, True) != "late"
 
 
 def capture_status() -> tuple[bool, str]:
@@ -161,17 +155,10 @@ def capture_status() -> tuple[bool, str]:
     """
     flags = os.environ.get("XLA_FLAGS", "")
     if _import_state == "late":
-        return False, _late_message(
-            " ".join([flags, *_wanted(flags, DEFAULT_COMMAND_BUFFER_TYPES, DEFAULT_MIN_GRAPH_SIZE)]).strip()
-        )
+        return False, _late_message(_flag_line(flags, DEFAULT_COMMAND_BUFFER_TYPES, DEFAULT_MIN_GRAPH_SIZE))
     types = _flag_value(flags, COMMAND_BUFFER_FLAG)
     size = _flag_value(flags, MIN_GRAPH_FLAG)
-    origin = {
-        "set": "set by import brainevent",
-        "user": "set in XLA_FLAGS",
-        "disabled": "BRAINEVENT_CUDA_GRAPHS=0",
-        "flagfile": "XLA_FLAGS names a --flagfile, left alone",
-    }.get(_import_state, "XLA_FLAGS")
+    origin = _ORIGIN.get(_import_state, "XLA_FLAGS")
     if types is not None and not _admits_custom_calls(types):
         return False, f"off: {COMMAND_BUFFER_FLAG}={types} excludes CUSTOM_CALL ({origin})"
     if size is None:

@@ -53,9 +53,8 @@ def run_demo(print_fn: Callable[[str], object] = print) -> int:
 
     import brainevent
 
-    out = print_fn
     platform = "gpu" if _gpu_available() else "cpu"
-    out(f"brainevent {brainevent.__version__}, JAX {jax.__version__}, running on: {platform}")
+    print_fn(f"brainevent {brainevent.__version__}, JAX {jax.__version__}, running on: {platform}")
     started = time.perf_counter()
     if platform == "gpu":
         mod = brainevent.load_cuda_inline(name="brainevent_demo_gpu", cuda_sources=GPU_DEMO)
@@ -63,8 +62,8 @@ def run_demo(print_fn: Callable[[str], object] = print) -> int:
         mod = brainevent.load_cpp_inline(name="brainevent_demo", cpp_sources=CPU_DEMO)
     elapsed = time.perf_counter() - started
     how = "compiled" if mod.built_now else "loaded from cache"
-    out(f"{how} module {mod.name!r} in {elapsed * 1000:.1f} ms: {mod.path}")
-    out(f"targets: {', '.join(mod.target_names)}  spec: {mod.specs['saxpy']}")
+    print_fn(f"{how} module {mod.name!r} in {elapsed * 1000:.1f} ms: {mod.path}")
+    print_fn(f"targets: {', '.join(mod.target_names)}  spec: {mod.specs['saxpy']}")
 
     n = 1 << 16
     x = jnp.linspace(0.0, 1.0, n, dtype=jnp.float32)
@@ -77,5 +76,5 @@ def run_demo(print_fn: Callable[[str], object] = print) -> int:
     result = np.asarray(step(x, y))
     expected = 2.5 * np.asarray(x) + np.asarray(y)
     ok = np.allclose(result, expected, rtol=1e-6)
-    out(f"saxpy under jax.jit on {n} elements: first values {result[:3]}, matches NumPy: {ok}")
+    print_fn(f"saxpy under jax.jit on {n} elements: first values {result[:3]}, matches NumPy: {ok}")
     return 0 if ok else 1

@@ -14,17 +14,28 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import config
-from .headers import INCLUDE_DIR
+from ._version import __version__
+from .build.ninja import ninja_executable
+from .cache.admin import EntryInfo, iter_entries, object_cache_size
+from .cache.store import cache_root
+from .cuda_graphs import capture_status
+from .errors import BrainEventError
+from .headers import INCLUDE_DIR, c_api_digest, xla_include_dir
+from .nvrtc.compiler import base_options, compile_source
+from .nvrtc.library import nvrtc
+from .nvrtc.toolkit import runtime_include_dirs
 from .platforms.devices import HOST_PLATFORM
-
-if TYPE_CHECKING:
-    from .cache.admin import EntryInfo
+from .runtime.targets import list_registered_targets
+from .toolchain.cuda_driver import probe_devices
+from .toolchain.host import find_host_compiler
+from .toolchain.host_compat import check_host_compiler, host_compiler_version
+from .toolchain.nvcc import JAX_PLUGINS, check_jax_plugin_match, find_nvcc
 
 
 @dataclass
@@ -65,8 +76,10 @@ _SMOKE_CU = (
 )
 
 
-def _smoke_compile(command: list[str], source: str, suffix: str) -> str | None:
-    """None if the compiler turns a tiny source into an object, else its complaint."""
+def _smoke_compile(
+    report: Report, command: list[str], source: str, suffix: str, ok: str, broken: str
+) -> bool:
+    """Whether the compiler turns a tiny source into an object; a PROBLEM with its complaint if not."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"probe{suffix}"
         path.write_text(source)
@@ -77,12 +90,15 @@ def _smoke_compile(command: list[str], source: str, suffix: str) -> str | None:
                 text=True,
                 timeout=300,
             )
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            failure = None if done.returncode == 0 else (lines or [f"exit status {done.returncode}"])[-1]
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return str(exc)
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()
-            return tail[-1] if tail else f"exit status {done.returncode}"
-    return None
+            failure = str(exc)
+    if failure is not None:
+        report.problem(f"{broken}: {failure}")
+    else:
+        report.item("smoke compile", ok)
+    return failure is None
 
 
 # pip's CUDA 12 wheels are the one install route that looks complete but has no nvcc.
@@ -141,8 +157,7 @@ def _load_check(report: Report, entries: list[EntryInfo], gpu_present: bool) -> 
 
 
 def _libraries_section(report: Report) -> None:
-    """What cuda-pathfinder finds for the NVIDIA libraries kernels most often name in
-    ``extra_libraries`` (it loads each one it finds, as a load would)."""
+    """What cuda-pathfinder finds (and loads) of the libraries ``extra_libraries`` often names."""
     report.section("NVIDIA libraries (cuda-pathfinder, for extra_libraries=)")
     try:
         from cuda.pathfinder import __version__ as pathfinder_version
@@ -162,12 +177,7 @@ def _libraries_section(report: Report) -> None:
 def _nvrtc_section(report: Report, compile_checks: bool) -> None:
     """Which libnvrtc ``brainevent.cuda_kernel`` compiles with, and what still needs nvcc."""
     report.section("NVRTC (brainevent.cuda_kernel, no nvcc)")
-    from .errors import BrainEventError
-
     try:
-        from .nvrtc.library import nvrtc
-        from .nvrtc.toolkit import runtime_include_dirs
-
         bound = nvrtc()
     except BrainEventError as exc:
         report.item("libnvrtc", f"not found: {exc.message.splitlines()[0]}")
@@ -184,8 +194,6 @@ def _nvrtc_section(report: Report, compile_checks: bool) -> None:
         "yes for load_cuda_* host code",
     )
     if compile_checks:
-        from .nvrtc.compiler import base_options, compile_source
-
         source = 'extern "C" __global__ void be_doctor_kernel(float* p) { p[threadIdx.x] = 1.0f; }\n'
         try:
             compiled, log = compile_source(
@@ -199,19 +207,11 @@ def _nvrtc_section(report: Report, compile_checks: bool) -> None:
 
 
 def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> Report:
-    from .errors import BrainEventError
-    from .toolchain.cuda_driver import probe_devices
-    from .toolchain.host import find_host_compiler
-
     report = Report(require_build=require_build)
     report.section("Python and JAX")
     report.item("python", f"{platform.python_version()} ({sys.executable})")
     report.item("platform", f"{platform.system()} {platform.machine()}")
-    from ._version import __version__
-
     report.item("brainevent", __version__)
-    from .toolchain.nvcc import JAX_PLUGINS
-
     plugin_names = [dist for dist, _ in JAX_PLUGINS]
     for dist in ("jax", "jaxlib", *plugin_names, "numba", "numba-cuda"):
         if _version(dist) or dist in ("jax", "jaxlib"):
@@ -222,18 +222,13 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     cxx = None
     try:
         cxx = find_host_compiler()
-        from .toolchain.host_compat import host_compiler_version
-
         kind, major = host_compiler_version(cxx.path)
         report.item("path", f"{os.path.realpath(cxx.path)} ({kind} {major})")
         report.item("found_via", cxx.found_via)
         report.item("searched", "; ".join(cxx.searched) or "-")
         if compile_checks:
-            failure = _smoke_compile([*cxx.command, "-std=c++17"], _SMOKE_CPP, ".cpp")
-            if failure:
-                report.problem(f"the host compiler cannot build a brainevent source: {failure}")
-            else:
-                report.item("smoke compile", "ok")
+            why = "the host compiler cannot build a brainevent source"
+            _smoke_compile(report, [*cxx.command, "-std=c++17"], _SMOKE_CPP, ".cpp", "ok", why)
     except BrainEventError as exc:
         if os.environ.get(config.CXX.name) or os.environ.get("CXX"):  # a choice that fails is broken
             report.problem(str(exc))
@@ -245,8 +240,6 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
 
     report.section("XLA FFI headers")
     try:
-        from .headers import c_api_digest, xla_include_dir
-
         report.item("include dir", str(xla_include_dir()))
         report.item("c_api.h sha256", c_api_digest()[:16])
     except BrainEventError as exc:
@@ -254,13 +247,9 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
 
     report.section("ninja")
     try:
-        from .build.ninja import ninja_executable
-
         ninja = ninja_executable()
-        version = subprocess.run(
-            [ninja, "--version"], capture_output=True, text=True, timeout=30
-        ).stdout.strip()
-        report.item("path", f"{ninja} ({version})")
+        done = subprocess.run([ninja, "--version"], capture_output=True, text=True, timeout=30)
+        report.item("path", f"{ninja} ({done.stdout.strip()})")
     except (BrainEventError, OSError) as exc:
         report.problem(f"ninja: {exc}")
 
@@ -275,8 +264,6 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         report.item("CUDA_VISIBLE_DEVICES", repr(visible))
-    from .cuda_graphs import capture_status
-
     report.item("CUDA graphs", capture_status()[1])  # in this process; see docs/performance.md
 
     report.section("CUDA compiler (nvcc)")
@@ -284,16 +271,12 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     cuda_ok = False
     nvcc_major = None
     try:
-        from .toolchain.nvcc import check_jax_plugin_match, find_nvcc
-
         nvcc = find_nvcc()
         nvcc_major = nvcc.version[0]
         report.item("path", f"{nvcc.path} (CUDA {nvcc.version_string})")
         report.item("found_via", nvcc.found_via)
         for candidate in nvcc.candidates:
             report.item("considered", f"{candidate.path} [{candidate.found_via}] {candidate.note}".rstrip())
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             mismatch = check_jax_plugin_match(nvcc)
@@ -303,19 +286,13 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
             report.item("smoke compile", "skipped: nvcc needs a host compiler and there is none")
             report.cannot_build.append("CUDA modules: nvcc needs a host compiler (install g++)")
         elif compile_checks:
-            from .toolchain.host_compat import check_host_compiler
-
-            flags = ["-std=c++17", "-gencode=arch=compute_80,code=sm_80"]
+            flags = [nvcc.path, "-std=c++17", "-gencode=arch=compute_80,code=sm_80"]
             try:
                 flags += ["-ccbin", cxx.path, *check_host_compiler(nvcc, cxx.path)]
             except BrainEventError as exc:
                 report.problem(str(exc))
-            failure = _smoke_compile([nvcc.path, *flags], _SMOKE_CU, ".cu")
-            if failure:
-                report.problem(f"nvcc cannot build a CUDA source: {failure}")
-            else:
-                report.item("smoke compile", "ok (sm_80)")
-                cuda_ok = True
+            why = "nvcc cannot build a CUDA source"
+            cuda_ok = _smoke_compile(report, flags, _SMOKE_CU, ".cu", "ok (sm_80)", why)
     except BrainEventError as exc:
         if config.NVCC.get() is not None:  # named explicitly but unusable: broken
             report.problem(f"{config.NVCC.name} is set, but no usable nvcc: {exc}")
@@ -332,14 +309,9 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     _nvrtc_section(report, compile_checks)
 
     report.section("Kernel cache")
-    from .cache.admin import iter_entries, object_cache_size
-    from .cache.store import cache_root
-
     root = cache_root()
-    source = {"environment": f" (from {config.CACHE_DIR.name})", "set in code": " (set_cache_dir)"}.get(
-        config.CACHE_DIR.source(), ""
-    )
-    report.item("directory", f"{root}{source}")
+    via = {"environment": f" (from {config.CACHE_DIR.name})", "set in code": " (set_cache_dir)"}
+    report.item("directory", f"{root}{via.get(config.CACHE_DIR.source(), '')}")
     entries = list(iter_entries(root)) if root.is_dir() else []
     modules = {e.module for e in entries}
     size = sum(e.size for e in entries) + (object_cache_size(root) if root.is_dir() else 0)
@@ -354,37 +326,28 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
 
     report.section("Verdict")
     if report.problems:
-        report.lines.append(f"  {len(report.problems)} problem(s): fix them (each is marked PROBLEM above).")
+        verdict = f"{len(report.problems)} problem(s): fix them (each is marked PROBLEM above)."
     elif cxx is None:
-        report.lines.append(
-            "  load-only: OK. This node loads modules built ahead of time (`brainevent build`)."
+        verdict = "load-only: OK. This node loads modules built ahead of time (`brainevent build`)."
+    elif not cuda_ok:
+        verdict = "ok: C++ builds work"
+    elif probe.devices or config.CUDA_ARCH.get():
+        verdict = "ok: C++ builds work, CUDA builds work"
+    else:  # with no GPU (nor BRAINEVENT_CUDA_ARCH) a CUDA load must name its architecture
+        verdict = (
+            "ok: C++ builds work, CUDA builds work when given an architecture: no GPU here, so pass "
+            'compute_capability="sm_90" to the loader (`brainevent build --arch sm_90`) or set '
+            f"{config.CUDA_ARCH.name}=sm_90"
         )
-    else:
-        report.lines.append("  ok: C++ builds work" + (_cuda_verdict(probe.devices) if cuda_ok else ""))
-    for what in report.cannot_build:
-        report.lines.append(f"  cannot build {what}")
+    report.lines += [f"  {verdict}", *(f"  cannot build {what}" for what in report.cannot_build)]
     if report.require_build and report.cannot_build:
         report.lines.append("  --require-build: this node must build, so the exit status is 1")
     return report
 
 
-def _cuda_verdict(devices: object) -> str:
-    """What a working nvcc means here: without a GPU (and no BRAINEVENT_CUDA_ARCH) a CUDA
-    load must name its architecture, or it fails."""
-    if devices or config.CUDA_ARCH.get():
-        return ", CUDA builds work"
-    return (
-        ", CUDA builds work when given an architecture: no GPU here, so pass "
-        'compute_capability="sm_90" to the loader (`brainevent build --arch sm_90`) or set '
-        f"{config.CUDA_ARCH.name}=sm_90"
-    )
-
-
 def print_diagnostics() -> None:
     """Print what this machine can build and run (``brainevent doctor`` without its test
     compiles) and the FFI targets registered in this process."""
-    from .runtime.targets import list_registered_targets
-
     report = run_doctor(compile_checks=False)
     targets = list_registered_targets()
     report.section("Registered FFI targets")

@@ -1,14 +1,10 @@
 """The error hierarchy.
 
-Every error names the bad value, what was expected and how to fix it, and carries
-its data as typed attributes so that callers (and tests) need not parse messages.
-Each class declares its fields with annotations (all keyword-only, default None);
-type checkers read them as a dataclass's, so a raise site that passes an unknown
-field or a value of the wrong type is flagged. ``.data`` holds the fields that were
-given, and ``__reduce__`` rebuilds the error from it, so every error pickles.
-
-Extra keyword data is still accepted at run time (and kept in ``.data``): code
-written against the untyped errors, and re-raises with ``**exc.data``, keep working.
+Every error names the bad value, what was expected and how to fix it, and carries its data
+as typed keyword-only attributes (annotations that type checkers read as a dataclass's
+fields). ``.data`` holds the fields given; every error pickles (BaseException's ``__reduce__``
+keeps the message and the attributes). Extra keyword data is still accepted at run time
+(re-raises with ``**exc.data``).
 """
 
 from __future__ import annotations
@@ -33,9 +29,6 @@ class _Fields(Exception):
         for key, value in data.items():
             setattr(self, key, value)
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self.message, self.data))
-
     def __str__(self) -> str:
         return self.message
 
@@ -47,15 +40,14 @@ class BrainEventError(_Fields):
 
 
 def _rebuild(cls: type[BrainEventError], message: str, data: dict[str, Any]) -> BrainEventError:
+    """An error of ``cls`` as unpickling makes one: a subclass's own ``__init__`` never runs."""
     err = cls.__new__(cls)
     _Fields.__init__(err, message, **data)
     return err
 
 
-# The names brainevent 0.2.1 gave its kernel-toolchain errors. Each error below derives from
-# the one 0.2.1 raised in the same situation, so an ``except`` clause written for 0.2.1 catches
-# ours. (KernelFallbackExhaustedError and BenchmarkDataFnNotProvidedError belong to
-# XLACustomKernel and live with it.)
+# The names brainevent 0.2.1 gave its kernel-toolchain errors. Each error below derives from the
+# one 0.2.1 raised in the same situation, so an ``except`` clause written for 0.2.1 catches ours.
 
 
 class KernelError(BrainEventError):
@@ -190,19 +182,13 @@ class CompileError(KernelCompilationError, RuntimeError):
     @property
     def compiler_output(self) -> str:
         """The build log (0.2.1's name for it), read from ``log_path`` when not kept inline."""
-        return _read_log(self.log, self.log_path)
-
-
-def _read_log(log: Any, log_path: Any) -> str:
-    if isinstance(log, str):
-        return log
-    if log_path:
+        if isinstance(self.log, str) or not self.log_path:
+            return self.log or ""
         try:
-            with open(log_path, encoding="utf-8", errors="replace") as handle:
+            with open(self.log_path, encoding="utf-8", errors="replace") as handle:
                 return handle.read()
         except OSError:
             return ""
-    return ""
 
 
 # 0.2.1's concrete compile error; ours is CompileError under its other name.
@@ -298,38 +284,8 @@ class BackendNotInstalledError(KernelNotAvailableError, ImportError):
     ``package`` is what to ``pip install``."""
 
     backend: str | None = None
-    module: str | None = None
-    package: str | None = None
+    package: str | None = None  # ``module`` (inherited) names what failed to import
 
 
-__all__ = [
-    "ArchError",
-    "BackendNotInstalledError",
-    "BrainEventError",
-    "CUDANotInstalledError",
-    "CacheError",
-    "CompilationError",
-    "CompileError",
-    "GpuArchDetectionError",
-    "HeaderNotFoundError",
-    "HostCompilerIncompatibleError",
-    "HostCompilerNotFoundError",
-    "KernelCallError",
-    "KernelCompilationError",
-    "KernelError",
-    "KernelExecutionError",
-    "KernelFallbackExhaustedError",
-    "KernelLoadError",
-    "KernelNotAvailableError",
-    "KernelRegistrationError",
-    "KernelToolchainError",
-    "KernelTypeError",
-    "LoadError",
-    "NvccNotFoundError",
-    "NvidiaLibraryNotFoundError",
-    "RegistrationError",
-    "SpecError",
-    "ToolchainError",
-    "UnhashableAttributeError",
-    "UnsupportedArchError",
-]
+# Every error class, under each of its names (CompilationError too).
+__all__ = sorted(n for n, v in globals().items() if isinstance(v, type) and issubclass(v, BrainEventError))

@@ -15,8 +15,6 @@ from .platforms.devices import BUILD_PLATFORMS, C_SUFFIXES, UNIT_SUFFIXES
 
 __all__ = ["compile_commands", "include_dirs", "write_cmake_config", "write_compile_commands"]
 
-CUDA_SUFFIXES = BUILD_PLATFORMS["cuda"].suffixes
-
 
 def include_dirs() -> list[Path]:
     """brainevent's headers, then XLA's (from the installed jaxlib)."""
@@ -39,7 +37,7 @@ def _arguments(file: Path, directory: Path, extra: list[str], cuda_arch: str) ->
     includes = [f"-I{d}" for d in (*include_dirs(), directory)]
     if file.suffix in C_SUFFIXES:
         return ["cc", "-std=gnu17", *includes, *extra, "-c", str(file)]
-    if file.suffix in CUDA_SUFFIXES:
+    if file.suffix in BUILD_PLATFORMS["cuda"].suffixes:
         cuda = ["-x", "cuda", f"--cuda-gpu-arch={cuda_arch}", "-nocudalib", "-Wno-unknown-cuda-version"]
         root = _cuda_root()
         if root is not None:
@@ -53,14 +51,10 @@ def compile_commands(
 ) -> list[dict[str, Any]]:
     """One compilation-database entry per kernel file directly under ``directory``."""
     root = Path(directory).expanduser().resolve()
-    suffixes = tuple(UNIT_SUFFIXES)
-    files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix in suffixes)
+    files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix in UNIT_SUFFIXES)
+    extra = list(extra_flags or ())
     return [
-        {
-            "directory": str(root),
-            "file": str(f),
-            "arguments": _arguments(f, root, list(extra_flags or ()), cuda_arch),
-        }
+        {"directory": str(root), "file": str(f), "arguments": _arguments(f, root, extra, cuda_arch)}
         for f in files
     ]
 

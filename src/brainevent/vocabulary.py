@@ -1,13 +1,10 @@
 """The binding vocabulary: the words that Python and the generated C++ must agree on.
 
-Parameter roles, scalar types and the platform tags the binding knows are defined here
-once; the names of the symbols a compiled module exports come from
-:mod:`brainevent.headers`. The spec reader, the code generator, the runtime and the
-bridges read these tables; the C++ headers spell the same
-values (``BE::DType`` in ``brainevent/dtype.h``, ``BE::ffi::Role`` and
-``BE::ffi::Platform`` in ``brainevent/ffi_function.h``) and a test checks them against
-this module. Every lookup raises on a value it does not know, so a new role or type
-added on one side only fails loudly instead of being mishandled.
+Parameter roles, scalar types and the binding's platform tags, defined once (exported symbol
+names come from :mod:`brainevent.headers`). The C++ headers spell the same values
+(``BE::DType`` in ``brainevent/dtype.h``, ``BE::ffi::Role`` and ``BE::ffi::Platform`` in
+``brainevent/ffi_function.h``), and a test checks them against this module. Every lookup
+raises on a value it does not know, so a value added on one side only fails loudly.
 """
 
 from __future__ import annotations
@@ -37,14 +34,8 @@ class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expe
     SCRATCH = "scratch"  # workspace memory XLA allocates per call (an extra, discarded result)
 
 
-# The C++ spelling and value of each role in ``enum class BE::ffi::Role``.
-ROLE_ENUM: dict[Role, tuple[str, int]] = {
-    Role.ARG: ("Arg", 0),
-    Role.RET: ("Ret", 1),
-    Role.STREAM: ("Stream", 2),
-    Role.ATTR: ("Attr", 3),
-    Role.SCRATCH: ("Scratch", 4),
-}
+# The C++ spelling and value of each role in ``enum class BE::ffi::Role`` (declaration order).
+ROLE_ENUM: dict[Role, tuple[str, int]] = {role: (role.name.title(), i) for i, role in enumerate(Role)}
 
 
 class ScalarType(Record):

@@ -45,6 +45,13 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     )
 
 
+def test_demo_builds_into_the_cache_dir_given(tmp_path: Path) -> None:
+    done = _cli("--cache-dir", str(tmp_path), "demo")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "matches NumPy: True" in done.stdout
+    assert f": {tmp_path}" in done.stdout and any(tmp_path.rglob("libbrainevent_demo*.so"))
+
+
 def test_doctor_reports_this_machine(fresh_cache: Path) -> None:
     brainevent.load_cpp_inline(name="doc_mod", cpp_sources=KERNEL, auto_register=False)
     done = _cli("doctor", env={"BRAINEVENT_CACHE_DIR": str(fresh_cache)})
