@@ -153,3 +153,48 @@ def test_the_digest_tells_apart_what_the_loader_tells_apart() -> None:
 )
 def test_calls_that_are_never_recalled(arguments: dict[str, object]) -> None:
     assert call_of("load_cpp_inline", "cpu", {"name": "m", "cpp_sources": "x", **arguments}) is None
+
+
+CUDA_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    import jax, jax.numpy as jnp, numpy as np
+    import brainevent
+    jax.devices()
+    source = r'''
+    #include "brainevent/common.h"
+    __global__ void triple(const float* x, float* y, int64_t n) {
+        int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+        if (i < n) y[i] = 3.0f * x[i];
+    }
+    // @BE recall_triple arg ret stream
+    void recall_triple(const BE::Tensor x, BE::Tensor out, cudaStream_t stream) {
+        int64_t n = x.numel();
+        triple<<<(n + 255) / 256, 256, 0, stream>>>(x.data_ptr<float>(), out.data_ptr<float>(), n);
+    }
+    '''
+    mod = brainevent.load_cuda_inline(name="recall_cu", cuda_sources=source, compute_capability=sys.argv[1])
+    x = jnp.arange(1000, dtype=jnp.float32)
+    y = jax.jit(mod.recall_triple)(x)
+    assert np.allclose(np.asarray(y), 3 * np.arange(1000)), y
+    print(json.dumps({"built_now": mod.built_now, "recalled": "brainevent.stages.key" not in sys.modules}))
+    """
+)
+
+
+@pytest.mark.gpu
+def test_a_cuda_load_is_recalled_on_the_gpu(tmp_path: Path) -> None:
+    from brainevent.toolchain.cuda_arch import visible_archs
+
+    arch = visible_archs()[0].sm
+    env = dict(os.environ, BRAINEVENT_CACHE_DIR=str(tmp_path))
+    env["PYTHONPATH"] = SRC_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", CUDA_PROBE, arch], env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert runs[0] == {"built_now": True, "recalled": False}
+    assert runs[1] == {"built_now": False, "recalled": True}
