@@ -10,9 +10,9 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .errors import trim_internal_frames
 from .platforms.devices import HOST_PLATFORM as CPU
 from .stages.recall import attempt
-from .user_errors import trim_internal_frames
 
 # The pipeline loads when a call is not recalled (stages/recall.py).
 if TYPE_CHECKING:
