@@ -7,6 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 _MAX_THREADS_PER_BLOCK = 1024
+# vmap methods that hand a launch batched arrays (a fixed grid cannot follow them), and all of
+# jax.ffi.ffi_call's (None: not vmappable).
+RANK_CHANGING = ("expand_dims", "broadcast_all")
+VMAP_METHODS = (None, "sequential", "sequential_unrolled", *RANK_CHANGING)
 
 
 @dataclass(frozen=True)
@@ -25,8 +29,7 @@ class LaunchConfig:
 
 
 def _dims(value: Any, name: str, *, allow_zero: bool = False) -> tuple[int, int, int]:
-    """An int or a 1-3 tuple of positive (or, with ``allow_zero``, non-negative) ints,
-    padded with 1s to three dimensions."""
+    """An int or 1-3 positive (``allow_zero``: non-negative) ints, padded with 1s to three."""
     items: Sequence[Any] = (value,) if not isinstance(value, (tuple, list)) else value
     if not 1 <= len(items) <= 3:
         raise ValueError(f"{name} must have 1, 2 or 3 dimensions, got {value!r}")
@@ -54,10 +57,6 @@ def _block_for(ndim: int, threads_per_block: int) -> tuple[int, int, int]:
     return x, y, max(rest // y, 1)
 
 
-# vmap methods that hand a launch batched arrays; a fixed grid cannot follow them.
-_BATCHING_METHODS = ("expand_dims", "broadcast_all")
-
-
 def resolve_launch(
     grid: Any,
     block: Any,
@@ -68,13 +67,9 @@ def resolve_launch(
     vmap_method: str | None = None,
     allow_empty: bool = False,
 ) -> LaunchConfig:
-    """Validates the user's choice; ValueError for every inconsistent combination.
-
-    The checks run in brainevent 0.2.1's order: which of ``(grid, block)`` and
-    ``launch_dims`` is given, then ``vmap_method`` against a fixed grid, then the values.
-    With ``allow_empty`` a zero extent in ``launch_dims`` or ``grid`` is accepted (the
-    caller then launches nothing: see ``LaunchConfig.empty``).
-    """
+    """The user's choice checked in brainevent 0.2.1's order (which of ``(grid, block)`` and
+    ``launch_dims``, ``vmap_method``, the values); ValueError for every inconsistency.
+    ``allow_empty``: a zero extent is accepted (see ``LaunchConfig.empty``)."""
     explicit = grid is not None or block is not None
     if explicit and launch_dims is not None:
         raise ValueError("give either (grid, block) or launch_dims, not both")
@@ -83,7 +78,7 @@ def resolve_launch(
         raise ValueError(f"grid and block must be given together ({missing} is missing)")
     if not explicit and launch_dims is None:
         raise ValueError("a launch configuration is required: pass grid= and block=, or launch_dims=")
-    if explicit and vmap_method in _BATCHING_METHODS:
+    if explicit and vmap_method in RANK_CHANGING:
         raise ValueError(
             f"vmap_method={vmap_method!r} needs launch_dims=: an explicit grid/block cannot be "
             "adapted to a batch. Pass launch_dims= (each batch element is then launched with "

@@ -22,12 +22,9 @@ _SPEC = LauncherSpec(
     },
     load_options={"extra_ldflags": ["-ldl"]},
 )
+# The launcher of an arity (n_inputs, n_outputs); compiled once per machine (the loader caches by content).
 _launchers = LauncherCache(_SPEC)
-
-
-def launcher_for(n_inputs: int, n_outputs: int) -> Launcher:
-    """The launcher for this arity; compiled once per machine (the loader caches by content)."""
-    return _launchers.get(n_inputs, n_outputs)
+launcher_for = _launchers.get
 
 
 def register_kernel(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -12,14 +13,36 @@ from ..calls.batching import with_batch_axis
 from ..calls.ffi import call_target
 from ..calls.operands import Signature, signature_of
 from ..calls.results import flatten_outs, vary_like
-
-# Methods that hand the kernel arrays with a batch axis: the kernel is compiled again for
-# those ranks (a custom_vmap rule), since a launch compiled for the unbatched ranks would
-# read the parameters wrongly.
-RANK_CHANGING = ("expand_dims", "broadcast_all")
-FFI_METHODS = (None, "sequential", "sequential_unrolled", *RANK_CHANGING)
+from ..launchers.launch_config import RANK_CHANGING, VMAP_METHODS
 
 Preparer = Callable[[Signature], tuple[str, int]]
+# What a preparation gives: the FFI target, the kernel id, and objects to keep alive with the
+# entry (the kernel itself, so that its id() in a key cannot be reused while the entry lives,
+# and anything the registered launcher points into).
+Made = tuple[str, int, tuple[Any, ...]]
+
+
+class PreparedKernels:
+    """The per-process memo of prepared kernels: one compile and registration per key."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[Hashable, Made] = {}
+
+    def preparer(self, key: Hashable, make: Callable[[Signature], Made]) -> Preparer:
+        """``prepare(signature) -> (target, kernel id)``, from ``make`` once per key and signature."""
+
+        def prepare(signature: Signature) -> tuple[str, int]:
+            with self._lock:
+                hit = self._entries.get((key, signature))
+            if hit is None:
+                hit = make(signature)  # outside the lock: compiling takes a while
+                with self._lock:
+                    self._entries[(key, signature)] = hit
+            return hit[0], hit[1]
+
+        return prepare
+
 
 _ABI_TAG = re.compile(rb"B(\d+)v(\d+)")
 
@@ -45,8 +68,8 @@ def stable_text(text: str | bytes) -> bytes:
 
 
 def check_vmap_method(vmap_method: object) -> None:
-    if vmap_method not in FFI_METHODS:
-        raise ValueError(f"vmap_method must be one of {FFI_METHODS}, got {vmap_method!r}")
+    if vmap_method not in VMAP_METHODS:
+        raise ValueError(f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}")
 
 
 class BridgedFunction:
@@ -78,9 +101,10 @@ class BridgedFunction:
         self._specs, self._treedef = flatten_outs(outs)
         self._rank_changing = vmap_method in RANK_CHANGING
         self._vmap_method = vmap_method
+        # A rank-changing method either compiles the kernel again for the batched ranks (a
+        # custom_vmap rule) or, ``per_slice_vmap``, becomes JAX's sequential method, which calls
+        # the unbatched launch once per batch element (an unbatched input whole to every one).
         if per_slice_vmap and self._rank_changing:
-            # JAX's sequential method calls the unbatched launch once per batch element,
-            # passing an unbatched input whole to every one.
             self._vmap_method, self._rank_changing = "sequential", False
         self._aliases = dict(input_output_aliases) if input_output_aliases else None
         self._vmappable: dict[tuple[Any, ...], Callable[..., Any]] = {}

@@ -6,29 +6,21 @@ from collections.abc import Callable
 from typing import Any
 
 from ..calls.operands import Signature, content_id
-from ..launchers.prepared import Made, PreparedKernels
-from .bridge import BridgedFunction, stable_text
+from .bridge import BridgedFunction, Made, PreparedKernels, Preparer, stable_text
 
 _prepared = PreparedKernels()  # keyed by (id(function), signature)
 
 
 def _entry_source(signature: Signature) -> str:
-    """``entry(data, shapes)``: NumPy-like views of each buffer, then the user's function; 1 if it
-    returned, 0 if it raised."""
-    lines = ["def entry(data, shapes):"]
-    offset = 0
-    names = []
+    """``entry(data, shapes)``: NumPy-like views of each buffer, then the user's function; it
+    returns 1, or 0 when func raised (Numba's cfunc wrapper reports it to sys.unraisablehook)."""
+    lines, offset = ["def entry(data, shapes):"], 0
     for i, operand in enumerate(signature.operands):
-        dims = ", ".join(f"shapes[{offset + j}]" for j in range(operand.ndim))
-        shape = f"({dims},)" if operand.ndim == 1 else f"({dims})"
-        lines.append(f"    a{i} = carray(data[{i}], {shape}, dtype{i})")
-        names.append(f"a{i}")
+        dims = "".join(f"shapes[{offset + j}], " for j in range(operand.ndim))
+        lines.append(f"    a{i} = carray(data[{i}], ({dims}), dtype{i})")
         offset += operand.ndim
-    lines.append(f"    func({', '.join(names)})")
-    # 1 on success: when func raises, Numba's cfunc wrapper reports the exception through
-    # sys.unraisablehook and returns 0 instead.
-    lines.append("    return 1")
-    return "\n".join(lines) + "\n"
+    names = ", ".join(f"a{i}" for i in range(len(signature.operands)))
+    return "\n".join([*lines, f"    func({names})", "    return 1"]) + "\n"
 
 
 def compile_entry(func: Any, signature: Signature) -> Any:
@@ -53,7 +45,7 @@ def require_numba() -> Any:
     return numba
 
 
-def preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
+def preparer(func: Any) -> Preparer:
     def make(signature: Signature) -> Made:
         from ..launchers.numba_cpu import cpu_launcher_for, register_cfunc
 
@@ -64,10 +56,7 @@ def preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
         register_cfunc(launcher, kernel_id, address, getattr(func, "__name__", "?"), signature)
         return launcher.target, kernel_id, (func, entry)
 
-    def prepare(signature: Signature) -> tuple[str, int]:
-        return _prepared.get_or_make((id(func), signature), lambda: make(signature))
-
-    return prepare
+    return _prepared.preparer(id(func), make)
 
 
 def _target_for(n_inputs: int, n_outputs: int) -> str:

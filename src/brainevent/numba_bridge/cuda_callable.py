@@ -18,8 +18,7 @@ from typing import Any
 
 from ..calls.operands import Signature
 from ..launchers.library import LauncherCache, LauncherSpec
-from ..launchers.prepared import Made, PreparedKernels
-from .bridge import BridgedFunction
+from .bridge import BridgedFunction, Made, PreparedKernels, Preparer
 from .cuda_kernel import require_numba_cuda
 
 # int run(callable id, buffers, shapes, device, stream, error buffer, its size)
@@ -120,16 +119,13 @@ def _launcher_target(n_inputs: int, n_outputs: int) -> str:
     return _launchers.get(n_inputs, n_outputs).target
 
 
-def _preparer(func: Callable[..., Any], name: str) -> Callable[[Signature], tuple[str, int]]:
+def _preparer(func: Callable[..., Any], name: str) -> Preparer:
     def make(signature: Signature) -> Made:
         callable_id = next(_counter)
         _entries[callable_id] = _Entry(func, signature, name)  # keeps func alive with its id
         return _launcher_target(len(signature.inputs), len(signature.outputs)), callable_id, (func,)
 
-    def prepare(signature: Signature) -> tuple[str, int]:
-        return _prepared.get_or_make((id(func), signature), lambda: make(signature))
-
-    return prepare
+    return _prepared.preparer(id(func), make)
 
 
 def numba_cuda_callable(

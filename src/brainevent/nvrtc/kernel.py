@@ -12,14 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCallError
-from ..launchers.launch_config import LaunchConfig, resolve_launch
+from ..launchers.launch_config import RANK_CHANGING, VMAP_METHODS, LaunchConfig, resolve_launch
 from .launch import KernelSource
-
-# vmap methods of jax.ffi.ffi_call. The grid and scalars are fixed when a call is traced, so
-# a launch cannot cover a batch axis: the rank-changing methods run it once per batch
-# element, as numba_cuda_kernel does.
-RANK_CHANGING = ("expand_dims", "broadcast_all")
-VMAP_METHODS = (None, "sequential", "sequential_unrolled", *RANK_CHANGING)
 
 _C_TYPES = {
     "bool": "bool",
@@ -178,6 +172,8 @@ class CudaKernel:
         self._kernel = kernel
         self._specs, self._treedef = flatten_outs(outs)
         self._given_vmap_method = vmap_method
+        # The grid and scalars are fixed when a call is traced, so a launch cannot cover a batch
+        # axis: the rank-changing methods run it once per batch element, as numba_cuda_kernel does.
         self._vmap_method = "sequential" if vmap_method in RANK_CHANGING else vmap_method
         self._aliases = dict(input_output_aliases) if input_output_aliases else None
         self._batch_dims = num_batch_dims or 0
