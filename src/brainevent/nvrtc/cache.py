@@ -70,12 +70,8 @@ def _toolkit_headers(names: list[str]) -> dict[str, str]:
     from ..fileio import file_identity
     from .toolkit import runtime_include_dirs
 
-    dirs = runtime_include_dirs()
-    found = {}
-    for name in names:
-        where = next((d for d in dirs if os.path.isfile(os.path.join(d, name))), None)
-        found[name] = file_identity(os.path.join(where, name)) if where else "not found"
-    return found
+    found = {n: [p for d in runtime_include_dirs() if os.path.isfile(p := os.path.join(d, n))] for n in names}
+    return {n: file_identity(paths[0]) if paths else "not found" for n, paths in found.items()}
 
 
 _memo_lock = threading.Lock()
@@ -109,31 +105,12 @@ def _read_entry(artifact: Path, inputs: dict[str, object]) -> Compiled:
     return Compiled(artifact.read_bytes(), str(kind), dict(lowered) if isinstance(lowered, dict) else {})
 
 
-def _compile(request: Request) -> Compiled:
+def _build(store: EntryStore, key: CacheKey, req: Request) -> Result:
+    from ..cache.manifest import Manifest
+    from ..cache.publish import build_slot, publish
     from .compiler import base_options, compile_source
     from .diagnostics import compile_error
     from .toolkit import runtime_include_dirs
-
-    dirs = [*request.search_dirs(), *runtime_include_dirs()]
-    options = [*base_options(request.arch, dirs), *request.options]
-    compiled, log = compile_source(
-        request.source, request.program_name, request.name_expressions, request.arch, options
-    )
-    if compiled is None:
-        raise compile_error(
-            log,
-            source=request.source,
-            program_name=request.program_name,
-            display_name=request.display_name,
-            arch=request.arch,
-            kernel=", ".join(request.name_expressions),
-        )
-    return compiled
-
-
-def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
-    from ..cache.manifest import Manifest
-    from ..cache.publish import build_slot, publish
 
     with build_slot(store, key) as slot:
         if slot.staging is None and slot.existing is not None:  # another process built it meanwhile
@@ -141,13 +118,20 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
             return Result(_read_entry(entry.library, entry.manifest.inputs), False)
         assert slot.staging is not None
         started = time.monotonic()
-        compiled = _compile(request)
+        dirs = [*req.search_dirs(), *runtime_include_dirs()]
+        options = [*base_options(req.arch, dirs), *req.options]
+        names = req.name_expressions
+        compiled, log = compile_source(req.source, req.program_name, names, req.arch, options)
+        if compiled is None:
+            raise compile_error(
+                log, req.source, req.program_name, req.display_name, req.arch, ", ".join(names)
+            )
         artifact = f"kernel.{compiled.kind}"
         (slot.staging / artifact).write_bytes(compiled.code)
         (slot.staging / "build.log").write_text(compiled.log)
         manifest = Manifest(
             key=key.digest,
-            name=request.display_name,
+            name=req.display_name,
             platform="cuda",
             artifact=artifact,
             artifact_sha256=hashlib.sha256(compiled.code).hexdigest(),
@@ -155,10 +139,10 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
             inputs={
                 "kind": compiled.kind,
                 "lowered": compiled.lowered,
-                "arch": request.arch,
-                "name_expressions": list(request.name_expressions),
-                "options": list(request.options),
-                "include_dirs": list(request.include_dirs),
+                "arch": req.arch,
+                "name_expressions": list(names),
+                "options": list(req.options),
+                "include_dirs": list(req.include_dirs),
             },
             created=time.time(),
             build_seconds=time.monotonic() - started,

@@ -58,16 +58,13 @@ def parse_archs(compute_capability: Any) -> tuple[str, ...] | None:
     return tuple(sorted(set(archs)))
 
 
-def resolve_config(
-    grid: Any, block: Any, launch_dims: Any, threads_per_block: int, shared_mem: int, vmap_method: str | None
-) -> LaunchConfig:
-    """``resolve_launch`` with its ValueErrors as our typed error (still a ValueError)."""
+def resolve_config(*launch: Any, vmap_method: str | None) -> LaunchConfig:
+    """``resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)`` with its
+    ValueErrors as our typed error (still a ValueError)."""
     try:
-        return resolve_launch(
-            grid, block, launch_dims, threads_per_block, shared_mem, vmap_method=vmap_method, allow_empty=True
-        )
+        return resolve_launch(*launch, vmap_method=vmap_method, allow_empty=True)
     except ValueError as exc:
-        raise KernelCallError(f"cuda_kernel: {exc}", grid=repr((grid, block, launch_dims))) from None
+        raise KernelCallError(f"cuda_kernel: {exc}", grid=repr(launch[:3])) from None
 
 
 @dataclass(frozen=True)
@@ -103,9 +100,9 @@ class KernelDef:
             )
         grid, block = launch[:2]
         if not any(callable(v) for v in launch):
-            resolve_config(*launch, vmap_method)  # fail early on a fixed configuration
+            resolve_config(*launch, vmap_method=vmap_method)  # fail early on a fixed configuration
         elif vmap_method in RANK_CHANGING and (grid is not None or block is not None):
-            resolve_config(grid, block, None, *launch[3:], vmap_method)
+            resolve_config(grid, block, None, *launch[3:], vmap_method=vmap_method)
         if isinstance(options, str):
             raise KernelCallError(
                 f"options must be a list of NVRTC options, got the string {options!r}", value=options
@@ -142,8 +139,7 @@ class KernelDef:
                 f"cuda_kernel: name must give a name expression string, got {expression!r}",
                 kernel=repr(expression),
             )
-        grid, block, dims, threads, shared = (value(v) for v in self.launch)
-        config = resolve_config(grid, block, dims, threads, shared, vmap_method)
+        config = resolve_config(*(value(v) for v in self.launch), vmap_method=vmap_method)
         scalars = {k: value(v) for k, v in self.scalars.items()}
         both = sorted(set(extra) & set(scalars))
         if both:
@@ -210,8 +206,9 @@ class CudaKernel:
             from ..calls.partitioned import partitioned_call
 
             attrs = {"kernel_id": np.int64(kernel_id)}
-            method = self._given_vmap_method
-            results = partitioned_call(target, arrays, self._specs, batch_dims, method, attrs)
+            results = partitioned_call(
+                target, arrays, self._specs, batch_dims, self._given_vmap_method, attrs
+            )
         else:
             results = call_target(
                 target,

@@ -186,8 +186,8 @@ def prepare(
     batch dims stripped); the launcher runs the kernel once per element of each call."""
     from ..calls.operands import content_id
     from ..launchers.cubin import Image, launcher_for, register
+    from ..toolchain.cuda_arch import one_arch
     from .cache import compile_cached, compile_request
-    from .compiler import arch_number
 
     sig = signature_for(source, expression)
     params = operand_params(sig, expression, [*inputs, *outputs], len(inputs), scalars)
@@ -200,7 +200,7 @@ def prepare(
         )  # fmt: skip
         compiled = compile_cached(request).compiled
         code = compiled.code if compiled.kind == "cubin" else compiled.code.rstrip(b"\x00") + b"\x00"
-        images[arch_number(arch)] = Image(code, config.shared_mem)
+        images[one_arch(arch).cc] = Image(code, config.shared_mem)
         entries.add(compiled.lowered[expression])
     entry = entries.pop()
     launcher = launcher_for(len(inputs), len(outputs))
