@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import KernelCallError
 from ..launchers.launch_config import RANK_CHANGING, VMAP_METHODS, LaunchConfig, resolve_launch
-from .launch import KernelSource
+from .source import KernelSource
 
 _C_TYPES = {
     "bool": "bool",
@@ -107,11 +107,7 @@ class KernelDef:
             raise KernelCallError(
                 f"options must be a list of NVRTC options, got the string {options!r}", value=options
             )
-        from .source import read_source
-
-        text, path = read_source(source_or_path)
-        dirs = tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
-        source = KernelSource(text, path, tuple(str(o) for o in options), dirs)
+        source = KernelSource.read(source_or_path, options, include_dirs)
         if isinstance(name, str) and all_scalars:
             from .launch import check_scalar_names, signature_for
 
