@@ -28,20 +28,20 @@ class LaunchConfig:
         return 0 in self.grid
 
 
+def is_int(value: Any) -> bool:
+    """An int, and not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _dims(value: Any, name: str, *, allow_zero: bool = False) -> tuple[int, int, int]:
     """An int or 1-3 positive (``allow_zero``: non-negative) ints, padded with 1s to three."""
     items: Sequence[Any] = (value,) if not isinstance(value, (tuple, list)) else value
     if not 1 <= len(items) <= 3:
         raise ValueError(f"{name} must have 1, 2 or 3 dimensions, got {value!r}")
-    lowest = 0 if allow_zero else 1
-    out = []
-    for item in items:
-        if isinstance(item, bool) or not isinstance(item, int) or item < lowest:
-            kind = "non-negative" if allow_zero else "positive"
-            raise ValueError(f"{name} must hold {kind} integers, got {value!r}")
-        out.append(int(item))
-    while len(out) < 3:
-        out.append(1)
+    if not all(is_int(item) and item >= (0 if allow_zero else 1) for item in items):
+        kind = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"{name} must hold {kind} integers, got {value!r}")
+    out = [int(item) for item in items] + [1] * (3 - len(items))
     return out[0], out[1], out[2]
 
 
@@ -84,14 +84,10 @@ def resolve_launch(
             "adapted to a batch. Pass launch_dims= (each batch element is then launched with "
             "it), or vmap_method='sequential'."
         )
-    if isinstance(shared_mem, bool) or not isinstance(shared_mem, int) or shared_mem < 0:
+    if not is_int(shared_mem) or shared_mem < 0:
         raise ValueError(f"shared_mem must be a non-negative int (bytes), got {shared_mem!r}")
     if launch_dims is not None:
-        if (
-            isinstance(threads_per_block, bool)
-            or not isinstance(threads_per_block, int)
-            or not 1 <= threads_per_block <= _MAX_THREADS_PER_BLOCK
-        ):
+        if not is_int(threads_per_block) or not 1 <= threads_per_block <= _MAX_THREADS_PER_BLOCK:
             raise ValueError(
                 f"threads_per_block must be an int in [1, {_MAX_THREADS_PER_BLOCK}], "
                 f"got {threads_per_block!r}"

@@ -43,11 +43,6 @@ _counter = itertools.count(secrets.randbits(40) << 20)
 _trampoline_keepalive: list[Any] = []
 
 
-def _write_error(buffer: int, size: int, message: str) -> None:
-    data = message.encode("utf-8", errors="replace")[: max(size - 1, 0)]
-    ctypes.memmove(buffer, data + b"\0", len(data) + 1)
-
-
 def _device_arrays(entry: _Entry, data: Any, shapes: Any) -> list[Any]:
     from numba import cuda
 
@@ -69,29 +64,25 @@ def _device_arrays(entry: _Entry, data: Any, shapes: Any) -> list[Any]:
 def _run(callable_id: int, data: Any, shapes: Any, device: int, stream: int, error: int, size: int) -> int:
     entry = _entries.get(callable_id)
     if entry is None:
-        _write_error(
-            error,
-            size,
+        message = (
             f"numba_cuda_callable id {callable_id} is not registered in this process; call the "
             "wrapper from brainevent.numba_cuda_callable again (executables from another process "
-            "cannot be reused)",
+            "cannot be reused)"
         )
-        return 1
-    try:
-        from numba import cuda
+    else:
+        try:
+            from numba import cuda
 
-        with cuda.gpus[device]:
-            arrays = _device_arrays(entry, data, shapes)
-            entry.func(*arrays, cuda.external_stream(stream))
-        return 0
-    except BaseException as exc:  # every exception must reach XLA: a ctypes callback would drop it
-        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        _write_error(
-            error,
-            size,
-            f"numba_cuda_callable {entry.name!r} raised {type(exc).__name__}: {exc}\n" + "".join(lines[-6:]),
-        )
-        return 1
+            with cuda.gpus[device]:
+                arrays = _device_arrays(entry, data, shapes)
+                entry.func(*arrays, cuda.external_stream(stream))
+            return 0
+        except BaseException as exc:  # every exception must reach XLA: a ctypes callback would drop it
+            trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
+            message = f"numba_cuda_callable {entry.name!r} raised {type(exc).__name__}: {exc}\n{trace}"
+    text = message.encode("utf-8", errors="replace")[: max(size - 1, 0)]
+    ctypes.memmove(error, text + b"\0", len(text) + 1)
+    return 1
 
 
 def _install_trampoline(library: ctypes.CDLL) -> None:

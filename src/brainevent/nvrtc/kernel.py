@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCallError
-from ..launchers.launch_config import RANK_CHANGING, VMAP_METHODS, LaunchConfig, resolve_launch
+from ..launchers.launch_config import RANK_CHANGING, VMAP_METHODS, LaunchConfig, is_int, resolve_launch
 from .source import KernelSource
 
 _C_TYPES = {
@@ -285,9 +285,7 @@ def cuda_kernel(
         CompileError: NVRTC rejected the source; the message quotes the offending line.
         ToolchainError: libnvrtc cannot be found (``pip install nvidia-cuda-nvrtc``).
     """
-    if num_batch_dims is not None and (
-        isinstance(num_batch_dims, bool) or not isinstance(num_batch_dims, int) or num_batch_dims < 1
-    ):
+    if num_batch_dims is not None and (not is_int(num_batch_dims) or num_batch_dims < 1):
         raise KernelCallError(
             f"num_batch_dims must be a positive int or None, got {num_batch_dims!r}",
             value=repr(num_batch_dims),
