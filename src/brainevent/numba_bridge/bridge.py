@@ -14,6 +14,7 @@ from ..calls.ffi import call_target
 from ..calls.operands import Signature, signature_of
 from ..calls.results import flatten_outs, vary_like
 from ..launchers.launch_config import RANK_CHANGING, VMAP_METHODS
+from ..launchers.library import Launcher
 
 Preparer = Callable[[Signature], tuple[str, int]]
 # What a preparation gives: the FFI target, the kernel id, and objects to keep alive with the
@@ -78,14 +79,14 @@ class BridgedFunction:
 
     ``per_slice_vmap``: a batching ``vmap_method`` runs the unbatched kernel once per batch
     element. ``launch=False``, or only empty outputs: nothing runs, the results are zeros.
-    ``check_args`` sees every call's arguments first. ``target_for(n_in, n_out)`` names the
-    launcher target without compiling, for a rank-changing vmap's unbatched trace.
+    ``check_args`` sees every call's arguments first. ``launcher_for(n_in, n_out)`` gives the
+    launcher (its target) without compiling, for a rank-changing vmap's unbatched trace.
     """
 
     def __init__(
         self,
         prepare: Preparer,
-        target_for: Callable[[int, int], str] | None,
+        launcher_for: Callable[[int, int], Launcher] | None,
         outs: Any,
         vmap_method: str | None,
         input_output_aliases: dict[int, int] | None,
@@ -97,7 +98,7 @@ class BridgedFunction:
     ) -> None:
         check_vmap_method(vmap_method)
         self._prepare = prepare
-        self._target_for = target_for
+        self._launcher_for = launcher_for
         self._specs, self._treedef = flatten_outs(outs)
         self._rank_changing = vmap_method in RANK_CHANGING
         self._vmap_method = vmap_method
@@ -133,12 +134,12 @@ class BridgedFunction:
         try:
             target, kernel_id = self._prepare(signature)
         except Exception:
-            if not lenient or self._target_for is None:
+            if not lenient or self._launcher_for is None:
                 raise
             # custom_vmap traces the unbatched body even when only the batched rule runs;
             # a kernel written for the batched ranks may not compile unbatched. An id that is
             # never registered makes an actual unbatched call fail at run time instead.
-            target, kernel_id = self._target_for(len(signature.inputs), len(signature.outputs)), 0
+            target, kernel_id = self._launcher_for(len(signature.inputs), len(signature.outputs)).target, 0
         method = None if self._rank_changing else self._vmap_method
         return call_target(
             target,

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..calls.operands import Signature, content_id
+from ..launchers.numba_cpu import cpu_launcher_for, register_cfunc
 from .bridge import BridgedFunction, Made, PreparedKernels, Preparer, stable_text
 
 _prepared = PreparedKernels()  # keyed by (id(function), signature)
@@ -28,9 +29,8 @@ def compile_entry(func: Any, signature: Signature) -> Any:
     import numba
     from numba import types
 
-    namespace: dict[str, Any] = {"carray": numba.carray, "func": func}
-    for i, operand in enumerate(signature.operands):
-        namespace[f"dtype{i}"] = operand.dtype
+    namespace: dict[str, Any] = {f"dtype{i}": o.dtype for i, o in enumerate(signature.operands)}
+    namespace.update(carray=numba.carray, func=func)
     # Generated code, compiled by Numba; nothing from the user reaches this text.
     exec(compile(_entry_source(signature), "<brainevent numba entry>", "exec"), namespace)
     sig = types.int32(types.CPointer(types.voidptr), types.CPointer(types.int64))
@@ -47,22 +47,15 @@ def require_numba() -> Any:
 
 def preparer(func: Any) -> Preparer:
     def make(signature: Signature) -> Made:
-        from ..launchers.numba_cpu import cpu_launcher_for, register_cfunc
-
         launcher = cpu_launcher_for(len(signature.inputs), len(signature.outputs))
         entry = compile_entry(func, signature)
         kernel_id = content_id("numba-cpu", stable_text(entry.inspect_llvm()), repr(signature))
-        address = int(entry.address or 0)
-        register_cfunc(launcher, kernel_id, address, getattr(func, "__name__", "?"), signature)
+        register_cfunc(
+            launcher, kernel_id, int(entry.address or 0), getattr(func, "__name__", "?"), signature
+        )
         return launcher.target, kernel_id, (func, entry)
 
     return _prepared.preparer(id(func), make)
-
-
-def _target_for(n_inputs: int, n_outputs: int) -> str:
-    from ..launchers.numba_cpu import cpu_launcher_for
-
-    return cpu_launcher_for(n_inputs, n_outputs).target
 
 
 def numba_kernel(
@@ -98,4 +91,4 @@ def numba_kernel(
             raise TypeError(f"numba_kernel needs a function, got {type(func).__name__}")
         func = numba.njit(func)
     name = getattr(func, "__name__", "numba_kernel")
-    return BridgedFunction(preparer(func), _target_for, outs, vmap_method, input_output_aliases, name)
+    return BridgedFunction(preparer(func), cpu_launcher_for, outs, vmap_method, input_output_aliases, name)

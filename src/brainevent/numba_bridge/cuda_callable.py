@@ -151,5 +151,5 @@ def numba_cuda_callable(
         raise TypeError(f"numba_cuda_callable needs a callable, got {type(func).__name__}")
     name = getattr(func, "__name__", "numba_cuda_callable")
     return BridgedFunction(
-        _preparer(func, name), _launcher_target, outs, vmap_method, input_output_aliases, name
+        _preparer(func, name), _launchers.get, outs, vmap_method, input_output_aliases, name
     )
