@@ -13,7 +13,7 @@ from ..calls.batching import with_batch_axis
 from ..calls.ffi import call_target
 from ..calls.operands import Signature, signature_of
 from ..calls.results import flatten_outs, vary_like
-from ..launchers.launch_config import RANK_CHANGING, VMAP_METHODS
+from ..launchers.launch_config import RANK_CHANGING, check_vmap_method
 from ..launchers.library import Launcher
 
 Preparer = Callable[[Signature], tuple[str, int]]
@@ -66,11 +66,6 @@ def stable_text(text: str | bytes) -> bytes:
         return b"B%d%s" % (len(tag), tag)
 
     return _ABI_TAG.sub(renumber, data)
-
-
-def check_vmap_method(vmap_method: object) -> None:
-    if vmap_method not in VMAP_METHODS:
-        raise ValueError(f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}")
 
 
 class BridgedFunction:

@@ -10,8 +10,8 @@ import numpy as np
 from ..calls.operands import Signature, content_id
 from ..calls.results import flatten_outs
 from ..errors import KernelTypeError
-from ..launchers.launch_config import LaunchConfig, resolve_launch
-from .bridge import BridgedFunction, Made, PreparedKernels, Preparer, check_vmap_method, stable_text
+from ..launchers.launch_config import LaunchConfig, check_vmap_method, resolve_launch
+from .bridge import BridgedFunction, Made, PreparedKernels, Preparer, stable_text
 
 
 def require_numba_cuda() -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCallError
-from ..launchers.launch_config import RANK_CHANGING, VMAP_METHODS, LaunchConfig, is_int, resolve_launch
+from ..launchers.launch_config import RANK_CHANGING, LaunchConfig, check_vmap_method, is_int, resolve_launch
 from .source import KernelSource
 
 _C_TYPES = {
@@ -94,10 +94,7 @@ class KernelDef:
     ) -> KernelDef:
         """What can be checked before a call: a fixed launch, the name, and, when ``scalars``
         are ``all_scalars`` (cuda_kernel: no call adds any), that a fixed name binds them all."""
-        if vmap_method not in VMAP_METHODS:
-            raise KernelCallError(
-                f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}", value=repr(vmap_method)
-            )
+        check_vmap_method(vmap_method)
         grid, block = launch[:2]
         if not any(callable(v) for v in launch):
             resolve_config(*launch, vmap_method=vmap_method)  # fail early on a fixed configuration
