@@ -109,6 +109,20 @@ class LauncherCache:
             return found
 
 
+def load_images(
+    lib: ctypes.CDLL, prefix: str, kernel_id: int, entry: str, kind: str, images: list[Any]
+) -> None:
+    """Hands a newly registered kernel's images (argument tuples of ``<prefix>_add_image``) to the
+    launcher and loads them on the active devices; LoadError when the driver refuses."""
+    for image in images:
+        getattr(lib, f"{prefix}_add_image")(kernel_id, *image)
+    error = getattr(lib, f"{prefix}_preload")(kernel_id)
+    if error:
+        from ..errors import LoadError
+
+        raise LoadError(f"cannot load {kind} {entry}: {error.decode(errors='replace')}", entry=entry)
+
+
 def int64s(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:
     """A C array of int64 (at least one element, so an empty list is still a valid pointer)."""
     return (ctypes.c_int64 * max(len(values), 1))(*values)

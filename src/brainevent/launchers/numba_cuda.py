@@ -6,7 +6,7 @@ import ctypes
 
 from ..calls.operands import Signature
 from .launch_config import LaunchConfig
-from .library import Launcher, LauncherCache, LauncherSpec, int64s
+from .library import Launcher, LauncherCache, LauncherSpec, int64s, load_images
 
 _i64, _p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
 _SPEC = LauncherSpec(
@@ -50,10 +50,5 @@ def register_kernel(
     )
     if fresh != 0:
         return  # same content already registered: nothing new to load
-    for cc, image in images.items():
-        lib.be_numba_cuda_add_image(kernel_id, cc, image, len(image))
-    error = lib.be_numba_cuda_preload(kernel_id)
-    if error:
-        from ..errors import LoadError
-
-        raise LoadError(f"cannot load Numba kernel {entry}: {error.decode(errors='replace')}")
+    added = [(cc, image, len(image)) for cc, image in images.items()]
+    load_images(lib, "be_numba_cuda", kernel_id, entry, "Numba kernel", added)
