@@ -175,14 +175,13 @@ class CudaKernel:
 
         from ..calls.ffi import call_target
         from ..calls.operands import check_arrays
+        from ..calls.partitioned import check_batch_dims, partitioned_call
         from ..calls.results import vary_like
         from .launch import element_avals, prepare
 
         check_arrays(self.__name__, arrays, "as keywords of cuda_kernel")
         batch_dims = self._batch_dims
         if batch_dims:
-            from ..calls.partitioned import check_batch_dims
-
             check_batch_dims(self.__name__, arrays, self._specs, batch_dims)
         avals = element_avals([jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in arrays], batch_dims)
         specs = element_avals(self._specs, batch_dims)
@@ -196,8 +195,6 @@ class CudaKernel:
             k.source, expression, avals, specs, scalars, config, k.archs, batch_dims > 0
         )
         if batch_dims:
-            from ..calls.partitioned import partitioned_call
-
             attrs = {"kernel_id": np.int64(kernel_id)}
             results = partitioned_call(
                 target, arrays, self._specs, batch_dims, self._given_vmap_method, attrs
