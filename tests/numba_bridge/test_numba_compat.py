@@ -45,7 +45,7 @@ def test_a_raising_numba_kernel_surfaces_its_message() -> None:
 def test_exceptions_of_other_cfuncs_go_to_the_previous_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     import ctypes
 
-    from brainevent.launchers import numba_cpu_errors as cpu_errors
+    from brainevent.launchers import numba_cpu as cpu_errors
 
     f = brainevent.numba_kernel(_checked_double, outs=OUT8)
     jax.block_until_ready(f(jnp.ones(8, jnp.float32)))  # the hook is installed by now

@@ -30,9 +30,10 @@ def _nvrtc() -> None:
 
 
 def _request(source: str = VECTOR_ADD, names: tuple[str, ...] = ("add",), arch: str = "sm_80", **kw: object):
-    from brainevent.nvrtc.cache import compile_request
+    from brainevent.nvrtc.cache import Request
+    from brainevent.nvrtc.source import KernelSource
 
-    return compile_request(source, list(names), arch, **kw)  # type: ignore[arg-type]
+    return Request(KernelSource.read(source, **kw), tuple(names), arch)  # type: ignore[arg-type]
 
 
 def _build(request: object, cache: Path) -> bool:

@@ -145,7 +145,8 @@ def _wait_for_status(kv: KeyValue, prefix: str, name: str, deadline: float, time
         raw = kv.get(f"{prefix}/status", min(max(left, 0.001), _LOG_EVERY_S))
         if raw is not None:
             return records.distributed_status(raw, f"{prefix}/status", CHUNK_BYTES)
-        builder = _builder(kv, prefix)
+        raw = kv.try_get(f"{prefix}/builder")
+        builder = f"process {raw.decode(errors='replace')}" if raw else "the job's builder"
         if time.monotonic() >= deadline:
             raise CompileError(
                 f"gave up after {timeout:.0f} s waiting for {builder} to build module {name!r} for "
@@ -160,11 +161,6 @@ def _wait_for_status(kv: KeyValue, prefix: str, name: str, deadline: float, time
         log.info(
             "waiting for %s to build module %s (%.0f s so far, of %.0f s)", builder, name, so_far, timeout
         )
-
-
-def _builder(kv: KeyValue, prefix: str) -> str:
-    raw = kv.try_get(f"{prefix}/builder")
-    return f"process {raw.decode(errors='replace')}" if raw else "the job's builder"
 
 
 def _publish_status(kv: KeyValue, prefix: str, record: dict[str, Any]) -> None:

@@ -20,8 +20,8 @@ class KeyValue:
         self.process_id = process_id
         self.num_processes = num_processes
         # Every process of a job runs the same jaxlib, so all pick the same encoding.
-        self._binary = hasattr(client, "key_value_set_bytes") and hasattr(
-            client, "blocking_key_value_get_bytes"
+        self._binary = all(
+            hasattr(client, f) for f in ("key_value_set_bytes", "blocking_key_value_get_bytes")
         )
 
     def claim(self, key: str) -> bool:

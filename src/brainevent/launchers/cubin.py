@@ -6,7 +6,7 @@ import ctypes
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .library import Launcher, LauncherCache, LauncherSpec, int64s
+from .library import Launcher, LauncherCache, LauncherSpec, int64s, load_images
 
 # Parameter kinds, as brainevent/cubin_launcher.h numbers them (enum Kind).
 OPERAND, SCALAR, NULL, SCRATCH = 0, 1, 2, 3
@@ -45,12 +45,9 @@ _SPEC = LauncherSpec(
     handler="be_cubin_handler",
     handler_platform="CUDA",
 )
+# The launcher of an arity (n_inputs, n_outputs); compiled once per machine (the loader caches by content).
 _launchers = LauncherCache(_SPEC)
-
-
-def launcher_for(n_inputs: int, n_outputs: int) -> Launcher:
-    """The launcher for this arity; compiled once per machine (the loader caches by content)."""
-    return _launchers.get(n_inputs, n_outputs)
+launcher_for = _launchers.get
 
 
 def register(
@@ -86,10 +83,5 @@ def register(
     )
     if fresh != 0:
         return  # same content already registered: nothing new to load
-    for cc, image in images.items():
-        lib.be_cubin_add_image(kernel_id, cc, image.code, len(image.code), image.shared_mem)
-    error = lib.be_cubin_preload(kernel_id)
-    if error:
-        from ..errors import LoadError
-
-        raise LoadError(f"cannot load GPU kernel {entry}: {error.decode(errors='replace')}", entry=entry)
+    added = [(cc, image.code, len(image.code), image.shared_mem) for cc, image in images.items()]
+    load_images(lib, "be_cubin", kernel_id, entry, "GPU kernel", added)

@@ -6,7 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import KernelCallError
+
 _MAX_THREADS_PER_BLOCK = 1024
+# vmap methods that hand a launch batched arrays (a fixed grid cannot follow them), and all of
+# jax.ffi.ffi_call's (None: not vmappable).
+RANK_CHANGING = ("expand_dims", "broadcast_all")
+VMAP_METHODS = (None, "sequential", "sequential_unrolled", *RANK_CHANGING)
 
 
 @dataclass(frozen=True)
@@ -24,21 +30,27 @@ class LaunchConfig:
         return 0 in self.grid
 
 
+def check_vmap_method(vmap_method: object) -> None:
+    if vmap_method not in VMAP_METHODS:
+        raise KernelCallError(
+            f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}", value=repr(vmap_method)
+        )
+
+
+def is_int(value: Any) -> bool:
+    """An int, and not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _dims(value: Any, name: str, *, allow_zero: bool = False) -> tuple[int, int, int]:
-    """An int or a 1-3 tuple of positive (or, with ``allow_zero``, non-negative) ints,
-    padded with 1s to three dimensions."""
+    """An int or 1-3 positive (``allow_zero``: non-negative) ints, padded with 1s to three."""
     items: Sequence[Any] = (value,) if not isinstance(value, (tuple, list)) else value
     if not 1 <= len(items) <= 3:
         raise ValueError(f"{name} must have 1, 2 or 3 dimensions, got {value!r}")
-    lowest = 0 if allow_zero else 1
-    out = []
-    for item in items:
-        if isinstance(item, bool) or not isinstance(item, int) or item < lowest:
-            kind = "non-negative" if allow_zero else "positive"
-            raise ValueError(f"{name} must hold {kind} integers, got {value!r}")
-        out.append(int(item))
-    while len(out) < 3:
-        out.append(1)
+    if not all(is_int(item) and item >= (0 if allow_zero else 1) for item in items):
+        kind = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"{name} must hold {kind} integers, got {value!r}")
+    out = [int(item) for item in items] + [1] * (3 - len(items))
     return out[0], out[1], out[2]
 
 
@@ -54,10 +66,6 @@ def _block_for(ndim: int, threads_per_block: int) -> tuple[int, int, int]:
     return x, y, max(rest // y, 1)
 
 
-# vmap methods that hand a launch batched arrays; a fixed grid cannot follow them.
-_BATCHING_METHODS = ("expand_dims", "broadcast_all")
-
-
 def resolve_launch(
     grid: Any,
     block: Any,
@@ -68,13 +76,9 @@ def resolve_launch(
     vmap_method: str | None = None,
     allow_empty: bool = False,
 ) -> LaunchConfig:
-    """Validates the user's choice; ValueError for every inconsistent combination.
-
-    The checks run in brainevent 0.2.1's order: which of ``(grid, block)`` and
-    ``launch_dims`` is given, then ``vmap_method`` against a fixed grid, then the values.
-    With ``allow_empty`` a zero extent in ``launch_dims`` or ``grid`` is accepted (the
-    caller then launches nothing: see ``LaunchConfig.empty``).
-    """
+    """The user's choice checked in brainevent 0.2.1's order (which of ``(grid, block)`` and
+    ``launch_dims``, ``vmap_method``, the values); ValueError for every inconsistency.
+    ``allow_empty``: a zero extent is accepted (see ``LaunchConfig.empty``)."""
     explicit = grid is not None or block is not None
     if explicit and launch_dims is not None:
         raise ValueError("give either (grid, block) or launch_dims, not both")
@@ -83,20 +87,16 @@ def resolve_launch(
         raise ValueError(f"grid and block must be given together ({missing} is missing)")
     if not explicit and launch_dims is None:
         raise ValueError("a launch configuration is required: pass grid= and block=, or launch_dims=")
-    if explicit and vmap_method in _BATCHING_METHODS:
+    if explicit and vmap_method in RANK_CHANGING:
         raise ValueError(
             f"vmap_method={vmap_method!r} needs launch_dims=: an explicit grid/block cannot be "
             "adapted to a batch. Pass launch_dims= (each batch element is then launched with "
             "it), or vmap_method='sequential'."
         )
-    if isinstance(shared_mem, bool) or not isinstance(shared_mem, int) or shared_mem < 0:
+    if not is_int(shared_mem) or shared_mem < 0:
         raise ValueError(f"shared_mem must be a non-negative int (bytes), got {shared_mem!r}")
     if launch_dims is not None:
-        if (
-            isinstance(threads_per_block, bool)
-            or not isinstance(threads_per_block, int)
-            or not 1 <= threads_per_block <= _MAX_THREADS_PER_BLOCK
-        ):
+        if not is_int(threads_per_block) or not 1 <= threads_per_block <= _MAX_THREADS_PER_BLOCK:
             raise ValueError(
                 f"threads_per_block must be an int in [1, {_MAX_THREADS_PER_BLOCK}], "
                 f"got {threads_per_block!r}"

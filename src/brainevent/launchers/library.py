@@ -26,9 +26,8 @@ class LauncherSpec:
     cuda: bool  # compiled by nvcc, and given XLA's stream
     api: CtypesApi
     load_options: Mapping[str, Any] = field(default_factory=dict)
-    # An XLA FFI handler the library exports that reads the call frame itself; when set,
-    # calls go to it (target "<module>.<handler>") instead of the generic entry; or, with
-    # handler_platform (a JAX platform), on that platform as "<module>.<function>".
+    # An XLA FFI handler the library exports that reads the call frame itself: calls go to it
+    # (target "<module>.<handler>"), or with handler_platform on that platform as "<module>.<function>".
     handler: str | None = None
     handler_platform: str | None = None
 
@@ -42,15 +41,11 @@ class Launcher:
 def arity_entry(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> str:
     """``void <function>(in..., out..., int64_t kernel_id[, int64_t stream])`` calling the core."""
     names = [f"in{i}" for i in range(n_inputs)] + [f"out{i}" for i in range(n_outputs)]
-    tokens = " ".join(["arg"] * n_inputs + ["ret"] * n_outputs + ["attr.kernel_id:int64"])
-    params = [f"const BE::Tensor {n}" for n in names[:n_inputs]]
-    params += [f"BE::Tensor {n}" for n in names[n_inputs:]]
-    params.append("int64_t kernel_id")
-    call_args = f"kernel_id, operands, {len(names)}"
-    if spec.cuda:
-        tokens += " stream"
-        params.append("int64_t stream")
-        call_args += ", stream"
+    stream = " stream" if spec.cuda else ""
+    tokens = " ".join(["arg"] * n_inputs + ["ret"] * n_outputs + ["attr.kernel_id:int64"]) + stream
+    params = [f"{'const ' if i < n_inputs else ''}BE::Tensor {n}" for i, n in enumerate(names)]
+    params += ["int64_t kernel_id", *(["int64_t stream"] if spec.cuda else [])]
+    call_args = f"kernel_id, operands, {len(names)}" + (", stream" if spec.cuda else "")
     pointers = ", ".join(f"&{n}" for n in names)
     return (
         f'#include "brainevent/{spec.header}"\n'
@@ -82,15 +77,14 @@ def build_launcher(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> Launche
     running = running_library(module.targets[spec.function], jax_platform) if module.registered else None
     library = running or ctypes.CDLL(str(module.path), mode=ctypes.RTLD_LOCAL)
     for function, (restype, argtypes) in spec.api.items():
-        getattr(library, function).restype = restype
-        getattr(library, function).argtypes = argtypes
+        getattr(library, function).restype, getattr(library, function).argtypes = restype, argtypes
     if spec.handler is None:
         return Launcher(module.targets[spec.function], library)
-    if spec.handler_platform is None:
-        target = register_handler(f"{name}.{spec.handler}", library, spec.handler, jax_platform)
-    else:  # on a platform where the library registers nothing, the handler takes the entry's name
-        target = register_handler(f"{name}.{spec.function}", library, spec.handler, spec.handler_platform)
-    return Launcher(target, library)
+    # On a platform where the library registers nothing, the handler takes the entry's name.
+    target = f"{name}.{spec.handler if spec.handler_platform is None else spec.function}"
+    return Launcher(
+        register_handler(target, library, spec.handler, spec.handler_platform or jax_platform), library
+    )
 
 
 class LauncherCache:
@@ -113,6 +107,20 @@ class LauncherCache:
                     self._setup(found.library)
                 self._launchers[key] = found
             return found
+
+
+def load_images(
+    lib: ctypes.CDLL, prefix: str, kernel_id: int, entry: str, kind: str, images: list[Any]
+) -> None:
+    """Hands a newly registered kernel's images (argument tuples of ``<prefix>_add_image``) to the
+    launcher and loads them on the active devices; LoadError when the driver refuses."""
+    for image in images:
+        getattr(lib, f"{prefix}_add_image")(kernel_id, *image)
+    error = getattr(lib, f"{prefix}_preload")(kernel_id)
+    if error:
+        from ..errors import LoadError
+
+        raise LoadError(f"cannot load {kind} {entry}: {error.decode(errors='replace')}", entry=entry)
 
 
 def int64s(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:

@@ -6,7 +6,7 @@ import ctypes
 
 from ..calls.operands import Signature
 from .launch_config import LaunchConfig
-from .library import Launcher, LauncherCache, LauncherSpec, int64s
+from .library import Launcher, LauncherCache, LauncherSpec, int64s, load_images
 
 _i64, _p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
 _SPEC = LauncherSpec(
@@ -22,12 +22,9 @@ _SPEC = LauncherSpec(
     },
     load_options={"extra_ldflags": ["-ldl"]},
 )
+# The launcher of an arity (n_inputs, n_outputs); compiled once per machine (the loader caches by content).
 _launchers = LauncherCache(_SPEC)
-
-
-def launcher_for(n_inputs: int, n_outputs: int) -> Launcher:
-    """The launcher for this arity; compiled once per machine (the loader caches by content)."""
-    return _launchers.get(n_inputs, n_outputs)
+launcher_for = _launchers.get
 
 
 def register_kernel(
@@ -53,10 +50,5 @@ def register_kernel(
     )
     if fresh != 0:
         return  # same content already registered: nothing new to load
-    for cc, image in images.items():
-        lib.be_numba_cuda_add_image(kernel_id, cc, image, len(image))
-    error = lib.be_numba_cuda_preload(kernel_id)
-    if error:
-        from ..errors import LoadError
-
-        raise LoadError(f"cannot load Numba kernel {entry}: {error.decode(errors='replace')}")
+    added = [(cc, image, len(image)) for cc, image in images.items()]
+    load_images(lib, "be_numba_cuda", kernel_id, entry, "Numba kernel", added)

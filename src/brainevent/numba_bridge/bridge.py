@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -12,14 +13,37 @@ from ..calls.batching import with_batch_axis
 from ..calls.ffi import call_target
 from ..calls.operands import Signature, signature_of
 from ..calls.results import flatten_outs, vary_like
-
-# Methods that hand the kernel arrays with a batch axis: the kernel is compiled again for
-# those ranks (a custom_vmap rule), since a launch compiled for the unbatched ranks would
-# read the parameters wrongly.
-RANK_CHANGING = ("expand_dims", "broadcast_all")
-FFI_METHODS = (None, "sequential", "sequential_unrolled", *RANK_CHANGING)
+from ..launchers.launch_config import RANK_CHANGING, check_vmap_method
+from ..launchers.library import Launcher
 
 Preparer = Callable[[Signature], tuple[str, int]]
+# What a preparation gives: the FFI target, the kernel id, and objects to keep alive with the
+# entry (the kernel itself, so that its id() in a key cannot be reused while the entry lives,
+# and anything the registered launcher points into).
+Made = tuple[str, int, tuple[Any, ...]]
+
+
+class PreparedKernels:
+    """The per-process memo of prepared kernels: one compile and registration per key."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[Hashable, Made] = {}
+
+    def preparer(self, key: Hashable, make: Callable[[Signature], Made]) -> Preparer:
+        """``prepare(signature) -> (target, kernel id)``, from ``make`` once per key and signature."""
+
+        def prepare(signature: Signature) -> tuple[str, int]:
+            with self._lock:
+                hit = self._entries.get((key, signature))
+            if hit is None:
+                hit = make(signature)  # outside the lock: compiling takes a while
+                with self._lock:
+                    self._entries[(key, signature)] = hit
+            return hit[0], hit[1]
+
+        return prepare
+
 
 _ABI_TAG = re.compile(rb"B(\d+)v(\d+)")
 
@@ -44,25 +68,20 @@ def stable_text(text: str | bytes) -> bytes:
     return _ABI_TAG.sub(renumber, data)
 
 
-def check_vmap_method(vmap_method: object) -> None:
-    if vmap_method not in FFI_METHODS:
-        raise ValueError(f"vmap_method must be one of {FFI_METHODS}, got {vmap_method!r}")
-
-
 class BridgedFunction:
     """Calls a prepared Numba kernel through ``jax.ffi.ffi_call``; ``prepare`` compiles and
     registers it for a signature and returns ``(target, kernel id)``.
 
     ``per_slice_vmap``: a batching ``vmap_method`` runs the unbatched kernel once per batch
     element. ``launch=False``, or only empty outputs: nothing runs, the results are zeros.
-    ``check_args`` sees every call's arguments first. ``target_for(n_in, n_out)`` names the
-    launcher target without compiling, for a rank-changing vmap's unbatched trace.
+    ``check_args`` sees every call's arguments first. ``launcher_for(n_in, n_out)`` gives the
+    launcher (its target) without compiling, for a rank-changing vmap's unbatched trace.
     """
 
     def __init__(
         self,
         prepare: Preparer,
-        target_for: Callable[[int, int], str] | None,
+        launcher_for: Callable[[int, int], Launcher] | None,
         outs: Any,
         vmap_method: str | None,
         input_output_aliases: dict[int, int] | None,
@@ -74,13 +93,14 @@ class BridgedFunction:
     ) -> None:
         check_vmap_method(vmap_method)
         self._prepare = prepare
-        self._target_for = target_for
+        self._launcher_for = launcher_for
         self._specs, self._treedef = flatten_outs(outs)
         self._rank_changing = vmap_method in RANK_CHANGING
         self._vmap_method = vmap_method
+        # A rank-changing method either compiles the kernel again for the batched ranks (a
+        # custom_vmap rule) or, ``per_slice_vmap``, becomes JAX's sequential method, which calls
+        # the unbatched launch once per batch element (an unbatched input whole to every one).
         if per_slice_vmap and self._rank_changing:
-            # JAX's sequential method calls the unbatched launch once per batch element,
-            # passing an unbatched input whole to every one.
             self._vmap_method, self._rank_changing = "sequential", False
         self._aliases = dict(input_output_aliases) if input_output_aliases else None
         self._vmappable: dict[tuple[Any, ...], Callable[..., Any]] = {}
@@ -109,12 +129,12 @@ class BridgedFunction:
         try:
             target, kernel_id = self._prepare(signature)
         except Exception:
-            if not lenient or self._target_for is None:
+            if not lenient or self._launcher_for is None:
                 raise
             # custom_vmap traces the unbatched body even when only the batched rule runs;
             # a kernel written for the batched ranks may not compile unbatched. An id that is
             # never registered makes an actual unbatched call fail at run time instead.
-            target, kernel_id = self._target_for(len(signature.inputs), len(signature.outputs)), 0
+            target, kernel_id = self._launcher_for(len(signature.inputs), len(signature.outputs)).target, 0
         method = None if self._rank_changing else self._vmap_method
         return call_target(
             target,

@@ -6,29 +6,22 @@ from collections.abc import Callable
 from typing import Any
 
 from ..calls.operands import Signature, content_id
-from ..launchers.prepared import Made, PreparedKernels
-from .bridge import BridgedFunction, stable_text
+from ..launchers.numba_cpu import cpu_launcher_for, register_cfunc
+from .bridge import BridgedFunction, Made, PreparedKernels, Preparer, stable_text
 
 _prepared = PreparedKernels()  # keyed by (id(function), signature)
 
 
 def _entry_source(signature: Signature) -> str:
-    """``entry(data, shapes)``: NumPy-like views of each buffer, then the user's function; 1 if it
-    returned, 0 if it raised."""
-    lines = ["def entry(data, shapes):"]
-    offset = 0
-    names = []
+    """``entry(data, shapes)``: NumPy-like views of each buffer, then the user's function; it
+    returns 1, or 0 when func raised (Numba's cfunc wrapper reports it to sys.unraisablehook)."""
+    lines, offset = ["def entry(data, shapes):"], 0
     for i, operand in enumerate(signature.operands):
-        dims = ", ".join(f"shapes[{offset + j}]" for j in range(operand.ndim))
-        shape = f"({dims},)" if operand.ndim == 1 else f"({dims})"
-        lines.append(f"    a{i} = carray(data[{i}], {shape}, dtype{i})")
-        names.append(f"a{i}")
+        dims = "".join(f"shapes[{offset + j}], " for j in range(operand.ndim))
+        lines.append(f"    a{i} = carray(data[{i}], ({dims}), dtype{i})")
         offset += operand.ndim
-    lines.append(f"    func({', '.join(names)})")
-    # 1 on success: when func raises, Numba's cfunc wrapper reports the exception through
-    # sys.unraisablehook and returns 0 instead.
-    lines.append("    return 1")
-    return "\n".join(lines) + "\n"
+    names = ", ".join(f"a{i}" for i in range(len(signature.operands)))
+    return "\n".join([*lines, f"    func({names})", "    return 1"]) + "\n"
 
 
 def compile_entry(func: Any, signature: Signature) -> Any:
@@ -36,9 +29,8 @@ def compile_entry(func: Any, signature: Signature) -> Any:
     import numba
     from numba import types
 
-    namespace: dict[str, Any] = {"carray": numba.carray, "func": func}
-    for i, operand in enumerate(signature.operands):
-        namespace[f"dtype{i}"] = operand.dtype
+    namespace: dict[str, Any] = {f"dtype{i}": o.dtype for i, o in enumerate(signature.operands)}
+    namespace.update(carray=numba.carray, func=func)
     # Generated code, compiled by Numba; nothing from the user reaches this text.
     exec(compile(_entry_source(signature), "<brainevent numba entry>", "exec"), namespace)
     sig = types.int32(types.CPointer(types.voidptr), types.CPointer(types.int64))
@@ -53,27 +45,17 @@ def require_numba() -> Any:
     return numba
 
 
-def preparer(func: Any) -> Callable[[Signature], tuple[str, int]]:
+def preparer(func: Any) -> Preparer:
     def make(signature: Signature) -> Made:
-        from ..launchers.numba_cpu import cpu_launcher_for, register_cfunc
-
         launcher = cpu_launcher_for(len(signature.inputs), len(signature.outputs))
         entry = compile_entry(func, signature)
         kernel_id = content_id("numba-cpu", stable_text(entry.inspect_llvm()), repr(signature))
-        address = int(entry.address or 0)
-        register_cfunc(launcher, kernel_id, address, getattr(func, "__name__", "?"), signature)
+        register_cfunc(
+            launcher, kernel_id, int(entry.address or 0), getattr(func, "__name__", "?"), signature
+        )
         return launcher.target, kernel_id, (func, entry)
 
-    def prepare(signature: Signature) -> tuple[str, int]:
-        return _prepared.get_or_make((id(func), signature), lambda: make(signature))
-
-    return prepare
-
-
-def _target_for(n_inputs: int, n_outputs: int) -> str:
-    from ..launchers.numba_cpu import cpu_launcher_for
-
-    return cpu_launcher_for(n_inputs, n_outputs).target
+    return _prepared.preparer(id(func), make)
 
 
 def numba_kernel(
@@ -109,4 +91,4 @@ def numba_kernel(
             raise TypeError(f"numba_kernel needs a function, got {type(func).__name__}")
         func = numba.njit(func)
     name = getattr(func, "__name__", "numba_kernel")
-    return BridgedFunction(preparer(func), _target_for, outs, vmap_method, input_output_aliases, name)
+    return BridgedFunction(preparer(func), cpu_launcher_for, outs, vmap_method, input_output_aliases, name)

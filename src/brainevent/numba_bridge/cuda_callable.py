@@ -18,8 +18,7 @@ from typing import Any
 
 from ..calls.operands import Signature
 from ..launchers.library import LauncherCache, LauncherSpec
-from ..launchers.prepared import Made, PreparedKernels
-from .bridge import BridgedFunction
+from .bridge import BridgedFunction, Made, PreparedKernels, Preparer
 from .cuda_kernel import require_numba_cuda
 
 # int run(callable id, buffers, shapes, device, stream, error buffer, its size)
@@ -44,11 +43,6 @@ _counter = itertools.count(secrets.randbits(40) << 20)
 _trampoline_keepalive: list[Any] = []
 
 
-def _write_error(buffer: int, size: int, message: str) -> None:
-    data = message.encode("utf-8", errors="replace")[: max(size - 1, 0)]
-    ctypes.memmove(buffer, data + b"\0", len(data) + 1)
-
-
 def _device_arrays(entry: _Entry, data: Any, shapes: Any) -> list[Any]:
     from numba import cuda
 
@@ -70,29 +64,25 @@ def _device_arrays(entry: _Entry, data: Any, shapes: Any) -> list[Any]:
 def _run(callable_id: int, data: Any, shapes: Any, device: int, stream: int, error: int, size: int) -> int:
     entry = _entries.get(callable_id)
     if entry is None:
-        _write_error(
-            error,
-            size,
+        message = (
             f"numba_cuda_callable id {callable_id} is not registered in this process; call the "
             "wrapper from brainevent.numba_cuda_callable again (executables from another process "
-            "cannot be reused)",
+            "cannot be reused)"
         )
-        return 1
-    try:
-        from numba import cuda
+    else:
+        try:
+            from numba import cuda
 
-        with cuda.gpus[device]:
-            arrays = _device_arrays(entry, data, shapes)
-            entry.func(*arrays, cuda.external_stream(stream))
-        return 0
-    except BaseException as exc:  # every exception must reach XLA: a ctypes callback would drop it
-        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        _write_error(
-            error,
-            size,
-            f"numba_cuda_callable {entry.name!r} raised {type(exc).__name__}: {exc}\n" + "".join(lines[-6:]),
-        )
-        return 1
+            with cuda.gpus[device]:
+                arrays = _device_arrays(entry, data, shapes)
+                entry.func(*arrays, cuda.external_stream(stream))
+            return 0
+        except BaseException as exc:  # every exception must reach XLA: a ctypes callback would drop it
+            trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
+            message = f"numba_cuda_callable {entry.name!r} raised {type(exc).__name__}: {exc}\n{trace}"
+    text = message.encode("utf-8", errors="replace")[: max(size - 1, 0)]
+    ctypes.memmove(error, text + b"\0", len(text) + 1)
+    return 1
 
 
 def _install_trampoline(library: ctypes.CDLL) -> None:
@@ -120,16 +110,13 @@ def _launcher_target(n_inputs: int, n_outputs: int) -> str:
     return _launchers.get(n_inputs, n_outputs).target
 
 
-def _preparer(func: Callable[..., Any], name: str) -> Callable[[Signature], tuple[str, int]]:
+def _preparer(func: Callable[..., Any], name: str) -> Preparer:
     def make(signature: Signature) -> Made:
         callable_id = next(_counter)
         _entries[callable_id] = _Entry(func, signature, name)  # keeps func alive with its id
         return _launcher_target(len(signature.inputs), len(signature.outputs)), callable_id, (func,)
 
-    def prepare(signature: Signature) -> tuple[str, int]:
-        return _prepared.get_or_make((id(func), signature), lambda: make(signature))
-
-    return prepare
+    return _prepared.preparer(id(func), make)
 
 
 def numba_cuda_callable(
@@ -164,5 +151,5 @@ def numba_cuda_callable(
         raise TypeError(f"numba_cuda_callable needs a callable, got {type(func).__name__}")
     name = getattr(func, "__name__", "numba_cuda_callable")
     return BridgedFunction(
-        _preparer(func, name), _launcher_target, outs, vmap_method, input_output_aliases, name
+        _preparer(func, name), _launchers.get, outs, vmap_method, input_output_aliases, name
     )

@@ -10,9 +10,8 @@ import numpy as np
 from ..calls.operands import Signature, content_id
 from ..calls.results import flatten_outs
 from ..errors import KernelTypeError
-from ..launchers.launch_config import LaunchConfig, resolve_launch
-from ..launchers.prepared import Made, PreparedKernels
-from .bridge import BridgedFunction, check_vmap_method, stable_text
+from ..launchers.launch_config import LaunchConfig, check_vmap_method, resolve_launch
+from .bridge import BridgedFunction, Made, PreparedKernels, Preparer, stable_text
 
 
 def require_numba_cuda() -> Any:
@@ -33,7 +32,7 @@ def require_numba_cuda() -> Any:
 _prepared = PreparedKernels()  # keyed by (id(kernel), launch config, signature)
 
 
-def preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[str, int]]:
+def preparer(kernel: Any, config: LaunchConfig) -> Preparer:
     def make(signature: Signature) -> Made:
         from ..launchers.numba_cuda import launcher_for, register_kernel
         from .cuda_compile import compile_for_devices
@@ -53,10 +52,7 @@ def preparer(kernel: Any, config: LaunchConfig) -> Callable[[Signature], tuple[s
         )
         return launcher.target, kernel_id, (kernel,)
 
-    def prepare(signature: Signature) -> tuple[str, int]:
-        return _prepared.get_or_make((id(kernel), config, signature), lambda: make(signature))
-
-    return prepare
+    return _prepared.preparer((id(kernel), config), make)
 
 
 def numba_cuda_kernel(

@@ -42,19 +42,11 @@ def compile(
         CompileError: NVRTC rejected the source; the message quotes the offending line.
         ToolchainError: libnvrtc cannot be found.
     """
-    from .cache import compile_cached, compile_request
-    from .source import read_source
+    from .cache import Request, compile_cached
+    from .source import KernelSource
 
-    text, path = read_source(source_or_path)
-    names = [name_expressions] if isinstance(name_expressions, str) else list(name_expressions)
-    request = compile_request(
-        text,
-        names,
-        parse_arch(arch),
-        path=path,
-        options=[str(o) for o in options],
-        include_dirs=[os.fspath(d) for d in include_dirs],
-    )
+    names = (name_expressions,) if isinstance(name_expressions, str) else tuple(name_expressions)
+    request = Request(KernelSource.read(source_or_path, options, include_dirs), names, parse_arch(arch))
     return compile_cached(request, build_directory=build_directory).compiled
 
 

@@ -9,13 +9,13 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..cache.key import CacheKey, KeyBuilder
 from ..cache.store import EntryStore, cache_root
 from .compiler import Compiled
+from .source import KernelSource
 
 STORE_NAME = "nvrtc"  # entries live under <cache>/v1/nvrtc/<key>/
 
@@ -24,17 +24,9 @@ STORE_NAME = "nvrtc"  # entries live under <cache>/v1/nvrtc/<key>/
 class Request:
     """Everything a compile depends on, as the user gave it."""
 
-    source: str
-    program_name: str  # the user's file path, or "<inline>"
-    display_name: str  # how errors name the source
-    source_dir: str | None  # the file's directory (searched for quoted includes)
+    source: KernelSource
     name_expressions: tuple[str, ...]
     arch: str  # "sm_90" (cubin) or "compute_90" (PTX)
-    options: tuple[str, ...]  # the user's, after ours
-    include_dirs: tuple[str, ...]  # the user's
-
-    def search_dirs(self) -> list[str]:
-        return ([self.source_dir] if self.source_dir else []) + list(self.include_dirs)
 
 
 @dataclass(frozen=True)
@@ -47,16 +39,17 @@ def key_of(request: Request) -> CacheKey:
     from ..build.includes import scan_includes
     from .toolkit import nvrtc_identity
 
-    here = Path(request.source_dir) if request.source_dir else None
-    headers, unresolved = scan_includes([(request.source, here)], [Path(d) for d in request.search_dirs()])
+    source = request.source
+    here = Path(source.path).parent if source.path else None
+    headers, unresolved = scan_includes([(source.text, here)], [Path(d) for d in source.search_dirs()])
     key = (
         KeyBuilder("nvrtc-kernel")
-        .add("source", request.source)
-        .add("program_name", request.program_name)
+        .add("source", source.text)
+        .add("program_name", source.program_name)
         .add("name_expressions", list(request.name_expressions))
         .add("arch", request.arch)
-        .add("options", list(request.options))
-        .add("include_dirs", list(request.include_dirs))
+        .add("options", list(source.options))
+        .add("include_dirs", list(source.include_dirs))
         .add("headers", headers)
         .add("nvrtc", nvrtc_identity())
     )
@@ -70,12 +63,8 @@ def _toolkit_headers(names: list[str]) -> dict[str, str]:
     from ..fileio import file_identity
     from .toolkit import runtime_include_dirs
 
-    dirs = runtime_include_dirs()
-    found = {}
-    for name in names:
-        where = next((d for d in dirs if os.path.isfile(os.path.join(d, name))), None)
-        found[name] = file_identity(os.path.join(where, name)) if where else "not found"
-    return found
+    found = {n: [p for d in runtime_include_dirs() if os.path.isfile(p := os.path.join(d, n))] for n in names}
+    return {n: file_identity(paths[0]) if paths else "not found" for n, paths in found.items()}
 
 
 _memo_lock = threading.Lock()
@@ -109,31 +98,12 @@ def _read_entry(artifact: Path, inputs: dict[str, object]) -> Compiled:
     return Compiled(artifact.read_bytes(), str(kind), dict(lowered) if isinstance(lowered, dict) else {})
 
 
-def _compile(request: Request) -> Compiled:
-    from .compiler import base_options, compile_source
-    from .diagnostics import compile_error
-    from .toolkit import runtime_include_dirs
-
-    dirs = [*request.search_dirs(), *runtime_include_dirs()]
-    options = [*base_options(request.arch, dirs), *request.options]
-    compiled, log = compile_source(
-        request.source, request.program_name, request.name_expressions, request.arch, options
-    )
-    if compiled is None:
-        raise compile_error(
-            log,
-            source=request.source,
-            program_name=request.program_name,
-            display_name=request.display_name,
-            arch=request.arch,
-            kernel=", ".join(request.name_expressions),
-        )
-    return compiled
-
-
 def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
     from ..cache.manifest import Manifest
     from ..cache.publish import build_slot, publish
+    from .compiler import base_options, compile_source
+    from .diagnostics import compile_error
+    from .toolkit import runtime_include_dirs
 
     with build_slot(store, key) as slot:
         if slot.staging is None and slot.existing is not None:  # another process built it meanwhile
@@ -141,13 +111,17 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
             return Result(_read_entry(entry.library, entry.manifest.inputs), False)
         assert slot.staging is not None
         started = time.monotonic()
-        compiled = _compile(request)
+        source, names, arch = request.source, request.name_expressions, request.arch
+        options = [*base_options(arch, [*source.search_dirs(), *runtime_include_dirs()]), *source.options]
+        compiled, log = compile_source(source.text, source.program_name, names, arch, options)
+        if compiled is None:
+            raise compile_error(log, source.text, source.program_name, source.where, arch, ", ".join(names))
         artifact = f"kernel.{compiled.kind}"
         (slot.staging / artifact).write_bytes(compiled.code)
         (slot.staging / "build.log").write_text(compiled.log)
         manifest = Manifest(
             key=key.digest,
-            name=request.display_name,
+            name=source.where,
             platform="cuda",
             artifact=artifact,
             artifact_sha256=hashlib.sha256(compiled.code).hexdigest(),
@@ -155,10 +129,10 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
             inputs={
                 "kind": compiled.kind,
                 "lowered": compiled.lowered,
-                "arch": request.arch,
-                "name_expressions": list(request.name_expressions),
-                "options": list(request.options),
-                "include_dirs": list(request.include_dirs),
+                "arch": arch,
+                "name_expressions": list(names),
+                "options": list(source.options),
+                "include_dirs": list(source.include_dirs),
             },
             created=time.time(),
             build_seconds=time.monotonic() - started,
@@ -171,20 +145,3 @@ def forget_process_memo() -> None:
     """Drop this process's results (tests that rebuild from the disk cache)."""
     with _memo_lock:
         _memo.clear()
-
-
-def compile_request(
-    source: str,
-    name_expressions: Sequence[str],
-    arch: str,
-    *,
-    path: str | None = None,
-    options: Sequence[str] = (),
-    include_dirs: Sequence[str] = (),
-) -> Request:
-    """A :class:`Request` for inline ``source`` or the file ``path`` holding it."""
-    real = os.path.abspath(path) if path is not None else None
-    return Request(
-        source, real or "<inline>", real or "the inline source", real and os.path.dirname(real),
-        tuple(name_expressions), arch, tuple(options), tuple(os.path.abspath(d) for d in include_dirs),
-    )  # fmt: skip

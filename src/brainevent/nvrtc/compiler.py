@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..toolchain.cuda_arch import nvrtc_arch, one_arch
+from ..toolchain.cuda_arch import nvrtc_arch
 
 
 @dataclass(frozen=True)
@@ -23,11 +23,6 @@ class Compiled:
 parse_arch = nvrtc_arch
 
 
-def arch_number(arch: str) -> int:
-    """90 for ``"sm_90"``, ``"sm_90a"`` or ``"compute_90"``."""
-    return one_arch(arch).cc
-
-
 def base_options(arch: str, include_dirs: Sequence[str]) -> list[str]:
     """What every compile passes before the user's options."""
     return [f"--gpu-architecture={arch}", *(f"-I{d}" for d in include_dirs)]
@@ -40,9 +35,8 @@ def compile_source(
     arch: str,
     options: Sequence[str],
 ) -> tuple[Compiled | None, str]:
-    """``(compiled, log)``; ``compiled`` is None when NVRTC rejected the source (the caller
-    turns the log into a :class:`CompileError`). ``options`` are complete (see
-    :func:`base_options`)."""
+    """``(compiled, log)``; ``compiled`` is None when NVRTC rejected the source. ``options`` are
+    complete (see :func:`base_options`)."""
     from .library import ERROR_COMPILATION, nvrtc
 
     bound = nvrtc()
@@ -57,11 +51,7 @@ def compile_source(
             bound.check(lib.nvrtcAddNameExpression(program, expression.encode()), "nvrtcAddNameExpression")
         strings = (ctypes.c_char_p * max(len(options), 1))(*(o.encode() for o in options))
         result = lib.nvrtcCompileProgram(program, len(options), strings)
-        log = (
-            _read(lib.nvrtcGetProgramLogSize, lib.nvrtcGetProgramLog, program, bound)
-            .decode(errors="replace")
-            .rstrip("\x00")
-        )
+        log = _read(bound, program, "ProgramLog").decode(errors="replace").rstrip("\x00")
         if result == ERROR_COMPILATION:
             return None, log
         if result != 0:  # e.g. NVRTC_ERROR_INVALID_OPTION: an option or architecture it rejects
@@ -83,20 +73,16 @@ def compile_source(
                 "nvrtcGetLoweredName",
             )
             lowered[expression] = (name.value or b"").decode()
-        if arch.startswith("sm_"):
-            code = _read(lib.nvrtcGetCUBINSize, lib.nvrtcGetCUBIN, program, bound)
-            kind = "cubin"
-        else:
-            code = _read(lib.nvrtcGetPTXSize, lib.nvrtcGetPTX, program, bound)
-            kind = "ptx"
-        return Compiled(code, kind, lowered, log), log
+        kind = "cubin" if arch.startswith("sm_") else "ptx"
+        return Compiled(_read(bound, program, kind.upper()), kind, lowered, log), log
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(program))
 
 
-def _read(size_of: Any, read: Any, program: ctypes.c_void_p, bound: Any) -> bytes:
+def _read(bound: Any, program: ctypes.c_void_p, what: str) -> bytes:
+    """The program's log, CUBIN or PTX (``what``), through ``nvrtcGet<what>Size`` and ``nvrtcGet<what>``."""
     size = ctypes.c_size_t()
-    bound.check(size_of(program, ctypes.byref(size)), size_of.__name__)
+    bound.check(getattr(bound.lib, f"nvrtcGet{what}Size")(program, ctypes.byref(size)), f"nvrtcGet{what}Size")
     buffer = ctypes.create_string_buffer(max(size.value, 1))
-    bound.check(read(program, buffer), read.__name__)
+    bound.check(getattr(bound.lib, f"nvrtcGet{what}")(program, buffer), f"nvrtcGet{what}")
     return buffer.raw[: size.value]

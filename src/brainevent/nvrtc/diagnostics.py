@@ -12,46 +12,36 @@ from ..errors import CompileError
 _PLACE = re.compile(
     r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<kind>(?:catastrophic )?error|fatal error)\b(?P<rest>.*)$"
 )
-_CONTEXT = 1  # lines quoted on each side of the offending one
 
 
-def _quote(lines: list[str], number: int) -> str:
-    first, last = max(number - _CONTEXT, 1), min(number + _CONTEXT, len(lines))
+def _where(found: re.Match[str], program_name: str, source: str, display_name: str) -> str:
+    """``<file>, line <n>: <error>``, then the offending line with one line on each side."""
+    file, number = found.group("file"), int(found.group("line"))
+    where = f"{display_name if file == program_name else file}, line {number}: {found['kind']}{found['rest']}"
+    try:
+        lines = (source if file == program_name else Path(file).read_text(errors="replace")).splitlines()
+    except OSError:
+        return where
+    if not 1 <= number <= len(lines):
+        return where
+    first, last = max(number - 1, 1), min(number + 1, len(lines))
     width = len(str(last))
-    return "\n".join(
+    quoted = (
         f"  {'>' if n == number else ' '} {n:>{width}} | {lines[n - 1]}" for n in range(first, last + 1)
     )
-
-
-def _text_of(file: str, program_name: str, source: str) -> str | None:
-    if file == program_name:
-        return source
-    try:
-        return Path(file).read_text(errors="replace")
-    except OSError:
-        return None
+    return where + "\n" + "\n".join(quoted)
 
 
 def compile_error(
-    log: str, *, source: str, program_name: str, display_name: str, arch: str, kernel: str
+    log: str, source: str, program_name: str, display_name: str, arch: str, kernel: str
 ) -> CompileError:
     """The error for a failed compile of ``source`` (``display_name`` is how the user knows it:
     their file's path, or "the inline source")."""
-    where = None
-    for raw in log.splitlines():
-        found = _PLACE.match(raw.strip())
-        if found is None:
-            continue
-        file, number = found.group("file"), int(found.group("line"))
-        text = _text_of(file, program_name, source)
-        shown = display_name if file == program_name else file
-        where = f"{shown}, line {number}: {found.group('kind')}{found.group('rest')}"
-        if text is not None:
-            lines = text.splitlines()
-            if 1 <= number <= len(lines):
-                where += "\n" + _quote(lines, number)
-        break
-    first = where or (log.strip().splitlines() or ["(NVRTC gave no log)"])[0]
+    found = next((m for raw in log.splitlines() if (m := _PLACE.match(raw.strip()))), None)
+    if found is not None:
+        first = _where(found, program_name, source, display_name)
+    else:
+        first = (log.strip().splitlines() or ["(NVRTC gave no log)"])[0]
     message = (
         f"NVRTC could not compile {display_name} for {arch} (kernel {kernel!r}):\n{first}\n\n"
         f"NVRTC's log:\n{log.rstrip()}"

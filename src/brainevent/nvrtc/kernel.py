@@ -12,14 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCallError
-from ..launchers.launch_config import LaunchConfig, resolve_launch
-from .launch import KernelSource
-
-# vmap methods of jax.ffi.ffi_call. The grid and scalars are fixed when a call is traced, so
-# a launch cannot cover a batch axis: the rank-changing methods run it once per batch
-# element, as numba_cuda_kernel does.
-RANK_CHANGING = ("expand_dims", "broadcast_all")
-VMAP_METHODS = (None, "sequential", "sequential_unrolled", *RANK_CHANGING)
+from ..launchers.launch_config import RANK_CHANGING, LaunchConfig, check_vmap_method, is_int, resolve_launch
+from .source import KernelSource
 
 _C_TYPES = {
     "bool": "bool",
@@ -64,16 +58,13 @@ def parse_archs(compute_capability: Any) -> tuple[str, ...] | None:
     return tuple(sorted(set(archs)))
 
 
-def resolve_config(
-    grid: Any, block: Any, launch_dims: Any, threads_per_block: int, shared_mem: int, vmap_method: str | None
-) -> LaunchConfig:
-    """``resolve_launch`` with its ValueErrors as our typed error (still a ValueError)."""
+def resolve_config(*launch: Any, vmap_method: str | None) -> LaunchConfig:
+    """``resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)`` with its
+    ValueErrors as our typed error (still a ValueError)."""
     try:
-        return resolve_launch(
-            grid, block, launch_dims, threads_per_block, shared_mem, vmap_method=vmap_method, allow_empty=True
-        )
+        return resolve_launch(*launch, vmap_method=vmap_method, allow_empty=True)
     except ValueError as exc:
-        raise KernelCallError(f"cuda_kernel: {exc}", grid=repr((grid, block, launch_dims))) from None
+        raise KernelCallError(f"cuda_kernel: {exc}", grid=repr(launch[:3])) from None
 
 
 @dataclass(frozen=True)
@@ -103,24 +94,17 @@ class KernelDef:
     ) -> KernelDef:
         """What can be checked before a call: a fixed launch, the name, and, when ``scalars``
         are ``all_scalars`` (cuda_kernel: no call adds any), that a fixed name binds them all."""
-        if vmap_method not in VMAP_METHODS:
-            raise KernelCallError(
-                f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}", value=repr(vmap_method)
-            )
+        check_vmap_method(vmap_method)
         grid, block = launch[:2]
         if not any(callable(v) for v in launch):
-            resolve_config(*launch, vmap_method)  # fail early on a fixed configuration
+            resolve_config(*launch, vmap_method=vmap_method)  # fail early on a fixed configuration
         elif vmap_method in RANK_CHANGING and (grid is not None or block is not None):
-            resolve_config(grid, block, None, *launch[3:], vmap_method)
+            resolve_config(grid, block, None, *launch[3:], vmap_method=vmap_method)
         if isinstance(options, str):
             raise KernelCallError(
                 f"options must be a list of NVRTC options, got the string {options!r}", value=options
             )
-        from .source import read_source
-
-        text, path = read_source(source_or_path)
-        dirs = tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
-        source = KernelSource(text, path, tuple(str(o) for o in options), dirs)
+        source = KernelSource.read(source_or_path, options, include_dirs)
         if isinstance(name, str) and all_scalars:
             from .launch import check_scalar_names, signature_for
 
@@ -148,8 +132,7 @@ class KernelDef:
                 f"cuda_kernel: name must give a name expression string, got {expression!r}",
                 kernel=repr(expression),
             )
-        grid, block, dims, threads, shared = (value(v) for v in self.launch)
-        config = resolve_config(grid, block, dims, threads, shared, vmap_method)
+        config = resolve_config(*(value(v) for v in self.launch), vmap_method=vmap_method)
         scalars = {k: value(v) for k, v in self.scalars.items()}
         both = sorted(set(extra) & set(scalars))
         if both:
@@ -178,6 +161,8 @@ class CudaKernel:
         self._kernel = kernel
         self._specs, self._treedef = flatten_outs(outs)
         self._given_vmap_method = vmap_method
+        # The grid and scalars are fixed when a call is traced, so a launch cannot cover a batch
+        # axis: the rank-changing methods run it once per batch element, as numba_cuda_kernel does.
         self._vmap_method = "sequential" if vmap_method in RANK_CHANGING else vmap_method
         self._aliases = dict(input_output_aliases) if input_output_aliases else None
         self._batch_dims = num_batch_dims or 0
@@ -190,14 +175,13 @@ class CudaKernel:
 
         from ..calls.ffi import call_target
         from ..calls.operands import check_arrays
+        from ..calls.partitioned import check_batch_dims, partitioned_call
         from ..calls.results import vary_like
         from .launch import element_avals, prepare
 
         check_arrays(self.__name__, arrays, "as keywords of cuda_kernel")
         batch_dims = self._batch_dims
         if batch_dims:
-            from ..calls.partitioned import check_batch_dims
-
             check_batch_dims(self.__name__, arrays, self._specs, batch_dims)
         avals = element_avals([jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in arrays], batch_dims)
         specs = element_avals(self._specs, batch_dims)
@@ -211,11 +195,10 @@ class CudaKernel:
             k.source, expression, avals, specs, scalars, config, k.archs, batch_dims > 0
         )
         if batch_dims:
-            from ..calls.partitioned import partitioned_call
-
             attrs = {"kernel_id": np.int64(kernel_id)}
-            method = self._given_vmap_method
-            results = partitioned_call(target, arrays, self._specs, batch_dims, method, attrs)
+            results = partitioned_call(
+                target, arrays, self._specs, batch_dims, self._given_vmap_method, attrs
+            )
         else:
             results = call_target(
                 target,
@@ -296,9 +279,7 @@ def cuda_kernel(
         CompileError: NVRTC rejected the source; the message quotes the offending line.
         ToolchainError: libnvrtc cannot be found (``pip install nvidia-cuda-nvrtc``).
     """
-    if num_batch_dims is not None and (
-        isinstance(num_batch_dims, bool) or not isinstance(num_batch_dims, int) or num_batch_dims < 1
-    ):
+    if num_batch_dims is not None and (not is_int(num_batch_dims) or num_batch_dims < 1):
         raise KernelCallError(
             f"num_batch_dims must be a positive int or None, got {num_batch_dims!r}",
             value=repr(num_batch_dims),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,20 +14,7 @@ import numpy as np
 from ..errors import KernelCallError
 from ..launchers.launch_config import LaunchConfig
 from .signature import KernelParam, KernelSignature, kernel_signature
-
-
-@dataclass(frozen=True)
-class KernelSource:
-    """The user's source as given: its text, its file (None for an inline string), options."""
-
-    text: str
-    path: str | None
-    options: tuple[str, ...]
-    include_dirs: tuple[str, ...]
-
-    @property
-    def where(self) -> str:
-        return self.path or "the inline source"
+from .source import KernelSource
 
 
 @functools.cache
@@ -186,21 +172,17 @@ def prepare(
     batch dims stripped); the launcher runs the kernel once per element of each call."""
     from ..calls.operands import content_id
     from ..launchers.cubin import Image, launcher_for, register
-    from .cache import compile_cached, compile_request
-    from .compiler import arch_number
+    from ..toolchain.cuda_arch import one_arch
+    from .cache import Request, compile_cached
 
     sig = signature_for(source, expression)
     params = operand_params(sig, expression, [*inputs, *outputs], len(inputs), scalars)
     images: dict[int, Image] = {}
     entries = set()
     for arch in architectures(archs):
-        request = compile_request(
-            source.text, [expression], arch, path=source.path, options=source.options,
-            include_dirs=source.include_dirs,
-        )  # fmt: skip
-        compiled = compile_cached(request).compiled
+        compiled = compile_cached(Request(source, (expression,), arch)).compiled
         code = compiled.code if compiled.kind == "cubin" else compiled.code.rstrip(b"\x00") + b"\x00"
-        images[arch_number(arch)] = Image(code, config.shared_mem)
+        images[one_arch(arch).cc] = Image(code, config.shared_mem)
         entries.add(compiled.lowered[expression])
     entry = entries.pop()
     launcher = launcher_for(len(inputs), len(outputs))

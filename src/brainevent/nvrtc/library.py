@@ -61,31 +61,24 @@ _lock = threading.Lock()
 _bound: Nvrtc | None = None
 
 
-def _not_found(exc: Exception) -> ToolchainError:
-    return ToolchainError(
-        "cannot find libnvrtc, which brainevent.cuda_kernel compiles with: install NVIDIA's wheel "
-        "(`pip install nvidia-cuda-nvrtc` for CUDA 13, `pip install nvidia-cuda-nvrtc-cu12` for CUDA 12; "
-        "jax[cuda12] and jax[cuda13] already bring it) or point CUDA_HOME at a CUDA toolkit. "
-        f"cuda-pathfinder said: {exc}",
-        compiler="nvrtc",
-    )
-
-
 def _bind() -> Nvrtc:
     try:
         from cuda.pathfinder import load_nvidia_dynamic_lib
 
         loaded = load_nvidia_dynamic_lib("nvrtc")
     except Exception as exc:  # DynamicLibNotFoundError and its kin, or no cuda-pathfinder
-        raise _not_found(exc) from exc
+        raise ToolchainError(
+            "cannot find libnvrtc, which brainevent.cuda_kernel compiles with: install NVIDIA's wheel "
+            "(`pip install nvidia-cuda-nvrtc` for CUDA 13, `pip install nvidia-cuda-nvrtc-cu12` for CUDA 12; "
+            "jax[cuda12] and jax[cuda13] already bring it) or point CUDA_HOME at a CUDA toolkit. "
+            f"cuda-pathfinder said: {exc}",
+            compiler="nvrtc",
+        ) from exc
     path = str(loaded.abs_path or "libnvrtc")
     lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
     for name, argtypes in _API.items():
-        function = getattr(lib, name)
-        function.restype = ctypes.c_int
-        function.argtypes = argtypes
-    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
-    lib.nvrtcGetErrorString.argtypes = [ctypes.c_int]
+        getattr(lib, name).restype, getattr(lib, name).argtypes = ctypes.c_int, argtypes
+    lib.nvrtcGetErrorString.restype, lib.nvrtcGetErrorString.argtypes = ctypes.c_char_p, [ctypes.c_int]
     major, minor = ctypes.c_int(), ctypes.c_int()
     if lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) != SUCCESS:
         raise ToolchainError(f"libnvrtc at {path} does not report its version", compiler="nvrtc")

@@ -6,6 +6,7 @@ receive the arrays, the rest are typed scalars. A template is read through its n
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import KernelCallError
@@ -67,39 +68,30 @@ def _split_top(text: str) -> list[str]:
     return parts
 
 
-def _blank(match: re.Match[str]) -> str:
-    return "".join(c if c == "\n" else " " for c in match.group(0))
-
-
-def _template_params(tokens: list[Token], sig: CxxSignature) -> list[tuple[str, bool]]:
+def _template_params(tokens: Sequence[Token], sig: CxxSignature) -> list[tuple[str, bool]]:
     """``[(name, is_type)]`` of the template header in front of ``sig``'s declaration."""
-    index = next(
-        (
-            i
-            for i, t in enumerate(tokens)
-            if t.text == sig.name and t.line == sig.line and i + 1 < len(tokens) and tokens[i + 1].text == "("
-        ),
-        None,
-    )
-    if index is None:
-        return []
-    start = index
-    while start > 0 and tokens[start - 1].text not in (";", "{", "}"):
+    texts = [t.text for t in tokens]
+    at_name = [
+        i
+        for i, t in enumerate(tokens)
+        if t.text == sig.name and t.line == sig.line and texts[i + 1 : i + 2] == ["("]
+    ]
+    start = end = at_name[0] if at_name else 0
+    while start > 0 and texts[start - 1] not in (";", "{", "}"):
         start -= 1
-    prefix = tokens[start:index]
-    at = next((i for i, t in enumerate(prefix) if t.text == "template"), None)
-    if at is None or at + 1 >= len(prefix) or prefix[at + 1].text != "<":
+    words = texts[start:end]
+    at = words.index("template") + 1 if "template" in words else 0
+    if not at or words[at : at + 1] != ["<"]:
         return []
-    depth, end = 0, len(prefix)
-    for i in range(at + 1, len(prefix)):
-        depth += (prefix[i].text == "<") - (prefix[i].text == ">")
+    depth, close = 0, len(words)
+    for i in range(at, len(words)):
+        depth += (words[i] == "<") - (words[i] == ">")
         if depth == 0:
-            end = i
+            close = i
             break
-    groups = [group.split() for group in _split_top(" ".join(t.text for t in prefix[at + 2 : end]))]
     out = []
-    for words in groups:
-        head = words[: words.index("=")] if "=" in words else words
+    for group in _split_top(" ".join(words[at + 1 : close])):
+        head = group.partition("=")[0].split()  # without a default value
         idents = [w for w in head if w[:1].isalpha() or w[:1] == "_"]
         if idents:
             out.append((idents[-1], head[0] in ("typename", "class")))
@@ -111,8 +103,7 @@ def kernel_signature(source: str, expression: str, where: str) -> KernelSignatur
     source in errors)."""
     qualified, args = split_name(expression)
     scope, _, name = qualified.rpartition("::")
-    cleaned = _LAUNCH_BOUNDS.sub(_blank, source)
-    lexed = lex(cleaned)
+    lexed = lex(_LAUNCH_BOUNDS.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), source))
     found = scan_functions(lexed)
     kernels = [s for s in found if s.kind == "kernel"]
     matches = [s for s in kernels if s.name == name and (not scope or s.scope.endswith(scope.lstrip(":")))]
@@ -134,8 +125,7 @@ def kernel_signature(source: str, expression: str, where: str) -> KernelSignatur
     sig = definitions[0]
     substitute: dict[str, list[str]] = {}
     if sig.is_template:
-        template = _template_params(list(lexed.tokens), sig)
-        for (param, is_type), arg in zip(template, args, strict=False):
+        for (param, is_type), arg in zip(_template_params(lexed.tokens, sig), args, strict=False):
             if is_type:
                 substitute[param] = [t.text for t in lex(arg).tokens]
     elif args:
@@ -149,18 +139,10 @@ def kernel_signature(source: str, expression: str, where: str) -> KernelSignatur
 
 
 def _param(name: str, words: tuple[str, ...], substitute: dict[str, list[str]]) -> KernelParam:
-    expanded: list[str] = []
-    for w in words:
-        if w in _DROPPED:
-            continue
-        expanded.extend(substitute.get(w, [w]))
+    expanded = [x for w in words if w not in _DROPPED for x in substitute.get(w, [w])]
     cxx = join_type(expanded)
-    if "*" in expanded:
-        last = len(expanded) - 1 - expanded[::-1].index("*")
-        pointee = [w for w in expanded[:last] if w != "const"]
-        cls = classify_words(pointee)
-        return KernelParam(name, True, cls.detail if cls.kind == "scalar" else None, cxx)
-    cls = classify_words(expanded)
-    if cls.kind != "scalar":
-        return KernelParam(name, False, None, cxx)  # refused when a value is bound to it
-    return KernelParam(name, False, cls.detail, cxx)
+    pointer = "*" in expanded
+    if pointer:  # typed by its pointee
+        expanded = [w for w in expanded[: len(expanded) - 1 - expanded[::-1].index("*")] if w != "const"]
+    cls = classify_words(expanded)  # not a scalar: refused when a value is bound to it
+    return KernelParam(name, pointer, cls.detail if cls.kind == "scalar" else None, cxx)

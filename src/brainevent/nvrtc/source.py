@@ -1,13 +1,51 @@
-"""Telling an inline CUDA string from a path to a file holding one."""
+"""The user's CUDA source as given: inline text or a file, with its options and include dirs."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import KernelCallError
 
 _SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cuda")
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """The source's text, its file (absolute; None for an inline string), NVRTC options and include
+    directories (absolute)."""
+
+    text: str
+    path: str | None
+    options: tuple[str, ...]
+    include_dirs: tuple[str, ...]
+
+    @classmethod
+    def read(
+        cls,
+        source_or_path: str | os.PathLike[str],
+        options: Sequence[str] = (),
+        include_dirs: Sequence[str | os.PathLike[str]] = (),
+    ) -> KernelSource:
+        text, path = read_source(source_or_path)
+        dirs = tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
+        return cls(text, path, tuple(str(o) for o in options), dirs)
+
+    @property
+    def where(self) -> str:
+        """How errors name the source."""
+        return self.path or "the inline source"
+
+    @property
+    def program_name(self) -> str:
+        """NVRTC's name of the program, which its log repeats."""
+        return self.path or "<inline>"
+
+    def search_dirs(self) -> list[str]:
+        """The file's directory (for quoted includes), then the include directories."""
+        return ([os.path.dirname(self.path)] if self.path else []) + list(self.include_dirs)
 
 
 def read_source(source_or_path: str | os.PathLike[str]) -> tuple[str, str | None]:

@@ -5,6 +5,7 @@ the NVRTC release for the cache key. Plain file checks first (wheels, conda, CUD
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -23,21 +24,15 @@ def site_dirs() -> tuple[str, ...]:
 
 
 @functools.cache
-def _listing(directory: str) -> tuple[str, ...]:
-    try:
-        return tuple(os.listdir(directory))
-    except OSError:
-        return ()
-
-
 def wheel_version(distribution: str) -> str | None:
     """The installed version of ``distribution``, from its ``.dist-info`` directory's name
     (a directory listing: importing importlib.metadata costs more than a whole cache hit)."""
     prefix = distribution.replace("-", "_").lower() + "-"
     for directory in site_dirs():
-        for entry in _listing(directory):
-            if entry.lower().startswith(prefix) and entry.endswith(".dist-info"):
-                return entry[len(prefix) : -len(".dist-info")]
+        with contextlib.suppress(OSError):
+            for entry in os.listdir(directory):
+                if entry.lower().startswith(prefix) and entry.endswith(".dist-info"):
+                    return entry[len(prefix) : -len(".dist-info")]
     return None
 
 
@@ -55,10 +50,7 @@ def nvrtc_identity() -> str:
 
 
 def _holding(candidates: list[Path], header: str) -> str | None:
-    for candidate in candidates:
-        if (candidate / header).is_file():
-            return str(candidate)
-    return None
+    return next((str(c) for c in candidates if (c / header).is_file()), None)
 
 
 def _pathfinder_dir(name: str) -> str | None:
@@ -73,15 +65,10 @@ def _pathfinder_dir(name: str) -> str | None:
 
 def _roots() -> list[Path]:
     """Toolkit roots named by the environment, in cuda-pathfinder's order, then the usual one."""
-    roots = []
     conda = os.environ.get("CONDA_PREFIX")
-    if conda:
-        roots += [Path(conda) / "targets" / "x86_64-linux", Path(conda)]
-    for variable in ("CUDA_PATH", "CUDA_HOME"):
-        if os.environ.get(variable):
-            roots.append(Path(os.environ[variable]))
-    roots.append(Path("/usr/local/cuda"))
-    return roots
+    roots = [Path(conda) / "targets" / "x86_64-linux", Path(conda)] if conda else []
+    roots += [Path(os.environ[v]) for v in ("CUDA_PATH", "CUDA_HOME") if os.environ.get(v)]
+    return [*roots, Path("/usr/local/cuda")]
 
 
 @functools.cache
@@ -90,18 +77,10 @@ def runtime_include_dirs() -> tuple[str, ...]:
     (``<nv/target>``, which CUDA 13's ``cuda_fp16.h`` needs); empty when none is found (kernels
     that include nothing from the toolkit still compile)."""
     wheels = [Path(d) / layout for d in site_dirs() for layout in _CUDART_LAYOUTS]
-    cudart = (
-        _holding(wheels, "cuda_runtime.h")
-        or _holding([r / "include" for r in _roots()], "cuda_runtime.h")
-        or _pathfinder_dir("cudart")
-    )
-    dirs = [cudart] if cudart else []
-    cccl_wheels = [Path(d) / layout for d in site_dirs() for layout in _CCCL_LAYOUTS]
-    cccl = _holding(cccl_wheels, "nv/target")
-    if cccl is None and cudart:
-        cccl = _holding([Path(cudart) / "cccl", Path(cudart)], "nv/target")
-    if cccl is None:
-        cccl = _pathfinder_dir("cccl")
-    if cccl and cccl not in dirs:
-        dirs.append(cccl)
-    return tuple(dirs)
+    roots = [r / "include" for r in _roots()]
+    cudart = _holding([*wheels, *roots], "cuda_runtime.h") or _pathfinder_dir("cudart")
+    cccl_dirs = [Path(d) / layout for d in site_dirs() for layout in _CCCL_LAYOUTS]
+    if cudart:
+        cccl_dirs += [Path(cudart) / "cccl", Path(cudart)]
+    cccl = _holding(cccl_dirs, "nv/target") or _pathfinder_dir("cccl")
+    return tuple(dict.fromkeys(d for d in (cudart, cccl) if d))

@@ -7,7 +7,7 @@
 // shapes concatenated, and returns 1, or 0 when the Numba function raised. It is found in a
 // table by a content id (the kernel_id attribute); an id that was never registered in this
 // library is an error, so no other address is ever called. What the function raised reaches
-// the handler through be_numba_cpu_raised (called by the hook in launchers/numba_cpu_errors.py)
+// the handler through be_numba_cpu_raised (called by the hook in launchers/numba_cpu.py)
 // and becomes the call's error.
 //
 // be_numba_cpu_handler reads XLA's call frame itself (xla/ffi/api/c_api.h): the attribute by
