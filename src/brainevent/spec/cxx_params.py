@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from brainevent.spec.cxx_lexer import Token
-from brainevent.spec.cxx_types import join_type
+from brainevent.spec.cxx_types import QUALIFIERS, join_type
 
 # Words that end a parameter's type rather than naming it.
 _TYPE_WORDS = frozenset(
@@ -18,7 +18,6 @@ _TYPE_WORDS = frozenset(
      "long", "signed", "unsigned", "float", "double", "auto", "const", "volatile",
      "__restrict__", "__restrict"}
 )  # fmt: skip
-_QUALIFIERS = frozenset({"const", "volatile", "struct", "class", "enum", "typename"})
 
 
 @dataclass(frozen=True)
@@ -117,5 +116,5 @@ def _name_index(tokens: list[Token]) -> int | None:
         return None
     if texts[last - 1] == "::":
         return None
-    rest = [w for k, w in enumerate(texts) if k != last and w not in _QUALIFIERS]
+    rest = [w for k, w in enumerate(texts) if k != last and w not in QUALIFIERS]
     return last if rest else None

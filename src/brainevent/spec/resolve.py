@@ -22,7 +22,7 @@ from brainevent.spec.bind import bind_tokens, infer_spec
 from brainevent.spec.cxx_lexer import LexResult, lex
 from brainevent.spec.model import FunctionSpec, Role
 from brainevent.spec.names import CXX_KEYWORDS, did_you_mean, is_c_identifier
-from brainevent.spec.signature import CxxSignature, classify, pick_one, scan_functions
+from brainevent.spec.signature import CxxSignature, clash_error, classify, pick_one, scan_functions
 from brainevent.spec.tokens import SpecToken, parse_tokens
 
 Functions = Mapping[str, Sequence[str] | str | None] | Sequence[str] | None
@@ -216,12 +216,8 @@ def _locate(
     hosts = ([s for s in functions_of(src) if s.name == name and s.kind == "host"] for src in scanned)
     per_file = [found for found in (pick_one(name, h) for h in hosts) if found is not None]
     if len(per_file) > 1 and sum(s.is_definition for s in per_file) != 1:
-        raise SpecError(
-            f"{name}: found in several sources ({', '.join(s.where for s in per_file)}). Define each entry "
-            "point in exactly one source.",
-            function=name,
-            files=[s.file_name for s in per_file],
-        )
+        problem = "found in several sources ({}). Define each entry point in exactly one source."
+        raise clash_error(name, per_file, problem)
     found = pick_one(name, per_file)  # declarations elsewhere must agree with the one definition
     if found is None:
         raise _not_found(name, scanned, functions_of)
