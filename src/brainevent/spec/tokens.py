@@ -50,16 +50,14 @@ EXPECTED_TOKENS = (
 
 @dataclass(frozen=True)
 class SpecToken:
-    """One parsed arg_spec token. ``attr_name``/``dtype`` are set for attrs only;
-    ``dtype`` is None for a bare ``attr.<name>`` (the C++ type decides)."""
+    """One parsed arg_spec token."""
 
     role: Role
-    attr_name: str | None = None
-    dtype: str | None = None
+    attr_name: str | None = None  # attrs only
+    dtype: str | None = None  # attrs only; None for a bare ``attr.<name>`` (the C++ type decides)
     scratch_bytes: int | None = None  # `scratch:<bytes>` only
     shape: str | None = None  # `ret:<shape>` only: the canonical declaration (spec/out_shape.py)
-    # The token as the user wrote it, kept for error messages only.
-    text: str = field(default="", compare=False)
+    text: str = field(default="", compare=False)  # as the user wrote it, for error messages
 
     @property
     def canonical(self) -> str:
@@ -72,8 +70,7 @@ class SpecToken:
 
 
 def parse_tokens(function: str, tokens: Sequence[str] | str) -> list[SpecToken]:
-    """Parse an arg_spec (a single string is split on whitespace); SpecError naming the
-    function and the offending token."""
+    """Parse an arg_spec (a string is split on whitespace); SpecError naming the bad token."""
     if isinstance(tokens, str):
         tokens = tokens.split()
     if not isinstance(tokens, list | tuple):
@@ -203,7 +200,6 @@ def _parse_ret_shape(where: str, raw: str, text: str, data: dict[str, Any]) -> S
 
 
 def _token_hint(text: str) -> str:
-    """Suggest the intended token for a typo such as ``atr.x`` or ``agr``."""
     prefix, dot, rest = text.partition(".")
     if dot and prefix != "ctx" and close_matches(prefix, _ATTR_PREFIXES):
         return f" Did you mean 'attr.{rest}'?"
