@@ -1,7 +1,5 @@
-"""Read one C++ parameter list: split it at top-level commas, drop defaults and ``[[...]]``
-attributes, and tell each parameter's name from its type.
-
-Works on :mod:`cxx_lexer` tokens; :mod:`signature` finds the list, this module reads it.
+"""Read one C++ parameter list (:mod:`signature` finds it): split it at top-level commas, drop
+defaults and ``[[...]]`` attributes, and tell each parameter's name from its type.
 """
 
 from __future__ import annotations
@@ -69,26 +67,24 @@ def _parse_param(tokens: list[Token], fallback_line: int) -> CxxParam:
     tokens = _without_attributes(tokens)
     texts = [t.text for t in tokens]
     name_at = _name_index(tokens)
-    line = tokens[0].line if tokens else fallback_line
     if name_at is None:
-        return CxxParam("", join_type(texts), line, tuple(texts))
+        return CxxParam("", join_type(texts), tokens[0].line if tokens else fallback_line, tuple(texts))
     type_words = tuple(texts[:name_at] + texts[name_at + 1 :])
     return CxxParam(texts[name_at], join_type(type_words), tokens[name_at].line, type_words)
 
 
 def _without_attributes(tokens: list[Token]) -> list[Token]:
     """Drop ``[[...]]`` attributes, keeping array brackets ``[N]``."""
+    texts = [t.text for t in tokens]
     out: list[Token] = []
     k = 0
     while k < len(tokens):
-        if tokens[k].text == "[" and k + 1 < len(tokens) and tokens[k + 1].text == "[":
-            end = k + 2
-            while end + 1 < len(tokens) and not (tokens[end].text == "]" and tokens[end + 1].text == "]"):
-                end += 1
-            k = end + 2
-            continue
-        out.append(tokens[k])
-        k += 1
+        if texts[k : k + 2] == ["[", "["]:
+            ends = (e for e in range(k + 2, len(texts) - 1) if texts[e : e + 2] == ["]", "]"])
+            k = next(ends, max(k + 2, len(texts) - 1)) + 2
+        else:
+            out.append(tokens[k])
+            k += 1
     return out
 
 

@@ -1,11 +1,8 @@
-"""Find a function's declaration in C++ source and read its parameter list.
+"""Find a function's declaration in C++ source (its parameter list is read by :mod:`cxx_params`).
 
-Works on :mod:`cxx_lexer` tokens while tracking brace scopes: only names at
-namespace scope (file scope, ``namespace x {}``, ``extern "C" {}``) can declare
-an entry point, so calls inside other function bodies and class members are
-never mistaken for it. A candidate is ``<prefix> name ( params )`` followed by
-``{`` (a definition) or ``;`` (a declaration), where ``<prefix>`` ends in a type.
-The parameter list itself is read by :mod:`cxx_params`.
+Only names at namespace scope (file scope, ``namespace x {}``, ``extern "C" {}``) can declare an
+entry point, so calls inside function bodies and class members are never mistaken for it. A
+candidate is ``<prefix> name ( params )`` then ``{`` or ``;``, where ``<prefix>`` ends in a type.
 """
 
 from __future__ import annotations
@@ -218,10 +215,8 @@ class _Scanner:
         if prefix is None or any(w in ("=", "typedef", "using", "friend") for w in prefix):
             return None
         close = self.match(i + 1)
-        if close is None:
-            return None
-        end = self.declarator_end(close + 1)
-        if end is None:
+        end = None if close is None else self.declarator_end(close + 1)
+        if close is None or end is None:
             return None
         device_only = "__device__" in prefix and "__host__" not in prefix
         kind = "kernel" if "__global__" in prefix else "device" if device_only else "host"
@@ -262,23 +257,16 @@ def _strip_template_headers(words: list[str]) -> tuple[bool, list[str] | None]:
 
 def _return_type(prefix: list[str]) -> str:
     words: list[str] = []
-    skip_parens = False
     depth = 0
+    after_specifier = False
     for w in prefix:
         if depth:  # inside a dropped (...) or [[...]] group
             depth += (w in ("(", "[")) - (w in (")", "]"))
-            continue
-        if skip_parens and w in ("(", "["):
-            depth = 1
-            skip_parens = False
-            continue
-        skip_parens = False
-        if w in _PAREN_SPECIFIERS:
-            skip_parens = True
-        elif w == "[":
-            depth = 1  # [[attribute]]
-        elif w not in _SPECIFIERS and w != '"':
+        elif w == "[" or (after_specifier and w == "("):
+            depth = 1  # [[attribute]], or a specifier's argument
+        elif w not in _SPECIFIERS and w not in _PAREN_SPECIFIERS and w != '"':
             words.append(w)
+        after_specifier = w in _PAREN_SPECIFIERS
     # A macro call before the declaration (``EXPORT(x) void f``) leaves ``( x )``.
     if ")" in words:
         words = words[len(words) - words[::-1].index(")") :]
