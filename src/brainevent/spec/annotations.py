@@ -53,12 +53,10 @@ def discover_annotations(source: str | LexResult, file_name: str = "<source>") -
 def _parse_comment(comment: Comment, file_name: str) -> Annotation | None:
     # Doc-comment markers (///, //!, /** and leading * of block lines) are not text.
     body = comment.text.lstrip(" \t\r\n/!*")
-    if not body.startswith(MARKER):
-        return None
-    rest = body[len(MARKER) :]
-    if rest and not rest[0].isspace():
-        return None  # e.g. "@BEGIN": a different word
-    words = rest.split()
+    words = body.split()
+    if not body.startswith(MARKER) or words[0] != MARKER:
+        return None  # no marker, or a different word such as "@BEGIN"
+    words = words[1:]
     if comment.block:
         words = [w for w in words if w.strip("*")]
     where = f"{file_name}:{comment.line}"

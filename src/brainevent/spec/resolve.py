@@ -50,6 +50,10 @@ class _Source:
     functions: tuple[CxxSignature, ...]
 
 
+# The functions one reading (plain or after macro expansion) finds in a source.
+_FunctionsOf = Callable[[_Source], Sequence[CxxSignature]]
+
+
 @dataclass
 class _Expander:
     """Signatures after macro expansion, one preprocessor run per source at most."""
@@ -209,9 +213,7 @@ def _locate_anywhere(name: str, scanned: list[_Source], expander: _Expander) -> 
         raise
 
 
-def _locate(
-    name: str, scanned: list[_Source], functions_of: Callable[[_Source], Sequence[CxxSignature]]
-) -> CxxSignature:
+def _locate(name: str, scanned: list[_Source], functions_of: _FunctionsOf) -> CxxSignature:
     """The single host definition of ``name`` across all sources."""
     hosts = ([s for s in functions_of(src) if s.name == name and s.kind == "host"] for src in scanned)
     per_file = [found for found in (pick_one(name, h) for h in hosts) if found is not None]
@@ -224,10 +226,8 @@ def _locate(
     return found
 
 
-def _not_found(
-    name: str, scanned: list[_Source], functions_of: Callable[[_Source], Sequence[CxxSignature]]
-) -> SpecError:
-    files = ", ".join(s.file_name for s in scanned)
+def _not_found(name: str, scanned: list[_Source], functions_of: _FunctionsOf) -> SpecError:
+    files = [s.file_name for s in scanned]
     device = [s for src in scanned for s in functions_of(src) if s.name == name]
     if device:
         kind = "__global__ kernel" if device[0].kind == "kernel" else "__device__ function"
@@ -236,14 +236,14 @@ def _not_found(
             "through XLA. Fix: expose a host function that takes BE::Tensor parameters "
             "and launches the kernel.",
             function=name,
-            files=[s.file_name for s in scanned],
+            files=files,
             line=device[0].line,
         )
     known = {s.name for src in scanned for s in functions_of(src) if s.kind == "host"}
     hint = did_you_mean(name, known)
     return SpecError(
-        f"{name}: no function with this name is defined at namespace scope in {files}."
+        f"{name}: no function with this name is defined at namespace scope in {', '.join(files)}."
         + (hint or " Check the spelling, and that the function is not inside a class."),
         function=name,
-        files=[s.file_name for s in scanned],
+        files=files,
     )
