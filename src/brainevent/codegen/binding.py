@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from .._version import BINDING_SCHEMA
 from ..spec.model import FunctionSpec, Param, Role
+from ..spec.out_shape import parse_out_shape
 from ..vocabulary import BindingTarget, builtin_target, dtype_enum, handler_symbol, unhandled
 from .entry_points import c_string_literal
 
@@ -21,8 +22,6 @@ __all__ = ["BINDING_SCHEMA", "handler_symbol", "render_binding", "render_decoder
 
 def _declared_ret_row(param: Param, spec: FunctionSpec) -> str:
     """A ``ret:<shape>`` result's row: the input's ordinal or the fixed dims (attributes as -(k+1))."""
-    from ..spec.out_shape import parse_out_shape
-
     assert param.shape is not None
     decl = parse_out_shape(param.shape)
     assert decl is not None  # checked when the spec was bound

@@ -1,12 +1,8 @@
-"""Check an arg_spec against a C++ signature and bind each token to its parameter, or infer
-the arg_spec from the signature.
-
-Done before compiling so that a wrong spec is reported against the spec and the
-C++ source, not as a crash or a garbled buffer at call time. Inference: ``const BE::Tensor`` ->
-arg, non-const ``BE::Tensor`` -> ret, a ``cudaStream_t`` / ``void*`` parameter or a 64-bit signed
-integer whose name ends in ``stream`` -> stream (at most one), any other scalar ->
-``attr.<param name>:<type>``, ``BE::Scratch`` -> scratch (its size is then given at the call,
-``scratch_bytes=``). Anything else cannot be inferred.
+"""Bind each arg_spec token to its C++ parameter, before compiling, so a wrong spec is reported
+against the spec and the source, not as a crash at call time; or infer the arg_spec:
+``const BE::Tensor`` -> arg, ``BE::Tensor`` -> ret, ``cudaStream_t`` / ``void*`` / an int64 named
+``...stream`` -> stream (at most one), ``BE::Scratch`` -> scratch (sized at the call,
+``scratch_bytes=``), any other scalar -> ``attr.<param name>:<type>``; nothing else.
 """
 
 from __future__ import annotations
