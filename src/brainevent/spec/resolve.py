@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from brainevent.errors import BrainEventError, SpecError
-from brainevent.spec.annotations import discover_annotations
+from brainevent.spec.annotations import Annotation, discover_annotations
 from brainevent.spec.bind import bind_tokens, infer_spec
 from brainevent.spec.cxx_lexer import LexResult, lex
 from brainevent.spec.model import FunctionSpec, Role
@@ -172,18 +172,9 @@ def _from_entry(name: object, tokens: object) -> _Request:
 
 def _from_annotations(scanned: list[_Source]) -> list[_Request]:
     requests: list[_Request] = []
-    where: dict[str, str] = {}
+    seen: dict[str, Annotation] = {}
     for src in scanned:
-        for ann in discover_annotations(src.lexed, src.file_name):
-            if ann.function in where:
-                raise SpecError(
-                    f"{ann.function}: annotated in two places, {where[ann.function]} and "
-                    f"{ann.where}. Keep one '// @BE' line per function.",
-                    function=ann.function,
-                    line=ann.line,
-                    file=ann.file_name,
-                )
-            where[ann.function] = ann.where
+        for ann in discover_annotations(src.lexed, src.file_name, seen):
             tokens = parse_tokens(ann.function, ann.tokens) if ann.tokens else None
             requests.append(_Request(ann.function, tokens, f"'@BE' at {ann.where}"))
     return requests
