@@ -58,9 +58,7 @@ def lex(source: str) -> LexResult:
     """Split ``source`` into tokens and comments (preprocessor lines are dropped)."""
     if not isinstance(source, str):
         raise SpecError(f"C++ source must be a str, got {type(source).__name__}.", source_type=type(source))
-    scanner = _Scanner(source)
-    scanner.run()
-    return LexResult(tuple(scanner.tokens), tuple(scanner.comments))
+    return _Scanner(source).run()
 
 
 class _Scanner:
@@ -80,7 +78,7 @@ class _Scanner:
         self.line += self.src.count("\n", self.i, j)
         self.i = j
 
-    def run(self) -> None:
+    def run(self) -> LexResult:
         at_line_start = True
         directive = False  # inside a preprocessor line: skipped, its comments and literals honoured
         while self.i < self.n:
@@ -104,6 +102,7 @@ class _Scanner:
             else:
                 at_line_start = False
                 self.token()
+        return LexResult(tuple(self.tokens), tuple(self.comments))
 
     def line_comment(self) -> None:
         end = _end(_LINE_COMMENT, self.src, self.i)

@@ -54,8 +54,7 @@ class TypeClass(NamedTuple):
 
 def join_type(words: Sequence[str]) -> str:
     """Render type tokens as text with single spaces where C++ style puts them."""
-    out = ""
-    prev = ""
+    out = prev = ""
     for w in words:
         glue = (
             not out
