@@ -40,10 +40,8 @@ def _split_top_level(tokens: Sequence[Token]) -> list[list[Token]]:
             depth += 1
         elif t in (")", "]", "}"):
             depth = max(depth - 1, 0)
-        elif depth == 0 and not defaulted and t == "<":
-            angle += 1
-        elif depth == 0 and not defaulted and t == ">":
-            angle = max(angle - 1, 0)
+        elif depth == 0 and not defaulted and t in ("<", ">"):
+            angle = max(angle + (1 if t == "<" else -1), 0)
         elif depth == 0 and angle == 0 and t == "=":
             defaulted = True
         elif depth == 0 and angle == 0 and t == ",":
