@@ -85,10 +85,6 @@ def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> di
     return attributes
 
 
-def _abstract_eval(*avals: Any, outs: tuple[Any, ...], **params: Any) -> list[Any]:
-    return abstract_results(avals, outs)
-
-
 def _lower(ctx: Any, *operands: Any, target: str, batch_dims: int, attrs: tuple[Any, ...], **_: Any) -> Any:
     import jax
 
@@ -129,7 +125,7 @@ def primitive() -> Any:
             prim = Primitive("brainevent_partitioned_call")
             prim.multiple_results = True
             prim.def_impl(partial(dispatch.apply_primitive, prim))
-            prim.def_abstract_eval(_abstract_eval)
+            prim.def_abstract_eval(lambda *avals, outs, **_: abstract_results(avals, outs))
             mlir.register_lowering(prim, _lower)
             batching.primitive_batchers[prim] = _batch
             ad.primitive_jvps[prim] = _not_differentiable
