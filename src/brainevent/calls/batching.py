@@ -31,10 +31,8 @@ def batch_by_method(
         batched = [i for i, ax in enumerate(axes) if ax is not None]
 
         def one(slices: list[Any]) -> list[Any]:
-            full = list(moved)
-            for i, piece in zip(batched, slices, strict=True):
-                full[i] = piece
-            return list(bind(*full, outs=outs, **params))
+            pieces = dict(zip(batched, slices, strict=True))
+            return list(bind(*(pieces.get(i, a) for i, a in enumerate(moved)), outs=outs, **params))
 
         results = jax.lax.map(one, [moved[i] for i in batched])
         return list(results), [0] * len(outs)

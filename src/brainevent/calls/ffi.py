@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .results import result_types
+from .results import flatten_outs, result_types
 
 
 def call_target(
@@ -21,9 +21,7 @@ def call_target(
     import jax
 
     aligned, types = result_types(specs, inputs)
-    call = jax.ffi.ffi_call(
-        target, list(types), vmap_method=vmap_method, input_output_aliases=input_output_aliases
-    )
+    call = jax.ffi.ffi_call(target, types, vmap_method=vmap_method, input_output_aliases=input_output_aliases)
     return list(call(*aligned, **attrs))
 
 
@@ -45,20 +43,12 @@ def ffi_call(
     """
     import jax
 
-    from .results import flatten_outs
-
     specs, treedef = flatten_outs(result_shape_dtypes)
     single = not isinstance(result_shape_dtypes, (list, tuple)) and len(specs) == 1
 
     def call(*inputs: Any, **attrs: Any) -> Any:
-        results = call_target(
-            target_name,
-            inputs,
-            specs,
-            vmap_method=vmap_method,
-            input_output_aliases=input_output_aliases,
-            **attrs,
-        )
+        options: dict[str, Any] = {"vmap_method": vmap_method, "input_output_aliases": input_output_aliases}
+        results = call_target(target_name, inputs, specs, **options, **attrs)
         return results[0] if single else jax.tree_util.tree_unflatten(treedef, results)
 
     return call

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import KernelCallError
+
 
 @dataclass(frozen=True)
 class Operand:
@@ -40,8 +42,6 @@ def check_arrays(kernel: str, arrays: Sequence[Any], scalars_go: str) -> None:
     """KernelCallError naming the first argument that is not an array (``scalars_go``: where scalars go)."""
     for i, a in enumerate(arrays):
         if not hasattr(a, "dtype") or not hasattr(a, "shape"):
-            from ..errors import KernelCallError
-
             raise KernelCallError(
                 f"{kernel}: argument {i} must be an array, got {type(a).__name__}; pass scalars {scalars_go}",
                 kernel=kernel,

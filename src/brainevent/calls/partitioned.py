@@ -1,10 +1,8 @@
-"""Module functions that declare batch dims: one custom call XLA may split across devices.
-
-``mod.f.num_batch_dims = k`` says the first ``k`` dims of every operand and result are
-independent problems. The call then binds this primitive instead of ``jax.ffi.ffi_call``: its
-lowering adds the ``num_batch_dims`` frontend attribute, which XLA's batch partitioner reads for
-a target registered as batch partitionable (under Shardy, also a sharding rule tying those dims
-together), so ``jit`` with sharded inputs runs on the local shards instead of gathering them.
+"""Calls that declare batch dims (``mod.f.num_batch_dims = k``: the first ``k`` dims of every
+operand and result are independent problems): one custom call XLA may split across devices.
+The lowering adds the ``num_batch_dims`` frontend attribute, which XLA's batch partitioner reads
+for a target registered as batch partitionable (under Shardy, also a sharding rule tying those
+dims together), so ``jit`` with sharded inputs runs on the local shards instead of gathering them.
 """
 
 from __future__ import annotations
@@ -49,27 +47,23 @@ def _shardy_rule(ctx: Any, num_batch_dims: int) -> Any | None:
     batch = [next(letters) for _ in range(num_batch_dims)]
 
     def factors(avals: Sequence[Any]) -> str:
-        parts = []
-        for aval in avals:
-            own = [next(letters) for _ in range(len(aval.shape) - num_batch_dims)]
-            parts.append(" ".join(batch + own))
-        return ", ".join(parts)
+        own = [[next(letters) for _ in range(len(aval.shape) - num_batch_dims)] for aval in avals]
+        return ", ".join(" ".join(batch + dims) for dims in own)
 
     try:
         text = f"{factors(ctx.avals_in)} -> {factors(ctx.avals_out)}"
     except StopIteration:
         return None  # more dims than factor names: leave the call to XLA's own partitioner
 
-    def ir_type(aval: Any) -> Any:
+    def ir_types(avals: Sequence[Any]) -> list[Any]:
         convert: Any = mlir.aval_to_ir_type
         try:
-            return convert(ctx.module_context, aval)
+            return [convert(ctx.module_context, aval) for aval in avals]
         except TypeError:  # JAX versions whose helper takes the aval alone
-            return convert(aval)
+            return [convert(aval) for aval in avals]
 
-    in_types = [ir_type(a) for a in ctx.avals_in]
-    out_types = [ir_type(a) for a in ctx.avals_out]
-    return sdy_sharding_rule_to_mlir(str_to_sdy_sharding_rule(text), in_types, out_types)
+    rule = str_to_sdy_sharding_rule(text)
+    return sdy_sharding_rule_to_mlir(rule, ir_types(ctx.avals_in), ir_types(ctx.avals_out))
 
 
 def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> dict[str, Any]:
@@ -89,10 +83,6 @@ def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> di
         if rule is not None:
             attributes["sdy.sharding_rule"] = rule
     return attributes
-
-
-def _abstract_eval(*avals: Any, outs: tuple[Any, ...], **params: Any) -> list[Any]:
-    return abstract_results(avals, outs)
 
 
 def _lower(ctx: Any, *operands: Any, target: str, batch_dims: int, attrs: tuple[Any, ...], **_: Any) -> Any:
@@ -135,7 +125,7 @@ def primitive() -> Any:
             prim = Primitive("brainevent_partitioned_call")
             prim.multiple_results = True
             prim.def_impl(partial(dispatch.apply_primitive, prim))
-            prim.def_abstract_eval(_abstract_eval)
+            prim.def_abstract_eval(lambda *avals, outs, **_: abstract_results(avals, outs))
             mlir.register_lowering(prim, _lower)
             batching.primitive_batchers[prim] = _batch
             ad.primitive_jvps[prim] = _not_differentiable

@@ -23,12 +23,10 @@ def flatten_outs(outs: Any) -> tuple[list[Any], Any]:
     leaves, treedef = jax.tree_util.tree_flatten(outs, is_leaf=is_spec)
     if not leaves:
         raise ValueError("outs must hold at least one jax.ShapeDtypeStruct")
-    specs = []
     for leaf in leaves:
         if not is_spec(leaf):
             raise TypeError(f"outs entries must be jax.ShapeDtypeStruct (shape and dtype), got {leaf!r}")
-        specs.append(jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype))
-    return specs, treedef
+    return [jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype) for leaf in leaves], treedef
 
 
 def varying_axes(aval: Any) -> frozenset[Any]:
@@ -40,10 +38,7 @@ def varying_axes(aval: Any) -> frozenset[Any]:
 
 
 def union_of(avals: Sequence[Any]) -> frozenset[Any]:
-    axes: frozenset[Any] = frozenset()
-    for aval in avals:
-        axes |= varying_axes(aval)
-    return axes
+    return frozenset[Any]().union(*map(varying_axes, avals))
 
 
 def align_inputs(inputs: Sequence[Any]) -> tuple[list[Any], frozenset[Any]]:
@@ -52,13 +47,15 @@ def align_inputs(inputs: Sequence[Any]) -> tuple[list[Any], frozenset[Any]]:
 
     avals = [jax.typeof(x) for x in inputs]
     axes = union_of(avals)
-    if not axes:
-        return list(inputs), axes
-    aligned = []
-    for x, aval in zip(inputs, avals, strict=True):
-        missing = axes - varying_axes(aval)
-        aligned.append(jax.lax.pcast(x, tuple(sorted(missing, key=str)), to="varying") if missing else x)
-    return aligned, axes
+    missing = [axes - varying_axes(aval) for aval in avals]
+    cast = [
+        jax.lax.pcast(x, _ordered(m), to="varying") if m else x for x, m in zip(inputs, missing, strict=True)
+    ]
+    return cast, axes
+
+
+def _ordered(axes: frozenset[Any]) -> tuple[Any, ...]:
+    return tuple(sorted(axes, key=str))
 
 
 def vary_like(values: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
@@ -66,10 +63,7 @@ def vary_like(values: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
     import jax
 
     axes = union_of([jax.typeof(x) for x in inputs])
-    if not axes:
-        return list(values)
-    order = tuple(sorted(axes, key=str))
-    return [jax.lax.pcast(v, order, to="varying") for v in values]
+    return [jax.lax.pcast(v, _ordered(axes), to="varying") for v in values] if axes else list(values)
 
 
 def typed_like(spec: Any, template: Any) -> Any:
@@ -92,10 +86,9 @@ def result_types(specs: Sequence[Any], inputs: Sequence[Any]) -> tuple[list[Any]
     if not axes:
         return aligned, list(specs)
     template = jax.typeof(aligned[0])
-    typed = [
+    return aligned, [
         s if getattr(s, "manual_axis_type", None) is not None else typed_like(s, template) for s in specs
     ]
-    return aligned, typed
 
 
 def abstract_results(avals_in: Sequence[Any], outs: Sequence[Any]) -> list[Any]:
@@ -103,12 +96,11 @@ def abstract_results(avals_in: Sequence[Any], outs: Sequence[Any]) -> list[Any]:
     axes = union_of(avals_in)
     if not axes:
         return list(outs)
-    template = next((a for a in avals_in if varying_axes(a) == axes), None)
-    if template is None or any(varying_axes(a) != axes for a in avals_in):
+    if any(varying_axes(a) != axes for a in avals_in):
         # Every call path aligns its inputs first; a bind that skipped it is a bug of ours.
         raise ValueError(
             f"the inputs of a custom call vary over different manual axes "
             f"({[sorted(map(str, varying_axes(a))) for a in avals_in]}); cast them with "
             "jax.lax.pcast(x, axes, to='varying') before the call"
         )
-    return [typed_like(o, template) for o in outs]
+    return [typed_like(o, avals_in[0]) for o in outs]

@@ -1,10 +1,7 @@
-"""The kernel translation unit: the user's source, one C trampoline per entry point, then
-the entry points' FFI handlers (codegen/binding.py).
-
-The trampolines live in the user's own translation unit so that they call the entry
-point exactly as the user declared it (namespaces, overloads of helpers, ``static``
-functions and C++ name mangling never leak into the binding), and so that C++
-exceptions are caught where they are thrown.
+"""The kernel translation unit: the user's source, one C trampoline per entry point, then the
+FFI handlers (codegen/binding.py). The trampolines live in the user's unit so they call the entry
+exactly as declared (namespaces, ``static``, name mangling never leak) and catch C++ exceptions
+where they are thrown.
 """
 
 from __future__ import annotations
@@ -21,8 +18,7 @@ def c_string_literal(text: str) -> str:
 
 
 def _call_arguments(spec: FunctionSpec) -> list[str]:
-    tensor_index = 0
-    attr_index = 0
+    tensor_index = attr_index = 0
     out: list[str] = []
     for param in spec.params:
         match param.role:
@@ -56,20 +52,14 @@ def render_trampoline(spec: FunctionSpec) -> str:
 def render_kernel_unit(
     display_name: str, source: str, specs: Sequence[FunctionSpec], binding: str = ""
 ) -> str:
-    """The translation unit compiled for one source file: its text, a trampoline per entry
-    point, then ``binding`` (the entry points' handler lines, codegen/binding.py).
-
-    ``#line`` directives make diagnostics and ``__FILE__`` name the user's file and
-    lines, not the generated copy.
-    """
+    """The unit compiled for one source file: its text, a trampoline per entry point, then
+    ``binding``; ``#line`` directives make diagnostics and ``__FILE__`` name the user's lines."""
     parts = [f"#line 1 {c_string_literal(display_name)}\n", source]
     if not source.endswith("\n"):
         parts.append("\n")
     if specs:
-        parts.append('#line 1 "<brainevent entry points>"\n')
-        parts.append('#include "brainevent/entry.h"\n')
+        parts += ['#line 1 "<brainevent entry points>"\n', '#include "brainevent/entry.h"\n']
         parts.extend(render_trampoline(spec) for spec in specs)
     if binding:
-        parts.append('#line 1 "<brainevent binding>"\n')
-        parts.append(binding)
+        parts += ['#line 1 "<brainevent binding>"\n', binding]
     return "".join(parts)

@@ -28,37 +28,41 @@ class Annotation:
         return f"{self.file_name}:{self.line}"
 
 
-def discover_annotations(source: str | LexResult, file_name: str = "<source>") -> list[Annotation]:
-    """All ``@BE`` annotations of one source, in order; a function annotated twice is an error."""
+def discover_annotations(
+    source: str | LexResult, file_name: str = "<source>", seen: dict[str, Annotation] | None = None
+) -> list[Annotation]:
+    """All ``@BE`` annotations of one source, in order; a function annotated twice (here, or in
+    ``seen``: the annotations of the other sources, by function) is an error."""
     lexed = source if isinstance(source, LexResult) else lex(source)
-    by_name: dict[str, Annotation] = {}  # in source order
+    seen = {} if seen is None else seen
+    found: list[Annotation] = []
     for comment in lexed.comments:
         ann = _parse_comment(comment, file_name)
         if ann is None:
             continue
-        if ann.function in by_name:
-            first = by_name[ann.function]
+        first = seen.get(ann.function)
+        if first is not None:
+            places = "twice, at" if first.file_name == file_name else "in two places,"
             raise SpecError(
-                f"{ann.function}: annotated twice, at {first.where} and {ann.where}. "
+                f"{ann.function}: annotated {places} {first.where} and {ann.where}. "
                 "Keep one '// @BE' line per function.",
                 function=ann.function,
                 line=ann.line,
                 lines=[first.line, ann.line],
                 file=file_name,
             )
-        by_name[ann.function] = ann
-    return list(by_name.values())
+        seen[ann.function] = ann
+        found.append(ann)
+    return found
 
 
 def _parse_comment(comment: Comment, file_name: str) -> Annotation | None:
     # Doc-comment markers (///, //!, /** and leading * of block lines) are not text.
     body = comment.text.lstrip(" \t\r\n/!*")
-    if not body.startswith(MARKER):
-        return None
-    rest = body[len(MARKER) :]
-    if rest and not rest[0].isspace():
-        return None  # e.g. "@BEGIN": a different word
-    words = rest.split()
+    words = body.split()
+    if not body.startswith(MARKER) or words[0] != MARKER:
+        return None  # no marker, or a different word such as "@BEGIN"
+    words = words[1:]
     if comment.block:
         words = [w for w in words if w.strip("*")]
     where = f"{file_name}:{comment.line}"

@@ -1,18 +1,14 @@
-"""Check an arg_spec against a C++ signature and bind each token to its parameter, or infer
-the arg_spec from the signature.
-
-Done before compiling so that a wrong spec is reported against the spec and the
-C++ source, not as a crash or a garbled buffer at call time. Inference: ``const BE::Tensor`` ->
-arg, non-const ``BE::Tensor`` -> ret, a ``cudaStream_t`` / ``void*`` parameter or a 64-bit signed
-integer whose name ends in ``stream`` -> stream (at most one), any other scalar ->
-``attr.<param name>:<type>``, ``BE::Scratch`` -> scratch (its size is then given at the call,
-``scratch_bytes=``). Anything else cannot be inferred.
+"""Bind each arg_spec token to its C++ parameter, before compiling, so a wrong spec is reported
+against the spec and the source, not as a crash at call time; or infer the arg_spec:
+``const BE::Tensor`` -> arg, ``BE::Tensor`` -> ret, ``cudaStream_t`` / ``void*`` / an int64 named
+``...stream`` -> stream (at most one), ``BE::Scratch`` -> scratch (sized at the call,
+``scratch_bytes=``), any other scalar -> ``attr.<param name>:<type>``; nothing else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from brainevent.errors import SpecError
 from brainevent.spec.cxx_types import ACCEPTED, TypeClass
@@ -30,9 +26,7 @@ _RAW_BITS = {"float16": "uint16", "bfloat16": "uint16"}
 
 def bind_tokens(sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = "") -> tuple[Param, ...]:
     """One :class:`Param` per C++ parameter, in C++ order; SpecError on any mismatch.
-
-    ``origin`` says where the spec came from (e.g. an annotation's file:line).
-    """
+    ``origin`` says where the spec came from (e.g. an annotation's file:line)."""
     head = f"{sig.name} ({sig.where})" + (f", arg_spec from {origin}" if origin else "")
     if len(tokens) != len(sig.params):
         shown_params = ", ".join(p.display() for p in sig.params) or "none"
@@ -52,20 +46,23 @@ def bind_tokens(sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = ""
         cls = classify(cparam)
         problem = _mismatch(tok, cls, cparam)
         if problem is not None:
-            expected, fix = problem
             unmappable = f"Cannot map C++ type {cparam.type!r}. " if cls.kind == "unmappable" else ""
-            _refuse(
+            raise _param_error(
                 sig,
-                f"{unmappable}{head}: token {position} {tok.shown()!r} does not fit C++ parameter "
-                f"{position} `{cparam.display()}` (line {cparam.line}): expected {expected}. "
-                f"Fix: {fix}.",
-                tok,
                 position,
                 cparam,
+                f"{unmappable}{head}: token {position} {tok.shown()!r} does not fit C++ parameter "
+                f"{position} `{cparam.display()}` (line {cparam.line}): expected {problem[0]}. "
+                f"Fix: {problem[1]}.",
+                token=tok.shown(),
                 cxx_type=cparam.type,
             )
         _check_attr_name(head, sig, position, tok, cparam)  # after the type: a tensor's name is no news
-        params.append(_param(tok, cls, cparam, position))
+        if tok.role is Role.ATTR:
+            params.append(Param(Role.ATTR, str(tok.attr_name), tok.dtype or cls.detail, cparam.type))
+        else:  # scratch_bytes is set for scratch tokens only, shape for ret tokens only
+            name = cparam.name or f"param{position}"
+            params.append(Param(tok.role, name, None, cparam.type, tok.scratch_bytes, tok.shape))
     check_out_shapes(head, params, sig.name)
     return tuple(params)
 
@@ -83,40 +80,28 @@ def _check_attr_name(head: str, sig: CxxSignature, position: int, tok: SpecToken
     else:
         where = f"'{tok.attr_name}' not found in signature: the function has no such parameter"
         fix = f"write 'attr.{cparam.name}' for parameter {position}, or rename the C++ parameter"
-    _refuse(
+    raise _param_error(
         sig,
+        position,
+        cparam,
         f"{head}: token {position} {tok.shown()!r} names attribute '{tok.attr_name}', but C++ "
         f"parameter {position} is `{cparam.display()}` ({where}; the parameters are: {shown_params}). "
         f"Fix: {fix}.",
-        tok,
-        position,
-        cparam,
+        token=tok.shown(),
         parameters=names,
     )
 
 
-def _refuse(
-    sig: CxxSignature, message: str, tok: SpecToken, position: int, cparam: CxxParam, **extra: Any
-) -> NoReturn:
-    """A SpecError about token ``position`` and the C++ parameter it was bound to."""
-    raise SpecError(
+def _param_error(sig: CxxSignature, position: int, cparam: CxxParam, message: str, **data: Any) -> SpecError:
+    return SpecError(
         message,
         function=sig.name,
-        token=tok.shown(),
         position=position,
         parameter=cparam.name,
-        **extra,
         line=cparam.line,
         file=sig.file_name,
+        **data,
     )
-
-
-def _param(tok: SpecToken, cls: TypeClass, cparam: CxxParam, position: int) -> Param:
-    if tok.role is Role.ATTR:
-        assert tok.attr_name is not None
-        return Param(Role.ATTR, tok.attr_name, tok.dtype or cls.detail, cparam.type)
-    # scratch_bytes is set for scratch tokens only, shape for ret tokens only.
-    return Param(tok.role, cparam.name or f"param{position}", None, cparam.type, tok.scratch_bytes, tok.shape)
 
 
 def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, str] | None:
@@ -127,63 +112,45 @@ def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, st
             "change the C++ parameter's type",
         )
     match tok.role:
+        case Role.ARG | Role.RET if cls.kind != "tensor":
+            return (f"a BE::Tensor parameter for {tok.shown()!r}", _fix_for(cls, cparam))
+        case Role.RET if cls.detail == "const":
+            return (
+                "a non-const BE::Tensor for 'ret' (outputs must be writable)",
+                "drop const from the C++ parameter, or use 'arg' if it is an input",
+            )
         case Role.ARG | Role.RET:
-            return _tensor_mismatch(tok, cls, cparam)
+            return None
         case Role.STREAM:
             if cls.kind == "stream" or (cls.kind == "scalar" and cls.detail in _STREAM_INTS):
                 return None
             return ("an int64_t, cudaStream_t or void* parameter for 'stream'", _fix_for(cls, cparam))
+        case Role.ATTR if cls.kind != "scalar":
+            return (f"a scalar parameter for {tok.shown()!r}", _fix_for(cls, cparam))
         case Role.ATTR:
-            return _attr_mismatch(tok, cls, cparam)
-        case Role.SCRATCH:
-            if cls.kind == "scratch":
+            if tok.dtype is None or tok.dtype == cls.detail or _RAW_BITS.get(tok.dtype) == cls.detail:
                 return None
+            return (
+                f"type {tok.dtype} as the token says, but `{cparam.display()}` is {cls.detail}",
+                f"write 'attr.{tok.attr_name}:{cls.detail}' (or bare 'attr.{tok.attr_name}'), "
+                f"or change the C++ type to match {tok.dtype}",
+            )
+        case Role.SCRATCH if cls.kind != "scratch":
             return ("a BE::Scratch parameter for 'scratch'", _fix_for(cls, cparam))
+        case Role.SCRATCH:
+            return None
         case _:
             unhandled(tok.role, "spec.bind._mismatch")
 
 
-def _tensor_mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, str] | None:
-    if cls.kind != "tensor":
-        return (f"a BE::Tensor parameter for {tok.shown()!r}", _fix_for(cls, cparam))
-    if tok.role is Role.RET and cls.detail == "const":
-        return (
-            "a non-const BE::Tensor for 'ret' (outputs must be writable)",
-            "drop const from the C++ parameter, or use 'arg' if it is an input",
-        )
-    return None
-
-
-def _attr_mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, str] | None:
-    if cls.kind != "scalar":
-        return (f"a scalar parameter for {tok.shown()!r}", _fix_for(cls, cparam))
-    if tok.dtype is not None and tok.dtype != cls.detail and _RAW_BITS.get(tok.dtype) != cls.detail:
-        return (
-            f"type {tok.dtype} as the token says, but `{cparam.display()}` is {cls.detail}",
-            f"write 'attr.{tok.attr_name}:{cls.detail}' (or bare 'attr.{tok.attr_name}'), "
-            f"or change the C++ type to match {tok.dtype}",
-        )
-    return None
-
-
 def _fix_for(cls: TypeClass, cparam: CxxParam) -> str:
     """The token that would fit this parameter, as advice."""
-    if cls.kind == "tensor":
-        token = "arg" if cls.detail == "const" else "ret (or arg)"
-        return f"use {token} for this tensor, or check the token order"
-    if cls.kind == "stream":
-        return "use 'stream' for this parameter, or check the token order"
-    if cls.kind == "scratch":
-        return "use 'scratch' (or 'scratch:<bytes>') for this BE::Scratch, or check the token order"
-    name = cparam.name or "<name>"
-    return f"use 'attr.{name}:{cls.detail}' for this scalar, or check the token order"
-
-
-def is_stream_param(param: CxxParam, cls: TypeClass) -> bool:
-    """A stream by type, or an int64 whose name says it carries the stream."""
-    if cls.kind == "stream":
-        return True
-    return cls == ("scalar", "int64") and param.name.lower().endswith("stream")
+    token, what = {
+        "tensor": ("arg" if cls.detail == "const" else "ret (or arg)", "tensor"),
+        "stream": ("'stream'", "parameter"),
+        "scratch": ("'scratch' (or 'scratch:<bytes>')", "BE::Scratch"),
+    }.get(cls.kind, (f"'attr.{cparam.name or '<name>'}:{cls.detail}'", "scalar"))
+    return f"use {token} for this {what}, or check the token order"
 
 
 def infer_spec(sig: CxxSignature) -> list[SpecToken]:
@@ -193,17 +160,21 @@ def infer_spec(sig: CxxSignature) -> list[SpecToken]:
     for position, param in enumerate(sig.params, start=1):
         cls = classify(param)
         problem = None  # (what is wrong, how to fix it)
+        # A stream by type, or an int64 whose name says it carries the stream.
+        is_stream = cls.kind == "stream" or (
+            cls == ("scalar", "int64") and param.name.lower().endswith("stream")
+        )
         if cls.kind == "tensor":
             role = Role.ARG if cls.detail == "const" else Role.RET
             tokens.append(SpecToken(role, text=role.value))
         elif cls.kind == "scratch":
             tokens.append(SpecToken(Role.SCRATCH, text="scratch"))
-        elif is_stream_param(param, cls) and stream_at:
+        elif is_stream and stream_at:
             problem = (
                 f"is a second stream parameter (the first is parameter {stream_at})",
                 "keep one stream parameter, or rename this one so its name does not end in 'stream'",
             )
-        elif is_stream_param(param, cls):
+        elif is_stream:
             stream_at = position
             tokens.append(SpecToken(Role.STREAM, text="stream"))
         elif cls.kind == "scalar" and not param.name:
@@ -218,20 +189,13 @@ def infer_spec(sig: CxxSignature) -> list[SpecToken]:
                 "change the parameter's type",
             )
         if problem is not None:
-            raise _error(sig, position, param, *problem)
+            raise _param_error(
+                sig,
+                position,
+                param,
+                f"{sig.name} ({sig.where}): cannot infer the arg_spec: parameter {position} "
+                f"`{param.display() or '(empty)'}` {problem[0]}. Fix: {problem[1]}, or give an explicit spec "
+                f"(functions={{'{sig.name}': [...]}} or '// @BE {sig.name} <tokens...>').",
+                cxx_type=param.type,
+            )
     return tokens
-
-
-def _error(sig: CxxSignature, position: int, param: CxxParam, problem: str, fix: str) -> SpecError:
-    shown = param.display() or "(empty)"
-    return SpecError(
-        f"{sig.name} ({sig.where}): cannot infer the arg_spec: parameter {position} "
-        f"`{shown}` {problem}. Fix: {fix}, or give an explicit spec "
-        f"(functions={{'{sig.name}': [...]}} or '// @BE {sig.name} <tokens...>').",
-        function=sig.name,
-        parameter=param.name,
-        cxx_type=param.type,
-        position=position,
-        line=param.line,
-        file=sig.file_name,
-    )

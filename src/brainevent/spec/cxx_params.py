@@ -1,7 +1,5 @@
-"""Read one C++ parameter list: split it at top-level commas, drop defaults and ``[[...]]``
-attributes, and tell each parameter's name from its type.
-
-Works on :mod:`cxx_lexer` tokens; :mod:`signature` finds the list, this module reads it.
+"""Read one C++ parameter list (:mod:`signature` finds it): split it at top-level commas, drop
+defaults and ``[[...]]`` attributes, and tell each parameter's name from its type.
 """
 
 from __future__ import annotations
@@ -10,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from brainevent.spec.cxx_lexer import Token
-from brainevent.spec.cxx_types import join_type
+from brainevent.spec.cxx_types import QUALIFIERS, join_type
 
 # Words that end a parameter's type rather than naming it.
 _TYPE_WORDS = frozenset(
@@ -18,7 +16,6 @@ _TYPE_WORDS = frozenset(
      "long", "signed", "unsigned", "float", "double", "auto", "const", "volatile",
      "__restrict__", "__restrict"}
 )  # fmt: skip
-_QUALIFIERS = frozenset({"const", "volatile", "struct", "class", "enum", "typename"})
 
 
 @dataclass(frozen=True)
@@ -43,10 +40,8 @@ def _split_top_level(tokens: Sequence[Token]) -> list[list[Token]]:
             depth += 1
         elif t in (")", "]", "}"):
             depth = max(depth - 1, 0)
-        elif depth == 0 and not defaulted and t == "<":
-            angle += 1
-        elif depth == 0 and not defaulted and t == ">":
-            angle = max(angle - 1, 0)
+        elif depth == 0 and not defaulted and t in ("<", ">"):
+            angle = max(angle + (1 if t == "<" else -1), 0)
         elif depth == 0 and angle == 0 and t == "=":
             defaulted = True
         elif depth == 0 and angle == 0 and t == ",":
@@ -70,26 +65,24 @@ def _parse_param(tokens: list[Token], fallback_line: int) -> CxxParam:
     tokens = _without_attributes(tokens)
     texts = [t.text for t in tokens]
     name_at = _name_index(tokens)
-    line = tokens[0].line if tokens else fallback_line
     if name_at is None:
-        return CxxParam("", join_type(texts), line, tuple(texts))
+        return CxxParam("", join_type(texts), tokens[0].line if tokens else fallback_line, tuple(texts))
     type_words = tuple(texts[:name_at] + texts[name_at + 1 :])
     return CxxParam(texts[name_at], join_type(type_words), tokens[name_at].line, type_words)
 
 
 def _without_attributes(tokens: list[Token]) -> list[Token]:
     """Drop ``[[...]]`` attributes, keeping array brackets ``[N]``."""
+    texts = [t.text for t in tokens]
     out: list[Token] = []
     k = 0
     while k < len(tokens):
-        if tokens[k].text == "[" and k + 1 < len(tokens) and tokens[k + 1].text == "[":
-            end = k + 2
-            while end + 1 < len(tokens) and not (tokens[end].text == "]" and tokens[end + 1].text == "]"):
-                end += 1
-            k = end + 2
-            continue
-        out.append(tokens[k])
-        k += 1
+        if texts[k : k + 2] == ["[", "["]:
+            ends = (e for e in range(k + 2, len(texts) - 1) if texts[e : e + 2] == ["]", "]"])
+            k = next(ends, max(k + 2, len(texts) - 1)) + 2
+        else:
+            out.append(tokens[k])
+            k += 1
     return out
 
 
@@ -117,5 +110,5 @@ def _name_index(tokens: list[Token]) -> int | None:
         return None
     if texts[last - 1] == "::":
         return None
-    rest = [w for k, w in enumerate(texts) if k != last and w not in _QUALIFIERS]
+    rest = [w for k, w in enumerate(texts) if k != last and w not in QUALIFIERS]
     return last if rest else None

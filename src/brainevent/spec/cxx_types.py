@@ -9,29 +9,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-TENSOR_TYPES = frozenset({"BE::Tensor"})
-STREAM_TYPES = frozenset({"cudaStream_t"})
-SCRATCH_TYPES = frozenset({"BE::Scratch"})
-
-# Named scalar spellings (after a leading ``::`` is dropped) and their canonical type.
-_NAMED_SCALARS: dict[str, str] = {"bool": "bool", "float": "float32", "double": "float64"}
-for _bits in (8, 16, 32, 64):
-    for _std in ("", "std::"):
-        _NAMED_SCALARS[f"{_std}int{_bits}_t"] = f"int{_bits}"
-        _NAMED_SCALARS[f"{_std}uint{_bits}_t"] = f"uint{_bits}"
+# Named scalar spellings (after a leading ``::`` is dropped) and their canonical type; BE::float16
+# ... and brainevent 0.2.1's BE::float16_t ... come from brainevent/half.h and dtype.h.
+_NAMED_SCALARS: dict[str, str] = {"bool": "bool", "float": "float32", "double": "float64", "half": "float16"}
+_NAMED_SCALARS.update(__half="float16", __nv_bfloat16="bfloat16", nv_bfloat16="bfloat16")
 for _std in ("", "std::"):
-    for _alias in ("ptrdiff_t", "intptr_t", "ssize_t"):
-        _NAMED_SCALARS[_std + _alias] = "int64"
-    for _alias in ("size_t", "uintptr_t"):
-        _NAMED_SCALARS[_std + _alias] = "uint64"
-    _NAMED_SCALARS[f"{_std}complex<float>"] = "complex64"
-    _NAMED_SCALARS[f"{_std}complex<double>"] = "complex128"
-_NAMED_SCALARS.update(half="float16", __half="float16", __nv_bfloat16="bfloat16", nv_bfloat16="bfloat16")
+    for _bits in (8, 16, 32, 64):
+        _NAMED_SCALARS.update({f"{_std}int{_bits}_t": f"int{_bits}", f"{_std}uint{_bits}_t": f"uint{_bits}"})
+    _NAMED_SCALARS.update(
+        dict.fromkeys([f"{_std}{a}" for a in ("ptrdiff_t", "intptr_t", "ssize_t")], "int64")
+    )
+    _NAMED_SCALARS.update({f"{_std}size_t": "uint64", f"{_std}uintptr_t": "uint64"})
+    _NAMED_SCALARS.update({f"{_std}complex<float>": "complex64", f"{_std}complex<double>": "complex128"})
 for _name in ("float16", "bfloat16", "complex64", "complex128"):
-    # BE::float16 ..., and brainevent 0.2.1's BE::float16_t ... (brainevent/half.h and dtype.h)
     _NAMED_SCALARS[f"BE::{_name}"] = _NAMED_SCALARS[f"BE::{_name}_t"] = _name
 
-_QUALIFIERS = frozenset({"const", "volatile", "typename", "struct", "class", "enum"})
+QUALIFIERS = frozenset({"const", "volatile", "typename", "struct", "class", "enum"})
 # The builtin integers spelled with keywords, in any order (sorted words -> canonical type);
 # plain char is left out: its signedness is implementation-defined.
 _INT_KEYWORDS: dict[tuple[str, ...], str] = {}
@@ -61,8 +54,7 @@ class TypeClass(NamedTuple):
 
 def join_type(words: Sequence[str]) -> str:
     """Render type tokens as text with single spaces where C++ style puts them."""
-    out = ""
-    prev = ""
+    out = prev = ""
     for w in words:
         glue = (
             not out
@@ -80,7 +72,7 @@ def _names_something(word: str) -> bool:
     """True when ``word`` can be the scope left of ``::`` (a name or a template's ``>``)."""
     if word == ">":
         return True
-    return (word[:1].isalpha() or word[:1] == "_") and word not in _QUALIFIERS
+    return (word[:1].isalpha() or word[:1] == "_") and word not in QUALIFIERS
 
 
 def classify_words(words: Sequence[str]) -> TypeClass:
@@ -115,13 +107,13 @@ def classify_words(words: Sequence[str]) -> TypeClass:
             return TypeClass("stream", "void*")
         return TypeClass("unmappable", "pointers are not accepted (pass a BE::Tensor instead)")
     key = join_type(kept)
-    if key in TENSOR_TYPES:
+    if key == "BE::Tensor":
         return TypeClass("tensor", "const" if is_const else "mutable")
-    if key in SCRATCH_TYPES:
+    if key == "BE::Scratch":
         if reference and not is_const:
             return TypeClass("unmappable", "take BE::Scratch by value or const&, not by non-const reference")
         return TypeClass("scratch", key)
-    if key in STREAM_TYPES:
+    if key == "cudaStream_t":
         if reference:
             return TypeClass("unmappable", "take the stream by value, not by reference")
         return TypeClass("stream", key)

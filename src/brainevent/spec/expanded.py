@@ -1,10 +1,7 @@
-"""Read function signatures after macro expansion.
-
-Functions written through a macro (``#define GEN(S, T) void gen##S(...)`` then
-``GEN(_f32, float)``) exist only once the preprocessor has run. Given the compiler's
-``-E`` output of one source, this finds the functions that source defines and reports
-each at the line of the user's file it came from (for a generated function, the line
-of the macro's use), using the preprocessor's line markers (``# 12 "file" ...``).
+"""Read function signatures after macro expansion: functions written through a macro
+(``#define GEN(S, T) void gen##S(...)`` then ``GEN(_f32, float)``) exist only in the compiler's
+``-E`` output. Each is reported at the line of the user's file it came from (for a generated
+function, the macro's use), found through the line markers (``# 12 "file" ...``).
 """
 
 from __future__ import annotations
@@ -18,11 +15,8 @@ from brainevent.spec.signature import CxxSignature, scan_functions
 
 
 def expanded_functions(preprocessed: str, file_name: str) -> list[CxxSignature]:
-    """The namespace-scope functions of ``file_name`` in its preprocessed text.
-
-    Lines that came from included headers are blanked before scanning, so only the
-    source's own declarations count, as in a plain reading.
-    """
+    """The namespace-scope functions of ``file_name`` in its preprocessed text; lines from
+    included headers are blanked first, so only the source's own declarations count."""
     kept, origin = _own_lines(preprocessed, file_name)
     found = scan_functions(lex("\n".join(kept)), file_name)
     return [_relocate(sig, origin) for sig in found]
@@ -38,13 +32,10 @@ def _own_lines(preprocessed: str, file_name: str) -> tuple[list[str], list[int]]
         marker = _line_marker(text)
         if marker is not None:
             line, current = marker[0], marker[1] if marker[1] is not None else current
-            kept.append("")
-            origin.append(0)
-            continue
-        ours = current == file_name
+        ours = marker is None and current == file_name
         kept.append(text if ours else "")
         origin.append(line if ours else 0)
-        line += 1
+        line += marker is None  # a marker gives the next line its number
     return kept, origin
 
 

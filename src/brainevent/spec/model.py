@@ -1,8 +1,6 @@
-"""The resolved description of one kernel entry point.
-
-A :class:`FunctionSpec` lists the C++ parameters in declaration order, each tagged
-with its role (input tensor, output tensor, stream, scalar attribute, scratch memory). It is what
-the code generator consumes and what ``CompiledModule`` exposes.
+"""The resolved description of one kernel entry point: a :class:`FunctionSpec` lists the C++
+parameters in declaration order, each tagged with its role. The code generator consumes it and
+``CompiledModule`` exposes it.
 """
 
 from __future__ import annotations
@@ -13,8 +11,7 @@ from ..vocabulary import SCALAR_TYPES, Role
 __all__ = ["SCALAR_TYPES", "FunctionSpec", "Param", "Role"]
 
 
-# Records (brainevent.records), not NamedTuples or dataclasses: a cache hit reads specs back
-# from the manifest, and creating one of those classes at import costs ten times as much.
+# Records, not NamedTuples or dataclasses: a cache hit reads specs back from the manifest.
 
 
 def token_text(
@@ -50,9 +47,6 @@ class Param(Record):
         self.cxx_type = cxx_type  # the C++ type as written, normalised to single spaces
         self.scratch_bytes = scratch_bytes  # scratch only: the size `scratch:<bytes>` gave, if any
         self.shape = shape  # ret only: the declared shape (spec/out_shape.py), canonical, if any
-
-    def token(self) -> str:
-        return token_text(self.role, self.name, self.dtype, self.scratch_bytes, self.shape)
 
 
 class FunctionSpec(Record):
@@ -95,4 +89,4 @@ class FunctionSpec(Record):
 
     def tokens(self) -> list[str]:
         """The canonical arg_spec of this function (aliases resolved, attr types explicit)."""
-        return [p.token() for p in self.params]
+        return [token_text(p.role, p.name, p.dtype, p.scratch_bytes, p.shape) for p in self.params]

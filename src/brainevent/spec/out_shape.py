@@ -27,8 +27,10 @@ __all__ = ["MAX_FIXED_RANK", "SHAPE_FORMS", "OutShape", "check_out_shapes", "par
 MAX_FIXED_RANK = 8  # the binding keeps a fixed shape's dims in its parameter table
 SHAPE_FORMS = "ret:like(<input>), ret:like(<input>):<type> or ret:(<dim>,...):<type>"
 _INTEGER_TYPES = frozenset(t for t in SCALAR_TYPES if t.startswith(("int", "uint")))
-_LIKE = re.compile(r"like\(([A-Za-z_][A-Za-z0-9_]*)\)(?::(\w+))?")
+_NAME = "[A-Za-z_][A-Za-z0-9_]*"
+_LIKE = re.compile(rf"like\(({_NAME})\)(?::(\w+))?")
 _FIXED = re.compile(r"\(([^()]*)\):(\w+)")
+_DIM = re.compile(rf"[0-9]+|{_NAME}")
 
 
 @dataclass(frozen=True)
@@ -53,10 +55,9 @@ def parse_out_shape(text: str) -> OutShape | None:
     unknown type included, so the caller's message lists the forms)."""
     like = _LIKE.fullmatch(text)
     if like is not None:
-        dtype = like.group(2)
-        if dtype is not None and canon(dtype) is None:
-            return None
-        return OutShape(like.group(1), None, canon(dtype) if dtype else None)
+        written = like.group(2)
+        dtype = canon(written) if written else None
+        return OutShape(like.group(1), None, dtype) if dtype or not written else None
     fixed = _FIXED.fullmatch(text)
     if fixed is None or canon(fixed.group(2)) is None:
         return None
@@ -64,17 +65,9 @@ def parse_out_shape(text: str) -> OutShape | None:
     parts = [p.strip() for p in inner.split(",")] if inner else []
     if parts and parts[-1] == "":  # "(8,)" as in Python
         parts.pop()
-    dims: list[int | str] = []
-    for part in parts:
-        if part.isascii() and part.isdigit():
-            dims.append(int(part))
-        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part):
-            dims.append(part)
-        else:
-            return None
-    if len(dims) > MAX_FIXED_RANK:
+    if len(parts) > MAX_FIXED_RANK or not all(_DIM.fullmatch(p) for p in parts):
         return None
-    return OutShape(None, tuple(dims), canon(fixed.group(2)))
+    return OutShape(None, tuple(int(p) if p.isdigit() else p for p in parts), canon(fixed.group(2)))
 
 
 def check_out_shapes(head: str, params: Sequence[Param], function: str) -> None:

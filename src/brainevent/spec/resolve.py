@@ -17,16 +17,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from brainevent.errors import BrainEventError, SpecError
-from brainevent.spec.annotations import discover_annotations
+from brainevent.spec.annotations import Annotation, discover_annotations
 from brainevent.spec.bind import bind_tokens, infer_spec
 from brainevent.spec.cxx_lexer import LexResult, lex
 from brainevent.spec.model import FunctionSpec, Role
 from brainevent.spec.names import CXX_KEYWORDS, did_you_mean, is_c_identifier
-from brainevent.spec.signature import CxxSignature, classify, pick_one, scan_functions
+from brainevent.spec.signature import CxxSignature, clash_error, classify, pick_one, scan_functions
 from brainevent.spec.tokens import SpecToken, parse_tokens
 
 Functions = Mapping[str, Sequence[str] | str | None] | Sequence[str] | None
-_INFERRED = "the spec inferred from its signature"
 _ACCEPTED_FUNCTIONS = (
     "a dict {name: [tokens...]}, a list/tuple of function names (specs inferred), "
     "or None (use '// @BE name [tokens...]' annotations)"
@@ -40,8 +39,7 @@ class _Request:
     origin: str  # where the spec was given, for messages
 
 
-# Preprocessed text of a source, by its file name; raises BrainEventError when the
-# preprocessor fails.
+# Preprocessed text of a source, by its file name; BrainEventError when the preprocessor fails.
 Preprocess = Callable[[str], str]
 
 
@@ -50,6 +48,10 @@ class _Source:
     file_name: str
     lexed: LexResult
     functions: tuple[CxxSignature, ...]
+
+
+# The functions one reading (plain or after macro expansion) finds in a source.
+_FunctionsOf = Callable[[_Source], Sequence[CxxSignature]]
 
 
 @dataclass
@@ -83,22 +85,21 @@ def resolve_functions(
     requests = _requests(functions, scanned)
     expander = _Expander(preprocess)
     specs: list[FunctionSpec] = []
-    for req in requests:  # a spec with no 'ret' is refused: XLA would drop the call
+    for req in requests:
         sig = _locate_anywhere(req.name, scanned, expander)
         tokens = req.tokens if req.tokens is not None else infer_spec(sig)
-        if req.tokens is not None and not any(t.role is Role.RET for t in req.tokens):
-            _no_output(req.name, sig, f"the arg_spec from {req.origin}", [t.shown() for t in req.tokens])
+        if not any(t.role is Role.RET for t in tokens):  # refused: XLA would drop the call
+            given = (
+                f"the arg_spec from {req.origin}" if req.origin else "the spec inferred from its signature"
+            )
+            raise _no_output(req.name, sig, given, [t.shown() for t in tokens])
         params = bind_tokens(sig, tokens, req.origin)
-        spec = FunctionSpec(req.name, params, sig.file_name, sig.line, sig.scope)
-        if not spec.rets:  # inferred: a given spec was checked above
-            given = f"the arg_spec from {req.origin}" if req.origin else _INFERRED
-            _no_output(req.name, sig, given, spec.tokens())
-        specs.append(spec)
+        specs.append(FunctionSpec(req.name, params, sig.file_name, sig.line, sig.scope))
     return specs
 
 
-def _no_output(name: str, sig: CxxSignature, given: str, tokens: list[str]) -> None:
-    raise SpecError(
+def _no_output(name: str, sig: CxxSignature, given: str, tokens: list[str]) -> SpecError:
+    return SpecError(
         f"{name} ({sig.where}): {given}, {tokens}, has no output: an entry point needs at least "
         "one 'ret'. XLA drops a custom call whose results are unused, so this function would never "
         "run. Fix: give it a BE::Tensor output parameter (non-const) and a 'ret' token for it, and "
@@ -137,13 +138,10 @@ def _requests(functions: Functions, scanned: list[_Source]) -> list[_Request]:
         requests = [_from_entry(name, tokens) for name, tokens in functions.items()]
     elif isinstance(functions, list | tuple):
         requests = [_from_entry(name, None) for name in functions]
-        seen: set[str] = set()
-        for req in requests:
-            if req.name in seen:
-                raise SpecError(
-                    f"functions lists {req.name!r} twice; list each function once.", function=req.name
-                )
-            seen.add(req.name)
+        names = [r.name for r in requests]
+        twice = next((n for k, n in enumerate(names) if n in names[:k]), None)
+        if twice is not None:
+            raise SpecError(f"functions lists {twice!r} twice; list each function once.", function=twice)
     else:
         raise SpecError(
             f"functions= must be {_ACCEPTED_FUNCTIONS}; got {type(functions).__name__} {functions!r:.80}.",
@@ -174,18 +172,9 @@ def _from_entry(name: object, tokens: object) -> _Request:
 
 def _from_annotations(scanned: list[_Source]) -> list[_Request]:
     requests: list[_Request] = []
-    where: dict[str, str] = {}
+    seen: dict[str, Annotation] = {}
     for src in scanned:
-        for ann in discover_annotations(src.lexed, src.file_name):
-            if ann.function in where:
-                raise SpecError(
-                    f"{ann.function}: annotated in two places, {where[ann.function]} and "
-                    f"{ann.where}. Keep one '// @BE' line per function.",
-                    function=ann.function,
-                    line=ann.line,
-                    file=ann.file_name,
-                )
-            where[ann.function] = ann.where
+        for ann in discover_annotations(src.lexed, src.file_name, seen):
             tokens = parse_tokens(ann.function, ann.tokens) if ann.tokens else None
             requests.append(_Request(ann.function, tokens, f"'@BE' at {ann.where}"))
     return requests
@@ -215,37 +204,21 @@ def _locate_anywhere(name: str, scanned: list[_Source], expander: _Expander) -> 
         raise
 
 
-def _locate(
-    name: str, scanned: list[_Source], functions_of: Callable[[_Source], Sequence[CxxSignature]]
-) -> CxxSignature:
+def _locate(name: str, scanned: list[_Source], functions_of: _FunctionsOf) -> CxxSignature:
     """The single host definition of ``name`` across all sources."""
-    per_file: list[CxxSignature] = []
-    for src in scanned:
-        hosts = [s for s in functions_of(src) if s.name == name and s.kind == "host"]
-        found = pick_one(name, hosts)
-        if found is not None:
-            per_file.append(found)
-    if len(per_file) > 1:
-        definitions = [s for s in per_file if s.is_definition]
-        if len(definitions) != 1:
-            places = ", ".join(s.where for s in per_file)
-            raise SpecError(
-                f"{name}: found in several sources ({places}). Define each entry point in "
-                "exactly one source.",
-                function=name,
-                files=[s.file_name for s in per_file],
-            )
-        # Declarations elsewhere must agree with the one definition.
-        return pick_one(name, per_file) or definitions[0]
-    if per_file:
-        return per_file[0]
-    raise _not_found(name, scanned, functions_of)
+    hosts = ([s for s in functions_of(src) if s.name == name and s.kind == "host"] for src in scanned)
+    per_file = [found for found in (pick_one(name, h) for h in hosts) if found is not None]
+    if len(per_file) > 1 and sum(s.is_definition for s in per_file) != 1:
+        problem = "found in several sources ({}). Define each entry point in exactly one source."
+        raise clash_error(name, per_file, problem)
+    found = pick_one(name, per_file)  # declarations elsewhere must agree with the one definition
+    if found is None:
+        raise _not_found(name, scanned, functions_of)
+    return found
 
 
-def _not_found(
-    name: str, scanned: list[_Source], functions_of: Callable[[_Source], Sequence[CxxSignature]]
-) -> SpecError:
-    files = ", ".join(s.file_name for s in scanned)
+def _not_found(name: str, scanned: list[_Source], functions_of: _FunctionsOf) -> SpecError:
+    files = [s.file_name for s in scanned]
     device = [s for src in scanned for s in functions_of(src) if s.name == name]
     if device:
         kind = "__global__ kernel" if device[0].kind == "kernel" else "__device__ function"
@@ -254,14 +227,14 @@ def _not_found(
             "through XLA. Fix: expose a host function that takes BE::Tensor parameters "
             "and launches the kernel.",
             function=name,
-            files=[s.file_name for s in scanned],
+            files=files,
             line=device[0].line,
         )
     known = {s.name for src in scanned for s in functions_of(src) if s.kind == "host"}
     hint = did_you_mean(name, known)
     return SpecError(
-        f"{name}: no function with this name is defined at namespace scope in {files}."
+        f"{name}: no function with this name is defined at namespace scope in {', '.join(files)}."
         + (hint or " Check the spelling, and that the function is not inside a class."),
         function=name,
-        files=[s.file_name for s in scanned],
+        files=files,
     )

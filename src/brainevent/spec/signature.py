@@ -1,11 +1,8 @@
-"""Find a function's declaration in C++ source and read its parameter list.
+"""Find a function's declaration in C++ source (its parameter list is read by :mod:`cxx_params`).
 
-Works on :mod:`cxx_lexer` tokens while tracking brace scopes: only names at
-namespace scope (file scope, ``namespace x {}``, ``extern "C" {}``) can declare
-an entry point, so calls inside other function bodies and class members are
-never mistaken for it. A candidate is ``<prefix> name ( params )`` followed by
-``{`` (a definition) or ``;`` (a declaration), where ``<prefix>`` ends in a type.
-The parameter list itself is read by :mod:`cxx_params`.
+Only names at namespace scope (file scope, ``namespace x {}``, ``extern "C" {}``) can declare an
+entry point, so calls inside function bodies and class members are never mistaken for it. A
+candidate is ``<prefix> name ( params )`` then ``{`` or ``;``, where ``<prefix>`` ends in a type.
 """
 
 from __future__ import annotations
@@ -52,11 +49,9 @@ class CxxSignature:
 
 def classify(param: CxxParam | str) -> TypeClass:
     """Classify a parameter (or a type given as text) as tensor/scalar/stream/unmappable."""
-    if isinstance(param, CxxParam):
-        words: Sequence[str] = param.type_words or [t.text for t in lex(param.type).tokens]
-    else:
-        words = [t.text for t in lex(param).tokens]
-    return classify_words(words)
+    if isinstance(param, CxxParam) and param.type_words:
+        return classify_words(param.type_words)
+    return classify_words([t.text for t in lex(param if isinstance(param, str) else param.type).tokens])
 
 
 def scan_functions(source: str | LexResult, file_name: str = "<source>") -> list[CxxSignature]:
@@ -81,24 +76,16 @@ def pick_one(function: str, candidates: Sequence[CxxSignature]) -> CxxSignature 
     several definitions or differing overloads raise SpecError."""
     if not candidates:
         return None
-    where = ", ".join(c.where for c in candidates)
     if len({_param_key(c) for c in candidates}) > 1:
-        raise SpecError(
-            f"{function}: found overloads with different parameters at {where}. An entry "
-            "point must have exactly one signature; rename the other overloads.",
-            function=function,
-            lines=[c.line for c in candidates],
-            files=[c.file_name for c in candidates],
+        raise clash_error(
+            function,
+            candidates,
+            "found overloads with different parameters at {}. An entry point must have exactly one "
+            "signature; rename the other overloads.",
         )
     definitions = [c for c in candidates if c.is_definition]
     if len(definitions) > 1:
-        places = ", ".join(c.where for c in definitions)
-        raise SpecError(
-            f"{function}: defined more than once, at {places}. Keep one definition.",
-            function=function,
-            lines=[c.line for c in definitions],
-            files=[c.file_name for c in definitions],
-        )
+        raise clash_error(function, definitions, "defined more than once, at {}. Keep one definition.")
     chosen = definitions[0] if definitions else candidates[0]
     if chosen.is_template:
         raise SpecError(
@@ -109,6 +96,17 @@ def pick_one(function: str, candidates: Sequence[CxxSignature]) -> CxxSignature 
             file=chosen.file_name,
         )
     return chosen
+
+
+def clash_error(function: str, sigs: Sequence[CxxSignature], problem: str) -> SpecError:
+    """SpecError about several declarations of ``function``; ``{}`` in ``problem`` lists them."""
+    places = ", ".join(c.where for c in sigs)
+    return SpecError(
+        f"{function}: {problem.format(places)}",
+        function=function,
+        lines=[c.line for c in sigs],
+        files=[c.file_name for c in sigs],
+    )
 
 
 def _param_key(sig: CxxSignature) -> tuple[object, ...]:
@@ -127,48 +125,36 @@ class _Scanner:
         out: list[CxxSignature] = []
         stack: list[str] = []  # "(", "[", "ns" (namespace-like brace) or "{" (any other brace)
         self.scopes: list[str] = []  # names of the open namespace-like braces ("" if unnamed)
-        nested = 0  # entries of ``stack`` that are not "ns"
         stmt = 0  # first token of the current namespace-scope statement
         for i, tok in enumerate(self.toks):
             t = tok.text
-            if tok.kind == "ident":
-                if nested == 0 and self.text_at(i + 1) == "(":
-                    sig = self.candidate(stmt, i)
-                    if sig is not None:
-                        out.append(sig)
-                continue
+            at_namespace_scope = len(stack) == len(self.scopes)  # no open bracket but namespaces
+            if tok.kind == "ident" and at_namespace_scope and self.text_at(i + 1) == "(":
+                sig = self.candidate(stmt, i)
+                if sig is not None:
+                    out.append(sig)
             if tok.kind != "punct":
                 continue
             if t in ("(", "["):
                 stack.append(t)
-                nested += 1
             elif t in (")", "]"):
-                if stack and stack[-1] != "ns" and _CLOSING.get(stack[-1]) == t:
+                if stack and _CLOSING.get(stack[-1]) == t:
                     stack.pop()
-                    nested -= 1
             elif t == "{":
-                namespace = self.namespace(stmt, i) if nested == 0 else None
+                namespace = self.namespace(stmt, i) if at_namespace_scope else None
+                stack.append("{" if namespace is None else "ns")
                 if namespace is not None:
-                    stack.append("ns")
                     self.scopes.append(namespace)
                     stmt = i + 1
-                else:
-                    stack.append("{")
-                    nested += 1
             elif t == "}":
                 # Unclosed ( or [ before a } are typos; drop them so scoping recovers.
                 while stack and stack[-1] in ("(", "["):
                     stack.pop()
-                    nested -= 1
-                if stack:
-                    closed = stack.pop()
-                    if closed == "ns":
-                        self.scopes.pop()
-                    else:
-                        nested -= 1
-                if nested == 0:
+                if stack and stack.pop() == "ns":
+                    self.scopes.pop()
+                if len(stack) == len(self.scopes):
                     stmt = i + 1
-            elif t == ";" and nested == 0:
+            elif t == ";" and at_namespace_scope:
                 stmt = i + 1
         return out
 
@@ -229,16 +215,11 @@ class _Scanner:
         if prefix is None or any(w in ("=", "typedef", "using", "friend") for w in prefix):
             return None
         close = self.match(i + 1)
-        if close is None:
+        end = None if close is None else self.declarator_end(close + 1)
+        if close is None or end is None:
             return None
-        end = self.declarator_end(close + 1)
-        if end is None:
-            return None
-        kind = "host"
-        if "__global__" in prefix:
-            kind = "kernel"
-        elif "__device__" in prefix and "__host__" not in prefix:
-            kind = "device"
+        device_only = "__device__" in prefix and "__host__" not in prefix
+        kind = "kernel" if "__global__" in prefix else "device" if device_only else "host"
         return CxxSignature(
             name=self.toks[i].text,
             return_type=_return_type(prefix),
@@ -276,23 +257,16 @@ def _strip_template_headers(words: list[str]) -> tuple[bool, list[str] | None]:
 
 def _return_type(prefix: list[str]) -> str:
     words: list[str] = []
-    skip_parens = False
     depth = 0
+    after_specifier = False
     for w in prefix:
         if depth:  # inside a dropped (...) or [[...]] group
             depth += (w in ("(", "[")) - (w in (")", "]"))
-            continue
-        if skip_parens and w in ("(", "["):
-            depth = 1
-            skip_parens = False
-            continue
-        skip_parens = False
-        if w in _PAREN_SPECIFIERS:
-            skip_parens = True
-        elif w == "[":
-            depth = 1  # [[attribute]]
-        elif w not in _SPECIFIERS and w != '"':
+        elif w == "[" or (after_specifier and w == "("):
+            depth = 1  # [[attribute]], or a specifier's argument
+        elif w not in _SPECIFIERS and w not in _PAREN_SPECIFIERS and w != '"':
             words.append(w)
+        after_specifier = w in _PAREN_SPECIFIERS
     # A macro call before the declaration (``EXPORT(x) void f``) leaves ``( x )``.
     if ")" in words:
         words = words[len(words) - words[::-1].index(")") :]

@@ -24,6 +24,7 @@ from brainevent.errors import SpecError
 from brainevent.spec.model import token_text
 from brainevent.spec.names import CXX_KEYWORDS, canonical_type, close_matches, is_c_identifier
 from brainevent.spec.names import TYPE_ALIASES as TYPE_ALIASES
+from brainevent.spec.out_shape import MAX_FIXED_RANK, SHAPE_FORMS, parse_out_shape
 from brainevent.vocabulary import SCALAR_TYPES, Role
 
 # Plain tokens (each role's name, and 0.2.1's aliases) and what they mean; attrs are apart.
@@ -50,16 +51,14 @@ EXPECTED_TOKENS = (
 
 @dataclass(frozen=True)
 class SpecToken:
-    """One parsed arg_spec token. ``attr_name``/``dtype`` are set for attrs only;
-    ``dtype`` is None for a bare ``attr.<name>`` (the C++ type decides)."""
+    """One parsed arg_spec token."""
 
     role: Role
-    attr_name: str | None = None
-    dtype: str | None = None
+    attr_name: str | None = None  # attrs only
+    dtype: str | None = None  # attrs only; None for a bare ``attr.<name>`` (the C++ type decides)
     scratch_bytes: int | None = None  # `scratch:<bytes>` only
     shape: str | None = None  # `ret:<shape>` only: the canonical declaration (spec/out_shape.py)
-    # The token as the user wrote it, kept for error messages only.
-    text: str = field(default="", compare=False)
+    text: str = field(default="", compare=False)  # as the user wrote it, for error messages
 
     @property
     def canonical(self) -> str:
@@ -72,8 +71,7 @@ class SpecToken:
 
 
 def parse_tokens(function: str, tokens: Sequence[str] | str) -> list[SpecToken]:
-    """Parse an arg_spec (a single string is split on whitespace); SpecError naming the
-    function and the offending token."""
+    """Parse an arg_spec (a string is split on whitespace); SpecError naming the bad token."""
     if isinstance(tokens, str):
         tokens = tokens.split()
     if not isinstance(tokens, list | tuple):
@@ -150,8 +148,18 @@ def _parse_one(function: str, position: int, raw: object) -> SpecToken:
             **data,
             value=value,
         )
+    decl = parse_out_shape(value) if colon and head in ("ret", "rets") else None
+    if decl is not None:  # a result whose shape (and dtype) the binding checks on every call
+        return SpecToken(Role.RET, shape=decl.canonical, text=raw)
     if colon and head in ("ret", "rets"):
-        return _parse_ret_shape(where, raw, value, data)
+        raise SpecError(
+            f"{_INVALID}{where}: {value!r} after 'ret:' is not a result shape. "
+            f"Expected {SHAPE_FORMS}, e.g. 'ret:like(x)', 'ret:like(x):int32', 'ret:(n,4):float32' "
+            f"(dims: integers or integer attributes, at most {MAX_FIXED_RANK}; types: "
+            f"{', '.join(SCALAR_TYPES)}).",
+            **data,
+            value=value,
+        )
     raise SpecError(
         f"{_INVALID}{where} is not a known token. Expected one of: {EXPECTED_TOKENS}." + _token_hint(text),
         **data,
@@ -170,11 +178,8 @@ def _parse_attr(where: str, raw: str, rest: str, data: dict[str, Any]) -> SpecTo
     dtype = canonical_type(type_name) if colon else None
     if colon and dtype is None:
         hint = close_matches(type_name, [*SCALAR_TYPES, *TYPE_ALIASES])
-        fix = (
-            f" Did you mean 'attr.{name}:{hint[0]}'?"
-            if hint
-            else f" Or drop the type ('attr.{name}') to take it from the C++ parameter."
-        )
+        fix = f" Or drop the type ('attr.{name}') to take it from the C++ parameter."
+        fix = f" Did you mean 'attr.{name}:{hint[0]}'?" if hint else fix
         shown = repr(type_name) if type_name else "nothing"
         raise SpecError(
             f"{_INVALID}{where}: {shown} after ':' is not a known scalar type. "
@@ -185,25 +190,7 @@ def _parse_attr(where: str, raw: str, rest: str, data: dict[str, Any]) -> SpecTo
     return SpecToken(Role.ATTR, attr_name=name, dtype=dtype, text=raw)
 
 
-def _parse_ret_shape(where: str, raw: str, text: str, data: dict[str, Any]) -> SpecToken:
-    """``ret:<shape>``: a result whose shape (and dtype) the binding checks on every call."""
-    from brainevent.spec.out_shape import MAX_FIXED_RANK, SHAPE_FORMS, parse_out_shape
-
-    decl = parse_out_shape(text)
-    if decl is None:
-        raise SpecError(
-            f"{_INVALID}{where}: {text!r} after 'ret:' is not a result shape. "
-            f"Expected {SHAPE_FORMS}, e.g. 'ret:like(x)', 'ret:like(x):int32', 'ret:(n,4):float32' "
-            f"(dims: integers or integer attributes, at most {MAX_FIXED_RANK}; types: "
-            f"{', '.join(SCALAR_TYPES)}).",
-            **data,
-            value=text,
-        )
-    return SpecToken(Role.RET, shape=decl.canonical, text=raw)
-
-
 def _token_hint(text: str) -> str:
-    """Suggest the intended token for a typo such as ``atr.x`` or ``agr``."""
     prefix, dot, rest = text.partition(".")
     if dot and prefix != "ctx" and close_matches(prefix, _ATTR_PREFIXES):
         return f" Did you mean 'attr.{rest}'?"
