@@ -51,20 +51,21 @@ def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
     return _complex_attr(target, name, dtype, value)  # complex64 / complex128: all that is left
 
 
+def call_error(target: str, message: str, **data: Any) -> KernelCallError:
+    """The call sugar's error: the message starts with the target, whose name the data carries too."""
+    return KernelCallError(f"{target}: {message}", target=target, **data)
+
+
 def _error(target: str, name: str, message: str) -> KernelCallError:
-    return KernelCallError(f"{target}: attribute {name!r} {message}", target=target, attribute=name)
+    return call_error(target, f"attribute {name!r} {message}", attribute=name)
 
 
 def _is_tracer(value: Any) -> bool:
-    """A JAX tracer (jit, grad, vmap): it has an abstract value instead of a number."""
-    return hasattr(value, "aval") and "Tracer" in type(value).__name__
+    return hasattr(value, "aval") and "Tracer" in type(value).__name__  # jit, grad, vmap
 
 
 def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:
-    """A complex value as the float array [re, im] the binding decodes.
-
-    MLIR has no complex scalar attribute, so ``jax.ffi.ffi_call`` cannot pass one.
-    """
+    """[re, im] as floats: MLIR has no complex scalar attribute, so ``ffi_call`` cannot pass one."""
     if not isinstance(value, (int, float, complex, np.number)) or isinstance(value, (bool, np.bool_)):
         raise _error(
             target,
@@ -81,8 +82,7 @@ def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:
 
 
 def _half_bits(target: str, name: str, dtype: str, np_type: Any, value: Any) -> Any:
-    """A 16-bit float attribute as a NumPy uint16 of its bits: XLA has no 16-bit float
-    attributes, and the binding takes a uint16 as the raw bits (as brainevent 0.2.1 did)."""
+    """The value's bits as a uint16: XLA has no 16-bit float attributes (0.2.1 passed the bits too)."""
     if isinstance(value, np.uint16):
         return value  # already the bits
     _check_real(target, name, dtype, np_type, value)
@@ -90,8 +90,7 @@ def _half_bits(target: str, name: str, dtype: str, np_type: Any, value: Any) -> 
 
 
 def _check_real(target: str, name: str, dtype: str, np_type: Any, value: Any) -> None:
-    """KernelCallError unless ``value`` is a real number within the range of ``dtype``
-    (infinities and NaN pass)."""
+    """KernelCallError unless ``value`` is a real number in the range of ``dtype`` (inf and NaN pass)."""
     if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
         raise _error(target, name, f"expects {dtype}, got {value!r} ({type(value).__name__})")
     import ml_dtypes  # shipped with jax; unlike np.finfo, its finfo knows bfloat16
