@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .. import config
 from ..errors import CacheError
@@ -34,19 +34,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("brainevent.cache")
 
 
-class BuildSlot:
+class BuildSlot(NamedTuple):
     """A build of ``key`` in progress: its staging directory, or the entry that another
     process published while this one waited (then ``staging`` is None)."""
 
-    __slots__ = ("existing", "key", "replace", "staging")
-
-    def __init__(
-        self, key: CacheKey, staging: Path | None, existing: CacheEntry | None, replace: bool
-    ) -> None:
-        self.key = key
-        self.staging = staging
-        self.existing = existing
-        self.replace = replace  # force_rebuild: the published entry gives way to this build
+    key: CacheKey
+    staging: Path | None
+    existing: CacheEntry | None
+    replace: bool  # force_rebuild: the published entry gives way to this build
 
 
 def _require_writable(directory: Path) -> None:
@@ -62,16 +57,6 @@ def _cannot_build_error(directory: Path, why: str | None) -> CacheError:
         "at a writable directory, or build it once where this cache is writable (`brainevent build`).",
         path=str(directory),
     )
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @contextlib.contextmanager
@@ -178,6 +163,16 @@ def _remove_abandoned_staging(store: EntryStore, key: CacheKey) -> None:
         pid_text = child.name[len(prefix) :].split("-", 1)[0]
         if pid_text.isdigit() and not _pid_alive(int(pid_text)):
             shutil.rmtree(child, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        pass
+    return True
 
 
 @contextlib.contextmanager
