@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -101,13 +102,13 @@ def _unusable(path: Path, manifest: Manifest, needs: Mapping[str, Any]) -> str |
     from .trust import check_bundle_file
 
     check_bundle_file(path.parent.parent, artifact)
-    foreign = _foreign_machine(artifact)
-    if foreign is not None:
-        return foreign
-    problem = manifest.verify(path, manifest.key)  # sizes unrecorded: always the sha256
-    if problem is not None:
-        return problem
-    return _headers_changed(path.parent.parent, manifest.inputs)
+    # A wheel built on x86-64 installed on an aarch64 node, say: the library is loaded into
+    # this interpreter, so the interpreter's ELF header is the reference.
+    here, there = _elf_machine(os.path.realpath(sys.executable)), _elf_machine(artifact)
+    if here is not None and there != here:  # not an ELF platform: the loader will say
+        return f"its library was built for another machine (ELF {there}, this interpreter is {here})"
+    # Sizes unrecorded: always the sha256.
+    return manifest.verify(path, manifest.key) or _headers_changed(path.parent.parent, manifest.inputs)
 
 
 def _elf_machine(path: str | Path) -> tuple[bytes, int] | None:
@@ -120,21 +121,6 @@ def _elf_machine(path: str | Path) -> tuple[bytes, int] | None:
     if len(head) < 20 or head[:4] != b"\x7fELF":
         return None
     return head[4:6], int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
-
-
-def _foreign_machine(artifact: Path) -> str | None:
-    """Why a library built for another kind of machine cannot load here (a wheel built on
-    x86-64 installed on an aarch64 node, say), or None. The running interpreter is the
-    reference: the library is loaded into it."""
-    import sys
-
-    here = _elf_machine(os.path.realpath(sys.executable))
-    there = _elf_machine(artifact)
-    if here is None:
-        return None  # not an ELF platform: the loader will say
-    if there != here:
-        return f"its library was built for another machine (ELF {there}, this interpreter is {here})"
-    return None
 
 
 def _headers_changed(directory: Path, inputs: Mapping[str, Any]) -> str | None:

@@ -28,7 +28,6 @@ from .request import LoadRequest
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
-    from ..cache.deps import DependencyRecord
     from ..cache.objects import ObjectCache
     from ..cache.store import EntryStore
 
@@ -56,11 +55,8 @@ def run_plan(
         for s in plan.steps
         if s.output.endswith(".o") and s.output != plan.sources.decoder
     }
-    reused: dict[str, DependencyRecord] = {}
-    for out, object_key in object_keys.items():
-        cached = objects.fetch(object_key, staging / out)
-        if cached is not None:
-            reused[out] = cached
+    fetched = {out: objects.fetch(object_key, staging / out) for out, object_key in object_keys.items()}
+    reused = {out: deps for out, deps in fetched.items() if deps is not None}
     todo = [step for step in plan.steps if step.output not in reused]
     log.info(
         "compiling %s: %d translation unit(s) [%s]%s%s",
@@ -168,14 +164,9 @@ def _record_objects(
     for step in todo:
         if step.depfile is None:
             continue  # a link, or the decoder (which reads only keyed headers)
-        read = [
-            p
-            for p in read_depfile(staging / step.depfile, staging)
-            if not _inside(p, staging) and p not in keyed
-        ]
-        deps: DependencyRecord = record_dependencies(
-            read, before=before, started_ns=started_ns, skip_dirs=covered
-        )
+        read = read_depfile(staging / step.depfile, staging)
+        read = [p for p in read if not p.startswith(f"{staging}{os.sep}") and p not in keyed]
+        deps = record_dependencies(read, before=before, started_ns=started_ns, skip_dirs=covered)
         if step.output in object_keys:  # not a unit compiled and linked in one call
             objects.publish(object_keys[step.output], staging / step.output, deps, started_ns)
         dependencies.update(deps)
@@ -190,9 +181,4 @@ def _scanned_headers(request: LoadRequest) -> list[str]:
     units = request.units
     search = [Path(p) for p in request.options.extra_include_paths]
     search += [u.directory for u in units if u.directory is not None]
-    found = header_closure([(u.text, u.directory) for u in units], search, skip_dirs=[INCLUDE_DIR])
-    return list(found)
-
-
-def _inside(path: str, directory: Path) -> bool:
-    return path.startswith(str(directory) + os.sep)
+    return list(header_closure([(u.text, u.directory) for u in units], search, skip_dirs=[INCLUDE_DIR]))
