@@ -33,10 +33,7 @@ PACKAGE_ROOT = "bundle_package_root"  # manifest.inputs entry: the package, rela
 def source_dir(units: Sequence[SourceUnit]) -> Path | None:
     """The directory that holds the bundle: the units' own; None for inline sources."""
     directories = {u.directory for u in units}
-    if len(directories) != 1 or None in directories:
-        return None
-    (directory,) = directories
-    return directory
+    return next(iter(directories)) if len(directories) == 1 else None
 
 
 def bundle_path(directory: Path, name: str, platform: str) -> Path:
@@ -130,14 +127,15 @@ def _headers_changed(directory: Path, inputs: Mapping[str, Any]) -> str | None:
     or one above it) are read, each at most HEADER_LIMIT bytes: a record pointing
     elsewhere, at a FIFO or at a pseudo-file refuses the bundle instead of hanging the load.
     """
-    root = _package_root(directory, inputs.get(PACKAGE_ROOT, "."))
-    if root is None:
-        return f"its package root {inputs.get(PACKAGE_ROOT)!r} is not a directory above its sources"
+    above = inputs.get(PACKAGE_ROOT, ".")  # "." or "../..": nothing else
+    if not isinstance(above, str) or any(part not in (".", "..") for part in above.split("/")):
+        return f"its package root {above!r} is not a directory above its sources"
+    root = os.path.normpath(os.path.join(directory, above))
     real_root = os.path.realpath(root)
     for relative, digest in dict(inputs.get(HEADERS) or {}).items():
         header = os.path.normpath(os.path.join(directory, relative))
         real = os.path.realpath(header)
-        if os.path.isabs(relative) or not (_inside(header, str(root)) and _inside(real, real_root)):
+        if os.path.isabs(relative) or not (_inside(header, root) and _inside(real, real_root)):
             return f"its header record {relative!r} points outside the package"
         try:
             same = sha256_plain_file(real, limit=HEADER_LIMIT) == digest
@@ -146,13 +144,6 @@ def _headers_changed(directory: Path, inputs: Mapping[str, Any]) -> str | None:
         if not same:
             return f"header {relative} changed since the bundle was built (or is not a plain file)"
     return None
-
-
-def _package_root(directory: Path, relative: object) -> Path | None:
-    """``directory`` joined with a record of the form "." or "../..": nothing else."""
-    if not isinstance(relative, str) or any(part not in (".", "..") for part in relative.split("/")):
-        return None
-    return Path(os.path.normpath(os.path.join(directory, relative)))
 
 
 def _inside(path: str, root: str) -> bool:

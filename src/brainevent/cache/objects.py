@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..build.step import BuildStep
@@ -26,9 +27,9 @@ from .trust import private_dir, private_file, write_private
 log = logging.getLogger("brainevent.cache")
 
 
+@dataclass(frozen=True)
 class ObjectCache:
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    directory: Path
 
     def key(self, build_dir: Path, step: BuildStep, salt: str) -> str:
         digest = hashlib.sha256()
@@ -63,8 +64,7 @@ class ObjectCache:
                 return None
         except (OSError, ValueError):  # RecordError is a ValueError: a damaged record is a miss
             return None
-        deps: DependencyRecord = dict(data["dependencies"])
-        return deps
+        return dict(data["dependencies"])
 
     def publish(self, key: str, source: Path, deps: DependencyRecord, since_ns: int) -> None:
         private_dir(self.directory, create=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes  # shipped with jax
 import numpy as np
 
 from ..errors import KernelCallError
@@ -21,12 +22,7 @@ def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
             f"close over it (jax.jit(lambda x: f(x, {name}=2))), or mark it static "
             f"(jax.jit(f, static_argnames={name!r}))",
         )
-    if dtype == "bfloat16":
-        import ml_dtypes  # shipped with jax
-
-        np_type: Any = ml_dtypes.bfloat16
-    else:
-        np_type = np.dtype(dtype).type  # canonical names are NumPy's
+    np_type: Any = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype).type  # NumPy's names
     kind = np.dtype(np_type).kind
     if isinstance(value, np.ndarray) and value.ndim != 0:
         raise _error(target, name, f"must be a scalar {dtype}, got an array of shape {value.shape}")
@@ -93,9 +89,7 @@ def _check_real(target: str, name: str, dtype: str, np_type: Any, value: Any) ->
     """KernelCallError unless ``value`` is a real number in the range of ``dtype`` (inf and NaN pass)."""
     if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
         raise _error(target, name, f"expects {dtype}, got {value!r} ({type(value).__name__})")
-    import ml_dtypes  # shipped with jax; unlike np.finfo, its finfo knows bfloat16
-
-    limit = float(ml_dtypes.finfo(np_type).max)
+    limit = float(ml_dtypes.finfo(np_type).max)  # unlike np.finfo, it knows bfloat16
     try:
         out_of_range = bool(np.isfinite(float(value))) and abs(float(value)) > limit
     except OverflowError:  # an int beyond any float

@@ -65,12 +65,11 @@ class KernelFunction:
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
         if self.num_batch_dims is not None:
             out = self._partitioned(arrays, specs, converted, scratch_bytes)
-            return out[0] if single else out
-        if spec.scratch or scratch_bytes is not None:
-            # One more result (results.py), dropped from what the caller gets back.
-            specs.append(scratch_result(self.target, spec, arrays, scratch_bytes))
-        out = call_target(self.target, arrays, specs, vmap_method=self.vmap_method, **converted)
-        out = out[: len(spec.rets)]
+        else:
+            if spec.scratch or scratch_bytes is not None:  # one more result (results.py), dropped below
+                specs.append(scratch_result(self.target, spec, arrays, scratch_bytes))
+            out = call_target(self.target, arrays, specs, vmap_method=self.vmap_method, **converted)
+            out = out[: len(spec.rets)]
         return out[0] if single else out
 
     def _partitioned(

@@ -123,14 +123,11 @@ def _name_after_content(staging: Path, library: str, name: str) -> tuple[str, st
 
 
 def _remove_intermediates(staging: Path, objects: Sequence[str], scratch: Sequence[str]) -> None:
-    for out in objects:  # objects live on in the object caches, not in the entry
-        (staging / out).unlink(missing_ok=True)
-        (staging / f"{out}.d").unlink(missing_ok=True)
-    (staging / "k0.d").unlink(missing_ok=True)  # a unit compiled and linked in one call
+    # Objects live on in the object caches, not in the entry; k0.d: a unit compiled and linked in one call.
+    for name in [*objects, *(f"{o}.d" for o in objects), "k0.d", "build.ninja", ".ninja_log", ".ninja_deps"]:
+        (staging / name).unlink(missing_ok=True)
     for directory in scratch:
         shutil.rmtree(staging / directory, ignore_errors=True)
-    for leftover in ("build.ninja", ".ninja_log", ".ninja_deps"):
-        (staging / leftover).unlink(missing_ok=True)
 
 
 def _user_file_names(log_text: str, kernel_units: Sequence[tuple[str, SourceUnit]]) -> str:
