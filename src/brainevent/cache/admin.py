@@ -148,13 +148,6 @@ def clear(root: Path, module: str | None = None) -> tuple[int, int]:
 VARIANT_INPUTS = ("functions", *VARIANT_KEYED, "remembered")
 
 
-def _variant(entry: EntryInfo) -> tuple[str, str, str]:
-    assert entry.manifest is not None
-    # `or None`: an entry made before an input was recorded (extra_libraries) has it empty.
-    chosen = {k: entry.manifest.inputs.get(k) or None for k in VARIANT_INPUTS}
-    return entry.module, entry.manifest.platform, json.dumps(chosen, sort_keys=True, default=str)
-
-
 def superseded(entries: Iterable[EntryInfo], keep: int) -> list[EntryInfo]:
     """Entries beyond the ``keep`` most recently used versions of each build of a module.
 
@@ -167,11 +160,13 @@ def superseded(entries: Iterable[EntryInfo], keep: int) -> list[EntryInfo]:
     for entry in entries:
         if entry.manifest is None:
             old.append(entry)
-        else:
-            versions.setdefault(_variant(entry), []).append(entry)
+            continue
+        # `or None`: an entry made before an input was recorded (extra_libraries) has it empty.
+        chosen = {k: entry.manifest.inputs.get(k) or None for k in VARIANT_INPUTS}
+        variant = (entry.module, entry.manifest.platform, json.dumps(chosen, sort_keys=True, default=str))
+        versions.setdefault(variant, []).append(entry)
     for group in versions.values():
-        group.sort(key=lambda e: e.last_used, reverse=True)
-        old += group[keep:]
+        old += sorted(group, key=lambda e: e.last_used, reverse=True)[keep:]
     return old
 
 

@@ -83,12 +83,9 @@ def build_slot(store: EntryStore, key: CacheKey, *, force: bool = False) -> Iter
             shutil.rmtree(staging, ignore_errors=True)
 
 
-_FULL = (errno.ENOSPC, errno.EDQUOT)
-
-
 def disk_full_error(exc: OSError, store: EntryStore, module: str) -> CacheError | None:
     """The typed error for a build that ran out of disk space (or quota); None for other errors."""
-    if exc.errno not in _FULL:
+    if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
         return None
     where = exc.filename or store.module_dir
     return CacheError(

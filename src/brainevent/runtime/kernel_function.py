@@ -56,7 +56,15 @@ class KernelFunction:
         from ..calls.ffi import call_target
 
         if self.unregistered is not None:
-            raise self._not_registered_error()
+            kind, fix = platform_class(self.platform).unregistered_help()
+            raise KernelNotAvailableError(
+                f"{self.target}: module {self.module!r} was built for {kind} but not registered with JAX "
+                f"in this process, so it cannot be called: {self.unregistered}. {fix}",
+                target=self.target,
+                module=self.module,
+                platform=self.platform,
+                reason=self.unregistered,
+            )
         spec = self.spec
         self.check_arity(len(arrays))
         converted = self.converted_attrs(attrs)
@@ -89,17 +97,6 @@ class KernelFunction:
                 "not split with the operands); set num_batch_dims = None",
             )
         return partitioned_call(self.target, arrays, specs, k, self.vmap_method, attrs)
-
-    def _not_registered_error(self) -> KernelNotAvailableError:
-        kind, fix = platform_class(self.platform).unregistered_help()
-        return KernelNotAvailableError(
-            f"{self.target}: module {self.module!r} was built for {kind} but not registered with JAX "
-            f"in this process, so it cannot be called: {self.unregistered}. {fix}",
-            target=self.target,
-            module=self.module,
-            platform=self.platform,
-            reason=self.unregistered,
-        )
 
     def check_arity(self, n_inputs: int, n_outputs: int | None = None) -> None:
         """KernelCallError unless the call passes as many inputs (and outputs) as the spec."""

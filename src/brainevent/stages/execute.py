@@ -58,14 +58,10 @@ def run_plan(
     fetched = {out: objects.fetch(object_key, staging / out) for out, object_key in object_keys.items()}
     reused = {out: deps for out, deps in fetched.items() if deps is not None}
     todo = [step for step in plan.steps if step.output not in reused]
-    log.info(
-        "compiling %s: %d translation unit(s) [%s]%s%s",
-        options.name,
-        len(request.units),
-        ", ".join(u.display_name for u in request.units),
-        f"; {len(reused)} object(s) reused" if reused else "",
-        "" if plan.decoder.fetched else "; and the shared FFI decoder, once for this toolchain",
-    )
+    units = f"{len(request.units)} translation unit(s) [{', '.join(u.display_name for u in request.units)}]"
+    reuse = f"; {len(reused)} object(s) reused" if reused else ""
+    decoder = "" if plan.decoder.fetched else "; and the shared FFI decoder, once for this toolchain"
+    log.info("compiling %s: %s%s%s", options.name, units, reuse, decoder)
     # What our include scan expects the compiler to read, as it is before the build: a
     # file unchanged since then was compiled as it is now (see cache/deps.py).
     # The previous entry's record (an edit-and-reload loop) adds what the scan cannot see.
@@ -92,7 +88,6 @@ def run_plan(
     dependencies = _record_objects(todo, object_keys, objects, staging, request, before, started_ns)
     for cached in reused.values():
         dependencies.update(cached)
-    # With verbose=True, build/ninja.py has logged the build's lines as they came.
     artifact, artifact_sha256 = _name_after_content(staging, plan.sources.library, options.name)
     elapsed = time.monotonic() - started
     log.info("compiled %s in %.2f s", options.name, elapsed)
