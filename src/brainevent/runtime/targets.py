@@ -65,10 +65,10 @@ def register_ffi_target(
             target=repr(target_name),
         )
     if not isinstance(module, CompiledModule):
-        message = (
-            f"module must be a CompiledModule returned by a brainevent loader, got {type(module).__name__}"
+        got = type(module).__name__
+        raise _error(
+            target_name, f"module must be a CompiledModule returned by a brainevent loader, got {got}"
         )
-        raise _error(target_name, message)
     if func_name not in module.functions:
         message = f"module {module.name!r} has no function {func_name!r}; it has {sorted(module.functions)}"
         raise _error(target_name, message, function=func_name)
@@ -84,10 +84,8 @@ def register_ffi_target(
     try:
         library = ctypes.CDLL(os.fspath(module.path), mode=ctypes.RTLD_LOCAL)
     except OSError as exc:
-        raise LoadError(
-            f"register_ffi_target({target_name!r}): cannot load {module.path}: {exc}",
-            path=str(module.path),
-        ) from exc
+        message = f"register_ffi_target({target_name!r}): cannot load {module.path}: {exc}"
+        raise LoadError(message, path=str(module.path)) from exc
     content = f"content:{content_id}" if content_id is not None else f"sha256:{sha256_file(module.path)}"
     register_targets(
         {func_name: target_name},
