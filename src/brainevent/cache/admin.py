@@ -56,9 +56,8 @@ def iter_entries(root: Path, module: str | None = None) -> Iterator[EntryInfo]:
         for entry in sorted(module_dir.iterdir()):
             if not entry.is_dir() or entry.name.startswith(".") or entry.name == "objects":
                 continue
-            manifest_path = entry / MANIFEST_NAME
             try:
-                last_used = manifest_path.stat().st_mtime
+                last_used = (entry / MANIFEST_NAME).stat().st_mtime
             except OSError:
                 last_used = 0.0
             yield EntryInfo(module_dir.name, entry, Manifest.load(entry), _tree_size(entry), last_used)

@@ -43,13 +43,11 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
     (staging / "src").mkdir()
     kernel_units = []
     for i, unit in enumerate(units):
-        unit_specs = [s for s in specs if index[s.source_file] == i]
+        own = [s for s in specs if index[s.source_file] == i]  # the entry points this unit defines
         stem = re.sub(r"[^A-Za-z0-9_]", "_", Path(unit.display_name).stem)[:40]
         file_name = f"k{i}_{stem}{unit.suffix}"
-        binding = (
-            render_binding(options.name, unit_specs, target=platform.binding_target) if unit_specs else ""
-        )
-        text = render_kernel_unit(unit.display_name, unit.text, unit_specs, binding)
+        binding = render_binding(options.name, own, target=platform.binding_target) if own else ""
+        text = render_kernel_unit(unit.display_name, unit.text, own, binding)
         (staging / "src" / file_name).write_text(text)
         kernel_units.append((f"src/{file_name}", unit))
     decoder_source, decoder = prepare_decoder(staging, request)
