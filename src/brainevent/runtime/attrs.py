@@ -13,14 +13,13 @@ from ..errors import KernelCallError
 
 def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
     """A NumPy scalar of exactly the declared type, or a KernelCallError naming the attribute."""
-    if _is_tracer(value):
+    if hasattr(value, "aval") and "Tracer" in type(value).__name__:  # a jit, grad or vmap tracer
         raise _error(
             target,
             name,
-            f"({dtype}) got a traced value {value!r}: attributes are "
-            "constants compiled into the call, and jax.jit traces every argument it is given. Fix: "
-            f"close over it (jax.jit(lambda x: f(x, {name}=2))), or mark it static "
-            f"(jax.jit(f, static_argnames={name!r}))",
+            f"({dtype}) got a traced value {value!r}: attributes are constants compiled into the call, "
+            "and jax.jit traces every argument it is given. Fix: close over it (jax.jit(lambda x: "
+            f"f(x, {name}=2))), or mark it static (jax.jit(f, static_argnames={name!r}))",
         )
     np_type: Any = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype).type  # NumPy's names
     kind = np.dtype(np_type).kind
@@ -54,10 +53,6 @@ def call_error(target: str, message: str, **data: Any) -> KernelCallError:
 
 def _error(target: str, name: str, message: str) -> KernelCallError:
     return call_error(target, f"attribute {name!r} {message}", attribute=name)
-
-
-def _is_tracer(value: Any) -> bool:
-    return hasattr(value, "aval") and "Tracer" in type(value).__name__  # jit, grad, vmap
 
 
 def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:

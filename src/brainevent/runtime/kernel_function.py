@@ -3,7 +3,7 @@ CompiledModule hands out for each of its functions (on first use)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KernelNotAvailableError
@@ -71,32 +71,27 @@ class KernelFunction:
         platform_class(self.platform).check_inputs(self.target, arrays)
         specs = result_specs(self.target, spec, arrays, converted, outs)
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
-        if self.num_batch_dims is not None:
-            out = self._partitioned(arrays, specs, converted, scratch_bytes)
+        k = self.num_batch_dims
+        if k is not None:
+            from ..calls.partitioned import partitioned_call
+
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise call_error(
+                    self.target, f"num_batch_dims must be a positive int (or None), got {k!r}", value=k
+                )
+            if spec.scratch or scratch_bytes is not None:
+                raise call_error(
+                    self.target,
+                    "a function with a 'scratch' parameter cannot declare batch dims (its scratch buffer is "
+                    "not split with the operands); set num_batch_dims = None",
+                )
+            out = partitioned_call(self.target, arrays, specs, k, self.vmap_method, converted)
         else:
             if spec.scratch or scratch_bytes is not None:  # one more result (results.py), dropped below
                 specs.append(scratch_result(self.target, spec, arrays, scratch_bytes))
             out = call_target(self.target, arrays, specs, vmap_method=self.vmap_method, **converted)
             out = out[: len(spec.rets)]
         return out[0] if single else out
-
-    def _partitioned(
-        self, arrays: Sequence[Any], specs: list[Any], attrs: dict[str, Any], scratch_bytes: Any
-    ) -> list[Any]:
-        from ..calls.partitioned import partitioned_call
-
-        k = self.num_batch_dims
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise call_error(
-                self.target, f"num_batch_dims must be a positive int (or None), got {k!r}", value=k
-            )
-        if self.spec.scratch or scratch_bytes is not None:
-            raise call_error(
-                self.target,
-                "a function with a 'scratch' parameter cannot declare batch dims (its scratch buffer is "
-                "not split with the operands); set num_batch_dims = None",
-            )
-        return partitioned_call(self.target, arrays, specs, k, self.vmap_method, attrs)
 
     def check_arity(self, n_inputs: int, n_outputs: int | None = None) -> None:
         """KernelCallError unless the call passes as many inputs (and outputs) as the spec."""
