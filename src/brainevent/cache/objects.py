@@ -59,8 +59,7 @@ class ObjectCache:
             if os.path.getsize(destination) != data["size"] or sha256_file(destination) != data["sha256"]:
                 log.warning("cached object %s is damaged (size or sha256 differ); it will be rebuilt", obj)
                 destination.unlink(missing_ok=True)
-                with contextlib.suppress(OSError):
-                    obj.unlink()
+                obj.unlink()  # an OSError is a miss too (below)
                 return None
         except (OSError, ValueError):  # RecordError is a ValueError: a damaged record is a miss
             return None
