@@ -149,18 +149,14 @@ def _remove_abandoned_staging(store: EntryStore, key: CacheKey) -> None:
     prefix = f".staging-{key.short}-"
     for child in store.module_dir.glob(f"{prefix}*"):
         pid_text = child.name[len(prefix) :].split("-", 1)[0]
-        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
+        if not pid_text.isdigit():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:  # its builder is gone
             shutil.rmtree(child, ignore_errors=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        pass
-    return True
+        except PermissionError:  # another user's process, alive
+            pass
 
 
 @contextlib.contextmanager

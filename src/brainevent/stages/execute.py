@@ -88,7 +88,13 @@ def run_plan(
     dependencies = _record_objects(todo, object_keys, objects, staging, request, before, started_ns)
     for cached in reused.values():
         dependencies.update(cached)
-    artifact, artifact_sha256 = _name_after_content(staging, plan.sources.library, options.name)
+    # Named after its content: a rebuild (a header changed) publishes a new name, which dlopen
+    # loads afresh even in a process that still maps the old one.
+    library = staging / plan.sources.library
+    os.chmod(library, 0o755)  # whatever the umask: loads refuse group/world-writable code
+    artifact_sha256 = sha256_file(library)
+    artifact = f"lib{options.name}.{artifact_sha256[:16]}.so"
+    os.rename(library, staging / artifact)
     elapsed = time.monotonic() - started
     log.info("compiled %s in %.2f s", options.name, elapsed)
     _remove_intermediates(staging, [*object_keys, plan.sources.decoder], platform.scratch_dirs)
@@ -105,16 +111,6 @@ def run_plan(
         dependencies=dict(sorted(dependencies.items())),
         dependencies_since_ns=started_ns,
     )
-
-
-def _name_after_content(staging: Path, library: str, name: str) -> tuple[str, str]:
-    """Renames the library after its content's hash: a rebuild (a header changed) publishes a
-    new name, which dlopen loads afresh even in a process that still maps the old one."""
-    os.chmod(staging / library, 0o755)  # whatever the umask: loads refuse group/world-writable code
-    artifact_sha256 = sha256_file(staging / library)
-    artifact = f"lib{name}.{artifact_sha256[:16]}.so"
-    os.rename(staging / library, staging / artifact)
-    return artifact, artifact_sha256
 
 
 def _remove_intermediates(staging: Path, objects: Sequence[str], scratch: Sequence[str]) -> None:
