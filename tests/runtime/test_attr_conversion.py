@@ -23,6 +23,7 @@ from brainevent import KernelCallError
 from brainevent.runtime.attrs import convert_attr
 from brainevent.runtime.kernel_function import KernelFunction
 from brainevent.runtime.module import CompiledModule
+from brainevent.runtime.results import result_specs
 from brainevent.spec.model import FunctionSpec, Param, Role
 
 INTEGERS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
@@ -172,28 +173,32 @@ def test_arity() -> None:
         f.check_arity(2, 2)
 
 
+def specs(f: KernelFunction, arrays: list[Any], outs: Any) -> list[Any]:
+    return result_specs(f.target, f.spec, arrays, {}, outs)
+
+
 def test_result_specs() -> None:
     x = jnp.zeros((2, 3), jnp.int16)
     one, two = function("arg", "ret"), function("arg", "ret", "ret")
-    assert one._result_specs([x], None) == [jax.ShapeDtypeStruct((2, 3), jnp.int16)]
-    assert two._result_specs([x], None) == [jax.ShapeDtypeStruct((2, 3), jnp.int16)] * 2
+    assert specs(one, [x], None) == [jax.ShapeDtypeStruct((2, 3), jnp.int16)]
+    assert specs(two, [x], None) == [jax.ShapeDtypeStruct((2, 3), jnp.int16)] * 2
     spec = jax.ShapeDtypeStruct((4,), jnp.float32)
-    assert one._result_specs([x], spec) == [spec]
-    assert two._result_specs([x], [spec, np.zeros(1, np.int8)]) == [spec, jax.ShapeDtypeStruct((1,), np.int8)]
+    assert specs(one, [x], spec) == [spec]
+    assert specs(two, [x], [spec, np.zeros(1, np.int8)]) == [spec, jax.ShapeDtypeStruct((1,), np.int8)]
     with call_error(r"expected 2 result spec\(s\) in outs= \(one per 'ret'\), got 1$", attribute=None):
-        two._result_specs([x], [spec])
+        specs(two, [x], [spec])
     with call_error(r"outs= entries need \.shape and \.dtype .*got 4$", attribute=None):
-        one._result_specs([x], 4)
+        specs(one, [x], 4)
     for half in (SimpleNamespace(shape=(3,)), SimpleNamespace(dtype=np.float32)):
         with call_error(
             r"outs= entries need \.shape and \.dtype \(use jax\.ShapeDtypeStruct\)", attribute=None
         ):
-            one._result_specs([x], half)
+            specs(one, [x], half)
     with call_error(
         r"has no inputs to take result shapes from; pass outs=jax\.ShapeDtypeStruct\(\.\.\.\)$",
         attribute=None,
     ):
-        function("ret")._result_specs([], None)
+        specs(function("ret"), [], None)
 
 
 def test_validation_happens_before_any_call() -> None:

@@ -13,14 +13,12 @@ from .layout import BUNDLE_DIR
 
 def kernel_files(package: Path) -> list[Path]:
     """Every .cu and C++ file under ``package``, bundles and hidden directories aside."""
-    found = []
-    for path in sorted(package.rglob("*")):
-        parts = path.relative_to(package).parts
-        if any(p == BUNDLE_DIR or p.startswith(".") for p in parts):
-            continue
-        if path.is_file() and path.suffix in PLATFORM_OF_SUFFIX:
-            found.append(path)
-    return found
+    return [
+        path
+        for path in sorted(package.rglob("*"))
+        if path.is_file() and path.suffix in PLATFORM_OF_SUFFIX
+        if not any(p == BUNDLE_DIR or p.startswith(".") for p in path.relative_to(package).parts)
+    ]
 
 
 def build_into(args: argparse.Namespace) -> int:
@@ -55,16 +53,13 @@ def build_into(args: argparse.Namespace) -> int:
             if platform not in platforms:
                 continue
             slot = (file.parent, f"{name_from_path(file)}-{platform}")
-            if slot in owners:
-                failures += 1
-                print(
-                    f"FAILED {file}: its module name is that of {owners[slot].name} "
-                    f"({slot[1]}), and both would be bundled in one directory; rename one of them.",
-                    file=sys.stderr,
-                )
-                continue
-            owners[slot] = file
             try:
+                if slot in owners:
+                    raise ValueError(
+                        f"its module name is that of {owners[slot].name} ({slot[1]}), and both would be "
+                        "bundled in one directory; rename one of them."
+                    )
+                owners[slot] = file
                 loader = cuda_loaders.load_cuda_file if platform == "cuda" else loaders.load_cpp_file
                 mod = loader(file, **common, **cli_keywords(args, platform))
                 where = write_bundle([file_unit(file, (file.suffix,))], mod.cache_dir, package)

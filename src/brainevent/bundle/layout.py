@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,7 @@ PACKAGE_ROOT = "bundle_package_root"  # manifest.inputs entry: the package, rela
 def source_dir(units: Sequence[SourceUnit]) -> Path | None:
     """The directory that holds the bundle: the units' own; None for inline sources."""
     directories = {u.directory for u in units}
-    if len(directories) != 1 or None in directories:
-        return None
-    (directory,) = directories
-    return directory
+    return next(iter(directories)) if len(directories) == 1 else None
 
 
 def bundle_path(directory: Path, name: str, platform: str) -> Path:
@@ -101,13 +99,13 @@ def _unusable(path: Path, manifest: Manifest, needs: Mapping[str, Any]) -> str |
     from .trust import check_bundle_file
 
     check_bundle_file(path.parent.parent, artifact)
-    foreign = _foreign_machine(artifact)
-    if foreign is not None:
-        return foreign
-    problem = manifest.verify(path, manifest.key)  # sizes unrecorded: always the sha256
-    if problem is not None:
-        return problem
-    return _headers_changed(path.parent.parent, manifest.inputs)
+    # A wheel built on x86-64 installed on an aarch64 node, say: the library is loaded into
+    # this interpreter, so the interpreter's ELF header is the reference.
+    here, there = _elf_machine(os.path.realpath(sys.executable)), _elf_machine(artifact)
+    if here is not None and there != here:  # not an ELF platform: the loader will say
+        return f"its library was built for another machine (ELF {there}, this interpreter is {here})"
+    # Sizes unrecorded: always the sha256.
+    return manifest.verify(path, manifest.key) or _headers_changed(path.parent.parent, manifest.inputs)
 
 
 def _elf_machine(path: str | Path) -> tuple[bytes, int] | None:
@@ -122,21 +120,6 @@ def _elf_machine(path: str | Path) -> tuple[bytes, int] | None:
     return head[4:6], int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
 
 
-def _foreign_machine(artifact: Path) -> str | None:
-    """Why a library built for another kind of machine cannot load here (a wheel built on
-    x86-64 installed on an aarch64 node, say), or None. The running interpreter is the
-    reference: the library is loaded into it."""
-    import sys
-
-    here = _elf_machine(os.path.realpath(sys.executable))
-    there = _elf_machine(artifact)
-    if here is None:
-        return None  # not an ELF platform: the loader will say
-    if there != here:
-        return f"its library was built for another machine (ELF {there}, this interpreter is {here})"
-    return None
-
-
 def _headers_changed(directory: Path, inputs: Mapping[str, Any]) -> str | None:
     """None when every header the bundle records (by content) is unchanged, else why not.
 
@@ -144,14 +127,15 @@ def _headers_changed(directory: Path, inputs: Mapping[str, Any]) -> str | None:
     or one above it) are read, each at most HEADER_LIMIT bytes: a record pointing
     elsewhere, at a FIFO or at a pseudo-file refuses the bundle instead of hanging the load.
     """
-    root = _package_root(directory, inputs.get(PACKAGE_ROOT, "."))
-    if root is None:
-        return f"its package root {inputs.get(PACKAGE_ROOT)!r} is not a directory above its sources"
+    above = inputs.get(PACKAGE_ROOT, ".")  # "." or "../..": nothing else
+    if not isinstance(above, str) or any(part not in (".", "..") for part in above.split("/")):
+        return f"its package root {above!r} is not a directory above its sources"
+    root = os.path.normpath(os.path.join(directory, above))
     real_root = os.path.realpath(root)
     for relative, digest in dict(inputs.get(HEADERS) or {}).items():
         header = os.path.normpath(os.path.join(directory, relative))
         real = os.path.realpath(header)
-        if os.path.isabs(relative) or not (_inside(header, str(root)) and _inside(real, real_root)):
+        if os.path.isabs(relative) or not (_inside(header, root) and _inside(real, real_root)):
             return f"its header record {relative!r} points outside the package"
         try:
             same = sha256_plain_file(real, limit=HEADER_LIMIT) == digest
@@ -160,13 +144,6 @@ def _headers_changed(directory: Path, inputs: Mapping[str, Any]) -> str | None:
         if not same:
             return f"header {relative} changed since the bundle was built (or is not a plain file)"
     return None
-
-
-def _package_root(directory: Path, relative: object) -> Path | None:
-    """``directory`` joined with a record of the form "." or "../..": nothing else."""
-    if not isinstance(relative, str) or any(part not in (".", "..") for part in relative.split("/")):
-        return None
-    return Path(os.path.normpath(os.path.join(directory, relative)))
 
 
 def _inside(path: str, root: str) -> bool:

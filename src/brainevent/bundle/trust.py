@@ -24,17 +24,12 @@ from ..cache.manifest import MANIFEST_NAME
 from ..errors import CacheError
 
 
-def _fix(path: Path) -> str:
-    return (
-        f"If you built it, run `chmod go-w {path}` (or build it again with `brainevent build --into`, "
-        "which writes safe modes); otherwise remove the package's _brainevent directory, and the "
-        "module is compiled from its sources."
-    )
-
-
 def _refuse(path: Path, why: str) -> CacheError:
     return CacheError(
-        f"refusing to load the bundled module at {path}: it {why}. {_fix(path)}", path=str(path)
+        f"refusing to load the bundled module at {path}: it {why}. If you built it, run `chmod go-w "
+        f"{path}` (or build it again with `brainevent build --into`, which writes safe modes); otherwise "
+        "remove the package's _brainevent directory, and the module is compiled from its sources.",
+        path=str(path),
     )
 
 

@@ -25,13 +25,8 @@ def write_bundle(units: Sequence[SourceUnit], entry_dir: Path, package_dir: Path
     manifest = Manifest.load(entry_dir)
     if directory is None or manifest is None:
         raise CacheError(f"no intact build of these sources at {entry_dir}", path=str(entry_dir))
-    key = bundle_key(units, manifest.inputs, manifest.platform)
     package = package_dir.resolve()
-    inside = {
-        path: record
-        for path, record in manifest.dependencies.items()
-        if Path(path).resolve().is_relative_to(package)
-    }
+    inside = {p: r for p, r in manifest.dependencies.items() if Path(p).resolve().is_relative_to(package)}
     unverified = sorted(path for path, record in inside.items() if record[2] is None)
     if unverified:
         # Dropping it from the record would let the bundle be used whatever it says later.
@@ -42,7 +37,7 @@ def write_bundle(units: Sequence[SourceUnit], entry_dir: Path, package_dir: Path
             path=unverified[0],
         )
     headers = {os.path.relpath(path, directory): record[2] for path, record in inside.items()}
-    manifest.key = key.digest
+    manifest.key = bundle_key(units, manifest.inputs, manifest.platform).digest  # before inputs change
     manifest.inputs = {
         **manifest.inputs,
         HEADERS: dict(sorted(headers.items())),

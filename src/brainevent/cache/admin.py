@@ -56,21 +56,21 @@ def iter_entries(root: Path, module: str | None = None) -> Iterator[EntryInfo]:
         for entry in sorted(module_dir.iterdir()):
             if not entry.is_dir() or entry.name.startswith(".") or entry.name == "objects":
                 continue
-            manifest_path = entry / MANIFEST_NAME
             try:
-                last_used = manifest_path.stat().st_mtime
+                last_used = (entry / MANIFEST_NAME).stat().st_mtime
             except OSError:
                 last_used = 0.0
             yield EntryInfo(module_dir.name, entry, Manifest.load(entry), _tree_size(entry), last_used)
 
 
 def object_cache_size(root: Path) -> int:
+    return sum(_tree_size(d) for d in (root / LAYOUT_VERSION).glob("*/objects") if d.is_dir())
+
+
+def _remove_objects(root: Path, module: str | None = None) -> None:
     base = root / LAYOUT_VERSION
-    return (
-        sum(_tree_size(d / "objects") for d in base.iterdir() if (d / "objects").is_dir())
-        if base.is_dir()
-        else 0
-    )
+    for objects in [base / module / "objects"] if module else base.glob("*/objects"):
+        shutil.rmtree(objects, ignore_errors=True)
 
 
 _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
@@ -88,19 +88,20 @@ def read_only_error(directory: Path, exc: OSError) -> CacheError:
 def _writable(root: Path) -> None:
     """Refuses, before anything is attempted, to clear or prune a cache that cannot change."""
     layout = root / LAYOUT_VERSION
-    if layout.is_dir() and not os.access(layout, os.W_OK):
-        raise read_only_error(layout, PermissionError(errno.EACCES, os.strerror(errno.EACCES)))
+    if not layout.is_dir():
+        return  # nothing to remove
     try:
-        probe = tempfile.mkdtemp(prefix=".write-test-", dir=layout) if layout.is_dir() else None
+        if not os.access(layout, os.W_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        os.rmdir(tempfile.mkdtemp(prefix=".write-test-", dir=layout))
     except OSError as exc:
         if exc.errno in _READ_ONLY:
             raise read_only_error(layout, exc) from None
         raise
-    if probe is not None:
-        os.rmdir(probe)
 
 
-def _lock_if_free(entry: EntryInfo):  # type: ignore[no-untyped-def]
+def remove_entry(entry: EntryInfo) -> bool:
+    """Removes one entry unless a build holds its lock; True if removed."""
     import filelock
 
     path = entry.directory.parent / f"{entry.directory.name}.lock"
@@ -108,21 +109,13 @@ def _lock_if_free(entry: EntryInfo):  # type: ignore[no-untyped-def]
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:
-        return None
+        return False
     except OSError as exc:  # not a Timeout: e.g. a symbolic link planted where the lock goes
         if exc.errno in _READ_ONLY:  # the file is not the problem: nothing can be written there
             raise read_only_error(entry.directory.parent, exc) from None
         raise CacheError(
             f"cannot take the lock {path}: {exc.strerror or exc}. Remove that file by hand.", path=str(path)
         ) from None
-    return lock
-
-
-def remove_entry(entry: EntryInfo) -> bool:
-    """Removes one entry unless a build holds its lock; True if removed."""
-    lock = _lock_if_free(entry)
-    if lock is None:
-        return False
     try:
         trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=entry.directory.parent))
         with contextlib.suppress(FileNotFoundError):
@@ -133,19 +126,18 @@ def remove_entry(entry: EntryInfo) -> bool:
         lock.release()
 
 
+def _remove_all(entries: list[EntryInfo]) -> tuple[set[Path], int]:
+    """Removes each entry unless a build holds it: (the removed ones' directories, how many were busy)."""
+    removed = {e.directory for e in entries if remove_entry(e)}
+    return removed, len(entries) - len(removed)
+
+
 def clear(root: Path, module: str | None = None) -> tuple[int, int]:
     """Removes every entry (of one module); returns (removed, skipped because busy)."""
     _writable(root)
-    removed = skipped = 0
-    for entry in list(iter_entries(root, module)):
-        if remove_entry(entry):
-            removed += 1
-        else:
-            skipped += 1
-    modules = [root / LAYOUT_VERSION / module] if module else list((root / LAYOUT_VERSION).glob("*"))
-    for module_dir in modules:
-        shutil.rmtree(module_dir / "objects", ignore_errors=True)
-    return removed, skipped
+    removed, skipped = _remove_all(list(iter_entries(root, module)))
+    _remove_objects(root, module)
+    return len(removed), skipped
 
 
 # What makes two entries of one module different builds, both worth keeping (the variant
@@ -153,13 +145,6 @@ def clear(root: Path, module: str | None = None) -> tuple[int, int]:
 # compiler, brainevent's version) are versions of one build: only the newest are kept.
 # "remembered": what one remembered benchmark result is about (custom_kernel/remembered.py).
 VARIANT_INPUTS = ("functions", *VARIANT_KEYED, "remembered")
-
-
-def _variant(entry: EntryInfo) -> tuple[str, str, str]:
-    assert entry.manifest is not None
-    # `or None`: an entry made before an input was recorded (extra_libraries) has it empty.
-    chosen = {k: entry.manifest.inputs.get(k) or None for k in VARIANT_INPUTS}
-    return entry.module, entry.manifest.platform, json.dumps(chosen, sort_keys=True, default=str)
 
 
 def superseded(entries: Iterable[EntryInfo], keep: int) -> list[EntryInfo]:
@@ -174,11 +159,13 @@ def superseded(entries: Iterable[EntryInfo], keep: int) -> list[EntryInfo]:
     for entry in entries:
         if entry.manifest is None:
             old.append(entry)
-        else:
-            versions.setdefault(_variant(entry), []).append(entry)
+            continue
+        # `or None`: an entry made before an input was recorded (extra_libraries) has it empty.
+        chosen = {k: entry.manifest.inputs.get(k) or None for k in VARIANT_INPUTS}
+        variant = (entry.module, entry.manifest.platform, json.dumps(chosen, sort_keys=True, default=str))
+        versions.setdefault(variant, []).append(entry)
     for group in versions.values():
-        group.sort(key=lambda e: e.last_used, reverse=True)
-        old += group[keep:]
+        old += sorted(group, key=lambda e: e.last_used, reverse=True)[keep:]
     return old
 
 
@@ -195,35 +182,24 @@ def prune(
     bytes left)."""
     _writable(root)
     entries = sorted(iter_entries(root), key=lambda e: e.last_used)
-    now = time.time()
-    removed = skipped = 0
-    kept: list[EntryInfo] = []
     old = {e.directory for e in superseded(entries, keep_newest)} if keep_newest is not None else set()
-    for entry in entries:
-        expired = older_than is not None and now - entry.last_used > older_than
-        if expired or entry.directory in old:
-            if remove_entry(entry):
-                removed += 1
-                continue
-            skipped += 1
-        kept.append(entry)
-    objects = object_cache_size(root)
-    total = sum(e.size for e in kept) + objects
+    if older_than is not None:
+        old |= {e.directory for e in entries if time.time() - e.last_used > older_than}
+    gone, skipped = _remove_all([e for e in entries if e.directory in old])
+    kept = [e for e in entries if e.directory not in gone]
+    total = sum(e.size for e in kept) + object_cache_size(root)
     if max_size is not None and total > max_size:
-        # Objects only speed up rebuilds; they go first.
-        for objects_dir in (root / LAYOUT_VERSION).glob("*/objects"):
-            shutil.rmtree(objects_dir, ignore_errors=True)
-        total -= objects
-        for entry in list(kept):
+        _remove_objects(root)  # objects only speed up rebuilds; they go first
+        total = sum(e.size for e in kept)
+        for entry in kept:  # least recently used first
             if total <= max_size:
                 break
             if remove_entry(entry):
-                removed += 1
+                gone.add(entry.directory)
                 total -= entry.size
-                kept.remove(entry)
             else:
                 skipped += 1
-    return removed, skipped, total
+    return len(gone), skipped, total
 
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..build.step import BuildStep
@@ -26,9 +27,9 @@ from .trust import private_dir, private_file, write_private
 log = logging.getLogger("brainevent.cache")
 
 
+@dataclass(frozen=True)
 class ObjectCache:
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    directory: Path
 
     def key(self, build_dir: Path, step: BuildStep, salt: str) -> str:
         digest = hashlib.sha256()
@@ -58,13 +59,11 @@ class ObjectCache:
             if os.path.getsize(destination) != data["size"] or sha256_file(destination) != data["sha256"]:
                 log.warning("cached object %s is damaged (size or sha256 differ); it will be rebuilt", obj)
                 destination.unlink(missing_ok=True)
-                with contextlib.suppress(OSError):
-                    obj.unlink()
+                obj.unlink()  # an OSError is a miss too (below)
                 return None
         except (OSError, ValueError):  # RecordError is a ValueError: a damaged record is a miss
             return None
-        deps: DependencyRecord = dict(data["dependencies"])
-        return deps
+        return dict(data["dependencies"])
 
     def publish(self, key: str, source: Path, deps: DependencyRecord, since_ns: int) -> None:
         private_dir(self.directory, create=True)

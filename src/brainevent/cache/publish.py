@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .. import config
 from ..errors import CacheError
@@ -34,25 +34,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("brainevent.cache")
 
 
-class BuildSlot:
+class BuildSlot(NamedTuple):
     """A build of ``key`` in progress: its staging directory, or the entry that another
     process published while this one waited (then ``staging`` is None)."""
 
-    __slots__ = ("existing", "key", "replace", "staging")
-
-    def __init__(
-        self, key: CacheKey, staging: Path | None, existing: CacheEntry | None, replace: bool
-    ) -> None:
-        self.key = key
-        self.staging = staging
-        self.existing = existing
-        self.replace = replace  # force_rebuild: the published entry gives way to this build
-
-
-def _require_writable(directory: Path) -> None:
-    """CacheError unless this process may create files in ``directory`` (hits need no writes)."""
-    if not os.access(directory, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
-        raise _cannot_build_error(directory, "no write permission or a read-only filesystem")
+    key: CacheKey
+    staging: Path | None
+    existing: CacheEntry | None
+    replace: bool  # force_rebuild: the published entry gives way to this build
 
 
 def _cannot_build_error(directory: Path, why: str | None) -> CacheError:
@@ -64,16 +53,6 @@ def _cannot_build_error(directory: Path, why: str | None) -> CacheError:
     )
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @contextlib.contextmanager
 def build_slot(store: EntryStore, key: CacheKey, *, force: bool = False) -> Iterator[BuildSlot]:
     """Holds the entry's build lock and a fresh staging directory for a build of ``key``.
@@ -83,7 +62,10 @@ def build_slot(store: EntryStore, key: CacheKey, *, force: bool = False) -> Iter
     build nothing. The staging directory is removed on leaving, published or not.
     """
     store.prepare(create=True)
-    _require_writable(store.module_dir)  # before the lock file: a read-only cache gets a CacheError
+    directory = store.module_dir
+    # Before the lock file, so that a read-only cache (hits need no writes) gets a CacheError.
+    if not os.access(directory, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise _cannot_build_error(directory, "no write permission or a read-only filesystem")
     with _locked(store, key):
         if not force:
             entry = store.lookup(key)  # another process may have published meanwhile
@@ -92,23 +74,18 @@ def build_slot(store: EntryStore, key: CacheKey, *, force: bool = False) -> Iter
                 return
         _remove_abandoned_staging(store, key)
         try:
-            staging = Path(
-                tempfile.mkdtemp(prefix=f".staging-{key.short}-{os.getpid()}-", dir=store.module_dir)
-            )
+            staging = Path(tempfile.mkdtemp(prefix=f".staging-{key.short}-{os.getpid()}-", dir=directory))
         except OSError as exc:
-            raise _cannot_build_error(store.module_dir, exc.strerror) from exc
+            raise _cannot_build_error(directory, exc.strerror) from exc
         try:
             yield BuildSlot(key, staging, None, replace=force)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-_FULL = (errno.ENOSPC, errno.EDQUOT)
-
-
 def disk_full_error(exc: OSError, store: EntryStore, module: str) -> CacheError | None:
     """The typed error for a build that ran out of disk space (or quota); None for other errors."""
-    if exc.errno not in _FULL:
+    if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
         return None
     where = exc.filename or store.module_dir
     return CacheError(
@@ -151,11 +128,9 @@ def _publish(store: EntryStore, staging: Path, final: Path, key: CacheKey, *, re
     locks): content addressing makes concurrent builds of one key equivalent, so
     losing the race only wastes the loser's work.
     """
-    try:
+    with contextlib.suppress(OSError):  # when the final directory exists
         os.rename(staging, final)
         return
-    except OSError:
-        pass  # the final directory exists
     if not replace and store.lookup(key) is not None:
         log.debug("%s was published by another builder; keeping it", final)
         return
@@ -172,12 +147,16 @@ def _publish(store: EntryStore, staging: Path, final: Path, key: CacheKey, *, re
 
 def _remove_abandoned_staging(store: EntryStore, key: CacheKey) -> None:
     prefix = f".staging-{key.short}-"
-    for child in store.module_dir.iterdir():
-        if not child.name.startswith(prefix):
-            continue
+    for child in store.module_dir.glob(f"{prefix}*"):
         pid_text = child.name[len(prefix) :].split("-", 1)[0]
-        if pid_text.isdigit() and not _pid_alive(int(pid_text)):
+        if not pid_text.isdigit():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:  # its builder is gone
             shutil.rmtree(child, ignore_errors=True)
+        except PermissionError:  # another user's process, alive
+            pass
 
 
 @contextlib.contextmanager
@@ -187,40 +166,33 @@ def _locked(store: EntryStore, key: CacheKey) -> Iterator[None]:
         return
     import filelock  # only builds lock
 
-    lock = filelock.FileLock(str(store.lock_path(key)), mode=0o600)
-    owner_path = store.module_dir / f"{key.short}.owner"
+    lock_path, owner_path = store.lock_path(key), store.module_dir / f"{key.short}.owner"
+    lock = filelock.FileLock(str(lock_path), mode=0o600)
     deadline = time.monotonic() + config.LOCK_TIMEOUT.get()
     poll = 0.05
-    announced = False
     while True:
         try:
             lock.acquire(timeout=poll)
             break
         except filelock.Timeout:
             holder = _read_owner(owner_path)
-            if not announced or poll >= 2.0:
-                log.info(
-                    "waiting for the build lock of %s (%s), held by %s",
-                    store.name,
-                    store.lock_path(key),
-                    holder,
-                )
-                announced = True
+            if poll in (0.05, 2.0):  # the first wait, then every 2 s
+                log.info("waiting for the build lock of %s (%s), held by %s", store.name, lock_path, holder)
             if time.monotonic() >= deadline:
                 raise CacheError(
                     f"gave up after {config.LOCK_TIMEOUT.get():.0f} s waiting for the build lock "
-                    f"{store.lock_path(key)}, held by {holder}. If that build is stuck, stop it; "
+                    f"{lock_path}, held by {holder}. If that build is stuck, stop it; "
                     "raise BRAINEVENT_LOCK_TIMEOUT to wait longer.",
-                    lock_path=str(store.lock_path(key)),
+                    lock_path=str(lock_path),
                     holder=holder,
                 ) from None
             poll = min(poll * 2, 2.0)
         except OSError as exc:  # not a Timeout: e.g. a symbolic link planted where the lock goes
             raise CacheError(
-                f"cannot take the build lock {store.lock_path(key)}: {exc.strerror or exc}. Remove "
-                f"that file (`brainevent cache clear {store.name}`) or point BRAINEVENT_CACHE_DIR at "
+                f"cannot take the build lock {lock_path}: {exc.strerror or exc}. Remove that file "
+                f"(`brainevent cache clear {store.name}`) or point BRAINEVENT_CACHE_DIR at "
                 "a directory only you can write.",
-                lock_path=str(store.lock_path(key)),
+                lock_path=str(lock_path),
             ) from None
     try:
         with contextlib.suppress(OSError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes  # shipped with jax
 import numpy as np
 
 from ..errors import KernelCallError
@@ -12,21 +13,15 @@ from ..errors import KernelCallError
 
 def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
     """A NumPy scalar of exactly the declared type, or a KernelCallError naming the attribute."""
-    if _is_tracer(value):
+    if hasattr(value, "aval") and "Tracer" in type(value).__name__:  # a jit, grad or vmap tracer
         raise _error(
             target,
             name,
-            f"({dtype}) got a traced value {value!r}: attributes are "
-            "constants compiled into the call, and jax.jit traces every argument it is given. Fix: "
-            f"close over it (jax.jit(lambda x: f(x, {name}=2))), or mark it static "
-            f"(jax.jit(f, static_argnames={name!r}))",
+            f"({dtype}) got a traced value {value!r}: attributes are constants compiled into the call, "
+            "and jax.jit traces every argument it is given. Fix: close over it (jax.jit(lambda x: "
+            f"f(x, {name}=2))), or mark it static (jax.jit(f, static_argnames={name!r}))",
         )
-    if dtype == "bfloat16":
-        import ml_dtypes  # shipped with jax
-
-        np_type: Any = ml_dtypes.bfloat16
-    else:
-        np_type = np.dtype(dtype).type  # canonical names are NumPy's
+    np_type: Any = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype).type  # NumPy's names
     kind = np.dtype(np_type).kind
     if isinstance(value, np.ndarray) and value.ndim != 0:
         raise _error(target, name, f"must be a scalar {dtype}, got an array of shape {value.shape}")
@@ -51,20 +46,17 @@ def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
     return _complex_attr(target, name, dtype, value)  # complex64 / complex128: all that is left
 
 
+def call_error(target: str, message: str, **data: Any) -> KernelCallError:
+    """The call sugar's error: the message starts with the target, whose name the data carries too."""
+    return KernelCallError(f"{target}: {message}", target=target, **data)
+
+
 def _error(target: str, name: str, message: str) -> KernelCallError:
-    return KernelCallError(f"{target}: attribute {name!r} {message}", target=target, attribute=name)
-
-
-def _is_tracer(value: Any) -> bool:
-    """A JAX tracer (jit, grad, vmap): it has an abstract value instead of a number."""
-    return hasattr(value, "aval") and "Tracer" in type(value).__name__
+    return call_error(target, f"attribute {name!r} {message}", attribute=name)
 
 
 def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:
-    """A complex value as the float array [re, im] the binding decodes.
-
-    MLIR has no complex scalar attribute, so ``jax.ffi.ffi_call`` cannot pass one.
-    """
+    """[re, im] as floats: MLIR has no complex scalar attribute, so ``ffi_call`` cannot pass one."""
     if not isinstance(value, (int, float, complex, np.number)) or isinstance(value, (bool, np.bool_)):
         raise _error(
             target,
@@ -81,8 +73,7 @@ def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:
 
 
 def _half_bits(target: str, name: str, dtype: str, np_type: Any, value: Any) -> Any:
-    """A 16-bit float attribute as a NumPy uint16 of its bits: XLA has no 16-bit float
-    attributes, and the binding takes a uint16 as the raw bits (as brainevent 0.2.1 did)."""
+    """The value's bits as a uint16: XLA has no 16-bit float attributes (0.2.1 passed the bits too)."""
     if isinstance(value, np.uint16):
         return value  # already the bits
     _check_real(target, name, dtype, np_type, value)
@@ -90,13 +81,10 @@ def _half_bits(target: str, name: str, dtype: str, np_type: Any, value: Any) -> 
 
 
 def _check_real(target: str, name: str, dtype: str, np_type: Any, value: Any) -> None:
-    """KernelCallError unless ``value`` is a real number within the range of ``dtype``
-    (infinities and NaN pass)."""
+    """KernelCallError unless ``value`` is a real number in the range of ``dtype`` (inf and NaN pass)."""
     if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
         raise _error(target, name, f"expects {dtype}, got {value!r} ({type(value).__name__})")
-    import ml_dtypes  # shipped with jax; unlike np.finfo, its finfo knows bfloat16
-
-    limit = float(ml_dtypes.finfo(np_type).max)
+    limit = float(ml_dtypes.finfo(np_type).max)  # unlike np.finfo, it knows bfloat16
     try:
         out_of_range = bool(np.isfinite(float(value))) and abs(float(value)) > limit
     except OverflowError:  # an int beyond any float

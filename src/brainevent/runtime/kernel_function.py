@@ -3,15 +3,13 @@ CompiledModule hands out for each of its functions (on first use)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..errors import KernelCallError, KernelNotAvailableError
+from ..errors import KernelNotAvailableError
 from ..platforms import HOST_PLATFORM, platform_class
-from .attrs import convert_attr
-from .results import declared_results, scratch_result
+from .attrs import call_error, convert_attr
+from .results import result_specs, scratch_result
 
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec
@@ -58,65 +56,53 @@ class KernelFunction:
         from ..calls.ffi import call_target
 
         if self.unregistered is not None:
-            raise self._not_registered_error()
+            kind, fix = platform_class(self.platform).unregistered_help()
+            raise KernelNotAvailableError(
+                f"{self.target}: module {self.module!r} was built for {kind} but not registered with JAX "
+                f"in this process, so it cannot be called: {self.unregistered}. {fix}",
+                target=self.target,
+                module=self.module,
+                platform=self.platform,
+                reason=self.unregistered,
+            )
         spec = self.spec
         self.check_arity(len(arrays))
         converted = self.converted_attrs(attrs)
         platform_class(self.platform).check_inputs(self.target, arrays)
-        result_specs = declared_results(self.target, spec, arrays, converted, outs) or self._result_specs(
-            arrays, outs
-        )
+        specs = result_specs(self.target, spec, arrays, converted, outs)
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
-        if self.num_batch_dims is not None:
-            out = self._partitioned(arrays, result_specs, converted, scratch_bytes)
-            return out[0] if single else out
-        if spec.scratch or scratch_bytes is not None:
-            # One more result (results.py), dropped from what the caller gets back.
-            result_specs.append(scratch_result(self.target, spec, arrays, scratch_bytes))
-        out = call_target(self.target, arrays, result_specs, vmap_method=self.vmap_method, **converted)
-        out = out[: len(spec.rets)]
-        return out[0] if single else out
-
-    def _partitioned(
-        self, arrays: Sequence[Any], specs: list[Any], attrs: dict[str, Any], scratch_bytes: Any
-    ) -> list[Any]:
-        from ..calls.partitioned import partitioned_call
-
         k = self.num_batch_dims
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise KernelCallError(
-                f"{self.target}: num_batch_dims must be a positive int (or None), got {k!r}",
-                target=self.target,
-                value=k,
-            )
-        if self.spec.scratch or scratch_bytes is not None:
-            raise KernelCallError(
-                f"{self.target}: a function with a 'scratch' parameter cannot declare batch dims (its "
-                "scratch buffer is not split with the operands); set num_batch_dims = None",
-                target=self.target,
-            )
-        return partitioned_call(self.target, arrays, specs, k, self.vmap_method, attrs)
+        if k is not None:
+            from ..calls.partitioned import partitioned_call
 
-    def _not_registered_error(self) -> KernelNotAvailableError:
-        kind, fix = platform_class(self.platform).unregistered_help()
-        return KernelNotAvailableError(
-            f"{self.target}: module {self.module!r} was built for {kind} but not registered with JAX "
-            f"in this process, so it cannot be called: {self.unregistered}. {fix}",
-            target=self.target,
-            module=self.module,
-            platform=self.platform,
-            reason=self.unregistered,
-        )
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise call_error(
+                    self.target, f"num_batch_dims must be a positive int (or None), got {k!r}", value=k
+                )
+            if spec.scratch or scratch_bytes is not None:
+                raise call_error(
+                    self.target,
+                    "a function with a 'scratch' parameter cannot declare batch dims (its scratch buffer is "
+                    "not split with the operands); set num_batch_dims = None",
+                )
+            out = partitioned_call(self.target, arrays, specs, k, self.vmap_method, converted)
+        else:
+            if spec.scratch or scratch_bytes is not None:  # one more result (results.py), dropped below
+                specs.append(scratch_result(self.target, spec, arrays, scratch_bytes))
+            out = call_target(self.target, arrays, specs, vmap_method=self.vmap_method, **converted)
+            out = out[: len(spec.rets)]
+        return out[0] if single else out
 
     def check_arity(self, n_inputs: int, n_outputs: int | None = None) -> None:
         """KernelCallError unless the call passes as many inputs (and outputs) as the spec."""
         spec = self.spec
         if n_inputs != len(spec.args):
             message = f"expected {len(spec.args)} input array(s) ({' '.join(spec.tokens())}), got {n_inputs}"
-            raise KernelCallError(f"{self.target}: {message}", target=self.target)
+            raise call_error(self.target, message)
         if n_outputs is not None and n_outputs != len(spec.rets):
-            message = f"expected {len(spec.rets)} result spec(s) (one per 'ret'), got {n_outputs}"
-            raise KernelCallError(f"{self.target}: {message}", target=self.target)
+            raise call_error(
+                self.target, f"expected {len(spec.rets)} result spec(s) (one per 'ret'), got {n_outputs}"
+            )
 
     def converted_attrs(self, attrs: Mapping[str, Any]) -> dict[str, Any]:
         """The attributes as NumPy scalars of their declared types; KernelCallError naming
@@ -125,30 +111,10 @@ class KernelFunction:
         unknown, missing = sorted(set(attrs) - set(declared)), sorted(set(declared) - set(attrs))
         if unknown:
             message = f"unexpected attribute(s) {unknown}; it takes {sorted(declared) or 'no attributes'}"
-            raise KernelCallError(f"{self.target}: {message}", target=self.target)
+            raise call_error(self.target, message)
         if missing:
-            message = f"missing attribute(s) {missing}; pass them as keywords"
-            raise KernelCallError(f"{self.target}: {message}", target=self.target)
+            raise call_error(self.target, f"missing attribute(s) {missing}; pass them as keywords")
         return {
             name: convert_attr(self.target, name, dtype or "float64", attrs[name])
             for name, dtype in declared.items()
         }
-
-    def _result_specs(self, arrays: Sequence[Any], outs: Any) -> list[Any]:
-        import jax
-
-        n = len(self.spec.rets)
-        if outs is None and not arrays:
-            message = "has no inputs to take result shapes from; pass outs=jax.ShapeDtypeStruct(...)"
-            raise KernelCallError(f"{self.target}: {message}", target=self.target)
-        if outs is None:
-            return [jax.ShapeDtypeStruct(np.shape(arrays[0]), arrays[0].dtype) for _ in range(n)]
-        items = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-        if len(items) != n:
-            message = f"expected {n} result spec(s) in outs= (one per 'ret'), got {len(items)}"
-            raise KernelCallError(f"{self.target}: {message}", target=self.target)
-        for item in items:
-            if not (hasattr(item, "shape") and hasattr(item, "dtype")):
-                message = f"outs= entries need .shape and .dtype (use jax.ShapeDtypeStruct), got {item!r}"
-                raise KernelCallError(f"{self.target}: {message}", target=self.target)
-        return [jax.ShapeDtypeStruct(item.shape, item.dtype) for item in items]

@@ -17,41 +17,54 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import KernelCallError
+from .attrs import call_error
 
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec, Param
 
 
-def declared_results(
+def result_specs(
     target: str, spec: FunctionSpec, arrays: Sequence[Any], attrs: Mapping[str, Any], outs: Any
-) -> list[Any] | None:
-    """The result specs the declarations give, or None when a result has none (the caller's
-    default applies). KernelCallError when ``outs`` contradicts a declaration."""
-    rets = spec.rets
-    if not rets or any(p.shape is None for p in rets):
-        return None
+) -> list[Any]:
+    """One ``jax.ShapeDtypeStruct`` per ``ret``: ``outs`` (checked against the declared shapes),
+    else the declarations, else the first input's shape and dtype."""
     import jax
 
-    inputs = {p.name: a for p, a in zip(spec.args, arrays, strict=False)}
-    expected = [_expected(p, inputs, attrs) for p in rets]
-    if outs is None:
-        return [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in expected]
-    given = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-    for index, (p, item, (shape, dtype)) in enumerate(zip(rets, given, expected, strict=False)):
-        got_shape, got_dtype = tuple(getattr(item, "shape", ())), getattr(item, "dtype", None)
-        if got_dtype is None or (got_shape, np.dtype(got_dtype)) == (shape, dtype):
-            continue
-        raise KernelCallError(
-            f"{target}: result {index} '{p.name}' (declared ret:{p.shape}) must have shape {shape} and "
-            f"dtype {dtype}, got outs= with shape {got_shape} and dtype {np.dtype(got_dtype)}. Fix: drop "
-            f"outs= (the declaration gives it), or pass jax.ShapeDtypeStruct({shape}, jnp.{dtype}).",
-            target=target,
-            parameter=p.name,
-            result=index,
-            value=(got_shape, str(np.dtype(got_dtype))),
+    rets = spec.rets
+    given = None if outs is None else list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    if given is not None and len(given) != len(rets):
+        raise call_error(
+            target, f"expected {len(rets)} result spec(s) in outs= (one per 'ret'), got {len(given)}"
         )
-    return None
+    for item in given or ():
+        if not (hasattr(item, "shape") and hasattr(item, "dtype")):
+            raise call_error(
+                target, f"outs= entries need .shape and .dtype (use jax.ShapeDtypeStruct), got {item!r}"
+            )
+    if rets and all(p.shape is not None for p in rets):
+        inputs = {p.name: a for p, a in zip(spec.args, arrays, strict=False)}
+        expected = [_expected(p, inputs, attrs) for p in rets]
+        if given is None:
+            return [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in expected]
+        for index, (p, item, (shape, dtype)) in enumerate(zip(rets, given, expected, strict=True)):
+            got = (tuple(item.shape), np.dtype(item.dtype))
+            if got != (shape, dtype):
+                raise call_error(
+                    target,
+                    f"result {index} '{p.name}' (declared ret:{p.shape}) must have shape {shape} and dtype "
+                    f"{dtype}, got outs= with shape {got[0]} and dtype {got[1]}. Fix: drop outs= (the "
+                    f"declaration gives it), or pass jax.ShapeDtypeStruct({shape}, jnp.{dtype}).",
+                    parameter=p.name,
+                    result=index,
+                    value=(got[0], str(got[1])),
+                )
+    if given is None and not arrays:
+        raise call_error(
+            target, "has no inputs to take result shapes from; pass outs=jax.ShapeDtypeStruct(...)"
+        )
+    if given is None:
+        return [jax.ShapeDtypeStruct(np.shape(arrays[0]), arrays[0].dtype) for _ in rets]
+    return [jax.ShapeDtypeStruct(item.shape, item.dtype) for item in given]
 
 
 def _expected(
@@ -59,8 +72,7 @@ def _expected(
 ) -> tuple[tuple[int, ...], np.dtype[Any]]:
     from ..spec.out_shape import parse_out_shape
 
-    assert p.shape is not None
-    decl = parse_out_shape(p.shape)
+    decl = parse_out_shape(p.shape or "")
     assert decl is not None
     if decl.like is not None:
         like = inputs[decl.like]
@@ -77,32 +89,28 @@ def scratch_result(target: str, spec: FunctionSpec, arrays: Sequence[Any], scrat
     import jax
 
     if not spec.scratch:
-        raise KernelCallError(
-            f"{target}: scratch_bytes={scratch_bytes!r} was given but the function has no 'scratch' "
-            f"parameter ({' '.join(spec.tokens())}); drop scratch_bytes=, or add a BE::Scratch parameter",
-            target=target,
+        raise call_error(
+            target,
+            f"scratch_bytes={scratch_bytes!r} was given but the function has no 'scratch' parameter "
+            f"({' '.join(spec.tokens())}); drop scratch_bytes=, or add a BE::Scratch parameter",
             value=scratch_bytes,
         )
     default = spec.scratch[0].scratch_bytes
-    if scratch_bytes is None:
-        if default is None:
-            raise KernelCallError(
-                f"{target}: its 'scratch' parameter has no size; pass scratch_bytes=<int> or "
-                "scratch_bytes=lambda *arrays: <int> (computed from the inputs' shapes), or write "
-                "'scratch:<bytes>' in the arg_spec",
-                target=target,
-            )
-        return jax.ShapeDtypeStruct((default,), np.uint8)
-    value = scratch_bytes(*arrays) if callable(scratch_bytes) else scratch_bytes
+    if scratch_bytes is None and default is None:
+        raise call_error(
+            target,
+            "its 'scratch' parameter has no size; pass scratch_bytes=<int> or scratch_bytes=lambda "
+            "*arrays: <int> (computed from the inputs' shapes), or write 'scratch:<bytes>' in the arg_spec",
+        )
+    value: Any = default if scratch_bytes is None else scratch_bytes
+    value = value(*arrays) if callable(value) else value
     try:
         nbytes = operator.index(value)  # ints and NumPy integers, not floats
     except TypeError:
         nbytes = -1
     if isinstance(value, (bool, np.bool_)) or nbytes < 0:
         source = "scratch_bytes(*arrays) returned" if callable(scratch_bytes) else "scratch_bytes="
-        raise KernelCallError(
-            f"{target}: {source} {value!r}; expected a non-negative int number of bytes",
-            target=target,
-            value=value,
+        raise call_error(
+            target, f"{source} {value!r}; expected a non-negative int number of bytes", value=value
         )
     return jax.ShapeDtypeStruct((nbytes,), np.uint8)

@@ -18,6 +18,10 @@ from .module import CompiledModule
 from .registry import register_targets, registered_targets
 
 
+def _error(target: str, message: str, **data: Any) -> RegistrationError:
+    return RegistrationError(f"register_ffi_target({target!r}): {message}", target=target, **data)
+
+
 def _jax_platform(platform: object, target: str) -> str:
     """JAX's name of the platform a caller spelled (0.2.1 took "cpu" and "CUDA"; the platform
     table lists the spellings each accepts)."""
@@ -26,11 +30,10 @@ def _jax_platform(platform: object, target: str) -> str:
     if key not in spellings:
         names = sorted(set(spellings.values()), key=str.lower)
         others = sorted(s for s in spellings if s not in {n.lower() for n in names})
-        raise RegistrationError(
-            f"register_ffi_target({target!r}): platform={platform!r} is not known; "
-            f"expected {' or '.join(map(repr, names))} ({' and '.join(map(repr, others))} are "
-            "accepted too)",
-            target=target,
+        raise _error(
+            target,
+            f"platform={platform!r} is not known; expected {' or '.join(map(repr, names))} "
+            f"({' and '.join(map(repr, others))} are accepted too)",
             platform=platform,
         )
     return spellings[key]
@@ -62,43 +65,34 @@ def register_ffi_target(
             target=repr(target_name),
         )
     if not isinstance(module, CompiledModule):
-        raise RegistrationError(
-            f"register_ffi_target({target_name!r}): module must be a CompiledModule returned by a "
-            f"brainevent loader, got {type(module).__name__}",
-            target=target_name,
+        got = type(module).__name__
+        raise _error(
+            target_name, f"module must be a CompiledModule returned by a brainevent loader, got {got}"
         )
     if func_name not in module.functions:
-        raise RegistrationError(
-            f"register_ffi_target({target_name!r}): module {module.name!r} has no function "
-            f"{func_name!r}; it has {sorted(module.functions)}",
-            target=target_name,
-            function=func_name,
-        )
+        message = f"module {module.name!r} has no function {func_name!r}; it has {sorted(module.functions)}"
+        raise _error(target_name, message, function=func_name)
     expected = platform_class(module.platform).jax_platform
     jax_platform = expected if platform is None else _jax_platform(platform, target_name)
     if jax_platform != expected:
-        raise RegistrationError(
-            f"register_ffi_target({target_name!r}): platform={platform!r}, but module "
-            f"{module.name!r} was built for {module.platform!r}; drop platform= or load the "
-            f"module for {jax_platform}",
-            target=target_name,
+        raise _error(
+            target_name,
+            f"platform={platform!r}, but module {module.name!r} was built for {module.platform!r}; "
+            f"drop platform= or load the module for {jax_platform}",
             platform=platform,
         )
     try:
         library = ctypes.CDLL(os.fspath(module.path), mode=ctypes.RTLD_LOCAL)
     except OSError as exc:
-        raise LoadError(
-            f"register_ffi_target({target_name!r}): cannot load {module.path}: {exc}",
-            path=str(module.path),
-        ) from exc
+        message = f"register_ffi_target({target_name!r}): cannot load {module.path}: {exc}"
+        raise LoadError(message, path=str(module.path)) from exc
+    content = f"content:{content_id}" if content_id is not None else f"sha256:{sha256_file(module.path)}"
     register_targets(
         {func_name: target_name},
         library,
         module=module.name,
         platform=jax_platform,
-        artifact_key=f"content:{content_id}"
-        if content_id is not None
-        else f"sha256:{sha256_file(module.path)}",
+        artifact_key=content,
         command_buffer=allow_cuda_graph,
         graph_capture=platform_class(module.platform).graph_capture,
         replace=replace,

@@ -28,7 +28,6 @@ from .request import LoadRequest
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
-    from ..cache.deps import DependencyRecord
     from ..cache.objects import ObjectCache
     from ..cache.store import EntryStore
 
@@ -56,20 +55,13 @@ def run_plan(
         for s in plan.steps
         if s.output.endswith(".o") and s.output != plan.sources.decoder
     }
-    reused: dict[str, DependencyRecord] = {}
-    for out, object_key in object_keys.items():
-        cached = objects.fetch(object_key, staging / out)
-        if cached is not None:
-            reused[out] = cached
+    fetched = {out: objects.fetch(object_key, staging / out) for out, object_key in object_keys.items()}
+    reused = {out: deps for out, deps in fetched.items() if deps is not None}
     todo = [step for step in plan.steps if step.output not in reused]
-    log.info(
-        "compiling %s: %d translation unit(s) [%s]%s%s",
-        options.name,
-        len(request.units),
-        ", ".join(u.display_name for u in request.units),
-        f"; {len(reused)} object(s) reused" if reused else "",
-        "" if plan.decoder.fetched else "; and the shared FFI decoder, once for this toolchain",
-    )
+    units = f"{len(request.units)} translation unit(s) [{', '.join(u.display_name for u in request.units)}]"
+    reuse = f"; {len(reused)} object(s) reused" if reused else ""
+    decoder = "" if plan.decoder.fetched else "; and the shared FFI decoder, once for this toolchain"
+    log.info("compiling %s: %s%s%s", options.name, units, reuse, decoder)
     # What our include scan expects the compiler to read, as it is before the build: a
     # file unchanged since then was compiled as it is now (see cache/deps.py).
     # The previous entry's record (an edit-and-reload loop) adds what the scan cannot see.
@@ -96,8 +88,13 @@ def run_plan(
     dependencies = _record_objects(todo, object_keys, objects, staging, request, before, started_ns)
     for cached in reused.values():
         dependencies.update(cached)
-    # With verbose=True, build/ninja.py has logged the build's lines as they came.
-    artifact, artifact_sha256 = _name_after_content(staging, plan.sources.library, options.name)
+    # Named after its content: a rebuild (a header changed) publishes a new name, which dlopen
+    # loads afresh even in a process that still maps the old one.
+    library = staging / plan.sources.library
+    os.chmod(library, 0o755)  # whatever the umask: loads refuse group/world-writable code
+    artifact_sha256 = sha256_file(library)
+    artifact = f"lib{options.name}.{artifact_sha256[:16]}.so"
+    os.rename(library, staging / artifact)
     elapsed = time.monotonic() - started
     log.info("compiled %s in %.2f s", options.name, elapsed)
     _remove_intermediates(staging, [*object_keys, plan.sources.decoder], platform.scratch_dirs)
@@ -116,25 +113,12 @@ def run_plan(
     )
 
 
-def _name_after_content(staging: Path, library: str, name: str) -> tuple[str, str]:
-    """Renames the library after its content's hash: a rebuild (a header changed) publishes a
-    new name, which dlopen loads afresh even in a process that still maps the old one."""
-    os.chmod(staging / library, 0o755)  # whatever the umask: loads refuse group/world-writable code
-    artifact_sha256 = sha256_file(staging / library)
-    artifact = f"lib{name}.{artifact_sha256[:16]}.so"
-    os.rename(staging / library, staging / artifact)
-    return artifact, artifact_sha256
-
-
 def _remove_intermediates(staging: Path, objects: Sequence[str], scratch: Sequence[str]) -> None:
-    for out in objects:  # objects live on in the object caches, not in the entry
-        (staging / out).unlink(missing_ok=True)
-        (staging / f"{out}.d").unlink(missing_ok=True)
-    (staging / "k0.d").unlink(missing_ok=True)  # a unit compiled and linked in one call
+    # Objects live on in the object caches, not in the entry; k0.d: a unit compiled and linked in one call.
+    for name in [*objects, *(f"{o}.d" for o in objects), "k0.d", "build.ninja", ".ninja_log", ".ninja_deps"]:
+        (staging / name).unlink(missing_ok=True)
     for directory in scratch:
         shutil.rmtree(staging / directory, ignore_errors=True)
-    for leftover in ("build.ninja", ".ninja_log", ".ninja_deps"):
-        (staging / leftover).unlink(missing_ok=True)
 
 
 def _user_file_names(log_text: str, kernel_units: Sequence[tuple[str, SourceUnit]]) -> str:
@@ -168,14 +152,9 @@ def _record_objects(
     for step in todo:
         if step.depfile is None:
             continue  # a link, or the decoder (which reads only keyed headers)
-        read = [
-            p
-            for p in read_depfile(staging / step.depfile, staging)
-            if not _inside(p, staging) and p not in keyed
-        ]
-        deps: DependencyRecord = record_dependencies(
-            read, before=before, started_ns=started_ns, skip_dirs=covered
-        )
+        read = read_depfile(staging / step.depfile, staging)
+        read = [p for p in read if not p.startswith(f"{staging}{os.sep}") and p not in keyed]
+        deps = record_dependencies(read, before=before, started_ns=started_ns, skip_dirs=covered)
         if step.output in object_keys:  # not a unit compiled and linked in one call
             objects.publish(object_keys[step.output], staging / step.output, deps, started_ns)
         dependencies.update(deps)
@@ -190,9 +169,4 @@ def _scanned_headers(request: LoadRequest) -> list[str]:
     units = request.units
     search = [Path(p) for p in request.options.extra_include_paths]
     search += [u.directory for u in units if u.directory is not None]
-    found = header_closure([(u.text, u.directory) for u in units], search, skip_dirs=[INCLUDE_DIR])
-    return list(found)
-
-
-def _inside(path: str, directory: Path) -> bool:
-    return path.startswith(str(directory) + os.sep)
+    return list(header_closure([(u.text, u.directory) for u in units], search, skip_dirs=[INCLUDE_DIR]))

@@ -39,35 +39,20 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
         [(u.display_name, u.text) for u in units if u.suffix != ".c"],
         preprocess=Preprocessor(staging, units, options, platform),
     )
-    per_unit = _assign_functions(units, specs)
+    index = {u.display_name: i for i, u in enumerate(units)}
     (staging / "src").mkdir()
     kernel_units = []
-    for unit, file_name, unit_specs in zip(units, _unit_file_names(units), per_unit, strict=True):
-        binding = (
-            render_binding(options.name, unit_specs, target=platform.binding_target) if unit_specs else ""
-        )
-        text = render_kernel_unit(unit.display_name, unit.text, unit_specs, binding)
+    for i, unit in enumerate(units):
+        own = [s for s in specs if index[s.source_file] == i]  # the entry points this unit defines
+        stem = re.sub(r"[^A-Za-z0-9_]", "_", Path(unit.display_name).stem)[:40]
+        file_name = f"k{i}_{stem}{unit.suffix}"
+        binding = render_binding(options.name, own, target=platform.binding_target) if own else ""
+        text = render_kernel_unit(unit.display_name, unit.text, own, binding)
         (staging / "src" / file_name).write_text(text)
         kernel_units.append((f"src/{file_name}", unit))
     decoder_source, decoder = prepare_decoder(staging, request)
     sources = GeneratedSources(tuple(kernel_units), DECODER_OBJECT, decoder_source, f"lib{options.name}.so")
     return BuildPlan(tuple(specs), sources, tuple(platform.compile_steps(options, sources)), decoder)
-
-
-def _unit_file_names(units: Sequence[SourceUnit]) -> list[str]:
-    names = []
-    for i, unit in enumerate(units):
-        stem = re.sub(r"[^A-Za-z0-9_]", "_", Path(unit.display_name).stem)[:40]
-        names.append(f"k{i}_{stem}{unit.suffix}")
-    return names
-
-
-def _assign_functions(units: Sequence[SourceUnit], specs: Sequence[FunctionSpec]) -> list[list[FunctionSpec]]:
-    by_unit: list[list[FunctionSpec]] = [[] for _ in units]
-    index = {u.display_name: i for i, u in enumerate(units)}
-    for spec in specs:
-        by_unit[index[spec.source_file]].append(spec)
-    return by_unit
 
 
 _ANNOTATION = r"//\s*@BE\s+([A-Za-z_]\w*)"  # compiled by `re` on first use
