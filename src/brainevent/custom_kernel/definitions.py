@@ -9,7 +9,7 @@ from .. import config
 from ..errors import KernelCallError
 from ..platforms.devices import BY_NAME, DEVICE_PLATFORMS
 from ..platforms.devices import SPELLINGS as ALIASES
-from .entries import CallSiteLowering, KernelEntry, NvrtcLowering
+from .entries import CallSiteLowering, KernelEntry
 from .kernels import (
     LaunchValue,
     ModuleFunctionKernel,
@@ -32,6 +32,13 @@ def platform_name(platform: object, allowed: Sequence[str] = PLATFORMS) -> str:
         names = sorted(k for k, v in ALIASES.items() if v in allowed)
         raise ValueError(f"platform must be one of {names}, got {platform!r}")
     return resolved
+
+
+def _check_backend(backend: object) -> None:
+    if not isinstance(backend, str) or not backend:
+        raise TypeError(
+            f"backend must be a non-empty string such as 'numba', 'pallas' or 'cpp', got {backend!r}"
+        )
 
 
 def _is_numba_object(value: Any) -> bool:
@@ -85,9 +92,7 @@ class BackendTable:
                 f"{kernel.function.target} was compiled for {kernel.function.platform!r}, not {expected!r}: "
                 "use load_cpp_* modules for 'cpu' and load_cuda_* modules for 'gpu'"
             )
-        name = BY_NAME[resolved].compiled_backend if backend is None else backend
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"backend must be a non-empty string such as 'cpp', got {name!r}")
+        name: Any = BY_NAME[resolved].compiled_backend if backend is None else backend
         return self._add(KernelEntry(name, resolved, function, CallSiteLowering(kernel)), asdefault)
 
     def _def_named(
@@ -103,10 +108,7 @@ class BackendTable:
             if kernel_generator is not None:
                 raise TypeError("pass the kernel generator once: as kernel_generator or as kg, not both")
             kernel_generator = kg
-        if not isinstance(backend, str) or not backend:
-            raise TypeError(
-                f"backend must be a non-empty string such as 'numba' or 'pallas', got {backend!r}"
-            )
+        _check_backend(backend)
         resolved = platform_name(platform)
         if not callable(kernel_generator):
             raise TypeError(
@@ -120,6 +122,7 @@ class BackendTable:
         return self._add(KernelEntry(backend, resolved, kernel_generator), asdefault)
 
     def _add(self, entry: KernelEntry, asdefault: bool) -> Self:
+        _check_backend(entry.backend)
         platform = entry.platform
         check_platform(entry.backend, platform)
         entries = self._kernels.setdefault(platform, {})
@@ -212,7 +215,7 @@ class BackendTable:
             include_dirs,
             scalars,
         )
-        return self._add(KernelEntry("nvrtc", "gpu", name, NvrtcLowering(NvrtcKernel(kernel))), asdefault)
+        return self._add(KernelEntry("nvrtc", "gpu", name, CallSiteLowering(NvrtcKernel(kernel))), asdefault)
 
     def _add_numba(
         self,
@@ -225,9 +228,7 @@ class BackendTable:
         may_be_generator: bool,
         launcher: Callable[[Any, Any], PlatformKernel],
     ) -> Self:
-        """A Numba backend. ``kg`` alone, not a Numba object, is a 0.2.1 kernel generator when
-        ``may_be_generator``; otherwise it is the kernel given positionally, and
-        ``launcher(kernel, generator)`` makes the call site."""
+        """``kg`` alone, not a Numba object, is a 0.2.1 kernel generator when ``may_be_generator``."""
         if may_be_generator and kernel is None and generator is None and not _is_numba_object(kg):
             return self.def_kernel(backend, platform, kg, asdefault)
         if kg is not None:

@@ -12,26 +12,14 @@ Two kinds of backend lower differently:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from ..errors import KernelCallError
-from .kernels import CallSite, NvrtcKernel, PlatformKernel
-
-
-@dataclass(frozen=True)
-class LoweringCall:
-    """What the primitive's lowering rule hands a backend: one call to lower."""
-
-    ctx: Any  # jax's LoweringRuleContext
-    operands: Sequence[Any]
-    outs: tuple[Any, ...]  # the declared results (ShapeDtypeStruct-like)
-    attrs: Mapping[str, Any]
-    aliases: dict[int, int] | None  # operand index -> result index
-    batch_dims: int
+from .kernels import LoweringCall, PlatformKernel
 
 
 class Lowering(Protocol):
@@ -47,29 +35,17 @@ class CallSiteLowering:
         self.kernel = kernel
         self.description = kernel.description
 
-    def site(self, call: LoweringCall) -> CallSite:
-        return self.kernel.call_site(call.ctx.avals_in, call.outs, call.attrs)
-
     def lower(self, call: LoweringCall) -> Sequence[Any]:
         import jax
 
         from ..calls.partitioned import batch_partition_attributes
 
-        site = self.site(call)
+        site = self.kernel.call_site(call)
         extra = None
         if call.batch_dims:
             extra = batch_partition_attributes(call.ctx, site.target, call.batch_dims)
         rule = jax.ffi.ffi_lowering(site.target, operand_output_aliases=call.aliases, extra_attributes=extra)
         return rule(call.ctx, *call.operands, **site.attributes)
-
-
-class NvrtcLowering(CallSiteLowering):
-    """An NVRTC kernel binds its sizes when lowered: with batch dims it is prepared for one
-    batch element, which the launcher runs per element of the (possibly split) call."""
-
-    def site(self, call: LoweringCall) -> CallSite:
-        assert isinstance(self.kernel, NvrtcKernel)
-        return self.kernel.call_site(call.ctx.avals_in, call.outs, call.attrs, call.batch_dims)
 
 
 class GeneratorLowering:

@@ -17,7 +17,8 @@ from ..errors import KernelCallError, UnhashableAttributeError
 from ..platforms.devices import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
 from . import selection
 from .definitions import BackendTable
-from .entries import KernelEntry, LoweringCall
+from .entries import KernelEntry
+from .kernels import LoweringCall
 from .libraries import require_library
 from .rules import VMAP_METHODS, Rules
 from .tools import Tools

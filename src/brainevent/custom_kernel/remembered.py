@@ -1,18 +1,9 @@
-"""Remembered benchmark winners, kept as entries of the cache for later processes.
+"""Remembered benchmark winners, kept as cache entries (``v1/remembered.<primitive>-<hash>/``).
 
-``benchmark(remember=True)`` publishes, under ``<cache root>/v1/remembered.<primitive>-<hash>/``,
-entries of two kinds, with the store's trust checks, build lock, atomic publish and pruning
-(cache/store.py, cache/publish.py, cache/admin.py):
-
-- a *choice*, keyed by platform, device kind and the operand shapes and dtypes of one bind:
-  the fastest backend, which a later lowering with those operands on that kind of device uses
-  without measuring again;
-- a *run*, keyed by platform, device kind, backends and configurations: its records, which a
-  later ``benchmark(remember=True)`` of the same run returns instead of timing again.
-
-Each holds the fingerprint of the platform's backends (``fingerprint.py``): one whose
-backends have changed since is stale, ignored, and replaced by the next measurement. An
-entry the cache's trust checks refuse is ignored with a warning, never used.
+A *choice* (platform, device kind, one bind's operand types -> fastest backend) is used by
+later lowerings; a *run* (platform, device kind, backends, configurations -> records) is
+returned by a later ``benchmark(remember=True)`` of the same run. Each holds the backends'
+fingerprint (``fingerprint.py``): a stale one is ignored; an untrusted one too, with a warning.
 """
 
 from __future__ import annotations
@@ -217,15 +208,8 @@ class Run:
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return value
-    if isinstance(value, np.generic):
-        return value.item()
-    return repr(value)
+    """``value`` as JSON makes it: NumPy scalars as numbers, any other object as its repr."""
+    return json.loads(json.dumps(value, default=lambda v: v.item() if isinstance(v, np.generic) else repr(v)))
 
 
 def operand_signatures(
