@@ -1,20 +1,9 @@
 """What "the source" of a backend is, so that a remembered benchmark winner goes stale with it.
 
-A backend defined in Python has no source file of its own, so its source is taken to be:
-
-- for a function (a kernel generator, or the Python function inside a Numba, Triton or Warp
-  kernel): its code object (bytecode, constants, nested functions, the names it uses), the
-  values of plain constants and user functions it reaches through its closure, defaults
-  and module globals, recursively; editing the generator, the kernel it returns, or a
-  helper beside them changes it. Code installed as a library (site-packages, the standard
-  library) is not hashed: the library's version stands for it;
-- for a compiled function (``load_cpp_*`` / ``load_cuda_*``): its FFI target and the content
-  key of the build registered under it, which the cache computes from the sources, headers,
-  flags and toolchain;
-- for every backend: the versions of Python, JAX, jaxlib, brainevent and the backend's
-  library (a new Triton may change which backend is fastest).
-
-Comments and formatting do not count; a changed constant, operator or called helper does.
+A function's code, and the constants and user functions it reaches through closures, defaults
+and its own module's globals; a compiled function's FFI target and build key; the versions of
+Python, JAX, brainevent and the backend's library. Not comments, layout or library code
+(docs/custom-kernels.md, "Remembered choices").
 """
 
 from __future__ import annotations

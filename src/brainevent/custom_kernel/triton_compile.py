@@ -10,7 +10,6 @@ that a Triton version with more or fewer of them is caught instead of launched w
 from __future__ import annotations
 
 import re
-import struct
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,22 +38,9 @@ _ELEMENT = {
     "float8_e4m3fn": "fp8e4nv",
     "float8_e5m2": "fp8e5",
 }
-# Triton scalar type -> struct format of its bits, as the kernel receives them.
-_SCALAR_FORMAT = {
-    "i1": "b",
-    "i8": "b",
-    "i16": "h",
-    "i32": "i",
-    "i64": "q",
-    "u1": "B",
-    "u8": "B",
-    "u16": "H",
-    "u32": "I",
-    "u64": "Q",
-    "fp16": "e",
-    "fp32": "f",
-    "fp64": "d",
-}
+# Triton scalar type -> the NumPy dtype of its bits, as the kernel receives them.
+_SCALAR_DTYPE = {ty: name for name, ty in _ELEMENT.items() if "float8" not in name and name != "bfloat16"}
+_SCALAR_DTYPE |= {"u1": "bool", "bf16": "float32"}  # bf16: the float32's top half (truncated, as Triton does)
 POINTER_ALIGN = 16  # XLA's buffers are at least this aligned; kernels are compiled assuming it
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\((.*?)\)", re.S)
 
@@ -96,14 +82,12 @@ def scalar_type(name: str, value: Any, annotation: str) -> str:
 
 def scalar_bits(ty: str, value: Any) -> tuple[int, int]:
     """(raw bits as a signed int64, byte width) of a scalar of Triton type ``ty``."""
-    if ty == "bf16":
-        bits = int(np.asarray(value, dtype=np.float32).view(np.uint32)) >> 16  # truncation, as Triton packs
-        packed = struct.pack("<H", bits)
-    elif ty in _SCALAR_FORMAT:
-        fmt = _SCALAR_FORMAT[ty]
-        packed = struct.pack("<" + fmt, bool(value) if ty in ("i1", "u1") else value)
-    else:
+    if ty not in _SCALAR_DTYPE:
         raise KernelCallError(f"Triton scalar type {ty!r} is not supported as a parameter", type=ty)
+    if ty[0] in "iu" and ty[1:] != "1" and not isinstance(value, (int, np.integer)):
+        raise KernelCallError(f"Triton parameter of type {ty} needs an integer, got {value!r}", type=ty)
+    packed = np.asarray(value, dtype=np.dtype(_SCALAR_DTYPE[ty]).newbyteorder("<")).tobytes()
+    packed = packed[2:] if ty == "bf16" else packed
     return int.from_bytes(packed.ljust(8, b"\0"), "little", signed=True), len(packed)
 
 
