@@ -22,8 +22,9 @@ from .libraries import LIBRARIES
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 _MAX_DEPTH = 8
 # Attributes under which kernel objects keep the Python function they were made from:
-# Numba dispatchers (py_func), Triton JITFunction (fn), Warp Kernel (func), functools.wraps.
-_WRAPPED = ("py_func", "fn", "func", "__wrapped__")
+# methods (__func__), Numba dispatchers (py_func), Triton JITFunction (fn), Warp Kernel (func),
+# functools.wraps (__wrapped__).
+_WRAPPED = ("__func__", "py_func", "fn", "func", "__wrapped__")
 
 
 @functools.lru_cache(maxsize=1)
@@ -48,13 +49,7 @@ def _unwrap(obj: Any) -> types.FunctionType | None:
     for _ in range(4):
         if isinstance(obj, types.FunctionType):
             return obj
-        if isinstance(obj, types.MethodType):
-            obj = obj.__func__
-            continue
-        inner = next((getattr(obj, a) for a in _WRAPPED if callable(getattr(obj, a, None))), None)
-        if inner is None:
-            return None
-        obj = inner
+        obj = next((getattr(obj, a) for a in _WRAPPED if callable(getattr(obj, a, None))), None)
     return None
 
 
@@ -71,16 +66,14 @@ class _Hasher:
     def hexdigest(self) -> str:
         return self._digest.hexdigest()
 
-    def value(self, obj: Any, depth: int, home: str | None) -> None:
-        """Adds ``obj``. Globals are followed only into functions of ``home`` (the module of the
-        function that named them); closures and defaults are followed into any user code."""
+    def value(self, obj: Any, depth: int) -> None:
         if isinstance(obj, _PLAIN):
             self.put("const", repr(obj))
             return
         if isinstance(obj, (tuple, list)):
             self.put("seq", str(len(obj)))
             for item in obj:
-                self.value(item, depth + 1, home)
+                self.value(item, depth + 1)
             return
         if isinstance(obj, frozenset):
             self.put("set", repr(sorted(map(repr, obj))))
@@ -94,9 +87,9 @@ class _Hasher:
         self._seen.add(id(obj))
         if isinstance(obj, functools.partial):
             self.put("partial", "")
-            self.value(obj.func, depth + 1, home)
-            self.value(obj.args, depth + 1, home)
-            self.value(sorted(obj.keywords.items()), depth + 1, home)
+            self.value(obj.func, depth + 1)
+            self.value(obj.args, depth + 1)
+            self.value(sorted(obj.keywords.items()), depth + 1)
             return
         target = getattr(obj, "target", None)
         if type(obj).__name__ == "KernelFunction" and isinstance(target, str):
@@ -113,26 +106,20 @@ class _Hasher:
         names = self.code(fn.__code__)
         for cell in fn.__closure__ or ():
             try:
-                self.value(cell.cell_contents, depth + 1, fn.__module__)
+                self.value(cell.cell_contents, depth + 1)
             except ValueError:  # an empty cell
                 self.put("cell", "empty")
-        self.value(fn.__defaults__ or (), depth + 1, fn.__module__)
-        self.value(sorted((fn.__kwdefaults__ or {}).items()), depth + 1, fn.__module__)
+        self.value(fn.__defaults__ or (), depth + 1)
+        self.value(sorted((fn.__kwdefaults__ or {}).items()), depth + 1)
         scope = fn.__globals__
-        for name in sorted(names):
-            if name not in scope:
-                continue
+        for name in sorted(n for n in names if n in scope):
             found = scope[name]
-            if isinstance(found, types.ModuleType):
-                continue  # a library, stood for by its version
-            if isinstance(found, _PLAIN) or type(found).__module__ == "numpy":
+            plain = isinstance(found, _PLAIN) or type(found).__module__ == "numpy"
+            # A module is a library, stood for by its version; other globals only of fn's own module.
+            inner = None if plain or isinstance(found, types.ModuleType) else _unwrap(found)
+            if plain or (inner is not None and inner.__module__ == fn.__module__):
                 self.put("global", name)
-                self.value(found, depth + 1, fn.__module__)
-                continue
-            inner = _unwrap(found)
-            if inner is not None and inner.__module__ == fn.__module__:
-                self.put("global", name)
-                self.value(found, depth + 1, fn.__module__)
+                self.value(found, depth + 1)
 
     def code(self, code: types.CodeType) -> set[str]:
         """Adds a code object and its nested ones; returns every global name they use."""
@@ -143,7 +130,7 @@ class _Hasher:
             if isinstance(const, types.CodeType):
                 names |= self.code(const)
             else:
-                self.value(const, _MAX_DEPTH, None)
+                self.value(const, _MAX_DEPTH)
         return names
 
 
@@ -159,7 +146,7 @@ def _artifact_key(target: str) -> str:
 def entry_fingerprint(entry: KernelEntry) -> str:
     hasher = _Hasher()
     hasher.put("backend", f"{entry.backend}@{entry.platform}")
-    hasher.value(entry.kernel_generator, 0, None)
+    hasher.value(entry.kernel_generator, 0)
     return hasher.hexdigest()
 
 
@@ -177,17 +164,9 @@ def versions(backends: list[str]) -> dict[str, str]:
     """The versions a measurement depends on: Python, JAX, jaxlib, brainevent, each backend's library."""
     from .._version import __version__
 
-    found = {
-        "python": ".".join(map(str, sys.version_info[:3])),
-        "jax": _version("jax"),
-        "jaxlib": _version("jaxlib"),
-        "brainevent": __version__,
-    }
-    for backend in backends:
-        library = LIBRARIES.get(backend)
-        if library is not None:
-            found[library.package] = _version(library.package)
-    return found
+    python = ".".join(map(str, sys.version_info[:3]))
+    packages = ["jax", "jaxlib", *(LIBRARIES[b].package for b in backends if b in LIBRARIES)]
+    return {"python": python, "brainevent": __version__} | {p: _version(p) for p in packages}
 
 
 def sources_fingerprint(entries: Mapping[str, KernelEntry]) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -99,12 +99,6 @@ class XLACustomKernel(BackendTable, Rules, Tools):
         self._warned: set[str] = set()
         self._pinned: set[str] = set()
         self._tags: set[str] = set()
-        self._call_fn: Callable[..., Any] | None = None
-        self._benchmark_data_fn: Callable[..., Any] | None = None
-        self._batching_rule: Callable[..., Any] | None = None
-        self._jvp_rule: Callable[..., Any] | None = None
-        self._jvp_rules_per_input: tuple[Callable[..., Any] | None, ...] | None = None
-        self._transpose_rule: Callable[..., Any] | None = None
         self._rule_backend = threading.local()  # a call's backend=, seen by calls its rules make
         self.primitive = Primitive(name)
         self.primitive.multiple_results = True
@@ -223,9 +217,7 @@ class XLACustomKernel(BackendTable, Rules, Tools):
                 failures.append((backend, exc))
                 continue
             if failures:
-                failed = "; ".join(
-                    f"{b!r}: {type(e).__name__}: {' '.join(str(e).split())}" for b, e in failures
-                )
+                failed = "; ".join(f"{b!r}: {selection.reason(e)}" for b, e in failures)
                 self._warn_backend_once(
                     f"XLACustomKernel {self.name!r} on {platform!r}: {failed}; "
                     f"used backend {backend!r} instead"
@@ -240,13 +232,8 @@ class XLACustomKernel(BackendTable, Rules, Tools):
         from .fingerprint import sources_fingerprint
 
         entries = self._kernels[platform]
-        found = remembered.lookup(
-            self.name,
-            platform,
-            [remembered.aval_text(a) for a in ctx.avals_in],
-            [remembered.aval_text(o) for o in outs],
-            lambda: sources_fingerprint(entries),
-        )
+        ins, outs = [remembered.aval_text(a) for a in ctx.avals_in], [remembered.aval_text(o) for o in outs]
+        found = remembered.lookup(self.name, platform, ins, outs, lambda: sources_fingerprint(entries))
         return found if found in entries else None
 
     def __repr__(self) -> str:

@@ -29,10 +29,10 @@ class Rules:
     name: str
     primitive: Any
     _vmap_method: str
-    _batching_rule: Callable[..., Any] | None
-    _jvp_rule: Callable[..., Any] | None
-    _jvp_rules_per_input: tuple[Callable[..., Any] | None, ...] | None
-    _transpose_rule: Callable[..., Any] | None
+    _batching_rule: Callable[..., Any] | None = None
+    _jvp_rule: Callable[..., Any] | None = None
+    _jvp_rules_per_input: tuple[Callable[..., Any] | None, ...] | None = None
+    _transpose_rule: Callable[..., Any] | None = None
     _rule_backend: threading.local
 
     def def_batching_rule(self, rule: Callable[..., Any]) -> Callable[..., Any]:

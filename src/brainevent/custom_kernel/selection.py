@@ -52,7 +52,7 @@ def unknown_backend(name: str, platform: str, backend: str, defined: Sequence[st
     )
 
 
-def _reason(exc: BaseException) -> str:
+def reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())  # one line per backend in the listing
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -81,14 +81,14 @@ def failure(
         alternatives = f" Other backends for {platform!r}: {others}; {SWITCH}." if others else ""
         wrapped = CompileError(
             f"backend {backend!r} of XLACustomKernel {name!r} failed to build or lower its kernel for "
-            f"platform {platform!r}: {_reason(exc)}.{alternatives}",
+            f"platform {platform!r}: {reason(exc)}.{alternatives}",
             kernel=name,
             platform=platform,
             backend=backend,
         )
         wrapped.__cause__ = exc
         return wrapped
-    tried = [(backend, _reason(exc)) for backend, exc in failures]
+    tried = [(backend, reason(exc)) for backend, exc in failures]
     listing = "\n".join(f"  - {backend!r}: {reason}" for backend, reason in tried)
     error = KernelFallbackExhaustedError(
         f"XLACustomKernel {name!r} has no working backend for platform {platform!r}; tried, in order:\n"

@@ -15,8 +15,8 @@ class Tools:
 
     name: str
     _tags: set[str]
-    _call_fn: Callable[..., Any] | None
-    _benchmark_data_fn: Callable[..., Any] | None
+    _call_fn: Callable[..., Any] | None = None
+    _benchmark_data_fn: Callable[..., Any] | None = None
 
     # Provided by BackendTable and XLACustomKernel.
     available_backends: Callable[[str], list[str]]
