@@ -75,13 +75,9 @@ def summarize(times_s: Sequence[float]) -> dict[str, float]:
     """Per-call statistics in milliseconds of per-call times in seconds."""
     ms = np.asarray(times_s, dtype=np.float64) * 1e3
     median = float(np.median(ms))
-    return {
-        "mean_ms": float(ms.mean()),
-        "std_ms": float(ms.std()),
-        "min_ms": float(ms.min()),
-        "median_ms": median,
-        "noise_ms": MAD_TO_SIGMA * float(np.median(np.abs(ms - median))),
-    }
+    stats = {"mean_ms": ms.mean(), "std_ms": ms.std(), "min_ms": ms.min(), "median_ms": median}
+    stats["noise_ms"] = MAD_TO_SIGMA * np.median(np.abs(ms - median))
+    return {k: float(v) for k, v in stats.items()}
 
 
 def time_interleaved(

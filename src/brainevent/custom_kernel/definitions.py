@@ -34,13 +34,6 @@ def platform_name(platform: object, allowed: Sequence[str] = PLATFORMS) -> str:
     return resolved
 
 
-def _check_backend(backend: object) -> None:
-    if not isinstance(backend, str) or not backend:
-        raise TypeError(
-            f"backend must be a non-empty string such as 'numba', 'pallas' or 'cpp', got {backend!r}"
-        )
-
-
 def _is_numba_object(value: Any) -> bool:
     """A Numba dispatcher (``@njit`` / ``@cuda.jit``), told apart from a kernel generator."""
     return type(value).__module__.split(".")[0] in ("numba", "numba_cuda")
@@ -108,7 +101,6 @@ class BackendTable:
             if kernel_generator is not None:
                 raise TypeError("pass the kernel generator once: as kernel_generator or as kg, not both")
             kernel_generator = kg
-        _check_backend(backend)
         resolved = platform_name(platform)
         if not callable(kernel_generator):
             raise TypeError(
@@ -122,7 +114,10 @@ class BackendTable:
         return self._add(KernelEntry(backend, resolved, kernel_generator), asdefault)
 
     def _add(self, entry: KernelEntry, asdefault: bool) -> Self:
-        _check_backend(entry.backend)
+        if not isinstance(entry.backend, str) or not entry.backend:
+            raise TypeError(
+                f"backend must be a non-empty string such as 'numba' or 'cpp', got {entry.backend!r}"
+            )
         platform = entry.platform
         check_platform(entry.backend, platform)
         entries = self._kernels.setdefault(platform, {})

@@ -16,7 +16,6 @@ from .. import config
 from ..errors import KernelCallError, UnhashableAttributeError
 from ..platforms.devices import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
 from . import selection
-from .definitions import BackendTable
 from .entries import KernelEntry
 from .kernels import LoweringCall
 from .libraries import require_library
@@ -39,7 +38,7 @@ def _check_attrs(name: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
     return dict(attrs)
 
 
-class XLACustomKernel(BackendTable, Rules, Tools):
+class XLACustomKernel(Tools, Rules):
     """A named JAX primitive with named backends per platform, chosen when it is lowered.
 
     ``op(*arrays, outs=..., backend=None, **attrs)`` binds the primitive: its abstract

@@ -163,10 +163,10 @@ class Run:
         if entry is None or entry["sources"] != self.sources:
             return None
         try:
-            result = BenchmarkResult([BenchmarkRecord(**r) for r in entry["records"]], primitive_name=name)
+            records = [BenchmarkRecord(**r) for r in entry["records"]]
         except TypeError:  # written by another version of this schema's writer
             return None
-        result.remembered = True
+        result = BenchmarkResult(records, primitive_name=name, remembered=True)
         # A winner whose entry is gone or untrusted is measured again, with the whole run.
         winners = self._winners(result)
         return None if any(read(store, choice) is None for choice, *_ in winners) else result
@@ -182,26 +182,17 @@ class Run:
     def store(self, result: Any) -> int:
         """Publishes the run and its winner for each operand signature; returns how many winners."""
         store, now = store_for(self.name), time.time()
-        records = [_jsonable(dict(vars(r))) for r in result.records]
+        records = [_jsonable(vars(r)) for r in result.records]
         where = f"{self.platform}, {self.device_kind}"
         run = {"backends": self.backends, "sources": self.sources, "records": records, "measured": now}
         write(store, self.parts, self.platform, run, f"run [{where}] of {', '.join(self.backends)}")
         winners = list(self._winners(result))
         for parts, label, inputs, outputs, backend in winners:
             ran = [r for r in records if r["label"] == label and r["success"]]
-            choice = {
-                "primitive": self.name,
-                "platform": self.platform,
-                "device_kind": self.device_kind,
-                "inputs": inputs,
-                "outputs": outputs,
-                "backend": backend,
-                "timings_ms": {r["backend"]: [r["median_ms"], r["noise_ms"]] for r in ran},
-                "config": label,
-                "sources": self.sources,
-                "versions": self.versions,
-                "measured": now,
-            }
+            timings = {r["backend"]: [r["median_ms"], r["noise_ms"]] for r in ran}
+            choice: dict[str, Any] = {"primitive": self.name, "sources": self.sources, "measured": now}
+            choice.update(inputs=inputs, outputs=outputs, backend=backend, timings_ms=timings, config=label)
+            choice.update(platform=self.platform, device_kind=self.device_kind, versions=self.versions)
             what = f"choice [{where}] {', '.join(inputs)} -> {', '.join(outputs)}: {backend}"
             write(store, parts, self.platform, choice, what)
         return len(winners)

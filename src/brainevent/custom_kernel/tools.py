@@ -7,22 +7,15 @@ from typing import Any, cast
 
 from ..errors import KernelCallError
 from .benchmark import BenchmarkConfig, BenchmarkResult, benchmark_backends, log, verbosity
-from .definitions import platform_name
+from .definitions import BackendTable, platform_name
 
 
-class Tools:
+class Tools(BackendTable):
     """``def_call``/``call``, ``def_tags``/``tags`` and ``def_benchmark_data``/``benchmark``."""
 
-    name: str
     _tags: set[str]
     _call_fn: Callable[..., Any] | None = None
     _benchmark_data_fn: Callable[..., Any] | None = None
-
-    # Provided by BackendTable and XLACustomKernel.
-    available_backends: Callable[[str], list[str]]
-    set_default: Callable[[str, str], None]
-    _set_default: Callable[..., None]
-    _lowered: set[str]
 
     def def_call(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """The user-facing function that prepares arguments and calls this primitive; it must
@@ -132,20 +125,11 @@ class Tools:
         measurement = Run.describe(self, call, resolved, chosen, list(configs)) if remember else None
         result = measurement.result(self.name) if measurement is not None else None
         if result is None:
+            options: dict[str, Any] = {"n_warmup": n_warmup, "n_runs": n_runs, "rtol": rtol, "atol": atol}
+            options.update(n_batch_per_run=n_batch_per_run, compare_results=compare_results)
             with verbosity(verbose):
                 result = benchmark_backends(
-                    self.name,
-                    call,
-                    resolved,
-                    chosen,
-                    configs,
-                    n_warmup=n_warmup,
-                    n_runs=n_runs,
-                    n_batch_per_run=n_batch_per_run,
-                    compare_results=compare_results,
-                    rtol=rtol,
-                    atol=atol,
-                    catch_errors=catch_errors,
+                    self.name, call, resolved, chosen, configs, **options, catch_errors=catch_errors
                 )
             if measurement is not None:
                 measurement.store(result)
