@@ -1,11 +1,7 @@
-"""Timing the backends of one primitive against each other.
-
-Backends are timed in interleaved rounds (each round runs every backend once, in a rotated
-order), so that a slow drift of the machine (another process, frequency scaling) lands on
-all of them alike. Each backend's time is the median of its rounds; its noise is the
-median absolute deviation scaled to a standard deviation (1.4826 x MAD), which a few
-outlier rounds do not inflate.
-"""
+"""Timing the backends of one primitive against each other, in interleaved rounds (each round
+runs every backend once, in a rotated order) so that a slow drift of the machine lands on all of
+them alike. A backend's time is the median of its rounds; its noise is 1.4826 x MAD (a standard
+deviation that a few outlier rounds do not inflate)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""One named backend of an ``XLACustomKernel`` on one platform, and how it lowers.
-
-Two kinds of backend lower differently:
-
-- a *call site* (a compiled function, a Numba or Numba-CUDA kernel given directly) emits one
-  custom call to an FFI target, with the primitive's batch partitioning and aliases;
-- a *kernel generator* (brainevent 0.2.1's form) is called with ``outs=`` and the call's
-  attributes and returns a function of the input arrays (a Pallas ``pallas_call``, a Warp or
-  Triton JAX wrapper, ``numba_kernel(...)``, plain ``jax.numpy``); the primitive traces that
-  function into its own lowering with ``mlir.lower_fun``.
-"""
+"""One named backend of an ``XLACustomKernel`` on one platform, and how it lowers: a *call site*
+(a compiled function, a Numba kernel) emits one custom call to an FFI target; a *kernel generator*
+(0.2.1's form: ``generator(outs=..., **attrs)`` returns a function of the input arrays, such as a
+``pallas_call``) is traced into the primitive's own lowering with ``mlir.lower_fun``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Rules for any JAX primitive, under brainevent 0.2.1's names: ``defjvp`` (one JVP rule per
-input) and ``general_batching_rule`` (vmap by a loop over the batch).
-
-``XLACustomKernel`` has its own methods for both (``def_jvp_rule2``, the default ``vmap``);
-these work on a bare ``jax.extend.core.Primitive`` too.
-"""
+"""``defjvp`` (one JVP rule per input) and ``general_batching_rule`` (vmap by a loop) for any JAX
+primitive, under brainevent 0.2.1's names; ``XLACustomKernel`` has its own methods for both."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""What an :class:`XLACustomKernel` runs on one platform.
-
-Each kind of kernel turns the call's abstract operands and attributes into a *call site*:
-the FFI target to emit and the attributes that target takes. The lowering then emits one
-custom call; nothing here runs per call.
-"""
+"""What an :class:`XLACustomKernel` runs on one platform: each kind of kernel turns the call's
+abstract operands and attributes into a *call site* (FFI target, attributes); nothing runs per call."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """Which backend a lowering tries first, what it falls back to, and the errors when none works.
-
-Order: a per-call ``backend=`` alone (no fallback: the caller asked for it); otherwise the
-global choice (``brainevent.config.set_backend``) when this primitive defines it, else the
-primitive's default, then every other backend in the order they were defined.
-"""
+Order: a call's ``backend=`` alone; else the global choice (``config.set_backend``) if defined
+here, else the primitive's default; then the other backends in definition order."""
 
 from __future__ import annotations
 

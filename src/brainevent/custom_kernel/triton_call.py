@@ -1,10 +1,7 @@
 """``triton_kernel``: a ``@triton.jit`` kernel as a JAX function, with plain ``triton`` and JAX.
 
-At trace time the kernel is compiled by Triton's compiler for each GPU architecture present
-and handed to a compiled launcher; the call itself is one XLA FFI custom call that launches
-the cubin with ``cuLaunchKernel`` on XLA's stream: no Python runs per call, and the launch
-can be captured in a CUDA graph. It needs neither jax-triton nor a Triton launcher.
-"""
+Compiled by Triton's compiler at trace time; each call is one FFI custom call that launches the
+cubin on XLA's stream: no Python per call, capturable in a CUDA graph, no jax-triton needed."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Binding a Triton kernel's parameters for one call and compiling it to cubins.
-
-A ``@triton.jit`` kernel is compiled here with Triton's own compiler (``triton.compile`` of
-an ``ASTSource``) for each GPU architecture present, and its parameters are laid out for the
-cubin launcher: one device pointer per array, then the scalar parameters, then the
-trailing scratch pointers Triton's calling convention adds (read from the PTX entry, so
-that a Triton version with more or fewer of them is caught instead of launched wrongly).
-"""
+"""Binding a Triton kernel's parameters for one call and compiling it to cubins with Triton's own
+compiler. Parameters are laid out for the cubin launcher: a pointer per array, the scalars, then
+Triton's trailing scratch pointers, counted from the PTX entry so that a Triton version with more
+or fewer of them is caught instead of launched wrongly."""
 
 from __future__ import annotations
 
