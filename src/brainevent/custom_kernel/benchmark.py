@@ -24,8 +24,7 @@ log = logging.getLogger(__name__)
 
 
 def verbosity(verbose: bool) -> contextlib.AbstractContextManager[None]:
-    """With ``verbose``, this module's log (one line per timed backend, then the table) goes
-    to stderr for the duration."""
+    """With ``verbose``, this module's log (timings, then the table) goes to stderr meanwhile."""
     return to_stderr(log, logging.INFO, verbose)
 
 

@@ -129,11 +129,8 @@ LaunchValue = Any  # an int, a tuple of ints, or a callable(ins, outs) returning
 
 
 class NumbaCudaKernel:
-    """A Numba-CUDA kernel launched from a compiled handler on XLA's stream.
-
-    ``grid``, ``block`` and ``launch_dims`` may each be a callable ``(ins, outs) -> dims``
-    that sees the call's abstract inputs and outputs (``.shape``, ``.dtype``, ``.size``).
-    """
+    """A Numba-CUDA kernel launched from a compiled handler on XLA's stream; launch settings
+    may be callables ``(ins, outs) -> dims`` of the call's abstract operands."""
 
     def __init__(
         self,

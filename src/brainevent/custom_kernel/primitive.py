@@ -225,8 +225,7 @@ class XLACustomKernel(Tools, Rules):
         raise selection.failure(self.name, platform, failures, list(entries), requested is not None)
 
     def _remembered(self, platform: str, ctx: Any, outs: Sequence[Any]) -> str | None:
-        """The backend ``benchmark(remember=True)`` found fastest for these operands on this kind
-        of device, if it is remembered, still valid, and defined here."""
+        """The remembered fastest backend for these operands on this kind of device, if valid."""
         from . import remembered
         from .fingerprint import sources_fingerprint
 

@@ -69,8 +69,7 @@ def device_kind(platform: str) -> str | None:
 
 
 def read(store: EntryStore, parts: Sequence[Any], *, use: bool = True) -> dict[str, Any] | None:
-    """The record of entry ``parts`` if it is published and trusted (``use`` records the use,
-    for `brainevent cache prune`); None otherwise."""
+    """Entry ``parts`` if published and trusted, else None (``use``: record the use, for pruning)."""
     key = key_of(parts)
     try:
         entry = store.hit(key) if use else store.lookup(key)

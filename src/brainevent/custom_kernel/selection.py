@@ -61,12 +61,8 @@ def failure(
     defined: Sequence[str],
     requested: bool,
 ) -> BaseException:
-    """The error for a lowering where every tried backend failed.
-
-    A single backend's failure (the one requested, or the only one) is reported alone: our own
-    typed errors as they are, anything else as a :class:`CompileError` naming the backend.
-    When several were tried, :class:`KernelFallbackExhaustedError` lists each with its reason.
-    """
+    """The error when every tried backend failed: one failure alone (ours as is, any other as a
+    CompileError naming the backend), several as a KernelFallbackExhaustedError listing each."""
     if len(failures) == 1:
         backend, exc = failures[0]
         others = [b for b in defined if b != backend]
@@ -99,8 +95,7 @@ def failure(
 
 
 class IRMark:
-    """The operations of the block being lowered into, before a backend is tried, so that the
-    operations a failed try left behind can be erased before the next backend is lowered."""
+    """The block's operations before a backend is tried: a failed try's leftovers are erased."""
 
     def __init__(self) -> None:
         from jax.interpreters.mlir import ir

@@ -106,8 +106,7 @@ class Bound:
 
 
 def bind(kernel: Any, in_dtypes: Sequence[Any], out_dtypes: Sequence[Any], given: Mapping[str, Any]) -> Bound:
-    """Arrays (inputs, then outputs) take the kernel's first parameters; the rest come from
-    ``given`` by name, or from their defaults."""
+    """Arrays (inputs, outputs) take the first parameters; the rest come from ``given`` or defaults."""
     params = list(kernel.params)
     arrays = [*in_dtypes, *out_dtypes]
     name = getattr(kernel, "__name__", "kernel")
@@ -190,8 +189,7 @@ def ptx_entry(ptx: str) -> tuple[str, int]:
 
 
 def compile_for(kernel: Any, bound: Bound, cc: int, options: Mapping[str, Any]) -> Compiled:
-    """Compiles ``kernel`` for compute capability ``cc`` (e.g. 90); cached per process (and by
-    Triton on disk)."""
+    """``kernel`` compiled for compute capability ``cc`` (e.g. 90), cached per process."""
     key = (kernel.cache_key, bound.key(), cc, tuple(sorted(options.items())))
     with _lock:
         hit = _compiled.get(key)
