@@ -132,16 +132,8 @@ class NumbaCudaKernel:
     """A Numba-CUDA kernel launched from a compiled handler on XLA's stream; launch settings
     may be callables ``(ins, outs) -> dims`` of the call's abstract operands."""
 
-    def __init__(
-        self,
-        kernel: Any,
-        generator: Callable[..., Any] | None,
-        grid: LaunchValue,
-        block: LaunchValue,
-        launch_dims: LaunchValue,
-        threads_per_block: int,
-        shared_mem: int,
-    ) -> None:
+    def __init__(self, kernel: Any, generator: Callable[..., Any] | None, launch: tuple[Any, ...]) -> None:
+        """``launch``: grid, block, launch_dims, threads_per_block, shared_mem."""
         from ..launchers.launch_config import resolve_launch
         from ..numba_bridge.cuda_kernel import require_numba_cuda
 
@@ -151,9 +143,9 @@ class NumbaCudaKernel:
                 f"kernel must be a @numba.cuda.jit kernel (CUDADispatcher), got {type(kernel).__name__}"
             )
         self._source = _Generated(kernel, generator, "def_numba_cuda_kernel")
-        self._launch = (grid, block, launch_dims, threads_per_block, shared_mem)
-        if not any(callable(v) for v in (grid, block, launch_dims)):
-            resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)  # fail early
+        self._launch = launch
+        if not any(callable(v) for v in launch):
+            resolve_launch(*launch)  # fail early
         self._dispatcher_type = dispatcher_type
         self.description = "Numba-CUDA kernel (cuda)"
 
@@ -167,10 +159,7 @@ class NumbaCudaKernel:
             raise AssertionError(
                 f"the generator must return a @numba.cuda.jit kernel, got {type(kernel).__name__}"
             )
-        grid, block, launch_dims, threads_per_block, shared_mem = (
-            v(ins, outs) if callable(v) else v for v in self._launch
-        )
-        config = resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)
+        config = resolve_launch(*(v(ins, outs) if callable(v) else v for v in self._launch))
         target, kernel_id = preparer(kernel, config)(signature_of(tuple(ins), list(outs)))
         return CallSite(target, {"kernel_id": np.int64(kernel_id)})
 

@@ -38,6 +38,7 @@ _ELEMENT = {
 _SCALAR_DTYPE = {ty: name for name, ty in _ELEMENT.items() if "float8" not in name and name != "bfloat16"}
 _SCALAR_DTYPE |= {"u1": "bool", "bf16": "float32"}  # bf16: the float32's top half (truncated, as Triton does)
 POINTER_ALIGN = 16  # XLA's buffers are at least this aligned; kernels are compiled assuming it
+_SCRATCH = ("global_scratch", "profile_scratch")  # Triton's trailing pointers, in order
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\((.*?)\)", re.S)
 
 
@@ -211,17 +212,11 @@ def compile_for(kernel: Any, bound: Bound, cc: int, options: Mapping[str, Any]) 
     meta = result.metadata
     _check_supported(meta, getattr(kernel, "__name__", "kernel"))
     entry, count = ptx_entry(result.asm["ptx"])
-    compiled = Compiled(
-        entry=getattr(meta, "name", entry),
-        image=Image(bytes(result.asm["cubin"]), int(meta.shared)),
-        n_ptx_params=count,
-        num_warps=int(meta.num_warps),
-        scratch=(
-            (int(getattr(meta, "global_scratch_size", 0)), int(getattr(meta, "global_scratch_align", 1))),
-            (int(getattr(meta, "profile_scratch_size", 0)), int(getattr(meta, "profile_scratch_align", 1))),
-        ),
-        cooperative=bool(getattr(meta, "launch_cooperative_grid", False)),
-    )
+    sizes = [(int(getattr(meta, f"{k}_size", 0)), int(getattr(meta, f"{k}_align", 1))) for k in _SCRATCH]
+    image = Image(bytes(result.asm["cubin"]), int(meta.shared))
+    cooperative = bool(getattr(meta, "launch_cooperative_grid", False))
+    name = getattr(meta, "name", entry)
+    compiled = Compiled(name, image, count, int(meta.num_warps), tuple(sizes), cooperative)
     with _lock:
         _compiled[key] = compiled
     return compiled
