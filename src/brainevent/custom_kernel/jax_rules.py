@@ -47,26 +47,22 @@ def _per_input_jvp(
             "input(s); give one rule per input, None for an input without a tangent"
         )
     out = prim.bind(*primals, **params)
-    total: Any = None
+    outs = out if prim.multiple_results else [out]
+    total: list[Any] = [None] * len(outs)
     for i, (rule, tangent) in enumerate(zip(rules, tangents, strict=True)):
         if rule is None or type(tangent) is ad.Zero:
             continue
         part = rule(tangent, *primals, **params)
-        if prim.multiple_results:
-            if not isinstance(part, (tuple, list)) or len(part) != len(out):
-                raise TypeError(
-                    f"the JVP rule for input {i} of primitive {prim.name!r} must return a tuple or "
-                    f"list of {len(out)} tangents (one per result), got {type(part).__name__}"
-                )
-            part = list(part)
-            total = part if total is None else [_add(a, b) for a, b in zip(total, part, strict=True)]
-        else:
-            total = part if total is None else _add(total, part)
-    if prim.multiple_results:
-        if total is None:
-            total = [None] * len(out)
-        return out, [_zero_like(o) if t is None else t for o, t in zip(out, total, strict=True)]
-    return out, _zero_like(out) if total is None else total
+        if not prim.multiple_results:
+            part = [part]
+        elif not isinstance(part, (tuple, list)) or len(part) != len(out):
+            raise TypeError(
+                f"the JVP rule for input {i} of primitive {prim.name!r} must return a tuple or "
+                f"list of {len(out)} tangents (one per result), got {type(part).__name__}"
+            )
+        total = [_add(a, b) for a, b in zip(total, part, strict=True)]
+    found = [_zero_like(o) if t is None else t for o, t in zip(outs, total, strict=True)]
+    return out, found if prim.multiple_results else found[0]
 
 
 def _zero_like(primal: Any) -> Any:

@@ -222,7 +222,7 @@ class XLACustomKernel(Tools, Rules):
                     f"used backend {backend!r} instead"
                 )
             return lowered
-        raise selection.failure(self.name, platform, failures, list(entries), requested is not None)
+        raise selection.failure(self.name, platform, failures, list(entries))
 
     def _remembered(self, platform: str, ctx: Any, outs: Sequence[Any]) -> str | None:
         """The remembered fastest backend for these operands on this kind of device, if valid."""

@@ -55,11 +55,7 @@ def reason(exc: BaseException) -> str:
 
 
 def failure(
-    name: str,
-    platform: str,
-    failures: Sequence[tuple[str, BaseException]],
-    defined: Sequence[str],
-    requested: bool,
+    name: str, platform: str, failures: Sequence[tuple[str, BaseException]], defined: Sequence[str]
 ) -> BaseException:
     """The error when every tried backend failed: one failure alone (ours as is, any other as a
     CompileError naming the backend), several as a KernelFallbackExhaustedError listing each."""
