@@ -63,9 +63,6 @@ class _Hasher:
         self._digest.update(f"{tag}:{len(raw)}:".encode())
         self._digest.update(raw)
 
-    def hexdigest(self) -> str:
-        return self._digest.hexdigest()
-
     def value(self, obj: Any, depth: int) -> None:
         if isinstance(obj, _PLAIN):
             self.put("const", repr(obj))
@@ -87,9 +84,7 @@ class _Hasher:
         self._seen.add(id(obj))
         if isinstance(obj, functools.partial):
             self.put("partial", "")
-            self.value(obj.func, depth + 1)
-            self.value(obj.args, depth + 1)
-            self.value(sorted(obj.keywords.items()), depth + 1)
+            self.value((obj.func, obj.args, sorted(obj.keywords.items())), depth)
             return
         target = getattr(obj, "target", None)
         if type(obj).__name__ == "KernelFunction" and isinstance(target, str):
@@ -147,7 +142,7 @@ def entry_fingerprint(entry: KernelEntry) -> str:
     hasher = _Hasher()
     hasher.put("backend", f"{entry.backend}@{entry.platform}")
     hasher.value(entry.kernel_generator, 0)
-    return hasher.hexdigest()
+    return hasher._digest.hexdigest()
 
 
 @functools.cache
