@@ -11,13 +11,7 @@ from ..errors import KernelCallError
 from ..platforms.devices import BY_NAME, DEVICE_PLATFORMS
 from ..platforms.devices import SPELLINGS as ALIASES
 from .entries import CallSiteLowering, KernelEntry
-from .kernels import (
-    LaunchValue,
-    ModuleFunctionKernel,
-    NumbaCpuKernel,
-    NumbaCudaKernel,
-    NvrtcKernel,
-)
+from .kernels import LaunchValue, ModuleFunctionKernel, NumbaCpuKernel, NumbaCudaKernel, NvrtcKernel
 from .libraries import LIBRARIES, check_platform
 
 PLATFORMS = tuple(p.name for p in DEVICE_PLATFORMS)

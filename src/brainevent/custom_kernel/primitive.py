@@ -267,12 +267,10 @@ def get_registry() -> dict[str, XLACustomKernel]:
 
 def get_all_primitive_names() -> list[str]:
     """The names of every registered primitive, sorted."""
-    with _registry_lock:
-        return sorted(_registry)
+    return sorted(get_registry())
 
 
 def get_primitives_by_tags(tags: Iterable[str]) -> dict[str, XLACustomKernel]:
     """The primitives carrying every one of ``tags`` (see ``XLACustomKernel.def_tags``)."""
     wanted = {tags} if isinstance(tags, str) else set(tags)  # a single tag given bare, not its letters
-    with _registry_lock:
-        return {name: prim for name, prim in _registry.items() if wanted <= prim.tags}
+    return {name: prim for name, prim in get_registry().items() if wanted <= prim.tags}
