@@ -127,7 +127,7 @@ class Rules:
                 "give one per input (None where it has no tangent)"
             )
         primals_out = list(self.primitive.bind(*primals, outs=outs, **params))
-        total: list[Any] | None = None
+        total = [ad.Zero(o.to_tangent_aval()) for o in outs]  # no tangent where no rule contributes
         with self._inherit(params.get("backend")):
             for rule, tangent in zip(rules, tangents, strict=True):
                 if rule is None or type(tangent) is ad.Zero:
@@ -138,9 +138,7 @@ class Rules:
                         f"a def_jvp_rule2 rule returned {len(part)} tangent(s) for {len(outs)} result(s); "
                         "return one per result"
                     )
-                total = part if total is None else [a + b for a, b in zip(total, part, strict=True)]
-        if total is None:
-            total = [ad.Zero(o.to_tangent_aval()) for o in outs]
+                total = [b if type(a) is ad.Zero else a + b for a, b in zip(total, part, strict=True)]
         return primals_out, total
 
     def _transpose(self, cotangents: Any, *args: Any, outs: tuple[Any, ...], **params: Any) -> list[Any]:

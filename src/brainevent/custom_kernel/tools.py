@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from .. import config
 from ..errors import KernelCallError
 from .benchmark import BenchmarkConfig, BenchmarkResult, benchmark_backends, log, verbosity
 from .definitions import BackendTable, platform_name
@@ -114,8 +115,7 @@ class Tools(BackendTable):
                     kernel=self.name,
                 )
             configs = list(self._benchmark_data_fn(platform=resolved))
-        bad = [c for c in configs if not isinstance(c, BenchmarkConfig)]
-        if bad or not configs:
+        if not configs or not all(isinstance(c, BenchmarkConfig) for c in configs):
             raise TypeError(
                 f"benchmark data must be a non-empty list of BenchmarkConfig, got {configs!r:.200}"
             )
@@ -134,8 +134,6 @@ class Tools(BackendTable):
             if measurement is not None:
                 measurement.store(result)
                 if resolved in self._lowered:
-                    from .. import config
-
                     config._clear_jax_caches()  # compiled functions hold the choices made before
         if set_default:
             best = result.best_backend()
