@@ -153,9 +153,7 @@ class BenchmarkResult:
             times = (r.median_ms, r.noise_ms, r.mean_ms, r.min_ms)
             cells = (r.label, r.platform, r.backend + mark, *(f"{t:.4f}" for t in times), str(r.rounds))
             rows.append((*cells, f"{ratio:.2f}"))
-        widths = [
-            max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)
-        ]
+        widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(header)]
         lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
         lines.append("  ".join("-" * w for w in widths))
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
