@@ -86,9 +86,7 @@ def general_batching_rule(
     primitive is applied once and every output is reported unbatched (``None``).
     """
 
-    def apply(*operands: Any) -> Any:
-        return prim.bind(*operands, **params) if isinstance(prim, Primitive) else prim(*operands, **params)
-
+    apply = functools.partial(prim.bind if isinstance(prim, Primitive) else prim, **params)
     batched = [i for i, ax in enumerate(axes) if ax is not None]
     if not batched:
         out = apply(*args)
