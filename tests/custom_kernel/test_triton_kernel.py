@@ -70,6 +70,12 @@ def test_a_scalar_that_is_not_a_number_is_refused(value: Any, match: str) -> Non
         scalar_type("p", value, "")
 
 
+@pytest.mark.parametrize(("ty", "value"), [("i32", 2.5), ("u64", "7"), ("fp8e5", 1.0)])
+def test_a_scalar_that_its_type_cannot_hold_is_refused(ty: str, value: Any) -> None:
+    with pytest.raises(KernelCallError, match=re.escape(ty)):
+        scalar_bits(ty, value)
+
+
 def test_trailing_scratch_parameters_follow_the_ptx_entry() -> None:
     from brainevent.custom_kernel.triton_compile import Compiled
     from brainevent.launchers.cubin import Image

@@ -1,11 +1,7 @@
-"""Timing the backends of one primitive against each other.
-
-Backends are timed in interleaved rounds (each round runs every backend once, in a rotated
-order), so that a slow drift of the machine (another process, frequency scaling) lands on
-all of them alike. Each backend's time is the median of its rounds; its noise is the
-median absolute deviation scaled to a standard deviation (1.4826 x MAD), which a few
-outlier rounds do not inflate.
-"""
+"""Timing the backends of one primitive against each other, in interleaved rounds (each round
+runs every backend once, in a rotated order) so that a slow drift of the machine lands on all of
+them alike. A backend's time is the median of its rounds; its noise is 1.4826 x MAD (a standard
+deviation that a few outlier rounds do not inflate)."""
 
 from __future__ import annotations
 
@@ -14,31 +10,21 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..logs import to_stderr
 
-TABLE_HEADER = (
-    "config",
-    "platform",
-    "backend",
-    "median ms",
-    "noise ms",
-    "mean ms",
-    "min ms",
-    "rounds",
-    "x best",
-)
+TABLE_HEADER = ("config", "platform", "backend", "median ms", "noise ms", "mean ms", "min ms", "rounds")
+FAILED = dict.fromkeys(("mean_ms", "std_ms", "min_ms"), math.nan)  # a backend that did not run
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution times this is its standard deviation
 log = logging.getLogger(__name__)
 
 
 def verbosity(verbose: bool) -> contextlib.AbstractContextManager[None]:
-    """With ``verbose``, this module's log (one line per timed backend, then the table) goes
-    to stderr for the duration."""
+    """With ``verbose``, this module's log (timings, then the table) goes to stderr meanwhile."""
     return to_stderr(log, logging.INFO, verbose)
 
 
@@ -84,13 +70,9 @@ def summarize(times_s: Sequence[float]) -> dict[str, float]:
     """Per-call statistics in milliseconds of per-call times in seconds."""
     ms = np.asarray(times_s, dtype=np.float64) * 1e3
     median = float(np.median(ms))
-    return {
-        "mean_ms": float(ms.mean()),
-        "std_ms": float(ms.std()),
-        "min_ms": float(ms.min()),
-        "median_ms": median,
-        "noise_ms": MAD_TO_SIGMA * float(np.median(np.abs(ms - median))),
-    }
+    stats = {"mean_ms": ms.mean(), "std_ms": ms.std(), "min_ms": ms.min(), "median_ms": median}
+    stats["noise_ms"] = MAD_TO_SIGMA * np.median(np.abs(ms - median))
+    return {k: float(v) for k, v in stats.items()}
 
 
 def time_interleaved(
@@ -125,31 +107,27 @@ def benchmark_function(
     return float(times.mean()), float(times.std()), float(times.min()), float(times.max()), output
 
 
+@dataclass(repr=False)
 class BenchmarkResult:
     """The records of one ``XLACustomKernel.benchmark()`` run, with the table and the winner."""
 
-    def __init__(self, records: Sequence[BenchmarkRecord], primitive_name: str = "") -> None:
-        self._records = list(records)
-        self.primitive_name = primitive_name
-        self.chosen: str | None = None  # the backend benchmark(set_default=True) made the default
-        self.remembered = False  # True when benchmark(remember=True) returned a stored run untimed
-
-    @property
-    def records(self) -> list[BenchmarkRecord]:
-        return list(self._records)
+    records: list[BenchmarkRecord]
+    primitive_name: str = ""
+    chosen: str | None = None  # the backend benchmark(set_default=True) made the default
+    remembered: bool = False  # True when benchmark(remember=True) returned a stored run untimed
 
     def fastest(self, label: str | None = None) -> BenchmarkRecord | None:
         """The successful record with the lowest median (of ``label``'s configuration if given)."""
-        ok = [r for r in self._records if r.success and (label is None or r.label == label)]
+        ok = [r for r in self.records if r.success and (label is None or r.label == label)]
         return min(ok, key=lambda r: r.median_ms) if ok else None
 
     def best_backend(self) -> str | None:
         """The backend with the lowest geometric mean of its medians over every configuration;
         a backend that failed any configuration is not eligible."""
-        labels = {r.label for r in self._records}
+        labels = {r.label for r in self.records}
         scores: dict[str, list[float]] = {}
         failed: set[str] = set()
-        for r in self._records:
+        for r in self.records:
             if r.success and r.median_ms > 0:
                 scores.setdefault(r.backend, []).append(math.log(r.median_ms))
             else:
@@ -163,9 +141,9 @@ class BenchmarkResult:
         """A fixed-width table: one row per (configuration, backend); ``*`` marks each
         configuration's fastest, ``x best`` is the median relative to it."""
         title = f"Benchmark of {self.primitive_name}" if self.primitive_name else "Benchmark"
-        header = TABLE_HEADER
+        header = (*TABLE_HEADER, "x best")
         rows: list[tuple[str, ...]] = []
-        for r in self._records:
+        for r in self.records:
             best = self.fastest(r.label)
             if not r.success:
                 rows.append((r.label, r.platform, r.backend, "FAILED", "", "", "", "", r.error or ""))
@@ -175,9 +153,7 @@ class BenchmarkResult:
             times = (r.median_ms, r.noise_ms, r.mean_ms, r.min_ms)
             cells = (r.label, r.platform, r.backend + mark, *(f"{t:.4f}" for t in times), str(r.rounds))
             rows.append((*cells, f"{ratio:.2f}"))
-        widths = [
-            max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)
-        ]
+        widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(header)]
         lines = [title, "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
         lines.append("  ".join("-" * w for w in widths))
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
@@ -192,18 +168,13 @@ class BenchmarkResult:
         print(self.table())
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "primitive_name": self.primitive_name,
-            "chosen": self.chosen,
-            "remembered": self.remembered,
-            "records": [dict(vars(r)) for r in self._records],
-        }
+        return asdict(self)
 
     def __str__(self) -> str:
         return self.table()
 
     def __repr__(self) -> str:
-        return f"BenchmarkResult({self.primitive_name!r}, {len(self._records)} records)"
+        return f"BenchmarkResult({self.primitive_name!r}, {len(self.records)} records)"
 
 
 def _device(platform: str) -> Any:
@@ -274,22 +245,12 @@ def benchmark_backends(
             runners[backend] = functools.partial(fn, *placed.args)
         times = time_interleaved(runners, n_runs, n_batch_per_run) if runners else {}
         for backend in backends:
-            base: dict[str, Any] = {
-                "platform": platform,
-                "backend": backend,
-                "label": config.name,
-                "throughput": None,
-                "kernel_kwargs": dict(config.kernel_kwargs),
-                "data_kwargs": dict(config.data_kwargs),
-            }
-            if backend in times:
-                stats: dict[str, Any] = summarize(times[backend])
-                record = BenchmarkRecord(**base, **stats, success=True, error=None, rounds=n_runs)
-            else:
-                nan, error = math.nan, errors.get(backend)
-                record = BenchmarkRecord(
-                    **base, mean_ms=nan, std_ms=nan, min_ms=nan, success=False, error=error
-                )
+            ok = backend in times
+            fields: dict[str, Any] = {"platform": platform, "backend": backend, "label": config.name}
+            fields.update(summarize(times[backend]) if ok else FAILED, throughput=None, success=ok)
+            fields.update(error=errors.get(backend), rounds=n_runs if ok else 0)
+            kwargs, data = dict(config.kernel_kwargs), dict(config.data_kwargs)
+            record = BenchmarkRecord(**fields, kernel_kwargs=kwargs, data_kwargs=data)
             log.info("%s [%s|%s] %s: median %.4f ms", name, platform, backend, config.name, record.median_ms)
             records.append(record)
         if compare_results and len(outputs) > 1:

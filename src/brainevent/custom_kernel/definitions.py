@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
@@ -9,15 +10,8 @@ from .. import config
 from ..errors import KernelCallError
 from ..platforms.devices import BY_NAME, DEVICE_PLATFORMS
 from ..platforms.devices import SPELLINGS as ALIASES
-from .entries import CallSiteLowering, KernelEntry, NvrtcLowering
-from .kernels import (
-    LaunchValue,
-    ModuleFunctionKernel,
-    NumbaCpuKernel,
-    NumbaCudaKernel,
-    NvrtcKernel,
-    PlatformKernel,
-)
+from .entries import CallSiteLowering, KernelEntry
+from .kernels import LaunchValue, ModuleFunctionKernel, NumbaCpuKernel, NumbaCudaKernel, NvrtcKernel
 from .libraries import LIBRARIES, check_platform
 
 PLATFORMS = tuple(p.name for p in DEVICE_PLATFORMS)
@@ -85,9 +79,7 @@ class BackendTable:
                 f"{kernel.function.target} was compiled for {kernel.function.platform!r}, not {expected!r}: "
                 "use load_cpp_* modules for 'cpu' and load_cuda_* modules for 'gpu'"
             )
-        name = BY_NAME[resolved].compiled_backend if backend is None else backend
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"backend must be a non-empty string such as 'cpp', got {name!r}")
+        name: Any = BY_NAME[resolved].compiled_backend if backend is None else backend
         return self._add(KernelEntry(name, resolved, function, CallSiteLowering(kernel)), asdefault)
 
     def _def_named(
@@ -103,10 +95,6 @@ class BackendTable:
             if kernel_generator is not None:
                 raise TypeError("pass the kernel generator once: as kernel_generator or as kg, not both")
             kernel_generator = kg
-        if not isinstance(backend, str) or not backend:
-            raise TypeError(
-                f"backend must be a non-empty string such as 'numba' or 'pallas', got {backend!r}"
-            )
         resolved = platform_name(platform)
         if not callable(kernel_generator):
             raise TypeError(
@@ -120,6 +108,10 @@ class BackendTable:
         return self._add(KernelEntry(backend, resolved, kernel_generator), asdefault)
 
     def _add(self, entry: KernelEntry, asdefault: bool) -> Self:
+        if not isinstance(entry.backend, str) or not entry.backend:
+            raise TypeError(
+                f"backend must be a non-empty string such as 'numba' or 'cpp', got {entry.backend!r}"
+            )
         platform = entry.platform
         check_platform(entry.backend, platform)
         entries = self._kernels.setdefault(platform, {})
@@ -149,7 +141,7 @@ class BackendTable:
           returns a function of the input arrays, e.g. ``numba_kernel(f, outs=outs)``.
         """
         plain = kg is not None  # a lone positional non-Numba callable is a 0.2.1 generator
-        return self._add_numba("numba", "cpu", kg, kernel, generator, asdefault, plain, NumbaCpuKernel)
+        return self._add_numba("numba", kg, kernel, generator, asdefault, plain, NumbaCpuKernel)
 
     def def_numba_cuda_kernel(
         self,
@@ -168,12 +160,10 @@ class BackendTable:
         :func:`brainevent.numba_cuda_kernel` (``grid``/``block``/``launch_dims`` may be
         callables ``(ins, outs) -> dims`` of the call's abstract operands), or, given a
         callable that is not a Numba kernel and no launch settings, a 0.2.1 kernel generator."""
-        plain = all(v is None for v in (grid, block, launch_dims))  # no launch settings given
-
-        def launcher(kernel: Any, generator: Any) -> NumbaCudaKernel:
-            return NumbaCudaKernel(kernel, generator, grid, block, launch_dims, threads_per_block, shared_mem)
-
-        return self._add_numba("numba_cuda", "gpu", kg, kernel, generator, asdefault, plain, launcher)
+        launch = (grid, block, launch_dims, threads_per_block, shared_mem)
+        plain = all(v is None for v in launch[:3])  # no launch settings given
+        make = functools.partial(NumbaCudaKernel, launch=launch)
+        return self._add_numba("numba_cuda", kg, kernel, generator, asdefault, plain, make)
 
     def def_cuda_kernel(
         self,
@@ -202,39 +192,23 @@ class BackendTable:
         from ..nvrtc.kernel import KernelDef
 
         launch = (grid, block, launch_dims, threads_per_block, shared_mem)
-        kernel = KernelDef.checked(
-            "def_cuda_kernel",
-            source_or_path,
-            name,
-            launch,
-            compute_capability,
-            options,
-            include_dirs,
-            scalars,
-        )
-        return self._add(KernelEntry("nvrtc", "gpu", name, NvrtcLowering(NvrtcKernel(kernel))), asdefault)
+        given = (source_or_path, name, launch, compute_capability, options, include_dirs, scalars)
+        kernel = KernelDef.checked("def_cuda_kernel", *given)
+        return self._add(KernelEntry("nvrtc", "gpu", name, CallSiteLowering(NvrtcKernel(kernel))), asdefault)
 
     def _add_numba(
-        self,
-        backend: str,
-        platform: str,
-        kg: Any,
-        kernel: Any,
-        generator: Callable[..., Any] | None,
-        asdefault: bool,
-        may_be_generator: bool,
-        launcher: Callable[[Any, Any], PlatformKernel],
+        self, backend: str, kg: Any, kernel: Any, generator: Any, asdefault: bool, plain: bool, make: Any
     ) -> Self:
-        """A Numba backend. ``kg`` alone, not a Numba object, is a 0.2.1 kernel generator when
-        ``may_be_generator``; otherwise it is the kernel given positionally, and
-        ``launcher(kernel, generator)`` makes the call site."""
-        if may_be_generator and kernel is None and generator is None and not _is_numba_object(kg):
+        """``kg`` alone, not a Numba object, is a 0.2.1 kernel generator when ``plain``; else
+        ``make(kernel, generator)`` is the PlatformKernel."""
+        platform = LIBRARIES[backend].platforms[0]
+        if plain and kernel is None and generator is None and not _is_numba_object(kg):
             return self.def_kernel(backend, platform, kg, asdefault)
         if kg is not None:
             if kernel is not None:
                 raise TypeError(f"def_{backend}_kernel: pass the kernel once, positionally or as kernel=")
             kernel = kg
-        lowering = CallSiteLowering(launcher(kernel, generator))
+        lowering = CallSiteLowering(make(kernel, generator))
         given = kernel if kernel is not None else generator
         return self._add(KernelEntry(backend, platform, given, lowering), asdefault)
 

@@ -1,37 +1,18 @@
-"""One named backend of an ``XLACustomKernel`` on one platform, and how it lowers.
-
-Two kinds of backend lower differently:
-
-- a *call site* (a compiled function, a Numba or Numba-CUDA kernel given directly) emits one
-  custom call to an FFI target, with the primitive's batch partitioning and aliases;
-- a *kernel generator* (brainevent 0.2.1's form) is called with ``outs=`` and the call's
-  attributes and returns a function of the input arrays (a Pallas ``pallas_call``, a Warp or
-  Triton JAX wrapper, ``numba_kernel(...)``, plain ``jax.numpy``); the primitive traces that
-  function into its own lowering with ``mlir.lower_fun``.
-"""
+"""One named backend of an ``XLACustomKernel`` on one platform, and how it lowers: a *call site*
+(a compiled function, a Numba kernel) emits one custom call to an FFI target; a *kernel generator*
+(0.2.1's form: ``generator(outs=..., **attrs)`` returns a function of the input arrays, such as a
+``pallas_call``) is traced into the primitive's own lowering with ``mlir.lower_fun``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from ..errors import KernelCallError
-from .kernels import CallSite, NvrtcKernel, PlatformKernel
-
-
-@dataclass(frozen=True)
-class LoweringCall:
-    """What the primitive's lowering rule hands a backend: one call to lower."""
-
-    ctx: Any  # jax's LoweringRuleContext
-    operands: Sequence[Any]
-    outs: tuple[Any, ...]  # the declared results (ShapeDtypeStruct-like)
-    attrs: Mapping[str, Any]
-    aliases: dict[int, int] | None  # operand index -> result index
-    batch_dims: int
+from .kernels import LoweringCall, PlatformKernel
 
 
 class Lowering(Protocol):
@@ -47,29 +28,17 @@ class CallSiteLowering:
         self.kernel = kernel
         self.description = kernel.description
 
-    def site(self, call: LoweringCall) -> CallSite:
-        return self.kernel.call_site(call.ctx.avals_in, call.outs, call.attrs)
-
     def lower(self, call: LoweringCall) -> Sequence[Any]:
         import jax
 
         from ..calls.partitioned import batch_partition_attributes
 
-        site = self.site(call)
+        site = self.kernel.call_site(call)
         extra = None
         if call.batch_dims:
             extra = batch_partition_attributes(call.ctx, site.target, call.batch_dims)
         rule = jax.ffi.ffi_lowering(site.target, operand_output_aliases=call.aliases, extra_attributes=extra)
         return rule(call.ctx, *call.operands, **site.attributes)
-
-
-class NvrtcLowering(CallSiteLowering):
-    """An NVRTC kernel binds its sizes when lowered: with batch dims it is prepared for one
-    batch element, which the launcher runs per element of the (possibly split) call."""
-
-    def site(self, call: LoweringCall) -> CallSite:
-        assert isinstance(self.kernel, NvrtcKernel)
-        return self.kernel.call_site(call.ctx.avals_in, call.outs, call.attrs, call.batch_dims)
 
 
 class GeneratorLowering:

@@ -1,20 +1,9 @@
 """What "the source" of a backend is, so that a remembered benchmark winner goes stale with it.
 
-A backend defined in Python has no source file of its own, so its source is taken to be:
-
-- for a function (a kernel generator, or the Python function inside a Numba, Triton or Warp
-  kernel): its code object (bytecode, constants, nested functions, the names it uses), the
-  values of plain constants and user functions it reaches through its closure, defaults
-  and module globals, recursively; editing the generator, the kernel it returns, or a
-  helper beside them changes it. Code installed as a library (site-packages, the standard
-  library) is not hashed: the library's version stands for it;
-- for a compiled function (``load_cpp_*`` / ``load_cuda_*``): its FFI target and the content
-  key of the build registered under it, which the cache computes from the sources, headers,
-  flags and toolchain;
-- for every backend: the versions of Python, JAX, jaxlib, brainevent and the backend's
-  library (a new Triton may change which backend is fastest).
-
-Comments and formatting do not count; a changed constant, operator or called helper does.
+A function's code, and the constants and user functions it reaches through closures, defaults
+and its own module's globals; a compiled function's FFI target and build key; the versions of
+Python, JAX, brainevent and the backend's library. Not comments, layout or library code
+(docs/custom-kernels.md, "Remembered choices").
 """
 
 from __future__ import annotations
@@ -33,8 +22,9 @@ from .libraries import LIBRARIES
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))
 _MAX_DEPTH = 8
 # Attributes under which kernel objects keep the Python function they were made from:
-# Numba dispatchers (py_func), Triton JITFunction (fn), Warp Kernel (func), functools.wraps.
-_WRAPPED = ("py_func", "fn", "func", "__wrapped__")
+# methods (__func__), Numba dispatchers (py_func), Triton JITFunction (fn), Warp Kernel (func),
+# functools.wraps (__wrapped__).
+_WRAPPED = ("__func__", "py_func", "fn", "func", "__wrapped__")
 
 
 @functools.lru_cache(maxsize=1)
@@ -59,13 +49,7 @@ def _unwrap(obj: Any) -> types.FunctionType | None:
     for _ in range(4):
         if isinstance(obj, types.FunctionType):
             return obj
-        if isinstance(obj, types.MethodType):
-            obj = obj.__func__
-            continue
-        inner = next((getattr(obj, a) for a in _WRAPPED if callable(getattr(obj, a, None))), None)
-        if inner is None:
-            return None
-        obj = inner
+        obj = next((getattr(obj, a) for a in _WRAPPED if callable(getattr(obj, a, None))), None)
     return None
 
 
@@ -79,19 +63,14 @@ class _Hasher:
         self._digest.update(f"{tag}:{len(raw)}:".encode())
         self._digest.update(raw)
 
-    def hexdigest(self) -> str:
-        return self._digest.hexdigest()
-
-    def value(self, obj: Any, depth: int, home: str | None) -> None:
-        """Adds ``obj``. Globals are followed only into functions of ``home`` (the module of the
-        function that named them); closures and defaults are followed into any user code."""
+    def value(self, obj: Any, depth: int) -> None:
         if isinstance(obj, _PLAIN):
             self.put("const", repr(obj))
             return
         if isinstance(obj, (tuple, list)):
             self.put("seq", str(len(obj)))
             for item in obj:
-                self.value(item, depth + 1, home)
+                self.value(item, depth + 1)
             return
         if isinstance(obj, frozenset):
             self.put("set", repr(sorted(map(repr, obj))))
@@ -105,9 +84,7 @@ class _Hasher:
         self._seen.add(id(obj))
         if isinstance(obj, functools.partial):
             self.put("partial", "")
-            self.value(obj.func, depth + 1, home)
-            self.value(obj.args, depth + 1, home)
-            self.value(sorted(obj.keywords.items()), depth + 1, home)
+            self.value((obj.func, obj.args, sorted(obj.keywords.items())), depth)
             return
         target = getattr(obj, "target", None)
         if type(obj).__name__ == "KernelFunction" and isinstance(target, str):
@@ -124,26 +101,20 @@ class _Hasher:
         names = self.code(fn.__code__)
         for cell in fn.__closure__ or ():
             try:
-                self.value(cell.cell_contents, depth + 1, fn.__module__)
+                self.value(cell.cell_contents, depth + 1)
             except ValueError:  # an empty cell
                 self.put("cell", "empty")
-        self.value(fn.__defaults__ or (), depth + 1, fn.__module__)
-        self.value(sorted((fn.__kwdefaults__ or {}).items()), depth + 1, fn.__module__)
+        self.value(fn.__defaults__ or (), depth + 1)
+        self.value(sorted((fn.__kwdefaults__ or {}).items()), depth + 1)
         scope = fn.__globals__
-        for name in sorted(names):
-            if name not in scope:
-                continue
+        for name in sorted(n for n in names if n in scope):
             found = scope[name]
-            if isinstance(found, types.ModuleType):
-                continue  # a library, stood for by its version
-            if isinstance(found, _PLAIN) or type(found).__module__ == "numpy":
+            plain = isinstance(found, _PLAIN) or type(found).__module__ == "numpy"
+            # A module is a library, stood for by its version; other globals only of fn's own module.
+            inner = None if plain or isinstance(found, types.ModuleType) else _unwrap(found)
+            if plain or (inner is not None and inner.__module__ == fn.__module__):
                 self.put("global", name)
-                self.value(found, depth + 1, fn.__module__)
-                continue
-            inner = _unwrap(found)
-            if inner is not None and inner.__module__ == fn.__module__:
-                self.put("global", name)
-                self.value(found, depth + 1, fn.__module__)
+                self.value(found, depth + 1)
 
     def code(self, code: types.CodeType) -> set[str]:
         """Adds a code object and its nested ones; returns every global name they use."""
@@ -154,7 +125,7 @@ class _Hasher:
             if isinstance(const, types.CodeType):
                 names |= self.code(const)
             else:
-                self.value(const, _MAX_DEPTH, None)
+                self.value(const, _MAX_DEPTH)
         return names
 
 
@@ -170,8 +141,8 @@ def _artifact_key(target: str) -> str:
 def entry_fingerprint(entry: KernelEntry) -> str:
     hasher = _Hasher()
     hasher.put("backend", f"{entry.backend}@{entry.platform}")
-    hasher.value(entry.kernel_generator, 0, None)
-    return hasher.hexdigest()
+    hasher.value(entry.kernel_generator, 0)
+    return hasher._digest.hexdigest()
 
 
 @functools.cache
@@ -188,17 +159,9 @@ def versions(backends: list[str]) -> dict[str, str]:
     """The versions a measurement depends on: Python, JAX, jaxlib, brainevent, each backend's library."""
     from .._version import __version__
 
-    found = {
-        "python": ".".join(map(str, sys.version_info[:3])),
-        "jax": _version("jax"),
-        "jaxlib": _version("jaxlib"),
-        "brainevent": __version__,
-    }
-    for backend in backends:
-        library = LIBRARIES.get(backend)
-        if library is not None:
-            found[library.package] = _version(library.package)
-    return found
+    python = ".".join(map(str, sys.version_info[:3]))
+    packages = ["jax", "jaxlib", *(LIBRARIES[b].package for b in backends if b in LIBRARIES)]
+    return {"python": python, "brainevent": __version__} | {p: _version(p) for p in packages}
 
 
 def sources_fingerprint(entries: Mapping[str, KernelEntry]) -> str:

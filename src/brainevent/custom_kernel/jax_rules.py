@@ -1,9 +1,5 @@
-"""Rules for any JAX primitive, under brainevent 0.2.1's names: ``defjvp`` (one JVP rule per
-input) and ``general_batching_rule`` (vmap by a loop over the batch).
-
-``XLACustomKernel`` has its own methods for both (``def_jvp_rule2``, the default ``vmap``);
-these work on a bare ``jax.extend.core.Primitive`` too.
-"""
+"""``defjvp`` (one JVP rule per input) and ``general_batching_rule`` (vmap by a loop) for any JAX
+primitive, under brainevent 0.2.1's names; ``XLACustomKernel`` has its own methods for both."""
 
 from __future__ import annotations
 
@@ -51,26 +47,22 @@ def _per_input_jvp(
             "input(s); give one rule per input, None for an input without a tangent"
         )
     out = prim.bind(*primals, **params)
-    total: Any = None
+    outs = out if prim.multiple_results else [out]
+    total: list[Any] = [None] * len(outs)
     for i, (rule, tangent) in enumerate(zip(rules, tangents, strict=True)):
         if rule is None or type(tangent) is ad.Zero:
             continue
         part = rule(tangent, *primals, **params)
-        if prim.multiple_results:
-            if not isinstance(part, (tuple, list)) or len(part) != len(out):
-                raise TypeError(
-                    f"the JVP rule for input {i} of primitive {prim.name!r} must return a tuple or "
-                    f"list of {len(out)} tangents (one per result), got {type(part).__name__}"
-                )
-            part = list(part)
-            total = part if total is None else [_add(a, b) for a, b in zip(total, part, strict=True)]
-        else:
-            total = part if total is None else _add(total, part)
-    if prim.multiple_results:
-        if total is None:
-            total = [None] * len(out)
-        return out, [_zero_like(o) if t is None else t for o, t in zip(out, total, strict=True)]
-    return out, _zero_like(out) if total is None else total
+        if not prim.multiple_results:
+            part = [part]
+        elif not isinstance(part, (tuple, list)) or len(part) != len(out):
+            raise TypeError(
+                f"the JVP rule for input {i} of primitive {prim.name!r} must return a tuple or "
+                f"list of {len(out)} tangents (one per result), got {type(part).__name__}"
+            )
+        total = [_add(a, b) for a, b in zip(total, part, strict=True)]
+    found = [_zero_like(o) if t is None else t for o, t in zip(outs, total, strict=True)]
+    return out, found if prim.multiple_results else found[0]
 
 
 def _zero_like(primal: Any) -> Any:
@@ -94,9 +86,7 @@ def general_batching_rule(
     primitive is applied once and every output is reported unbatched (``None``).
     """
 
-    def apply(*operands: Any) -> Any:
-        return prim.bind(*operands, **params) if isinstance(prim, Primitive) else prim(*operands, **params)
-
+    apply = functools.partial(prim.bind if isinstance(prim, Primitive) else prim, **params)
     batched = [i for i, ax in enumerate(axes) if ax is not None]
     if not batched:
         out = apply(*args)

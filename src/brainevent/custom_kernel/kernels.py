@@ -1,9 +1,5 @@
-"""What an :class:`XLACustomKernel` runs on one platform.
-
-Each kind of kernel turns the call's abstract operands and attributes into a *call site*:
-the FFI target to emit and the attributes that target takes. The lowering then emits one
-custom call; nothing here runs per call.
-"""
+"""What an :class:`XLACustomKernel` runs on one platform: each kind of kernel turns the call's
+abstract operands and attributes into a *call site* (FFI target, attributes); nothing runs per call."""
 
 from __future__ import annotations
 
@@ -14,11 +10,27 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..calls.operands import Operand, Signature
+from ..calls.operands import signature_of
 from ..errors import KernelCallError
 
 if TYPE_CHECKING:
     from ..nvrtc.kernel import KernelDef
+
+
+@dataclass(frozen=True)
+class LoweringCall:
+    """What the primitive's lowering rule hands a backend: one call to lower."""
+
+    ctx: Any  # jax's LoweringRuleContext
+    operands: Sequence[Any]
+    outs: tuple[Any, ...]  # the declared results (ShapeDtypeStruct-like)
+    attrs: Mapping[str, Any]
+    aliases: dict[int, int] | None  # operand index -> result index
+    batch_dims: int
+
+    @property
+    def ins(self) -> Sequence[Any]:
+        return self.ctx.avals_in
 
 
 @dataclass(frozen=True)
@@ -30,14 +42,7 @@ class CallSite:
 class PlatformKernel(Protocol):
     description: str
 
-    def call_site(self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any]) -> CallSite: ...
-
-
-def signature_from(ins: Sequence[Any], outs: Sequence[Any]) -> Signature:
-    def operand(value: Any) -> Operand:
-        return Operand(len(value.shape), np.dtype(value.dtype))
-
-    return Signature(tuple(operand(a) for a in ins), tuple(operand(o) for o in outs))
+    def call_site(self, call: LoweringCall) -> CallSite: ...
 
 
 class ModuleFunctionKernel:
@@ -56,15 +61,15 @@ class ModuleFunctionKernel:
         self.function = function
         self.description = f"compiled function {function.target}"
 
-    def call_site(self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any]) -> CallSite:
+    def call_site(self, call: LoweringCall) -> CallSite:
         if self.function.spec.scratch:
             raise KernelCallError(
                 f"{self.function.target} takes a 'scratch' parameter, which XLACustomKernel cannot "
                 "allocate; call the compiled function directly (module.<func>(..., scratch_bytes=...))",
                 target=self.function.target,
             )
-        self.function.check_arity(len(ins), len(outs))
-        return CallSite(self.function.target, self.function.converted_attrs(attrs))
+        self.function.check_arity(len(call.ins), len(call.outs))
+        return CallSite(self.function.target, self.function.converted_attrs(call.attrs))
 
 
 class _Generated:
@@ -107,16 +112,16 @@ class NumbaCpuKernel:
         self._source = _Generated(kernel, generator, "def_numba_kernel")
         self.description = "Numba kernel (cpu)"
 
-    def call_site(self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any]) -> CallSite:
+    def call_site(self, call: LoweringCall) -> CallSite:
         import numba
         from numba.core.dispatcher import Dispatcher
 
         from ..numba_bridge.cpu_kernel import preparer
 
-        func = self._source.kernel_for(attrs)
+        func = self._source.kernel_for(call.attrs)
         if not isinstance(func, Dispatcher):
             func = numba.njit(func)
-        target, kernel_id = preparer(func)(signature_from(ins, outs))
+        target, kernel_id = preparer(func)(signature_of(tuple(call.ins), list(call.outs)))
         return CallSite(target, {"kernel_id": np.int64(kernel_id)})
 
 
@@ -124,22 +129,11 @@ LaunchValue = Any  # an int, a tuple of ints, or a callable(ins, outs) returning
 
 
 class NumbaCudaKernel:
-    """A Numba-CUDA kernel launched from a compiled handler on XLA's stream.
+    """A Numba-CUDA kernel launched from a compiled handler on XLA's stream; launch settings
+    may be callables ``(ins, outs) -> dims`` of the call's abstract operands."""
 
-    ``grid``, ``block`` and ``launch_dims`` may each be a callable ``(ins, outs) -> dims``
-    that sees the call's abstract inputs and outputs (``.shape``, ``.dtype``, ``.size``).
-    """
-
-    def __init__(
-        self,
-        kernel: Any,
-        generator: Callable[..., Any] | None,
-        grid: LaunchValue,
-        block: LaunchValue,
-        launch_dims: LaunchValue,
-        threads_per_block: int,
-        shared_mem: int,
-    ) -> None:
+    def __init__(self, kernel: Any, generator: Callable[..., Any] | None, launch: tuple[Any, ...]) -> None:
+        """``launch``: grid, block, launch_dims, threads_per_block, shared_mem."""
         from ..launchers.launch_config import resolve_launch
         from ..numba_bridge.cuda_kernel import require_numba_cuda
 
@@ -149,26 +143,24 @@ class NumbaCudaKernel:
                 f"kernel must be a @numba.cuda.jit kernel (CUDADispatcher), got {type(kernel).__name__}"
             )
         self._source = _Generated(kernel, generator, "def_numba_cuda_kernel")
-        self._launch = (grid, block, launch_dims, threads_per_block, shared_mem)
-        if not any(callable(v) for v in (grid, block, launch_dims)):
-            resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)  # fail early
+        self._launch = launch
+        if not any(callable(v) for v in launch):
+            resolve_launch(*launch)  # fail early
         self._dispatcher_type = dispatcher_type
         self.description = "Numba-CUDA kernel (cuda)"
 
-    def call_site(self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any]) -> CallSite:
+    def call_site(self, call: LoweringCall) -> CallSite:
         from ..launchers.launch_config import resolve_launch
         from ..numba_bridge.cuda_kernel import preparer
 
-        kernel = self._source.kernel_for(attrs)
+        ins, outs = call.ins, call.outs
+        kernel = self._source.kernel_for(call.attrs)
         if not isinstance(kernel, self._dispatcher_type):
             raise AssertionError(
                 f"the generator must return a @numba.cuda.jit kernel, got {type(kernel).__name__}"
             )
-        grid, block, launch_dims, threads_per_block, shared_mem = (
-            v(ins, outs) if callable(v) else v for v in self._launch
-        )
-        config = resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)
-        target, kernel_id = preparer(kernel, config)(signature_from(ins, outs))
+        config = resolve_launch(*(v(ins, outs) if callable(v) else v for v in self._launch))
+        target, kernel_id = preparer(kernel, config)(signature_of(tuple(ins), list(outs)))
         return CallSite(target, {"kernel_id": np.int64(kernel_id)})
 
 
@@ -181,13 +173,14 @@ class NvrtcKernel:
         name = kernel.name
         self.description = f"NVRTC CUDA kernel {name if isinstance(name, str) else '<by call>'} (cuda)"
 
-    def call_site(
-        self, ins: Sequence[Any], outs: Sequence[Any], attrs: Mapping[str, Any], batch_dims: int = 0
-    ) -> CallSite:
+    def call_site(self, call: LoweringCall) -> CallSite:
+        """With batch dims the kernel binds its sizes for one batch element, which the launcher
+        runs per element of the (possibly split) call."""
         from ..nvrtc.launch import element_avals, prepare
 
-        ins, outs = element_avals(ins, batch_dims), element_avals(outs, batch_dims)
+        ins, outs = element_avals(call.ins, call.batch_dims), element_avals(call.outs, call.batch_dims)
         k = self._kernel
-        expression, config, scalars = k.bind((ins, outs), attrs, None)
-        target, kernel_id = prepare(k.source, expression, ins, outs, scalars, config, k.archs, batch_dims > 0)
+        expression, config, scalars = k.bind((ins, outs), call.attrs, None)
+        batched = call.batch_dims > 0
+        target, kernel_id = prepare(k.source, expression, ins, outs, scalars, config, k.archs, batched)
         return CallSite(target, {"kernel_id": np.int64(kernel_id)})

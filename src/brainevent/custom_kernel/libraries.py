@@ -1,10 +1,6 @@
-"""Which library each named backend needs, checked when the backend is first lowered.
-
-Checked at lowering, not at definition: a library of operators may define a Warp or
-Triton backend for every user, and only those who select it need the package. Where a
-backend can run is checked at definition: a Triton backend on the CPU is a mistake on
-every machine.
-"""
+"""Which library each named backend needs, checked when it is first lowered (an operator library
+may define a Warp backend for everyone; only those who select it need Warp), and where it can run,
+checked at definition (a Triton backend on the CPU is a mistake on every machine)."""
 
 from __future__ import annotations
 

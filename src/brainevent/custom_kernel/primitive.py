@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -16,8 +16,8 @@ from .. import config
 from ..errors import KernelCallError, UnhashableAttributeError
 from ..platforms.devices import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
 from . import selection
-from .definitions import BackendTable
-from .entries import KernelEntry, LoweringCall
+from .entries import KernelEntry
+from .kernels import LoweringCall
 from .libraries import require_library
 from .rules import VMAP_METHODS, Rules
 from .tools import Tools
@@ -38,7 +38,7 @@ def _check_attrs(name: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
     return dict(attrs)
 
 
-class XLACustomKernel(BackendTable, Rules, Tools):
+class XLACustomKernel(Tools, Rules):
     """A named JAX primitive with named backends per platform, chosen when it is lowered.
 
     ``op(*arrays, outs=..., backend=None, **attrs)`` binds the primitive: its abstract
@@ -98,12 +98,6 @@ class XLACustomKernel(BackendTable, Rules, Tools):
         self._warned: set[str] = set()
         self._pinned: set[str] = set()
         self._tags: set[str] = set()
-        self._call_fn: Callable[..., Any] | None = None
-        self._benchmark_data_fn: Callable[..., Any] | None = None
-        self._batching_rule: Callable[..., Any] | None = None
-        self._jvp_rule: Callable[..., Any] | None = None
-        self._jvp_rules_per_input: tuple[Callable[..., Any] | None, ...] | None = None
-        self._transpose_rule: Callable[..., Any] | None = None
         self._rule_backend = threading.local()  # a call's backend=, seen by calls its rules make
         self.primitive = Primitive(name)
         self.primitive.multiple_results = True
@@ -222,30 +216,22 @@ class XLACustomKernel(BackendTable, Rules, Tools):
                 failures.append((backend, exc))
                 continue
             if failures:
-                failed = "; ".join(
-                    f"{b!r}: {type(e).__name__}: {' '.join(str(e).split())}" for b, e in failures
-                )
+                failed = "; ".join(f"{b!r}: {selection.reason(e)}" for b, e in failures)
                 self._warn_backend_once(
                     f"XLACustomKernel {self.name!r} on {platform!r}: {failed}; "
                     f"used backend {backend!r} instead"
                 )
             return lowered
-        raise selection.failure(self.name, platform, failures, list(entries), requested is not None)
+        raise selection.failure(self.name, platform, failures, list(entries))
 
     def _remembered(self, platform: str, ctx: Any, outs: Sequence[Any]) -> str | None:
-        """The backend ``benchmark(remember=True)`` found fastest for these operands on this kind
-        of device, if it is remembered, still valid, and defined here."""
+        """The remembered fastest backend for these operands on this kind of device, if valid."""
         from . import remembered
         from .fingerprint import sources_fingerprint
 
         entries = self._kernels[platform]
-        found = remembered.lookup(
-            self.name,
-            platform,
-            [remembered.aval_text(a) for a in ctx.avals_in],
-            [remembered.aval_text(o) for o in outs],
-            lambda: sources_fingerprint(entries),
-        )
+        ins, outs = [remembered.aval_text(a) for a in ctx.avals_in], [remembered.aval_text(o) for o in outs]
+        found = remembered.lookup(self.name, platform, ins, outs, lambda: sources_fingerprint(entries))
         return found if found in entries else None
 
     def __repr__(self) -> str:
@@ -281,12 +267,10 @@ def get_registry() -> dict[str, XLACustomKernel]:
 
 def get_all_primitive_names() -> list[str]:
     """The names of every registered primitive, sorted."""
-    with _registry_lock:
-        return sorted(_registry)
+    return sorted(get_registry())
 
 
 def get_primitives_by_tags(tags: Iterable[str]) -> dict[str, XLACustomKernel]:
     """The primitives carrying every one of ``tags`` (see ``XLACustomKernel.def_tags``)."""
     wanted = {tags} if isinstance(tags, str) else set(tags)  # a single tag given bare, not its letters
-    with _registry_lock:
-        return {name: prim for name, prim in _registry.items() if wanted <= prim.tags}
+    return {name: prim for name, prim in get_registry().items() if wanted <= prim.tags}

@@ -1,18 +1,9 @@
-"""Remembered benchmark winners, kept as entries of the cache for later processes.
+"""Remembered benchmark winners, kept as cache entries (``v1/remembered.<primitive>-<hash>/``).
 
-``benchmark(remember=True)`` publishes, under ``<cache root>/v1/remembered.<primitive>-<hash>/``,
-entries of two kinds, with the store's trust checks, build lock, atomic publish and pruning
-(cache/store.py, cache/publish.py, cache/admin.py):
-
-- a *choice*, keyed by platform, device kind and the operand shapes and dtypes of one bind:
-  the fastest backend, which a later lowering with those operands on that kind of device uses
-  without measuring again;
-- a *run*, keyed by platform, device kind, backends and configurations: its records, which a
-  later ``benchmark(remember=True)`` of the same run returns instead of timing again.
-
-Each holds the fingerprint of the platform's backends (``fingerprint.py``): one whose
-backends have changed since is stale, ignored, and replaced by the next measurement. An
-entry the cache's trust checks refuse is ignored with a warning, never used.
+A *choice* (platform, device kind, one bind's operand types -> fastest backend) is used by
+later lowerings; a *run* (platform, device kind, backends, configurations -> records) is
+returned by a later ``benchmark(remember=True)`` of the same run. Each holds the backends'
+fingerprint (``fingerprint.py``): a stale one is ignored; an untrusted one too, with a warning.
 """
 
 from __future__ import annotations
@@ -78,8 +69,7 @@ def device_kind(platform: str) -> str | None:
 
 
 def read(store: EntryStore, parts: Sequence[Any], *, use: bool = True) -> dict[str, Any] | None:
-    """The record of entry ``parts`` if it is published and trusted (``use`` records the use,
-    for `brainevent cache prune`); None otherwise."""
+    """Entry ``parts`` if published and trusted, else None (``use``: record the use, for pruning)."""
     key = key_of(parts)
     try:
         entry = store.hit(key) if use else store.lookup(key)
@@ -172,10 +162,10 @@ class Run:
         if entry is None or entry["sources"] != self.sources:
             return None
         try:
-            result = BenchmarkResult([BenchmarkRecord(**r) for r in entry["records"]], primitive_name=name)
+            records = [BenchmarkRecord(**r) for r in entry["records"]]
         except TypeError:  # written by another version of this schema's writer
             return None
-        result.remembered = True
+        result = BenchmarkResult(records, primitive_name=name, remembered=True)
         # A winner whose entry is gone or untrusted is measured again, with the whole run.
         winners = self._winners(result)
         return None if any(read(store, choice) is None for choice, *_ in winners) else result
@@ -191,41 +181,25 @@ class Run:
     def store(self, result: Any) -> int:
         """Publishes the run and its winner for each operand signature; returns how many winners."""
         store, now = store_for(self.name), time.time()
-        records = [_jsonable(dict(vars(r))) for r in result.records]
+        records = [_jsonable(vars(r)) for r in result.records]
         where = f"{self.platform}, {self.device_kind}"
         run = {"backends": self.backends, "sources": self.sources, "records": records, "measured": now}
         write(store, self.parts, self.platform, run, f"run [{where}] of {', '.join(self.backends)}")
         winners = list(self._winners(result))
         for parts, label, inputs, outputs, backend in winners:
             ran = [r for r in records if r["label"] == label and r["success"]]
-            choice = {
-                "primitive": self.name,
-                "platform": self.platform,
-                "device_kind": self.device_kind,
-                "inputs": inputs,
-                "outputs": outputs,
-                "backend": backend,
-                "timings_ms": {r["backend"]: [r["median_ms"], r["noise_ms"]] for r in ran},
-                "config": label,
-                "sources": self.sources,
-                "versions": self.versions,
-                "measured": now,
-            }
+            timings = {r["backend"]: [r["median_ms"], r["noise_ms"]] for r in ran}
+            choice: dict[str, Any] = {"primitive": self.name, "sources": self.sources, "measured": now}
+            choice.update(inputs=inputs, outputs=outputs, backend=backend, timings_ms=timings, config=label)
+            choice.update(platform=self.platform, device_kind=self.device_kind, versions=self.versions)
             what = f"choice [{where}] {', '.join(inputs)} -> {', '.join(outputs)}: {backend}"
             write(store, parts, self.platform, choice, what)
         return len(winners)
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return value
-    if isinstance(value, np.generic):
-        return value.item()
-    return repr(value)
+    """``value`` as JSON makes it: NumPy scalars as numbers, any other object as its repr."""
+    return json.loads(json.dumps(value, default=lambda v: v.item() if isinstance(v, np.generic) else repr(v)))
 
 
 def operand_signatures(

@@ -29,10 +29,10 @@ class Rules:
     name: str
     primitive: Any
     _vmap_method: str
-    _batching_rule: Callable[..., Any] | None
-    _jvp_rule: Callable[..., Any] | None
-    _jvp_rules_per_input: tuple[Callable[..., Any] | None, ...] | None
-    _transpose_rule: Callable[..., Any] | None
+    _batching_rule: Callable[..., Any] | None = None
+    _jvp_rule: Callable[..., Any] | None = None
+    _jvp_rules_per_input: tuple[Callable[..., Any] | None, ...] | None = None
+    _transpose_rule: Callable[..., Any] | None = None
     _rule_backend: threading.local
 
     def def_batching_rule(self, rule: Callable[..., Any]) -> Callable[..., Any]:
@@ -127,7 +127,7 @@ class Rules:
                 "give one per input (None where it has no tangent)"
             )
         primals_out = list(self.primitive.bind(*primals, outs=outs, **params))
-        total: list[Any] | None = None
+        total = [ad.Zero(o.to_tangent_aval()) for o in outs]  # no tangent where no rule contributes
         with self._inherit(params.get("backend")):
             for rule, tangent in zip(rules, tangents, strict=True):
                 if rule is None or type(tangent) is ad.Zero:
@@ -138,9 +138,7 @@ class Rules:
                         f"a def_jvp_rule2 rule returned {len(part)} tangent(s) for {len(outs)} result(s); "
                         "return one per result"
                     )
-                total = part if total is None else [a + b for a, b in zip(total, part, strict=True)]
-        if total is None:
-            total = [ad.Zero(o.to_tangent_aval()) for o in outs]
+                total = [b if type(a) is ad.Zero else a + b for a, b in zip(total, part, strict=True)]
         return primals_out, total
 
     def _transpose(self, cotangents: Any, *args: Any, outs: tuple[Any, ...], **params: Any) -> list[Any]:

@@ -1,9 +1,6 @@
 """Which backend a lowering tries first, what it falls back to, and the errors when none works.
-
-Order: a per-call ``backend=`` alone (no fallback: the caller asked for it); otherwise the
-global choice (``brainevent.config.set_backend``) when this primitive defines it, else the
-primitive's default, then every other backend in the order they were defined.
-"""
+Order: a call's ``backend=`` alone; else the global choice (``config.set_backend``) if defined
+here, else the primitive's default; then the other backends in definition order."""
 
 from __future__ import annotations
 
@@ -52,24 +49,16 @@ def unknown_backend(name: str, platform: str, backend: str, defined: Sequence[st
     )
 
 
-def _reason(exc: BaseException) -> str:
+def reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())  # one line per backend in the listing
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def failure(
-    name: str,
-    platform: str,
-    failures: Sequence[tuple[str, BaseException]],
-    defined: Sequence[str],
-    requested: bool,
+    name: str, platform: str, failures: Sequence[tuple[str, BaseException]], defined: Sequence[str]
 ) -> BaseException:
-    """The error for a lowering where every tried backend failed.
-
-    A single backend's failure (the one requested, or the only one) is reported alone: our own
-    typed errors as they are, anything else as a :class:`CompileError` naming the backend.
-    When several were tried, :class:`KernelFallbackExhaustedError` lists each with its reason.
-    """
+    """The error when every tried backend failed: one failure alone (ours as is, any other as a
+    CompileError naming the backend), several as a KernelFallbackExhaustedError listing each."""
     if len(failures) == 1:
         backend, exc = failures[0]
         others = [b for b in defined if b != backend]
@@ -81,14 +70,14 @@ def failure(
         alternatives = f" Other backends for {platform!r}: {others}; {SWITCH}." if others else ""
         wrapped = CompileError(
             f"backend {backend!r} of XLACustomKernel {name!r} failed to build or lower its kernel for "
-            f"platform {platform!r}: {_reason(exc)}.{alternatives}",
+            f"platform {platform!r}: {reason(exc)}.{alternatives}",
             kernel=name,
             platform=platform,
             backend=backend,
         )
         wrapped.__cause__ = exc
         return wrapped
-    tried = [(backend, _reason(exc)) for backend, exc in failures]
+    tried = [(backend, reason(exc)) for backend, exc in failures]
     listing = "\n".join(f"  - {backend!r}: {reason}" for backend, reason in tried)
     error = KernelFallbackExhaustedError(
         f"XLACustomKernel {name!r} has no working backend for platform {platform!r}; tried, in order:\n"
@@ -102,8 +91,7 @@ def failure(
 
 
 class IRMark:
-    """The operations of the block being lowered into, before a backend is tried, so that the
-    operations a failed try left behind can be erased before the next backend is lowered."""
+    """The block's operations before a backend is tried: a failed try's leftovers are erased."""
 
     def __init__(self) -> None:
         from jax.interpreters.mlir import ir

@@ -5,24 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from .. import config
 from ..errors import KernelCallError
 from .benchmark import BenchmarkConfig, BenchmarkResult, benchmark_backends, log, verbosity
-from .definitions import platform_name
+from .definitions import BackendTable, platform_name
 
 
-class Tools:
+class Tools(BackendTable):
     """``def_call``/``call``, ``def_tags``/``tags`` and ``def_benchmark_data``/``benchmark``."""
 
-    name: str
     _tags: set[str]
-    _call_fn: Callable[..., Any] | None
-    _benchmark_data_fn: Callable[..., Any] | None
-
-    # Provided by BackendTable and XLACustomKernel.
-    available_backends: Callable[[str], list[str]]
-    set_default: Callable[[str, str], None]
-    _set_default: Callable[..., None]
-    _lowered: set[str]
+    _call_fn: Callable[..., Any] | None = None
+    _benchmark_data_fn: Callable[..., Any] | None = None
 
     def def_call(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """The user-facing function that prepares arguments and calls this primitive; it must
@@ -121,8 +115,7 @@ class Tools:
                     kernel=self.name,
                 )
             configs = list(self._benchmark_data_fn(platform=resolved))
-        bad = [c for c in configs if not isinstance(c, BenchmarkConfig)]
-        if bad or not configs:
+        if not configs or not all(isinstance(c, BenchmarkConfig) for c in configs):
             raise TypeError(
                 f"benchmark data must be a non-empty list of BenchmarkConfig, got {configs!r:.200}"
             )
@@ -132,26 +125,15 @@ class Tools:
         measurement = Run.describe(self, call, resolved, chosen, list(configs)) if remember else None
         result = measurement.result(self.name) if measurement is not None else None
         if result is None:
+            options: dict[str, Any] = {"n_warmup": n_warmup, "n_runs": n_runs, "rtol": rtol, "atol": atol}
+            options.update(n_batch_per_run=n_batch_per_run, compare_results=compare_results)
             with verbosity(verbose):
                 result = benchmark_backends(
-                    self.name,
-                    call,
-                    resolved,
-                    chosen,
-                    configs,
-                    n_warmup=n_warmup,
-                    n_runs=n_runs,
-                    n_batch_per_run=n_batch_per_run,
-                    compare_results=compare_results,
-                    rtol=rtol,
-                    atol=atol,
-                    catch_errors=catch_errors,
+                    self.name, call, resolved, chosen, configs, **options, catch_errors=catch_errors
                 )
             if measurement is not None:
                 measurement.store(result)
                 if resolved in self._lowered:
-                    from .. import config
-
                     config._clear_jax_caches()  # compiled functions hold the choices made before
         if set_default:
             best = result.best_backend()

@@ -1,10 +1,7 @@
 """``triton_kernel``: a ``@triton.jit`` kernel as a JAX function, with plain ``triton`` and JAX.
 
-At trace time the kernel is compiled by Triton's compiler for each GPU architecture present
-and handed to a compiled launcher; the call itself is one XLA FFI custom call that launches
-the cubin with ``cuLaunchKernel`` on XLA's stream: no Python runs per call, and the launch
-can be captured in a CUDA graph. It needs neither jax-triton nor a Triton launcher.
-"""
+Compiled by Triton's compiler at trace time; each call is one FFI custom call that launches the
+cubin on XLA's stream: no Python per call, capturable in a CUDA graph, no jax-triton needed."""
 
 from __future__ import annotations
 
@@ -61,10 +58,6 @@ class TritonCall:
         self._vmap_method = "sequential" if vmap_method in ("expand_dims", "broadcast_all") else vmap_method
         self.__name__ = getattr(kernel, "__name__", "triton_kernel")
 
-    def _grid_for(self, values: dict[str, Any]) -> tuple[int, int, int]:
-        grid = self._grid(dict(values)) if callable(self._grid) else self._grid
-        return _grid3(grid, self.__name__)
-
     def __call__(self, *arrays: Any) -> Any:
         import jax
 
@@ -75,7 +68,7 @@ class TritonCall:
 
         check_arrays(self.__name__, arrays, "as keywords of triton_kernel")
         bound = bind(self._kernel, [a.dtype for a in arrays], [s.dtype for s in self._specs], self._params)
-        grid = self._grid_for(bound.values)
+        grid = _grid3(self._grid(dict(bound.values)) if callable(self._grid) else self._grid, self.__name__)
         from ..toolchain.cuda_arch import visible_archs
 
         # Triton numbers an arch major * 10 + minor: 90 for sm_90 and sm_90a.
@@ -111,32 +104,15 @@ class TritonCall:
         block = (32 * first.num_warps, 1, 1)
         n_outputs = len(self._specs) + len(scratch_specs)
         launcher = launcher_for(len(arrays), n_outputs)
-        kernel_id = content_id(
-            "triton",
-            first.entry,
-            repr((grid, block, [(p.kind, p.value, p.size) for p in params], first.cooperative)),
-            *(f"{cc}:{compiled[cc].image.shared_mem}" for cc in capabilities),
-            *(compiled[cc].image.code for cc in capabilities),
-        )
-        register(
-            launcher,
-            kernel_id,
-            first.entry,
-            grid,
-            block,
-            params,
-            len(arrays) + n_outputs,
-            {cc: c.image for cc, c in compiled.items()},
-            cooperative=first.cooperative,
-        )
-        results = call_target(
-            launcher.target,
-            arrays,
-            [*self._specs, *scratch_specs],
-            vmap_method=self._vmap_method,
-            input_output_aliases=self._aliases,
-            kernel_id=np.int64(kernel_id),
-        )
+        images = {cc: c.image for cc, c in compiled.items()}
+        layout = repr((grid, block, [(p.kind, p.value, p.size) for p in params], first.cooperative))
+        shared = [f"{cc}:{image.shared_mem}" for cc, image in images.items()]
+        kernel_id = content_id("triton", first.entry, layout, *shared, *(i.code for i in images.values()))
+        n_operands, coop = len(arrays) + n_outputs, first.cooperative
+        register(launcher, kernel_id, first.entry, grid, block, params, n_operands, images, cooperative=coop)
+        options: dict[str, Any] = {"vmap_method": self._vmap_method, "input_output_aliases": self._aliases}
+        specs = [*self._specs, *scratch_specs]
+        results = call_target(launcher.target, arrays, specs, **options, kernel_id=np.int64(kernel_id))
         return jax.tree_util.tree_unflatten(self._treedef, results[: len(self._specs)])
 
 

@@ -1,16 +1,11 @@
-"""Binding a Triton kernel's parameters for one call and compiling it to cubins.
-
-A ``@triton.jit`` kernel is compiled here with Triton's own compiler (``triton.compile`` of
-an ``ASTSource``) for each GPU architecture present, and its parameters are laid out for the
-cubin launcher: one device pointer per array, then the scalar parameters, then the
-trailing scratch pointers Triton's calling convention adds (read from the PTX entry, so
-that a Triton version with more or fewer of them is caught instead of launched wrongly).
-"""
+"""Binding a Triton kernel's parameters for one call and compiling it to cubins with Triton's own
+compiler. Parameters are laid out for the cubin launcher: a pointer per array, the scalars, then
+Triton's trailing scratch pointers, counted from the PTX entry so that a Triton version with more
+or fewer of them is caught instead of launched wrongly."""
 
 from __future__ import annotations
 
 import re
-import struct
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,23 +34,11 @@ _ELEMENT = {
     "float8_e4m3fn": "fp8e4nv",
     "float8_e5m2": "fp8e5",
 }
-# Triton scalar type -> struct format of its bits, as the kernel receives them.
-_SCALAR_FORMAT = {
-    "i1": "b",
-    "i8": "b",
-    "i16": "h",
-    "i32": "i",
-    "i64": "q",
-    "u1": "B",
-    "u8": "B",
-    "u16": "H",
-    "u32": "I",
-    "u64": "Q",
-    "fp16": "e",
-    "fp32": "f",
-    "fp64": "d",
-}
+# Triton scalar type -> the NumPy dtype of its bits, as the kernel receives them.
+_SCALAR_DTYPE = {ty: name for name, ty in _ELEMENT.items() if "float8" not in name and name != "bfloat16"}
+_SCALAR_DTYPE |= {"u1": "bool", "bf16": "float32"}  # bf16: the float32's top half (truncated, as Triton does)
 POINTER_ALIGN = 16  # XLA's buffers are at least this aligned; kernels are compiled assuming it
+_SCRATCH = ("global_scratch", "profile_scratch")  # Triton's trailing pointers, in order
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\((.*?)\)", re.S)
 
 
@@ -96,14 +79,12 @@ def scalar_type(name: str, value: Any, annotation: str) -> str:
 
 def scalar_bits(ty: str, value: Any) -> tuple[int, int]:
     """(raw bits as a signed int64, byte width) of a scalar of Triton type ``ty``."""
-    if ty == "bf16":
-        bits = int(np.asarray(value, dtype=np.float32).view(np.uint32)) >> 16  # truncation, as Triton packs
-        packed = struct.pack("<H", bits)
-    elif ty in _SCALAR_FORMAT:
-        fmt = _SCALAR_FORMAT[ty]
-        packed = struct.pack("<" + fmt, bool(value) if ty in ("i1", "u1") else value)
-    else:
+    if ty not in _SCALAR_DTYPE:
         raise KernelCallError(f"Triton scalar type {ty!r} is not supported as a parameter", type=ty)
+    if ty[0] in "iu" and ty[1:] != "1" and not isinstance(value, (int, np.integer)):
+        raise KernelCallError(f"Triton parameter of type {ty} needs an integer, got {value!r}", type=ty)
+    packed = np.asarray(value, dtype=np.dtype(_SCALAR_DTYPE[ty]).newbyteorder("<")).tobytes()
+    packed = packed[2:] if ty == "bf16" else packed
     return int.from_bytes(packed.ljust(8, b"\0"), "little", signed=True), len(packed)
 
 
@@ -126,8 +107,7 @@ class Bound:
 
 
 def bind(kernel: Any, in_dtypes: Sequence[Any], out_dtypes: Sequence[Any], given: Mapping[str, Any]) -> Bound:
-    """Arrays (inputs, then outputs) take the kernel's first parameters; the rest come from
-    ``given`` by name, or from their defaults."""
+    """Arrays (inputs, outputs) take the first parameters; the rest come from ``given`` or defaults."""
     params = list(kernel.params)
     arrays = [*in_dtypes, *out_dtypes]
     name = getattr(kernel, "__name__", "kernel")
@@ -210,8 +190,7 @@ def ptx_entry(ptx: str) -> tuple[str, int]:
 
 
 def compile_for(kernel: Any, bound: Bound, cc: int, options: Mapping[str, Any]) -> Compiled:
-    """Compiles ``kernel`` for compute capability ``cc`` (e.g. 90); cached per process (and by
-    Triton on disk)."""
+    """``kernel`` compiled for compute capability ``cc`` (e.g. 90), cached per process."""
     key = (kernel.cache_key, bound.key(), cc, tuple(sorted(options.items())))
     with _lock:
         hit = _compiled.get(key)
@@ -233,17 +212,11 @@ def compile_for(kernel: Any, bound: Bound, cc: int, options: Mapping[str, Any]) 
     meta = result.metadata
     _check_supported(meta, getattr(kernel, "__name__", "kernel"))
     entry, count = ptx_entry(result.asm["ptx"])
-    compiled = Compiled(
-        entry=getattr(meta, "name", entry),
-        image=Image(bytes(result.asm["cubin"]), int(meta.shared)),
-        n_ptx_params=count,
-        num_warps=int(meta.num_warps),
-        scratch=(
-            (int(getattr(meta, "global_scratch_size", 0)), int(getattr(meta, "global_scratch_align", 1))),
-            (int(getattr(meta, "profile_scratch_size", 0)), int(getattr(meta, "profile_scratch_align", 1))),
-        ),
-        cooperative=bool(getattr(meta, "launch_cooperative_grid", False)),
-    )
+    sizes = [(int(getattr(meta, f"{k}_size", 0)), int(getattr(meta, f"{k}_align", 1))) for k in _SCRATCH]
+    image = Image(bytes(result.asm["cubin"]), int(meta.shared))
+    cooperative = bool(getattr(meta, "launch_cooperative_grid", False))
+    name = getattr(meta, "name", entry)
+    compiled = Compiled(name, image, count, int(meta.num_warps), tuple(sizes), cooperative)
     with _lock:
         _compiled[key] = compiled
     return compiled
