@@ -267,6 +267,20 @@ def test_own_wrapper_script_on_path(real_nvcc: NvccInfo, bare_env: Path) -> None
 
 
 @pytest.mark.nvcc
+def test_exec_wrapper_is_resolved_from_its_text(
+    real_nvcc: NvccInfo, bare_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `exec /abs/nvcc "$@"` alone names what it runs: no dry run (which runs the host compiler).
+    wrapper = _write_script(bare_env / "nvcc", f'#!/bin/sh\n# a comment\nexec "{real_nvcc.path}" "$@"\n')
+
+    def no_subprocess(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an exec wrapper needs no dry run")
+
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    assert nvcc_mod._probe_wrapper(str(wrapper)) == real_nvcc.path
+
+
+@pytest.mark.nvcc
 def test_wrapper_hiding_the_path_is_resolved_by_dryrun(
     real_nvcc: NvccInfo, bare_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -165,9 +165,35 @@ def _real_nvcc_in(directory: str) -> str | None:
     return real if os.path.isfile(real) and not _is_script(real) else None
 
 
+def _real_nvcc_at(word: str) -> str | None:
+    ok = os.path.isabs(word) and os.path.basename(word) == _EXE
+    return _real_nvcc_in(os.path.dirname(word)) if ok else None
+
+
+def _script_commands(script: str) -> list[list[str]]:
+    try:
+        lines = Path(script).read_text(encoding="utf-8", errors="replace").splitlines()[1:]
+    except OSError:
+        lines = []
+    commands = []
+    for line in lines:
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        if words:
+            commands.append(words)
+    return commands
+
+
 def _probe_wrapper(script: str) -> str:
-    # A dry run makes the real nvcc print its own directory (`#$ _HERE_=...`) without
-    # compiling; it queries the host compiler, so it fails without one.
+    # A script whose one command is `exec /usr/local/cuda-13.0/bin/nvcc "$@"` says it all.
+    # Else a dry run makes the real nvcc print its own directory (`#$ _HERE_=...`) without
+    # compiling; it queries the host compiler (~0.1 s), so it fails without one.
+    commands = _script_commands(script)
+    exec_only = len(commands) == 1 and len(commands[0]) > 1 and commands[0][0] == "exec"
+    if exec_only and (real := _real_nvcc_at(commands[0][1])):
+        return real
     try:
         proc = _run([script, "-dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull])
         lines = (proc.stderr + proc.stdout).splitlines()
@@ -176,21 +202,10 @@ def _probe_wrapper(script: str) -> str:
     for line in lines:
         if line.startswith("#$ _HERE_=") and (real := _real_nvcc_in(line.split("=", 1)[1].strip())):
             return real
-    # Fallback for `exec /usr/local/cuda-13.0/bin/nvcc "$@"`: the first absolute path to a
-    # real nvcc named in the script.
-    try:
-        text = Path(script).read_text(encoding="utf-8", errors="replace").splitlines()[1:]
-    except OSError:
-        text = []
-    for line in text:
-        try:
-            words = shlex.split(line, comments=True)
-        except ValueError:
-            continue
-        for word in words:
-            real = _real_nvcc_in(os.path.dirname(word)) if os.path.isabs(word) else None
-            if os.path.basename(word) == _EXE and real:
-                return real
+    # Else the first absolute path to a real nvcc the script names.
+    for real in (_real_nvcc_at(word) for words in commands for word in words):
+        if real:
+            return real
     raise _Unusable("it is a wrapper script, and neither `nvcc -dryrun` nor its text revealed the real nvcc")
 
 
