@@ -126,8 +126,9 @@ def test_nothing_found_lists_every_place(bare_env: Path, tmp_path: Path) -> None
     assert text.startswith("nvcc was not found. Searched, in order:")
     for expected in (
         "none given, BRAINEVENT_NVCC unset",
-        "cuda-pathfinder (NVIDIA pip wheels, $CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME, the CUDA runtime's "
-        "toolkit): skipped",
+        "NVIDIA's pip wheels (nvidia/cu13/bin, nvidia/cuda_nvcc/bin in site-packages): none installed",
+        "$CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME: all unset",
+        "cuda-pathfinder (the toolkit of the CUDA runtime the dynamic loader finds): skipped",
         "no nvcc on PATH",
         f"default:{tmp_path / 'no-cuda'}: {tmp_path / 'no-cuda' / 'bin' / 'nvcc'} (rejected: no such file)",
         'pip install "nvidia-cuda-nvcc>=13" nvidia-cuda-cccl',
@@ -266,6 +267,20 @@ def test_own_wrapper_script_on_path(real_nvcc: NvccInfo, bare_env: Path) -> None
 
 
 @pytest.mark.nvcc
+def test_exec_wrapper_is_resolved_from_its_text(
+    real_nvcc: NvccInfo, bare_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `exec /abs/nvcc "$@"` alone names what it runs: no dry run (which runs the host compiler).
+    wrapper = _write_script(bare_env / "nvcc", f'#!/bin/sh\n# a comment\nexec "{real_nvcc.path}" "$@"\n')
+
+    def no_subprocess(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an exec wrapper needs no dry run")
+
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    assert nvcc_mod._probe_wrapper(str(wrapper)) == real_nvcc.path
+
+
+@pytest.mark.nvcc
 def test_wrapper_hiding_the_path_is_resolved_by_dryrun(
     real_nvcc: NvccInfo, bare_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -361,7 +376,8 @@ def test_a_wheel_installed_later_is_found_despite_the_memo(
 ) -> None:
     site_dir = tmp_path / "site-packages"
     site_dir.mkdir()
-    monkeypatch.setenv("CUDA_HOME", real_nvcc.root)
+    # Only the dynamic loader knows the toolkit: cuda-pathfinder's answer is remembered.
+    monkeypatch.setenv("LD_LIBRARY_PATH", os.path.join(real_nvcc.root, "lib64"))
     monkeypatch.setenv("PYTHONPATH", str(Path(nvcc_mod.__file__).parents[2]))
     search = (  # in a new process, as after a pip install: only the memo on disk is shared
         f"import site; site.getsitepackages = lambda: [{str(site_dir)!r}]; site.ENABLE_USER_SITE = False; "
@@ -373,7 +389,7 @@ def test_a_wheel_installed_later_is_found_despite_the_memo(
             [sys.executable, "-c", search], capture_output=True, text=True, check=True
         ).stdout
 
-    assert found_via().strip() == "env:CUDA_HOME"
+    assert found_via().strip() == "cuda-pathfinder:cudart"
     assert "nvcc-pathfinder|" in (config.CACHE_DIR.get() / "toolchain-memo.json").read_text()
     _write_script(site_dir / "nvidia" / "cu13" / "bin" / "nvcc", f'#!/bin/sh\nexec "{real_nvcc.path}" "$@"\n')
     assert found_via().strip() == "pip-wheel:nvidia-cuda-nvcc"

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CompileError
-from .link_diagnostics import linker_causes
 from .optional_headers import BE_WITHOUT_CHECKS, CHECKS_MACRO, COMPLEX_MACRO
 
 _MAX_LINES = 25
@@ -181,6 +180,8 @@ def compile_error(
     sources: Sequence[QuotedSource] = (),
 ) -> CompileError:
     """A CompileError: the first diagnostic (with the source line it points at), then the log path."""
+    from .link_diagnostics import linker_causes  # a failed build only
+
     if timed_out:
         return CompileError(
             f"{timeout_message(module, timeout_s)}\nPartial build log: {log_path}",

@@ -14,10 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import config
-from ..codegen.entry_points import render_kernel_unit
 from ..errors import CompileError
-from .diagnostics import first_error_index
-from .ninja import concrete
 
 if TYPE_CHECKING:
     from ..load_options import LoadOptions, SourceUnit
@@ -38,6 +35,11 @@ class Preprocessor:
         self.platform = platform
 
     def __call__(self, file_name: str) -> str:
+        # Imported here: only a function made by a macro needs them.
+        from ..codegen.entry_points import render_kernel_unit
+        from .diagnostics import first_error_index
+        from .ninja import concrete
+
         unit = self.units[file_name]
         scratch = self.directory / "preprocess"
         scratch.mkdir(exist_ok=True)

@@ -145,9 +145,8 @@ def openmp_nvcc_flags(options: LoadOptions) -> list[str]:
     return list(OPENMP_NVCC_FLAGS) if options.openmp else []
 
 
-def openmp_nvcc_link_flags(options: LoadOptions) -> list[str]:
-    # nvcc links with the host driver: -fopenmp there adds the runtime (and -pthread).
-    return ["-Xcompiler=-fopenmp"] if options.openmp else []
+# nvcc links with the host driver: the same -fopenmp there adds the runtime (and -pthread).
+openmp_nvcc_link_flags = openmp_nvcc_flags
 
 
 # Every symbol a module uses must resolve when it is linked, not when a GPU host loads it:

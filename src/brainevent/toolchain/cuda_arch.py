@@ -298,18 +298,3 @@ def _archs_from_driver() -> tuple[CudaArch, ...]:
         f"{PIN_VARIABLE}=sm_80,sm_90 in the environment.",
         reason=probe.reason,
     )
-
-
-__all__ = [
-    "PIN_VARIABLE",
-    "ArchSupport",
-    "CudaArch",
-    "check_archs_supported",
-    "gencode_flags",
-    "nvrtc_arch",
-    "one_arch",
-    "parse_compute_capability",
-    "resolve_archs",
-    "supported_archs",
-    "visible_archs",
-]

@@ -163,6 +163,3 @@ def probe_devices(library: str | None = None) -> DriverProbe:
 def clear_probe_cache() -> None:
     """Forget earlier probes (the driver itself still remembers its ``cuInit``)."""
     _probe_cached.cache_clear()
-
-
-__all__ = ["DeviceInfo", "DriverProbe", "clear_probe_cache", "probe_devices"]

@@ -183,10 +183,7 @@ def check_host_compiler(
     newest = limit.gcc_max if kind == "gcc" else limit.clang_max
     if major <= newest:
         return []
-    allow = allow_unsupported
-    if allow is None:
-        allow = config.ALLOW_UNSUPPORTED_COMPILER.get()
-    if allow:
+    if config.ALLOW_UNSUPPORTED_COMPILER.get() if allow_unsupported is None else allow_unsupported:
         logger.warning(
             "host compiler %s is %s %d, newer than nvcc %s supports (%s <= %d); "
             "passing -allow-unsupported-compiler",
@@ -211,14 +208,3 @@ def check_host_compiler(
         max_supported=newest,
         nvcc_version=nvcc.version,
     )
-
-
-__all__ = [
-    "HOST_LIMITS",
-    "HostLimit",
-    "check_host_compiler",
-    "clear_cache",
-    "host_compiler_version",
-    "host_limit_for",
-    "host_limit_from_header",
-]

@@ -31,31 +31,16 @@ _NO_HEADERS = frozenset({"nvblas", "cupti"})
 
 # What `brainevent doctor` looks for: the libraries kernels most often call.
 COMMON_LIBRARIES = (
-    "cudart",
-    "cublas",
-    "cublasLt",
-    "curand",
-    "cufft",
-    "cusparse",
-    "cusolver",
-    "nvrtc",
-    "nvJitLink",
-)
+    "cudart", "cublas", "cublasLt", "curand", "cufft", "cusparse", "cusolver", "nvrtc", "nvJitLink"
+)  # fmt: skip
 
 # The pip wheels to suggest per library (CUDA 13 names; CUDA 12's end in -cu12).
 _WHEELS = {
-    "cublas": "nvidia-cublas",
-    "cublasLt": "nvidia-cublas",
-    "curand": "nvidia-curand",
-    "cufft": "nvidia-cufft",
-    "cufftw": "nvidia-cufft",
-    "cusparse": "nvidia-cusparse",
-    "cusolver": "nvidia-cusolver",
-    "cusolverMg": "nvidia-cusolver",
-    "nvrtc": "nvidia-cuda-nvrtc",
-    "nvJitLink": "nvidia-nvjitlink",
-    "cudart": "nvidia-cuda-runtime",
-}
+    "cublas": "nvidia-cublas", "cublasLt": "nvidia-cublas", "curand": "nvidia-curand",
+    "cufft": "nvidia-cufft", "cufftw": "nvidia-cufft", "cusparse": "nvidia-cusparse",
+    "cusolver": "nvidia-cusolver", "cusolverMg": "nvidia-cusolver", "nvrtc": "nvidia-cuda-nvrtc",
+    "nvJitLink": "nvidia-nvjitlink", "cudart": "nvidia-cuda-runtime",
+}  # fmt: skip
 
 
 class NvidiaLibrary(NamedTuple):
