@@ -126,9 +126,8 @@ def test_nothing_found_lists_every_place(bare_env: Path, tmp_path: Path) -> None
     assert text.startswith("nvcc was not found. Searched, in order:")
     for expected in (
         "none given, BRAINEVENT_NVCC unset",
-        "NVIDIA's pip wheels (nvidia/cu13/bin, nvidia/cuda_nvcc/bin in site-packages): none installed",
-        "$CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME: all unset",
-        "cuda-pathfinder (the toolkit of the CUDA runtime the dynamic loader finds): skipped",
+        "cuda-pathfinder (NVIDIA pip wheels, $CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME, the CUDA runtime's "
+        "toolkit): skipped",
         "no nvcc on PATH",
         f"default:{tmp_path / 'no-cuda'}: {tmp_path / 'no-cuda' / 'bin' / 'nvcc'} (rejected: no such file)",
         'pip install "nvidia-cuda-nvcc>=13" nvidia-cuda-cccl',
@@ -376,8 +375,7 @@ def test_a_wheel_installed_later_is_found_despite_the_memo(
 ) -> None:
     site_dir = tmp_path / "site-packages"
     site_dir.mkdir()
-    # Only the dynamic loader knows the toolkit: cuda-pathfinder's answer is remembered.
-    monkeypatch.setenv("LD_LIBRARY_PATH", os.path.join(real_nvcc.root, "lib64"))
+    monkeypatch.setenv("CUDA_HOME", real_nvcc.root)
     monkeypatch.setenv("PYTHONPATH", str(Path(nvcc_mod.__file__).parents[2]))
     search = (  # in a new process, as after a pip install: only the memo on disk is shared
         f"import site; site.getsitepackages = lambda: [{str(site_dir)!r}]; site.ENABLE_USER_SITE = False; "
@@ -389,7 +387,7 @@ def test_a_wheel_installed_later_is_found_despite_the_memo(
             [sys.executable, "-c", search], capture_output=True, text=True, check=True
         ).stdout
 
-    assert found_via().strip() == "cuda-pathfinder:cudart"
+    assert found_via().strip() == "env:CUDA_HOME"
     assert "nvcc-pathfinder|" in (config.CACHE_DIR.get() / "toolchain-memo.json").read_text()
     _write_script(site_dir / "nvidia" / "cu13" / "bin" / "nvcc", f'#!/bin/sh\nexec "{real_nvcc.path}" "$@"\n')
     assert found_via().strip() == "pip-wheel:nvidia-cuda-nvcc"

@@ -1,9 +1,8 @@
-"""Find nvcc: ``BRAINEVENT_NVCC``, NVIDIA's wheels, conda, CUDA_PATH/CUDA_HOME, ``PATH``
-(wrapper scripts followed to the real toolkit), default roots, and last NVIDIA's
-cuda-pathfinder (the toolkit of the CUDA runtime the loader finds: a child Python). Each
-candidate is checked by its version; ``found_via`` and why each was rejected are kept, the
-CUDA 12 wheels' missing nvcc explained, and nvcc matched against JAX's CUDA plugin.
-docs/toolchain.md gives the order.
+"""Find nvcc. NVIDIA's cuda-pathfinder searches the usual places (its wheels, conda,
+CUDA_PATH/CUDA_HOME, the CUDA runtime's toolkit); around it we keep what it does not do:
+``BRAINEVENT_NVCC``, ``PATH`` (wrapper scripts followed to the real toolkit), default roots,
+the version probe, ``found_via`` and why each candidate was rejected, the CUDA 12 wheels'
+missing nvcc, and the match against JAX's CUDA plugin. docs/toolchain.md gives the order.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ MIN_DRIVER: dict[int, str] = {12: "525.60.13", 13: "580.65.06"}
 # Where NVIDIA's wheels put nvcc, under site-packages. The CUDA 12 wheel's bin/ holds
 # ptxas but no nvcc: seeing it explains a failed search.
 _WHEEL_BINS = ("nvidia/cu13/bin", "nvidia/cuda_nvcc/bin")
-_WHEEL_VIA = "pip-wheel:nvidia-cuda-nvcc"
 _CU12_VIA = "pip-wheel:nvidia-cuda-nvcc-cu12"
 _CU12_WHY = "CUDA 12 pip wheels ship ptxas but no nvcc"
 
@@ -282,30 +280,22 @@ def _env_roots(ctx: SearchContext) -> tuple[tuple[str, str | None], ...]:
 def _found_via(path: str, ctx: SearchContext) -> str:
     """Which of pathfinder's places ``path`` lies in."""
     if Path(path).parent.as_posix().endswith(_WHEEL_BINS):
-        return _WHEEL_VIA
+        return "pip-wheel:nvidia-cuda-nvcc"
     for via, root in _env_roots(ctx):
         if root and Path(path).is_relative_to(os.path.realpath(root)):
             return via
     return "cuda-pathfinder:cudart"  # the toolkit of the CUDA runtime the loader finds
 
 
-def _step_wheels(ctx: SearchContext) -> list[Candidate]:
-    # cuda-pathfinder's first place, looked at here: its last one costs a child Python.
-    found = []
-    for sub in _WHEEL_BINS:
-        for sp in ctx.site_dirs:
-            nvcc = os.path.join(sp, sub, _EXE)
-            if os.path.isfile(nvcc):
-                found.append(Candidate(os.path.realpath(nvcc), _WHEEL_VIA))
-            elif sub.endswith("cuda_nvcc/bin") and os.path.exists(os.path.join(sp, sub, "ptxas")):
-                found.append(Candidate(nvcc, _CU12_VIA, f"rejected: {_CU12_WHY}"))  # explains a miss
-    return found
-
-
 def _step_pathfinder(ctx: SearchContext) -> list[Candidate]:
+    found = []
+    for sp in ctx.site_dirs:  # pip's CUDA 12 wheel: recorded as rejected, to explain a miss
+        bin_dir = os.path.join(sp, "nvidia", "cuda_nvcc", "bin")
+        if os.path.exists(os.path.join(bin_dir, "ptxas")) and not os.path.exists(os.path.join(bin_dir, _EXE)):
+            found.append(Candidate(os.path.join(bin_dir, _EXE), _CU12_VIA, f"rejected: {_CU12_WHY}"))
     if not ctx.pathfinder:
-        return []
-    # Its last place asks the dynamic loader in a child Python (~0.1-0.5 s), so the answer is
+        return found
+    # Its last step asks the dynamic loader in a child Python (~0.1-0.5 s), so the answer is
     # remembered, keyed by the places it looks at and their modification times (installing
     # or removing a wheel or a toolkit changes one); an answer since vanished is asked again.
     dirs = [*ctx.site_dirs, *(os.path.join(r, "bin") for _, r in _env_roots(ctx) if r), "/etc/ld.so.cache"]
@@ -315,8 +305,8 @@ def _step_pathfinder(ctx: SearchContext) -> list[Candidate]:
         if not os.path.isfile(path):
             path = _ask_pathfinder()
     except LookupError as exc:
-        return [Candidate("-", "cuda-pathfinder", f"rejected: {exc}")] if str(exc) else []
-    return [Candidate(path, _found_via(path, ctx))]
+        return [*found, Candidate("-", "cuda-pathfinder", f"rejected: {exc}")] if str(exc) else found
+    return [*found, Candidate(path, _found_via(path, ctx))]
 
 
 def _mtime(path: str) -> int | None:
@@ -364,24 +354,22 @@ _EXPLICIT: _Step = (
     _step_explicit,
     "none given, BRAINEVENT_NVCC unset",
 )
-_WHEELS: _Step = (
-    "NVIDIA's pip wheels (nvidia/cu13/bin, nvidia/cuda_nvcc/bin in site-packages)",
-    _step_wheels,
-    "none installed",
-)
-_ENV_ROOTS: _Step = ("$CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME", _step_env_roots, "all unset")
-_PATH: _Step = ("PATH", _step_path, "no nvcc on PATH")
-_DEFAULTS: _Step = ("default toolkit roots", _step_defaults, "none configured")
-# Last in both orders: it looks at the places above, then asks the dynamic loader in a child
-# Python, which a toolkit found on PATH or in a default root makes needless.
 _PATHFINDER: _Step = (
-    "cuda-pathfinder (the toolkit of the CUDA runtime the dynamic loader finds)",
+    "cuda-pathfinder (NVIDIA pip wheels, $CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME, the CUDA runtime's toolkit)",
     _step_pathfinder,
     "found no nvcc",
 )
+_PATH: _Step = ("PATH", _step_path, "no nvcc on PATH")
+_DEFAULTS: _Step = ("default toolkit roots", _step_defaults, "none configured")
 SEARCH_STEPS: dict[str, tuple[_Step, ...]] = {
-    "pip": (_EXPLICIT, _WHEELS, _ENV_ROOTS, _PATH, _DEFAULTS, _PATHFINDER),
-    "system": (_EXPLICIT, _ENV_ROOTS, _PATH, _DEFAULTS, _WHEELS, _PATHFINDER),
+    "pip": (_EXPLICIT, _PATHFINDER, _PATH, _DEFAULTS),
+    "system": (
+        _EXPLICIT,
+        ("$CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME", _step_env_roots, "all unset"),
+        _PATH,
+        _DEFAULTS,
+        _PATHFINDER,
+    ),
 }
 
 
