@@ -198,3 +198,12 @@ def test_a_cuda_load_is_recalled_on_the_gpu(tmp_path: Path) -> None:
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     assert runs[0] == {"built_now": True, "recalled": False}
     assert runs[1] == {"built_now": False, "recalled": True}
+
+
+def test_clearing_the_cache_drops_the_records_of_what_it_removed(tmp_path: Path) -> None:
+    from brainevent.cache import admin
+
+    _load(tmp_path)
+    assert len(_records(tmp_path)) == 1
+    assert admin.clear(tmp_path) == (1, 0)
+    assert _records(tmp_path) == []

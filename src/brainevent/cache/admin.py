@@ -132,11 +132,21 @@ def _remove_all(entries: list[EntryInfo]) -> tuple[set[Path], int]:
     return removed, len(entries) - len(removed)
 
 
+def _forget_recalls(removed: Iterable[Path]) -> None:
+    """Drops the recall records (stages/recall.py) that lead to an entry no longer there."""
+    for module_dir in {entry.parent for entry in removed}:
+        for record in module_dir.glob("*.recall"):
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                if not (module_dir / json.loads(record.read_bytes())["key"][:32]).is_dir():
+                    record.unlink()
+
+
 def clear(root: Path, module: str | None = None) -> tuple[int, int]:
     """Removes every entry (of one module); returns (removed, skipped because busy)."""
     _writable(root)
     removed, skipped = _remove_all(list(iter_entries(root, module)))
     _remove_objects(root, module)
+    _forget_recalls(removed)
     return len(removed), skipped
 
 
@@ -199,6 +209,7 @@ def prune(
                 total -= entry.size
             else:
                 skipped += 1
+    _forget_recalls(gone)
     return len(gone), skipped, total
 
 
