@@ -18,7 +18,7 @@ from brainevent.load_options import CPU, CUDA, OPTIONS, LoadOptions, keywords_of
 from brainevent.loaders import load_cpp_file, load_cpp_inline
 from brainevent.platforms import devices
 from brainevent.runtime.registry import registered_targets
-from brainevent.stages import build, load
+from brainevent.stages.load import build, load
 from brainevent.stages.request import inline_unit, make_request
 
 PACKAGE = Path(brainevent.__file__).parent

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import brainevent
-from brainevent import stages
 from brainevent.platforms import create
 from brainevent.platforms.steps import decoder_salt
 from brainevent.stages.decoder import DECODER_DIR
+from brainevent.stages.load import load as load_request
 from brainevent.stages.request import file_unit, make_request
 
 KERNEL = """
@@ -119,7 +119,7 @@ def test_a_multi_file_module_still_reuses_its_unchanged_objects(
 
     def load() -> brainevent.CompiledModule:  # no public loader takes several C++ files
         units = [file_unit(src / f, (".cpp",)) for f in ("a.cpp", "b.cpp")]
-        return stages.load(make_request("cpu", units, "parts", None, {}))
+        return load_request(make_request("cpu", units, "parts", None, {}))
 
     load()
     (src / "b.cpp").write_text(body.format(n="b", v="4.0f"))

@@ -9,6 +9,8 @@ registers it. What differs between platforms is asked of the request's platform 
 (``brainevent.platforms``); the cache store only looks up, lends a build slot and publishes.
 A load that an earlier process made with the same arguments is recalled without the first
 stages (recall.py). The names below load on first use: a recalled load imports none of them.
+(``load`` is not among them: the submodule of that name would shadow it; import it from
+``stages.load``.)
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ if TYPE_CHECKING:
     from .key import derive_key as derive_key
     from .load import build as build
     from .load import build_missing as build_missing
-    from .load import load as load
     from .request import LoadRequest as LoadRequest
 
 _EXPORTS = {
@@ -28,7 +29,6 @@ _EXPORTS = {
     "derive_key": "key",
     "build": "load",
     "build_missing": "load",
-    "load": "load",
     "LoadRequest": "request",
 }
 

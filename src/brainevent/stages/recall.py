@@ -34,6 +34,7 @@ from ..cache.store import EntryStore, cache_root
 from ..cache.trust import private_file
 from ..errors import CacheError
 from ..fileio import atomic_write, file_stamps, read_blocks
+from ..headers import c_api_header, package_header_files
 from ..platforms.devices import BUILD_PLATFORMS, HOST_PLATFORM
 from ..runtime.registry import running_platforms
 from .register import register_entry
@@ -105,7 +106,10 @@ def recall(call: Call) -> CompiledModule | None:
         record = records.recall_record(b"".join(read_blocks(path, limit=1 << 20)), str(path))
     except (OSError, ValueError, CacheError):  # the full load reports what is wrong
         return None
-    if record["call"] != call.digest or file_stamps(record["files"]) != record["stamps"]:
+    files, around = record["files"], _environment_files()
+    if record["call"] != call.digest or files[len(files) - len(around) :] != around:
+        return None  # e.g. XLA's headers are now found elsewhere
+    if file_stamps(files) != record["stamps"]:
         return None
     if call.platform != HOST_PLATFORM and not (running_platforms() or set()) & set(
         BUILD_PLATFORMS[call.platform].ffi_spellings
@@ -130,14 +134,16 @@ def stamps_before(call: Call | None, request: LoadRequest) -> tuple[list[str], s
     toolchain = request.platform.recall_files()
     if toolchain is None:
         return None
-    from ..headers import c_api_header, package_header_files
-
-    searched = [
-        *os.environ.get("PATH", "").split(os.pathsep),
-        *(p for p in sys.path if p.endswith("-packages")),
-    ]
-    files = [*toolchain, c_api_header(), *package_header_files(), *(d for d in searched if d)]
+    files = [*toolchain, *_environment_files()]
     return files, file_stamps(files)
+
+
+def _environment_files() -> list[str]:
+    """The files every key depends on besides the toolchain's (XLA's C API header, ours) and
+    the directories the searches look in: a recall finds them again (where; the stamps: what)."""
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    searched = [d for d in (*path, *(p for p in sys.path if p.endswith("-packages"))) if d]
+    return [c_api_header(), *package_header_files(), *searched]
 
 
 def remember(call: Call | None, stamped: tuple[list[str], str] | None, entry: CacheEntry) -> None:
