@@ -27,9 +27,9 @@ MEMO_NAME = "toolchain-memo.json"
 MEMO_SCHEMA = 1
 
 
-def _trusted(path: Path, *, create: bool) -> bool:
+def _trusted(path: Path, *, create: bool, reading: bool = False) -> bool:
     try:
-        return check_root(path.parent, create=create) and (create or private_file(path))
+        return check_root(path.parent, create=create) and (not reading or private_file(path))
     except CacheError:
         return False
 
@@ -44,7 +44,7 @@ def _read(path: Path, *, again: bool = False) -> dict[str, Any]:
         st = os.stat(path)
         stamp = (str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         if again or _last_read is None or _last_read[0] != stamp:
-            _last_read = (stamp, path.read_text() if _trusted(path, create=False) else "{}")
+            _last_read = (stamp, path.read_text() if _trusted(path, create=False, reading=True) else "{}")
         data = json.loads(_last_read[1])
     except (OSError, ValueError):
         return {}
@@ -59,9 +59,11 @@ def remembered(
     encode: Callable[[T], Any] = lambda v: v,
     decode: Callable[[Any], T] = lambda v: v,
     fresh: Callable[[T], bool] = lambda v: True,
+    create: bool = True,
 ) -> T:
     """``probe()``'s result for ``(kind, identity)``, from the memo when present. A value that
-    is not ``fresh`` (e.g. the file it names was replaced) is neither used nor remembered."""
+    is not ``fresh`` (e.g. the file it names was replaced) is neither used nor remembered;
+    without ``create`` it is remembered only in a cache root that exists already."""
     path = config.CACHE_DIR.get() / MEMO_NAME
     key = f"{kind}|{identity}"
     entries = _read(path).get("entries", {})
@@ -76,7 +78,7 @@ def remembered(
     data = _read(path, again=True)  # re-read: another process may have added entries meanwhile
     data["schema"] = MEMO_SCHEMA
     data.setdefault("entries", {})[key] = encode(value)
-    if _trusted(path, create=True):
+    if _trusted(path, create=create):
         with contextlib.suppress(OSError):
             atomic_write(path, json.dumps(data).encode())  # readers never see half a file
     return value
@@ -85,4 +87,4 @@ def remembered(
 def remembered_digest(kind: str, paths: Sequence[str], digest: Callable[[], str]) -> str:
     """``digest()`` of the files ``paths``, remembered by their stamps: a first cache hit stats
     the headers it keys instead of reading and hashing them."""
-    return remembered(kind, file_stamps(paths), digest)
+    return remembered(kind, file_stamps(paths), digest, create=False)
