@@ -92,8 +92,7 @@ def check_name(value: Any, keyword: str) -> str:
 
 
 def _is_module_name(value: str) -> bool:
-    """``[A-Za-z_][A-Za-z0-9_]*`` words joined by single dots or dashes; checked without a
-    regular expression, whose compilation would cost the first cache hit more than the check."""
+    """``[A-Za-z_][A-Za-z0-9_]*`` words joined by dots or dashes (no regex: a hit would compile it)."""
     if not value.isascii() or not (value[:1].isalpha() or value[:1] == "_"):
         return False
     words = value.replace("-", ".").split(".")
@@ -119,8 +118,7 @@ def _workers(value: Any, keyword: str) -> int | None:
 
 
 def as_flags(value: Any, keyword: str) -> tuple[str, ...]:
-    """A list of flags as a tuple (None: no flags); a bare string is refused (it would split
-    into characters), and so is a flag no command line can carry."""
+    """A list of flags as a tuple (None: none); a bare string or an uncarriable flag is refused."""
     if value is None:
         return ()
     from .spec.names import is_string_list  # only when flags are given: most loads pass none

@@ -25,7 +25,6 @@ from ..fileio import HEADER_LIMIT, PSEUDO_ROOTS, sha256_plain_file
 # tick with a later edit (coarse filesystem timestamps), so a hit re-hashes it.
 RACY_WINDOW_NS = 2_000_000_000
 
-Stat = tuple[int, int]  # (size, mtime_ns)
 # (size, mtime_ns, ctime_ns, inode): what a build compares. The mtime can be set to any
 # value (`touch -d`, `cp -p`, an unpacked archive), so a file replaced during a build by
 # one with an older mtime would look untouched; the inode and the change time, which the
@@ -35,8 +34,7 @@ DependencyRecord = dict[str, list]  # path -> [size, mtime_ns, sha256 or None]
 
 
 def _regular_stat(path: str) -> os.stat_result | None:
-    """``os.stat`` of a regular file; None for a missing one or anything else (a FIFO or a
-    device swapped in for a header is never opened: it could block for ever)."""
+    """``os.stat`` of a regular file; None for anything else (a FIFO could block for ever)."""
     if path.startswith(PSEUDO_ROOTS):
         return None
     try:
@@ -44,12 +42,6 @@ def _regular_stat(path: str) -> os.stat_result | None:
     except (OSError, ValueError):
         return None
     return st if stat.S_ISREG(st.st_mode) else None
-
-
-def stat_of(path: str) -> Stat | None:
-    """(size, mtime_ns) of a regular file; None as :func:`_regular_stat`."""
-    st = _regular_stat(path)
-    return None if st is None else (st.st_size, st.st_mtime_ns)
 
 
 def identity_of(path: str) -> Identity | None:
@@ -69,8 +61,7 @@ def snapshot(paths: Iterable[str]) -> dict[str, Identity]:
 
 
 def _sha256(path: str) -> str | None:
-    """The file's digest; None for what is not a plain file on a disk (a pseudo-file under
-    /proc, one that grows while read, one larger than any header): bounded work always."""
+    """The file's digest; None for what is not a plain file on a disk (bounded work always)."""
     try:
         return sha256_plain_file(path, limit=HEADER_LIMIT)
     except (OSError, ValueError):
@@ -83,9 +74,8 @@ def _under(real: str, dirs: Sequence[str]) -> bool:
 
 
 def _real_path(path: str, real_dirs: dict[str, str]) -> str:
-    """``path`` resolved; ``real_dirs`` memoises the resolved directories: a build reads a few
-    hundred headers from a handful of directories, and resolving each path in full walked
-    every component of each."""
+    """``path`` resolved; ``real_dirs`` memoises resolved directories (a build reads hundreds of
+    headers from a handful of them)."""
     head, tail = os.path.split(path)
     real_head = real_dirs.get(head)
     if real_head is None:
@@ -128,7 +118,7 @@ def first_stale(record_: Mapping[str, Sequence], recorded_ns: int) -> str | None
     for path, (size, mtime_ns, digest) in record_.items():
         if digest is None:
             return f"{path} changed while the entry was being built"
-        now = stat_of(path)
+        now = identity_of(path)
         if now is None:
             return f"{path} is missing or not a regular file"
         if now[0] != size:

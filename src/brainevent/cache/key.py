@@ -9,27 +9,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 
+from ..records import Record
+
 # Bump when the meaning of any keyed input changes; old entries are then ignored.
 KEY_SCHEMA = 2  # 2: headers left the key for the dependency record
 
 
-class CacheKey:
-    """A key, by its digest. A plain class: every cache hit imports this module, and creating
-    a NamedTuple (or a dataclass) at import costs more than the hit's own work here."""
+class CacheKey(Record):
+    """A key, by its digest (a Record: every cache hit imports this module)."""
 
-    __slots__ = ("digest",)
+    __slots__ = _fields = ("digest",)
 
     def __init__(self, digest: str) -> None:
         self.digest = digest  # full sha256 hex
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CacheKey) and other.digest == self.digest
-
-    def __hash__(self) -> int:
-        return hash(self.digest)
-
-    def __repr__(self) -> str:
-        return f"CacheKey({self.digest!r})"
 
     @property
     def short(self) -> str:

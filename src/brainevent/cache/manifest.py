@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..fileio import read_blocks, sha256_file, size_and_mtime
+from ..records import Record
 from . import records
 
 if TYPE_CHECKING:
@@ -18,11 +19,10 @@ MANIFEST_SCHEMA = 2  # 2: dependencies recorded from the compiler
 MANIFEST_LIMIT = 1 << 26  # a manifest larger than this is damaged, not read
 
 
-class Manifest:
-    """A plain class, not a dataclass: every cache hit imports this module, and creating a
-    dataclass at import costs more than the rest of a hit's work on this file."""
+class Manifest(Record):
+    """A cache entry's manifest (a Record: every cache hit imports this module)."""
 
-    __slots__ = _FIELDS = (
+    __slots__ = _fields = (
         "key",
         "name",
         "platform",
@@ -75,15 +75,9 @@ class Manifest:
 
     def as_dict(self) -> dict[str, Any]:
         """Every field, as the manifest file holds them."""
-        return {name: getattr(self, name) for name in self._FIELDS}
+        return {name: getattr(self, name) for name in self._fields}
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Manifest) and self.as_dict() == other.as_dict()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __repr__(self) -> str:
-        return f"Manifest({', '.join(f'{k}={v!r}' for k, v in self.as_dict().items())})"
+    __hash__ = None  # type: ignore[assignment]  # record_artifact changes it
 
     def dump(self, directory: Path) -> None:
         (directory / MANIFEST_NAME).write_text(json.dumps(self.as_dict(), indent=1, sort_keys=True))

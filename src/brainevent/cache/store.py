@@ -46,10 +46,7 @@ def cache_root(build_directory: str | os.PathLike[str] | None = None) -> Path:
 
 
 class CacheEntry:
-    """A published entry: the artifact the load stages pass on (library, manifest, specs).
-
-    A plain class: every cache hit creates one, and creating a NamedTuple (or a dataclass)
-    at import costs more than the hit's own work here."""
+    """A published entry: the artifact the load stages pass on (a plain class: every hit makes one)."""
 
     __slots__ = ("built_now", "directory", "manifest")
 

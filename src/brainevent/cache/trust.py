@@ -74,10 +74,7 @@ def _examine(path: Path, *, follow: bool = False) -> os.stat_result | None:
 
 
 def _check_ancestors(root: Path) -> bool:
-    """The directories above the root: nobody else may be able to rename the root away.
-
-    Returns False when some of them do not exist yet (the caller creates them, as its own).
-    """
+    """No other user may rename the root away; False when some do not exist yet."""
     for parent in reversed(root.parents):
         st = _examine(parent, follow=True)
         if st is None:
@@ -95,11 +92,8 @@ def _check_ancestors(root: Path) -> bool:
 
 
 def private_dir(path: Path, *, create: bool, fix: str = _FIX) -> bool:
-    """Checks (or creates, mode 0700) one of our directories; False if absent and not created.
-
-    Ours but too open: tightened, since only its owner could have made it so. Anything
-    else (a symbolic link, another owner, not a directory): refused.
-    """
+    """Checks (or creates, mode 0700) one of our directories, tightening one too open; False
+    if absent and not created. A link, another owner or a non-directory is refused."""
     key = str(path)
     st = _examine(path)
     if st is None:

@@ -59,7 +59,6 @@ class CudaPlatform(PlatformBase):
             self._known = remembered("cuda-toolchain", self._context, self._search, fresh=_nvcc_unchanged)
 
     def _search(self) -> dict[str, Any] | None:
-        """Find nvcc and resolve the archs: what keys a build, or None without nvcc."""
         from ..toolchain.nvcc import find_nvcc, nvcc_identity
 
         try:
@@ -185,8 +184,7 @@ class CudaPlatform(PlatformBase):
         return [*languages.NVCC_LINK_CHECKS, *languages.openmp_nvcc_link_flags(options)]
 
     def _c_unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
-        """A ``.c`` unit of a CUDA module: the host C compiler, with the host share of the
-        nvcc flags (``-Xcompiler`` values, defines, includes, warnings)."""
+        """A ``.c`` unit: the host C compiler with the host share of the nvcc flags."""
         from ..toolchain.host import find_host_c_compiler
         from . import languages
         from .steps import user_include_flags
@@ -254,17 +252,14 @@ class CudaPlatform(PlatformBase):
 
 
 def arch_thread_flags(archs: int, units: int) -> list[str]:
-    """nvcc compiles the archs of a unit one after another unless told ``--threads``; with
-    several archs and cores to spare (ninja already runs one unit per core), compile them in
-    parallel (docs/existing-code.md#heavy-headers-and-build-time has the figures)."""
+    """``--threads`` for a unit's archs when cores are spare (ninja runs one unit per core)."""
     spare = (os.cpu_count() or 1) // max(units, 1)
     threads = min(archs, spare)
     return [f"--threads={threads}"] if threads > 1 else []
 
 
 def _strip_flags(options: LoadOptions) -> list[str]:
-    """Drop the static symbol table of release builds: a third of a CUDA module's size
-    (static cudart), which a load hashes whenever its size or mtime changed. Debug builds keep it."""
+    """Strip release builds: the static symbol table is a third of a module a load may hash."""
     debugging = options.optimization_level == 0 or any(flag in _DEBUG_FLAGS for flag in options.extra_cflags)
     return [] if debugging else ["-Xlinker=--strip-all"]
 
@@ -285,10 +280,8 @@ def _warn_plugin_mismatch_once(nvcc: NvccInfo) -> None:
 
 
 def _search_context(compute_capability: object) -> str | None:
-    """What nvcc's search and the archs depend on, as the memo's key; None when the archs come
-    from the GPUs. A change of any (PATH, CUDA_HOME, sys.path...) searches again, and so does
-    a pip install or uninstall: it changes its site-packages directory's mtime (only those are
-    stat'ed: the script's directory changes too often, and each context is a memo entry)."""
+    """The memo key of nvcc's search (None: archs from the GPUs); a pip install changes its
+    site-packages mtime, so it searches again."""
     arch = config.CUDA_ARCH.get() if compute_capability is None else compute_capability
     if arch is None:
         return None
@@ -322,8 +315,7 @@ _JAX_CUDA_PLUGIN_MODULES = ("jax_cuda12_plugin", "jax_cuda13_plugin")
 
 
 def _jax_cuda_plugin_found() -> bool:
-    """Finding a plugin's module is a path lookup; reading the distributions' metadata (their
-    versions) imports importlib.metadata and costs tens of milliseconds."""
+    """A path lookup: reading distribution metadata would cost tens of milliseconds."""
     import importlib.util
 
     return any(importlib.util.find_spec(module) for module in _JAX_CUDA_PLUGIN_MODULES)

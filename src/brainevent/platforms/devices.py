@@ -15,8 +15,7 @@ from ..records import Record
 
 
 class DevicePlatform(Record):
-    """One platform's row. A record, not a dataclass: a cache hit imports this table, and
-    creating a dataclass class costs milliseconds (records.py)."""
+    """One platform's row (a Record: a cache hit imports this table)."""
 
     __slots__ = _fields = (
         "name",

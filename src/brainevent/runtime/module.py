@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import KernelCallError
+from ..records import Record
 
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from .kernel_function import KernelFunction
 
 
-class CompiledModule:
+class CompiledModule(Record):
     """A compiled and (usually) registered module.
 
     ``path`` is the shared object (a ``str`` that also has ``Path``'s methods, see
@@ -43,23 +44,10 @@ class CompiledModule:
         self.unregistered_reason = unregistered_reason
         self._calls: dict[str, KernelFunction] = {}
 
-    # Compared and shown, in the constructor's order.
-    _FIELDS: tuple[str, ...] = ("name", "platform", "functions", "targets", "registered", "built_now")
-    _FIELDS += ("cache_dir", "path", "unregistered_reason")
-
-    def _fields(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, field) for field in self._FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, CompiledModule) and self._fields() == other._fields()
-
+    # Compared and shown (Record), in the constructor's order.
+    _fields: ClassVar[tuple[str, ...]] = ("name", "platform", "functions", "targets", "registered")
+    _fields += ("built_now", "cache_dir", "path", "unregistered_reason")
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __repr__(self) -> str:
-        fields = ", ".join(
-            f"{name}={value!r}" for name, value in zip(self._FIELDS, self._fields(), strict=True)
-        )
-        return f"CompiledModule({fields})"
 
     @property
     def path(self) -> ArtifactPath:

@@ -208,8 +208,7 @@ def registered_targets() -> dict[str, str]:
 
 
 def running_platforms() -> set[str] | None:
-    """The platforms of this process's JAX backends (lower case), or None before JAX has
-    started them (then finding out would start them)."""
+    """The platforms of this process's JAX backends, or None before JAX has started them."""
     try:
         from jax._src import xla_bridge
 

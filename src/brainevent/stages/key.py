@@ -22,13 +22,8 @@ if TYPE_CHECKING:
 
 
 class ModuleKey:
-    """The keys of one request.
-
-    ``portable`` leaves out the toolchain's identity: it finds an ahead-of-time build on a
-    machine without a compiler (a production node), through an alias file. ``exact`` is
-    None when the toolchain is missing (``toolchain_error`` says why). A plain class, as the
-    other records of the cache-hit path (docs/architecture.md says why).
-    """
+    """The keys of one request: ``portable`` leaves out the toolchain (it finds an ahead-of-time
+    build through an alias file); ``exact`` is None without a toolchain (``toolchain_error``)."""
 
     __slots__ = ("_portable", "exact", "keyed_without_toolchain", "record", "toolchain_error")
 

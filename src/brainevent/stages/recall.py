@@ -127,8 +127,8 @@ def recall(call: Call) -> CompiledModule | None:
 
 
 def stamps_before(call: Call | None, request: LoadRequest) -> tuple[list[str], str] | None:
-    """The files the load's key will depend on and their stamps, taken before the key is
-    derived: a file that changes meanwhile makes the record fail its check, never pass it."""
+    """The files the key will depend on and their stamps, taken before the key is derived (a
+    file that changes meanwhile fails the record's check)."""
     if call is None:
         return None
     toolchain = request.platform.recall_files()

@@ -92,8 +92,7 @@ def register_entry(
 
 
 def _preload_libraries(names: tuple[str, ...]) -> None:
-    """The NVIDIA libraries the module links, loaded first from where the build found them, so
-    its DT_NEEDED entries resolve to those copies whatever LD_LIBRARY_PATH says."""
+    """The NVIDIA libraries the module links, loaded first so its DT_NEEDED entries resolve to them."""
     if names:
         from ..toolchain.nvidia_libs import preload
 

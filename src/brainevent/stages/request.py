@@ -67,11 +67,7 @@ def join_sources(sources: str | Sequence[str], parameter: str) -> str:
 
 
 def check_encodable(source: str, parameter: str) -> str:
-    """``source`` if it can be written as UTF-8 for the compiler; else a SpecError naming where.
-
-    Only a lone surrogate (half of a UTF-16 pair, e.g. from ``"\\ud800"`` or text decoded
-    with ``surrogateescape``) cannot be encoded.
-    """
+    """``source`` if it can be written as UTF-8 (no lone surrogate); else a SpecError naming where."""
     try:
         source.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -105,8 +101,7 @@ def unit_suffix(file: Path) -> str:
 
 
 def refuse_c_only(units: Sequence[SourceUnit], caller: str) -> None:
-    """A module made of C files alone has nowhere to put its entry points (they take
-    ``BE::Tensor``, a C++ type): say so before anything is built."""
+    """Entry points take ``BE::Tensor``, a C++ type: refuse C files alone before building."""
     if units and all(u.suffix == ".c" for u in units):
         names = ", ".join(u.display_name for u in units)
         raise SpecError(
@@ -119,12 +114,8 @@ def refuse_c_only(units: Sequence[SourceUnit], caller: str) -> None:
 
 
 def name_from_path(path: Path) -> str:
-    """A module name (a C identifier) from a file's stem.
-
-    Every non-ASCII character maps to ``_``, which would give ``kä.cpp`` and ``kö.cpp`` one
-    module name (one set of FFI targets, one bundle directory): a stem with any non-ASCII
-    character therefore also gets a digest of its original spelling.
-    """
+    """A module name (a C identifier) from a file's stem; a non-ASCII stem also gets a digest
+    of its spelling, so ``kä.cpp`` and ``kö.cpp`` do not share one."""
     original = path.stem
     stem = re.sub(r"[^A-Za-z0-9_]", "_", original) or "module"
     if not original.isascii():
@@ -136,9 +127,7 @@ def name_from_path(path: Path) -> str:
 
 
 def check_path_encodable(path: Path) -> Path:
-    """``path`` if its name can be written as UTF-8 (into ``#line`` directives, the build file
-    and the manifest); else a SpecError naming it. Only a name of bytes that are not UTF-8
-    (which Python holds as lone surrogates) fails."""
+    """``path`` if its name can be written as UTF-8 (``#line``, build file, manifest); else a SpecError."""
     try:
         str(path).encode("utf-8")
     except UnicodeEncodeError:

@@ -16,17 +16,18 @@ from .. import config
 from ..errors import HostCompilerNotFoundError
 from ..fileio import file_identity
 from ..headers import c_api_digest, c_api_header
+from ..records import Record
 from .memo import remembered, remembered_digest
 
 _PATH_NAMES = ("g++", "c++", "clang++")
 _CONDA_NAMES = ("x86_64-conda-linux-gnu-c++", "aarch64-conda-linux-gnu-c++", "g++", "c++")
 
 
-class HostCompiler:
-    """The host C++ compiler as found. A plain class, not a dataclass: a cache hit imports
-    this module, and creating a dataclass costs far more."""
+class HostCompiler(Record):
+    """The host C++ compiler as found (a Record: a cache hit imports this module)."""
 
-    __slots__ = ("extra_flags", "found_via", "path", "searched", "wrapper")
+    _fields = ("path", "found_via", "wrapper", "extra_flags")  # equality leaves out `searched`
+    __slots__ = (*_fields, "searched")
 
     def __init__(
         self,
@@ -34,25 +35,10 @@ class HostCompiler:
         found_via: str,
         wrapper: tuple[str, ...] = (),  # e.g. ("ccache",)
         extra_flags: tuple[str, ...] = (),  # flags written after the compiler in CXX
-        searched: tuple[str, ...] = (),  # where the search looked (not part of equality)
+        searched: tuple[str, ...] = (),  # where the search looked
     ) -> None:
         self.path, self.found_via, self.wrapper = path, found_via, wrapper
         self.extra_flags, self.searched = extra_flags, searched
-
-    def _fields(self) -> tuple[object, ...]:
-        return (self.path, self.found_via, self.wrapper, self.extra_flags)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, HostCompiler) and self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return (
-            f"HostCompiler(path={self.path!r}, found_via={self.found_via!r}, wrapper={self.wrapper!r}, "
-            f"extra_flags={self.extra_flags!r}, searched={self.searched!r})"
-        )
 
     @property
     def command(self) -> list[str]:
@@ -166,12 +152,8 @@ def _system_include_dirs(command: tuple[str, ...], identity: str) -> tuple[str, 
 
 
 def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
-    """The compiler's built-in header directories (C++ library, libc), real paths.
-
-    Their contents belong to the compiler and C library installation, which the cache key
-    identifies, so a build does not record each system header. Runs the compiler once per
-    compiler (remembered on disk by its identity, toolchain/memo.py), and only for a build.
-    """
+    """The compiler's built-in header directories (real paths), which the key's compiler
+    identity covers; probed once per compiler, only for a build (remembered on disk)."""
     command = tuple(compiler.command)
     return remembered(
         "host-include-dirs",
@@ -187,21 +169,17 @@ def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
 _C_DRIVERS = (("clang++", "clang"), ("g++", "gcc"), ("c++", "cc"))
 
 
-class HostCCompiler:
+class HostCCompiler(Record):
     """How ``.c`` units are compiled: the C driver beside the host C++ compiler, or the C++
-    compiler itself told the language (``-x c``) when it has no such sibling. A plain class:
-    a cache hit imports this module."""
+    compiler itself told the language (``-x c``) when it has no such sibling."""
 
-    __slots__ = ("command", "found_via", "identity", "path")
+    __slots__ = _fields = ("command", "identity", "found_via", "path")
 
     def __init__(self, command: tuple[str, ...], identity: str, found_via: str, path: str) -> None:
         self.command = command
         self.path = path  # the compiler's executable
         self.identity = identity
         self.found_via = found_via
-
-    def __repr__(self) -> str:
-        return f"HostCCompiler({self.command!r}, {self.identity!r}, {self.found_via!r})"
 
 
 @cache
