@@ -7,14 +7,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import trim_internal_frames
-from .platforms.devices import BY_NAME
+from .platforms.devices import CUDA_PLATFORM as CUDA
 from .stages.recall import attempt
 
 # The pipeline loads when a call is not recalled (stages/recall.py).
 if TYPE_CHECKING:
     from .runtime.module import CompiledModule
-
-CUDA: str = BY_NAME["gpu"].build_platform or ""
 
 
 @trim_internal_frames

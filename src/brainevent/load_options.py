@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import SpecError
-from .platforms.devices import BUILD_PLATFORMS, BY_NAME, HOST_PLATFORM
+from .platforms.devices import BUILD_PLATFORMS, CUDA_PLATFORM, HOST_PLATFORM
 from .records import Record
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # The build platforms the options table names (platforms/devices.py).
 CPU = HOST_PLATFORM
-CUDA: str = BY_NAME["gpu"].build_platform or ""
+CUDA = CUDA_PLATFORM
 
 
 class SourceUnit(Record):

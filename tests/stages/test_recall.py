@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from brainevent.stages.recall import RECORD_SUFFIX, call_of
+from brainevent.cache.store import RECALL_SUFFIX
+from brainevent.stages.recall import call_of
 
 SRC_DIR = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -58,7 +59,7 @@ def _load(cache: Path, scale: str = "2.0f", **variables: str) -> dict[str, objec
 
 
 def _records(cache: Path) -> list[Path]:
-    return sorted((cache / "v1" / "recall_mod").glob(f"*{RECORD_SUFFIX}"))
+    return sorted((cache / "v1" / "recall_mod").glob(f"*{RECALL_SUFFIX}"))
 
 
 def test_the_same_call_is_recalled_and_gives_what_the_full_load_gave(tmp_path: Path) -> None:

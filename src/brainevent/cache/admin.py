@@ -21,8 +21,9 @@ from pathlib import Path
 
 from ..errors import CacheError
 from ..load_options import VARIANT_KEYED
+from . import records
 from .manifest import MANIFEST_NAME, Manifest
-from .store import LAYOUT_VERSION
+from .store import LAYOUT_VERSION, RECALL_SUFFIX
 from .trust import check_root, private_dir
 
 
@@ -135,10 +136,11 @@ def _remove_all(entries: list[EntryInfo]) -> tuple[set[Path], int]:
 def _forget_recalls(removed: Iterable[Path]) -> None:
     """Drops the recall records (stages/recall.py) that lead to an entry no longer there."""
     for module_dir in {entry.parent for entry in removed}:
-        for record in module_dir.glob("*.recall"):
-            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-                if not (module_dir / json.loads(record.read_bytes())["key"][:32]).is_dir():
-                    record.unlink()
+        for path in module_dir.glob(f"*{RECALL_SUFFIX}"):
+            with contextlib.suppress(OSError, ValueError):  # ValueError: a damaged record
+                key = records.recall_record(path.read_bytes(), str(path))["key"]
+                if not (module_dir / key[:32]).is_dir():
+                    path.unlink()
 
 
 def clear(root: Path, module: str | None = None) -> tuple[int, int]:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("brainevent.cache")
 
 LAYOUT_VERSION = "v1"
+RECALL_SUFFIX = ".recall"  # a recalled load's record (stages/recall.py)
 
 
 def cache_root(build_directory: str | os.PathLike[str] | None = None) -> Path:
@@ -121,6 +122,9 @@ class EntryStore:
                 log.info("cache entry %s is out of date: %s", directory, stale)
                 return None, f"it was built from other contents: {stale}"
         return CacheEntry(directory, manifest, built_now=False), None
+
+    def recall_path(self, call_digest: str) -> Path:
+        return self.module_dir / f"{call_digest[:32]}{RECALL_SUFFIX}"
 
     def alias_path(self, portable: CacheKey) -> Path:
         return self.module_dir / f"{portable.short}.alias"

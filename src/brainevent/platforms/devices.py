@@ -118,6 +118,8 @@ BUILD_PLATFORMS = {p.build_platform: p for p in DEVICE_PLATFORMS if p.build_plat
 OF_BUILD_PLATFORM = {build: p.name for build, p in BUILD_PLATFORMS.items()}
 # The build platform of code that runs in the calling process (the first row).
 HOST_PLATFORM: str = DEVICE_PLATFORMS[0].build_platform or ""
+# The build platform of CUDA modules (the "gpu" row's).
+CUDA_PLATFORM: str = BY_NAME["gpu"].build_platform or ""
 
 # C sources: the host C compiler builds them on every platform.
 C_SUFFIXES = (".c",)

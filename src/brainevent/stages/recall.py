@@ -44,15 +44,12 @@ if TYPE_CHECKING:
     from ..runtime.module import CompiledModule
     from .request import LoadRequest
 
-RECORD_SUFFIX = ".recall"
 RECORD_SCHEMA = 1
 # Besides every BRAINEVENT_ variable: what the host compiler, nvcc and header searches read.
 _ENVIRONMENT = frozenset(
     ["PATH", "CXX", "CC", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "HOME", "XDG_CACHE_HOME"]
 )
 _ENVIRONMENT |= {"LD_LIBRARY_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"}
-# The options a recalled load reads itself, with the loaders' defaults (load_options.OPTIONS).
-_REGISTRATION = {"target_prefix": None, "auto_register": True, "allow_cuda_graph": True, "replace": False}
 
 
 class Call:
@@ -65,7 +62,7 @@ class Call:
 
     @property
     def record_path(self) -> Path:
-        return self.store.module_dir / f"{self.digest[:32]}{RECORD_SUFFIX}"
+        return self.store.recall_path(self.digest)
 
 
 def call_of(loader: str, platform: str, arguments: dict[str, Any]) -> Call | None:
@@ -121,8 +118,17 @@ def recall(call: Call) -> CompiledModule | None:
         return None
     if entry is None:
         return None
-    chosen = {k: call.arguments.get(k, default) for k, default in _REGISTRATION.items()}
-    options = SimpleNamespace(name=call.store.name, extra_libraries=(), **chosen)
+    # The arguments hold every parameter of the loader, defaults filled in; the C++ loaders take
+    # no allow_cuda_graph, whose table default (True) their modules get.
+    given = call.arguments
+    options = SimpleNamespace(
+        name=call.store.name,
+        target_prefix=given["target_prefix"],
+        auto_register=given["auto_register"],
+        replace=given["replace"],
+        allow_cuda_graph=given.get("allow_cuda_graph", True),
+        extra_libraries=(),
+    )
     return register_entry(entry, options, call.platform, None)
 
 
