@@ -141,6 +141,8 @@ def test_bundle_of_other_sources_is_not_used(tmp_path: Path) -> None:
     """Editing a kernel after bundling makes the bundle unused: the edit is compiled."""
     project = tmp_path / "pkg"
     shutil.copytree(EXAMPLE / "src" / "tinykernels", project)
+    for path in [project, *project.rglob("*")]:  # a bundle others can write is refused: any umask
+        path.chmod(path.stat().st_mode & ~0o022)
     done = _cli("--into", str(project), "--platform", "cpu", cache=tmp_path / "c1")
     assert done.returncode == 0, done.stderr[-3000:]
     source = project / "kernels" / "axpy.cpp"
