@@ -21,7 +21,7 @@
 #include "brainevent/check.h"  // what it uses, whatever common.h left out
 #include "brainevent/common.h"
 #include "brainevent/cuda_kernel_table.h"
-#include "xla/ffi/api/c_api.h"
+#include "brainevent/xla_ffi.h"
 
 namespace be_cubin {
 namespace {
@@ -147,28 +147,7 @@ void run(int64_t id, const XLA_FFI_Buffer* const* buffers, int64_t count, int64_
 // ---- the handler -----------------------------------------------------------------------------
 
 XLA_FFI_Error* fail(const XLA_FFI_CallFrame* frame, XLA_FFI_Error_Code code, const std::string& what) {
-  XLA_FFI_Error_Create_Args args;
-  std::memset(&args, 0, sizeof(args));
-  args.struct_size = XLA_FFI_Error_Create_Args_STRUCT_SIZE;
-  const std::string message = "GPU kernel launch: " + what;
-  args.message = message.c_str();  // XLA copies it
-  args.errc = code;
-  return frame->api->XLA_FFI_Error_Create(&args);
-}
-
-// XLA asks for the API version and traits once: command-buffer compatible, so a launch can be
-// captured in a CUDA graph (every kernel is loaded up front by be_cubin_preload).
-XLA_FFI_Error* answer_metadata(XLA_FFI_CallFrame* frame, XLA_FFI_Metadata_Extension* ext) {
-  if (ext->extension_base.struct_size < XLA_FFI_Metadata_Extension_STRUCT_SIZE || ext->metadata == nullptr ||
-      ext->metadata->struct_size < XLA_FFI_Metadata_STRUCT_SIZE) {
-    return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, "XLA sent a metadata request older than this handler");
-  }
-  ext->metadata->api_version.struct_size = XLA_FFI_Api_Version_STRUCT_SIZE;
-  ext->metadata->api_version.extension_start = nullptr;
-  ext->metadata->api_version.major_version = XLA_FFI_API_MAJOR;
-  ext->metadata->api_version.minor_version = XLA_FFI_API_MINOR;
-  ext->metadata->traits = XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE;
-  return nullptr;
+  return BE::ffi::make_error(frame, code, ("GPU kernel launch: " + what).c_str());
 }
 
 // The kernel_id attribute (an int64 scalar, as launchers/cubin.py passes it), or -1.
@@ -185,11 +164,10 @@ int64_t kernel_id(const XLA_FFI_CallFrame* frame) {
 }
 
 XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
-  // auto: the extension base type's name differs across XLA releases.
-  for (auto* ext = frame->extension_start; ext != nullptr; ext = ext->next) {
-    if (ext->type == XLA_FFI_Extension_Metadata) {
-      return answer_metadata(frame, reinterpret_cast<XLA_FFI_Metadata_Extension*>(ext));
-    }
+  // Command-buffer compatible: every kernel is loaded up front (be_cubin_preload), so a
+  // launch can be captured in a CUDA graph.
+  if (auto* query = BE::ffi::metadata_query(frame)) {
+    return BE::ffi::answer_metadata(frame, query, XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);
   }
   if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE) return nullptr;  // nothing to prepare
   const int64_t id = kernel_id(frame);

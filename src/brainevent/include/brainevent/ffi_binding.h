@@ -76,13 +76,6 @@ inline Args c_args(std::size_t struct_size) {
   return args;
 }
 
-inline XLA_FFI_Error* make_error(const XLA_FFI_CallFrame* frame, XLA_FFI_Error_Code code, const char* message) {
-  auto args = c_args<XLA_FFI_Error_Create_Args>(XLA_FFI_Error_Create_Args_STRUCT_SIZE);
-  args.message = message;
-  args.errc = code;
-  return frame->api->XLA_FFI_Error_Create(&args);
-}
-
 inline Message start_message(const FunctionDesc& fn) {
   Message m;
   m.add("%s: ", fn.target);
@@ -91,24 +84,6 @@ inline Message start_message(const FunctionDesc& fn) {
 
 inline XLA_FFI_Error* invalid(const XLA_FFI_CallFrame* frame, const Message& m) {
   return make_error(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, m.text);
-}
-
-// Answers XLA's registration-time query for the API version and traits.
-inline XLA_FFI_Error* fill_metadata(XLA_FFI_CallFrame* frame, XLA_FFI_Handler_Traits traits) {
-  auto* base = frame->extension_start;
-  while (base->type != XLA_FFI_Extension_Metadata) base = base->next;
-  auto* ext = reinterpret_cast<XLA_FFI_Metadata_Extension*>(base);
-  if (ext->extension_base.struct_size < XLA_FFI_Metadata_Extension_STRUCT_SIZE || ext->metadata == nullptr ||
-      ext->metadata->struct_size < XLA_FFI_Metadata_STRUCT_SIZE) {
-    return make_error(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                      "brainevent: XLA sent a metadata request older than this binding supports");
-  }
-  ext->metadata->api_version.struct_size = XLA_FFI_Api_Version_STRUCT_SIZE;
-  ext->metadata->api_version.extension_start = nullptr;
-  ext->metadata->api_version.major_version = XLA_FFI_API_MAJOR;
-  ext->metadata->api_version.minor_version = XLA_FFI_API_MINOR;
-  ext->metadata->traits = traits;
-  return nullptr;
 }
 
 // ---- messages about attribute values -------------------------------------------------------
@@ -337,7 +312,7 @@ inline int64_t* strides_for(const XLA_FFI_Buffer& buf, const Workspace& ws, int6
 
 XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, XLA_FFI_Handler_Traits traits,
                           const Workspace& ws) {
-  if (is_metadata_query(frame)) return fill_metadata(frame, traits);
+  if (auto* query = metadata_query(frame)) return answer_metadata(frame, query, traits);
   if (frame->struct_size < XLA_FFI_CallFrame_STRUCT_SIZE) {
     return invalid(frame, start_message(fn).add("%s", "XLA passed a call frame older than this binding supports"));
   }

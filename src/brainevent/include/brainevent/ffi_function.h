@@ -12,7 +12,7 @@
 //   be_impl_<f>        the handler that never forwards (what a forwarding slot points at)
 //   be_fwd_<f>         the forwarding slot
 //
-// This header needs only XLA's C ABI (c_api.h) and BE::Tensor, so it adds little to the
+// This header needs only XLA's C ABI (c_api.h, through xla_ffi.h) and BE::Tensor, so it adds little to the
 // compile of the user's unit: the call-frame decoder (brainevent/ffi_binding.h) is declared
 // here and compiled once per toolchain into an object that every module links.
 #pragma once
@@ -21,7 +21,7 @@
 
 #include "brainevent/dtype.h"
 #include "brainevent/tensor.h"
-#include "xla/ffi/api/c_api.h"
+#include "brainevent/xla_ffi.h"  // and through it XLA's C ABI
 
 #define BE_EXPORT extern "C" __attribute__((visibility("default")))
 #define BE_ENTRY_DECL extern "C" __attribute__((visibility("hidden")))
@@ -117,15 +117,6 @@ struct Scratch {
 __attribute__((visibility("hidden"))) XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, const FunctionDesc& fn,
                                                                 XLA_FFI_Handler_Traits traits, const Workspace& ws);
 
-// XLA asks a handler for its API version and traits through a metadata extension;
-// every other call is a real one (whatever other extensions a later XLA may add).
-inline bool is_metadata_query(const XLA_FFI_CallFrame* frame) {
-  for (auto* ext = frame->extension_start; ext != nullptr; ext = ext->next) {
-    if (ext->type == XLA_FFI_Extension_Metadata) return true;
-  }
-  return false;
-}
-
 constexpr int at_least_one(int n) { return n > 0 ? n : 1; }  // arrays must not be empty
 
 template <const FunctionDesc& kFn>
@@ -139,7 +130,7 @@ template <const FunctionDesc& kFn>
 XLA_FFI_Error* forward_or_call(XLA_FFI_Handler* const* slot, XLA_FFI_CallFrame* frame,
                                XLA_FFI_Handler_Traits traits) {
   XLA_FFI_Handler* next = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-  if (next != nullptr && !is_metadata_query(frame)) return next(frame);
+  if (next != nullptr && metadata_query(frame) == nullptr) return next(frame);
   return call<kFn>(frame, traits);
 }
 

@@ -26,7 +26,7 @@
 
 #include "brainevent/check.h"  // what it uses, whatever common.h left out
 #include "brainevent/common.h"
-#include "xla/ffi/api/c_api.h"
+#include "brainevent/xla_ffi.h"
 
 #define BE_NUMBA_CPU_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -142,28 +142,7 @@ std::string wrong_operand(const Kernel& k, int64_t i, int64_t ndim, int64_t item
 
 __attribute__((noinline, cold)) XLA_FFI_Error* fail(const XLA_FFI_CallFrame* frame, XLA_FFI_Error_Code code,
                                                     const std::string& what) {
-  XLA_FFI_Error_Create_Args args;
-  std::memset(&args, 0, sizeof(args));
-  args.struct_size = XLA_FFI_Error_Create_Args_STRUCT_SIZE;
-  const std::string message = "numba_kernel: " + what;
-  args.message = message.c_str();  // XLA copies it
-  args.errc = code;
-  return frame->api->XLA_FFI_Error_Create(&args);
-}
-
-// XLA asks for the API version and traits once, through a metadata extension.
-__attribute__((noinline, cold)) XLA_FFI_Error* answer_metadata(XLA_FFI_CallFrame* frame,
-                                                               XLA_FFI_Metadata_Extension* ext) {
-  if (ext->extension_base.struct_size < XLA_FFI_Metadata_Extension_STRUCT_SIZE || ext->metadata == nullptr ||
-      ext->metadata->struct_size < XLA_FFI_Metadata_STRUCT_SIZE) {
-    return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, "XLA sent a metadata request older than this handler");
-  }
-  ext->metadata->api_version.struct_size = XLA_FFI_Api_Version_STRUCT_SIZE;
-  ext->metadata->api_version.extension_start = nullptr;
-  ext->metadata->api_version.major_version = XLA_FFI_API_MAJOR;
-  ext->metadata->api_version.minor_version = XLA_FFI_API_MINOR;
-  ext->metadata->traits = 0;
-  return nullptr;
+  return BE::ffi::make_error(frame, code, ("numba_kernel: " + what).c_str());
 }
 
 // The kernel_id attribute: the call's only one, a scalar int64 (bridge.py passes it so).
@@ -226,12 +205,7 @@ constexpr int64_t kSmallOperands = 16;
 constexpr int64_t kSmallDims = 64;
 
 XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
-  // auto: the extension base type's name differs across XLA releases.
-  for (auto* ext = frame->extension_start; ext != nullptr; ext = ext->next) {
-    if (ext->type == XLA_FFI_Extension_Metadata) {
-      return answer_metadata(frame, reinterpret_cast<XLA_FFI_Metadata_Extension*>(ext));
-    }
-  }
+  if (auto* query = BE::ffi::metadata_query(frame)) return BE::ffi::answer_metadata(frame, query, 0);
   if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE) return nullptr;  // nothing to prepare
   if (BE_UNLIKELY(!is_kernel_id(frame))) return bad_attributes(frame);
   const int64_t id = *static_cast<const int64_t*>(static_cast<const XLA_FFI_Scalar*>(frame->attrs.attrs[0])->value);

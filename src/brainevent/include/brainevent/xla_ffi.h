@@ -1,0 +1,55 @@
+// brainevent/xla_ffi.h - the XLA FFI C-ABI steps every handler of ours takes the same way:
+// telling a metadata query from a call, answering it, and returning an error to XLA.
+//
+// Internal. Shared by the generated bindings (ffi_function.h, ffi_binding.h) and the lean
+// launcher handlers (cubin_launcher.h, numba_cpu_launcher.h), which read the call frame themselves.
+#pragma once
+
+#include <cstring>
+
+#include "xla/ffi/api/c_api.h"
+
+namespace BE {
+namespace ffi {
+
+// XLA asks a handler for its API version and traits through a metadata extension; every
+// other call is a real one (whatever other extensions a later XLA may add). Null: a call.
+inline XLA_FFI_Metadata_Extension* metadata_query(const XLA_FFI_CallFrame* frame) {
+  // auto: the extension base type's name differs across XLA releases.
+  for (auto* ext = frame->extension_start; ext != nullptr; ext = ext->next) {
+    if (ext->type == XLA_FFI_Extension_Metadata) return reinterpret_cast<XLA_FFI_Metadata_Extension*>(ext);
+  }
+  return nullptr;
+}
+
+// An error XLA reports for this call (it copies the message). Out of line: the success
+// path carries none of it.
+__attribute__((noinline, cold)) inline XLA_FFI_Error* make_error(const XLA_FFI_CallFrame* frame,
+                                                                XLA_FFI_Error_Code code, const char* message) {
+  XLA_FFI_Error_Create_Args args;
+  std::memset(&args, 0, sizeof(args));
+  args.struct_size = XLA_FFI_Error_Create_Args_STRUCT_SIZE;
+  args.message = message;
+  args.errc = code;
+  return frame->api->XLA_FFI_Error_Create(&args);
+}
+
+// Answers a metadata query: the API version this handler speaks and its `traits`.
+__attribute__((noinline, cold)) inline XLA_FFI_Error* answer_metadata(const XLA_FFI_CallFrame* frame,
+                                                                     XLA_FFI_Metadata_Extension* ext,
+                                                                     XLA_FFI_Handler_Traits traits) {
+  if (ext->extension_base.struct_size < XLA_FFI_Metadata_Extension_STRUCT_SIZE || ext->metadata == nullptr ||
+      ext->metadata->struct_size < XLA_FFI_Metadata_STRUCT_SIZE) {
+    return make_error(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                      "brainevent: XLA sent a metadata request older than this handler supports");
+  }
+  ext->metadata->api_version.struct_size = XLA_FFI_Api_Version_STRUCT_SIZE;
+  ext->metadata->api_version.extension_start = nullptr;
+  ext->metadata->api_version.major_version = XLA_FFI_API_MAJOR;
+  ext->metadata->api_version.minor_version = XLA_FFI_API_MINOR;
+  ext->metadata->traits = traits;
+  return nullptr;
+}
+
+}  // namespace ffi
+}  // namespace BE
