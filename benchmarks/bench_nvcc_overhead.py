@@ -8,8 +8,11 @@ Interleaved rounds of
 Both are compile-only (no GPU needed). Prints the medians and (b) / (a); the target is 1.05x.
 With ``--warm-decoder`` each fresh cache directory starts with the decoder (and the toolchain
 memo) of an earlier build: the cost of a module's first load once a toolchain has built one.
+With ``--with-jax`` the fresh process imports JAX before the timed load, as a program that
+calls the module has: the standard-library modules JAX imports (typing, subprocess, json, ...)
+are then not charged to the load.
 
-Usage: python benchmarks/bench_nvcc_overhead.py [--repeat N] [--arch sm_80] [--warm-decoder]
+Usage: python benchmarks/bench_nvcc_overhead.py [--repeat N] [--arch sm_80] [--warm-decoder] [--with-jax]
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ extern "C" void vector_add(const float* a, const float* b, float* out, int n, cu
 
 COLD = r"""
 import sys, time
+if sys.argv[4] == "jax":
+    import jax
 import brainevent
 t = time.perf_counter()
 mod = brainevent.load_cuda_inline(
@@ -70,13 +75,17 @@ def bare_nvcc(nvcc: str, arch: str, work: Path) -> float:
     return time.perf_counter() - start
 
 
-def cold_load(arch: str, seed: str | None) -> float:
+def cold_load(arch: str, seed: str | None, with_jax: bool) -> float:
     """Seconds of a cold load in a fresh process and cache directory (a copy of ``seed``, if given)."""
     cache = tempfile.mkdtemp(prefix="be-nvcc-overhead-")
     try:
         if seed is not None:
             shutil.copytree(seed, cache, dirs_exist_ok=True)
-        output = run_python(COLD, {"BRAINEVENT_CACHE_DIR": cache}, [SEED_ADD, arch, "overhead_add"])
+        output = run_python(
+            COLD,
+            {"BRAINEVENT_CACHE_DIR": cache},
+            [SEED_ADD, arch, "overhead_add", "jax" if with_jax else "-"],
+        )
         return float(output.split()[-1])
     finally:
         shutil.rmtree(cache, ignore_errors=True)
@@ -85,7 +94,7 @@ def cold_load(arch: str, seed: str | None) -> float:
 def decoder_seed(arch: str) -> str:
     """A cache directory holding the shared decoder (built with another module)."""
     seed = tempfile.mkdtemp(prefix="be-nvcc-overhead-seed-")
-    output = run_python(COLD, {"BRAINEVENT_CACHE_DIR": seed}, [SEED_ADD, arch, "overhead_seed"])
+    output = run_python(COLD, {"BRAINEVENT_CACHE_DIR": seed}, [SEED_ADD, arch, "overhead_seed", "-"])
     assert output
     shutil.rmtree(Path(seed) / "v1" / "overhead_seed")
     return seed
@@ -96,6 +105,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--arch", default=os.environ.get("BRAINEVENT_CUDA_ARCH") or "sm_80")
     parser.add_argument("--warm-decoder", action="store_true", help="the decoder is already built")
+    parser.add_argument("--with-jax", action="store_true", help="JAX is imported before the load")
     args = parser.parse_args()
     precompile()
     nvcc = nvcc_path()
@@ -105,7 +115,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         for _ in range(args.repeat):
             bare.append(bare_nvcc(nvcc, args.arch, Path(work)))
-            ours.append(cold_load(args.arch, seed))
+            ours.append(cold_load(args.arch, seed, args.with_jax))
     if seed is not None:
         shutil.rmtree(seed, ignore_errors=True)
     for label, values in (("nvcc -shared, raw launcher", bare), ("cold load_cuda_inline", ours)):
@@ -113,6 +123,7 @@ def main() -> None:
         print(f"{label:28}: median {statistics.median(values):.3f} s ({spread})")
     ratio = statistics.median(ours) / statistics.median(bare)
     decoder = "decoder built before" if seed else "decoder built too"
+    decoder += ", JAX imported first" if args.with_jax else ", JAX not imported"
     print(f"cold load / nvcc alone: {ratio:.3f}x (target 1.05x, {args.repeat} rounds; {decoder})")
 
 
