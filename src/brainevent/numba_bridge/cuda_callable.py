@@ -18,7 +18,7 @@ from typing import Any
 
 from ..calls.operands import Signature
 from ..launchers.library import LauncherCache, LauncherSpec
-from .bridge import BridgedFunction, Made, PreparedKernels, Preparer
+from .bridge import BridgedFunction, Made, Preparer, memoized, on_signature
 from .cuda_kernel import require_numba_cuda
 
 # int run(callable id, buffers, shapes, device, stream, error buffer, its size)
@@ -35,7 +35,6 @@ class _Entry:
     name: str
 
 
-_prepared = PreparedKernels()  # keyed by (id(func), signature)
 _entries: dict[int, _Entry] = {}
 # Ids are per process: an executable from another process (JAX's persistent cache) names
 # ids never registered here and fails with a clear error instead of calling another function.
@@ -106,17 +105,13 @@ _launchers = LauncherCache(
 )
 
 
-def _launcher_target(n_inputs: int, n_outputs: int) -> str:
-    return _launchers.get(n_inputs, n_outputs).target
-
-
 def _preparer(func: Callable[..., Any], name: str) -> Preparer:
     def make(signature: Signature) -> Made:
         callable_id = next(_counter)
         _entries[callable_id] = _Entry(func, signature, name)  # keeps func alive with its id
-        return _launcher_target(len(signature.inputs), len(signature.outputs)), callable_id, (func,)
+        return _launchers.get(len(signature.inputs), len(signature.outputs)).target, callable_id, (func,)
 
-    return _prepared.preparer(id(func), make)
+    return memoized(("numba-callable", id(func)), make)
 
 
 def numba_cuda_callable(
@@ -150,6 +145,5 @@ def numba_cuda_callable(
     if not callable(func):
         raise TypeError(f"numba_cuda_callable needs a callable, got {type(func).__name__}")
     name = getattr(func, "__name__", "numba_cuda_callable")
-    return BridgedFunction(
-        _preparer(func, name), _launchers.get, outs, vmap_method, input_output_aliases, name
-    )
+    prepare = on_signature(_preparer(func, name))
+    return BridgedFunction(prepare, _launchers.get, outs, vmap_method, input_output_aliases, name)

@@ -11,7 +11,7 @@ from ..calls.operands import Signature, content_id
 from ..calls.results import flatten_outs
 from ..errors import KernelTypeError
 from ..launchers.launch_config import LaunchConfig, check_vmap_method, resolve_launch
-from .bridge import BridgedFunction, Made, PreparedKernels, Preparer, stable_text
+from .bridge import BridgedFunction, Made, Preparer, memoized, on_signature, stable_text
 
 
 def require_numba_cuda() -> Any:
@@ -27,9 +27,6 @@ def require_numba_cuda() -> Any:
             f"(import failed: {exc})"
         ) from exc
     return cuda, CUDADispatcher
-
-
-_prepared = PreparedKernels()  # keyed by (id(kernel), launch config, signature)
 
 
 def preparer(kernel: Any, config: LaunchConfig) -> Preparer:
@@ -52,7 +49,7 @@ def preparer(kernel: Any, config: LaunchConfig) -> Preparer:
         )
         return launcher.target, kernel_id, (kernel,)
 
-    return _prepared.preparer((id(kernel), config), make)
+    return memoized(("numba-cuda", id(kernel), config), make)
 
 
 def numba_cuda_kernel(
@@ -114,14 +111,13 @@ def numba_cuda_kernel(
         )
     name = getattr(kernel, "__name__", "numba_cuda_kernel")
     return BridgedFunction(
-        preparer(kernel, config),
+        on_signature(preparer(kernel, config), launch=not config.empty),
         None,  # per-slice vmap: never traced at batched ranks
         outs,
         vmap_method,
         input_output_aliases,
         name,
         per_slice_vmap=True,
-        launch=not config.empty,
         check_args=_check_inputs,
     )
 

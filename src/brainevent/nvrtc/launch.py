@@ -136,9 +136,7 @@ def element_avals(avals: Sequence[Any], batch_dims: int) -> list[Any]:
     """One batch element of each operand: its shape without the first ``batch_dims`` dims."""
     from jax import ShapeDtypeStruct
 
-    return (
-        [ShapeDtypeStruct(tuple(a.shape)[batch_dims:], a.dtype) for a in avals] if batch_dims else list(avals)
-    )
+    return [ShapeDtypeStruct(tuple(a.shape)[batch_dims:], a.dtype) for a in avals]
 
 
 def architectures(requested: Sequence[str] | None) -> list[str]:

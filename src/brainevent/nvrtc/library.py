@@ -5,7 +5,7 @@ ctypes by the first compile, once per process (a cache hit never gets here).
 from __future__ import annotations
 
 import ctypes
-import threading
+import functools
 from dataclasses import dataclass
 
 from ..errors import ToolchainError
@@ -57,11 +57,9 @@ class Nvrtc:
             )
 
 
-_lock = threading.Lock()
-_bound: Nvrtc | None = None
-
-
-def _bind() -> Nvrtc:
+@functools.cache
+def nvrtc() -> Nvrtc:
+    """The process's libnvrtc, located and bound on first use."""
     try:
         from cuda.pathfinder import load_nvidia_dynamic_lib
 
@@ -84,13 +82,3 @@ def _bind() -> Nvrtc:
         raise ToolchainError(f"libnvrtc at {path} does not report its version", compiler="nvrtc")
     found_via = str(getattr(loaded, "found_via", "") or "unknown")
     return Nvrtc(lib, path, found_via, (major.value, minor.value))
-
-
-def nvrtc() -> Nvrtc:
-    """The process's libnvrtc, located and bound on first use (a value resolved once)."""
-    global _bound
-    if _bound is None:
-        with _lock:
-            if _bound is None:
-                _bound = _bind()
-    return _bound
