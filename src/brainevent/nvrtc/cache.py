@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cache.key import CacheKey, KeyBuilder
-from ..cache.store import EntryStore, cache_root
+from ..cache.store import CacheEntry, EntryStore, cache_root
 from .compiler import Compiled
 from .source import KernelSource
 
@@ -83,19 +83,15 @@ def compile_cached(request: Request, *, build_directory: str | None = None) -> R
         return Result(found, False)
     store = EntryStore(root, STORE_NAME)
     entry = store.hit(key)
-    if entry is None:
-        result = _build(store, key, request)
-    else:
-        result = Result(_read_entry(entry.library, entry.manifest.inputs), False)
+    result = _build(store, key, request) if entry is None else Result(_read_entry(entry), False)
     with _memo_lock:
         _memo[memo_key] = result.compiled
     return result
 
 
-def _read_entry(artifact: Path, inputs: dict[str, object]) -> Compiled:
-    lowered = inputs.get("lowered", {})
-    kind = inputs.get("kind", "cubin")
-    return Compiled(artifact.read_bytes(), str(kind), dict(lowered) if isinstance(lowered, dict) else {})
+def _read_entry(entry: CacheEntry) -> Compiled:
+    lowered, kind = entry.manifest.inputs.get("lowered", {}), entry.manifest.inputs.get("kind", "cubin")
+    return Compiled(entry.library.read_bytes(), str(kind), dict(lowered) if isinstance(lowered, dict) else {})
 
 
 def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
@@ -107,8 +103,7 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
 
     with build_slot(store, key) as slot:
         if slot.staging is None and slot.existing is not None:  # another process built it meanwhile
-            entry = slot.existing
-            return Result(_read_entry(entry.library, entry.manifest.inputs), False)
+            return Result(_read_entry(slot.existing), False)
         assert slot.staging is not None
         started = time.monotonic()
         source, names, arch = request.source, request.name_expressions, request.arch

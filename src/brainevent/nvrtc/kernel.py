@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCallError
-from ..launchers.launch_config import RANK_CHANGING, LaunchConfig, check_vmap_method, is_int, resolve_launch
+from ..launchers.launch_config import RANK_CHANGING, LaunchConfig, is_int, resolve_launch
 from .source import KernelSource
 
 _C_TYPES = {
@@ -59,8 +59,7 @@ def parse_archs(compute_capability: Any) -> tuple[str, ...] | None:
 
 
 def resolve_config(*launch: Any, vmap_method: str | None) -> LaunchConfig:
-    """``resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)`` with its
-    ValueErrors as our typed error (still a ValueError)."""
+    """``resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)``, as our typed error."""
     try:
         return resolve_launch(*launch, vmap_method=vmap_method, allow_empty=True)
     except ValueError as exc:
@@ -94,7 +93,6 @@ class KernelDef:
     ) -> KernelDef:
         """What can be checked before a call: a fixed launch, the name, and, when ``scalars``
         are ``all_scalars`` (cuda_kernel: no call adds any), that a fixed name binds them all."""
-        check_vmap_method(vmap_method)
         grid, block = launch[:2]
         if not any(callable(v) for v in launch):
             resolve_config(*launch, vmap_method=vmap_method)  # fail early on a fixed configuration

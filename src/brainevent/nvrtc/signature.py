@@ -55,9 +55,12 @@ def split_name(expression: str) -> tuple[str, list[str]]:
 
 
 def _split_top(text: str) -> list[str]:
+    """The comma-separated items at bracket depth 0, up to an unmatched closing bracket."""
     parts, depth, current = [], 0, ""
     for ch in text:
         depth += (ch in "<([") - (ch in ">)]")
+        if depth < 0:
+            break
         if ch == "," and depth == 0:
             parts.append(current.strip())
             current = ""
@@ -83,14 +86,8 @@ def _template_params(tokens: Sequence[Token], sig: CxxSignature) -> list[tuple[s
     at = words.index("template") + 1 if "template" in words else 0
     if not at or words[at : at + 1] != ["<"]:
         return []
-    depth, close = 0, len(words)
-    for i in range(at, len(words)):
-        depth += (words[i] == "<") - (words[i] == ">")
-        if depth == 0:
-            close = i
-            break
     out = []
-    for group in _split_top(" ".join(words[at + 1 : close])):
+    for group in _split_top(" ".join(words[at + 1 :])):  # up to the header's closing '>'
         head = group.partition("=")[0].split()  # without a default value
         idents = [w for w in head if w[:1].isalpha() or w[:1] == "_"]
         if idents:
