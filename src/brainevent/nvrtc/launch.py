@@ -68,11 +68,9 @@ def scalar_bits(param: KernelParam, value: Any, expression: str) -> tuple[int, i
         raw = np.asarray(value)
     except Exception as exc:  # a tracer: the value is not known when the kernel is prepared
         got = f"{type(value).__name__} ({exc.__class__.__name__})"
-        problem = (
-            f" must be a number known at trace time, got {got}; pass values computed inside jit as arrays"
-        )
-        raise _error(expression, f": scalar {name!r}{problem}", parameter=name) from None
-    problem = None
+        why = f"must be a number known at trace time, got {got}; pass values computed inside jit as arrays"
+        raise _error(expression, f": scalar {name!r} {why}", parameter=name) from None
+    problem: str | None = None
     if raw.ndim != 0 or raw.dtype.kind not in "biuf":
         problem = f" must be a single number, got {value!r}"
     elif dtype.kind in "iu" and raw.dtype.kind == "f" and not float(raw).is_integer():
