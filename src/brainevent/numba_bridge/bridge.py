@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -26,7 +25,6 @@ Made = tuple[str, int, tuple[Any, ...]]
 # nothing is launched (the results are zeros).
 CallPreparer = Callable[[tuple[Any, ...], list[Any]], "tuple[str, int] | None"]
 
-_lock = threading.Lock()
 _prepared: dict[Hashable, Made] = {}  # this process's prepared kernels, by (key, signature)
 
 
@@ -34,12 +32,9 @@ def memoized(key: Hashable, make: Callable[[Signature], Made]) -> Preparer:
     """``prepare(signature) -> (target, kernel id)``, from ``make`` once per key and signature."""
 
     def prepare(signature: Signature) -> tuple[str, int]:
-        with _lock:
-            hit = _prepared.get((key, signature))
-        if hit is None:
-            hit = make(signature)  # outside the lock: compiling takes a while
-            with _lock:
-                _prepared[(key, signature)] = hit
+        hit = _prepared.get((key, signature))
+        if hit is None:  # two threads may both make it; the first one stored is kept
+            hit = _prepared.setdefault((key, signature), make(signature))
         return hit[0], hit[1]
 
     return prepare

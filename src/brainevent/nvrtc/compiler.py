@@ -40,17 +40,15 @@ def compile_source(
     from .library import ERROR_COMPILATION, nvrtc
 
     bound = nvrtc()
-    lib = bound.lib
     program = ctypes.c_void_p()
-    bound.check(
-        lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), source_name.encode(), 0, None, None),
-        "nvrtcCreateProgram",
+    bound.call(
+        "nvrtcCreateProgram", ctypes.byref(program), source.encode(), source_name.encode(), 0, None, None
     )
     try:
         for expression in name_expressions:
-            bound.check(lib.nvrtcAddNameExpression(program, expression.encode()), "nvrtcAddNameExpression")
+            bound.call("nvrtcAddNameExpression", program, expression.encode())
         strings = (ctypes.c_char_p * max(len(options), 1))(*(o.encode() for o in options))
-        result = lib.nvrtcCompileProgram(program, len(options), strings)
+        result = bound.lib.nvrtcCompileProgram(program, len(options), strings)
         log = _read(bound, program, "ProgramLog").decode(errors="replace").rstrip("\x00")
         if result == ERROR_COMPILATION:
             return None, log
@@ -68,21 +66,18 @@ def compile_source(
         lowered = {}
         for expression in name_expressions:
             name = ctypes.c_char_p()
-            bound.check(
-                lib.nvrtcGetLoweredName(program, expression.encode(), ctypes.byref(name)),
-                "nvrtcGetLoweredName",
-            )
+            bound.call("nvrtcGetLoweredName", program, expression.encode(), ctypes.byref(name))
             lowered[expression] = (name.value or b"").decode()
         kind = "cubin" if arch.startswith("sm_") else "ptx"
         return Compiled(_read(bound, program, kind.upper()), kind, lowered, log), log
     finally:
-        lib.nvrtcDestroyProgram(ctypes.byref(program))
+        bound.lib.nvrtcDestroyProgram(ctypes.byref(program))
 
 
 def _read(bound: Any, program: ctypes.c_void_p, what: str) -> bytes:
     """The program's log, CUBIN or PTX (``what``), through ``nvrtcGet<what>Size`` and ``nvrtcGet<what>``."""
     size = ctypes.c_size_t()
-    bound.check(getattr(bound.lib, f"nvrtcGet{what}Size")(program, ctypes.byref(size)), f"nvrtcGet{what}Size")
+    bound.call(f"nvrtcGet{what}Size", program, ctypes.byref(size))
     buffer = ctypes.create_string_buffer(max(size.value, 1))
-    bound.check(getattr(bound.lib, f"nvrtcGet{what}")(program, buffer), f"nvrtcGet{what}")
+    bound.call(f"nvrtcGet{what}", program, buffer)
     return buffer.raw[: size.value]

@@ -49,12 +49,12 @@ class Nvrtc:
         text = self.lib.nvrtcGetErrorString(code)
         return text.decode(errors="replace") if text else f"NVRTC error {code}"
 
-    def check(self, code: int, what: str) -> None:
+    def call(self, function: str, *args: object) -> None:
+        """``lib.<function>(*args)``; a ToolchainError when it does not succeed."""
+        code = getattr(self.lib, function)(*args)
         if code != SUCCESS:
-            raise ToolchainError(
-                f"NVRTC failed in {what}: {self.error_text(code)} (libnvrtc {self.path})",
-                compiler="nvrtc",
-            )
+            message = f"NVRTC failed in {function}: {self.error_text(code)} (libnvrtc {self.path})"
+            raise ToolchainError(message, compiler="nvrtc")
 
 
 @functools.cache
