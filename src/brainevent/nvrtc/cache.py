@@ -97,8 +97,7 @@ def _read_entry(entry: CacheEntry) -> Compiled:
 def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
     from ..cache.manifest import Manifest
     from ..cache.publish import build_slot, publish
-    from .compiler import base_options, compile_source
-    from .diagnostics import compile_error
+    from .compiler import base_options, compile_error, compile_source
     from .toolkit import runtime_include_dirs
 
     with build_slot(store, key) as slot:

@@ -15,21 +15,13 @@ from ..errors import KernelCallError
 from ..launchers.launch_config import RANK_CHANGING, LaunchConfig, is_int, resolve_launch
 from .source import KernelSource
 
+# The CUDA C++ spelling of each dtype (NVRTC has no <cstdint> without the toolkit's headers).
 _C_TYPES = {
-    "bool": "bool",
-    "int8": "signed char",
-    "uint8": "unsigned char",
-    "int16": "short",
-    "uint16": "unsigned short",
-    "int32": "int",
-    "uint32": "unsigned int",
-    "int64": "long long",
-    "uint64": "unsigned long long",
-    "float16": "__half",
-    "bfloat16": "__nv_bfloat16",
-    "float32": "float",
-    "float64": "double",
-}
+    "bool": "bool", "int8": "signed char", "uint8": "unsigned char", "int16": "short",
+    "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int", "int64": "long long",
+    "uint64": "unsigned long long", "float16": "__half", "bfloat16": "__nv_bfloat16",
+    "float32": "float", "float64": "double",
+}  # fmt: skip
 
 
 def ctype(dtype: Any) -> str:

@@ -30,9 +30,7 @@ class KernelParam:
 
 @dataclass(frozen=True)
 class KernelSignature:
-    name: str
     params: tuple[KernelParam, ...]
-    line: int
 
     @property
     def pointers(self) -> list[KernelParam]:
@@ -45,13 +43,10 @@ class KernelSignature:
 
 def split_name(expression: str) -> tuple[str, list[str]]:
     """``("ns::axpy", ["float", "128"])`` from ``"ns::axpy<float, 128>"``."""
-    text = expression.strip().lstrip("&").strip()
-    if "<" not in text:
-        return text, []
-    base, _, rest = text.partition("<")
-    if not rest.rstrip().endswith(">"):
+    base, _, rest = expression.strip().lstrip("&").strip().partition("<")
+    if rest and not rest.rstrip().endswith(">"):
         raise KernelCallError(f"name expression {expression!r} has an unclosed '<'", value=expression)
-    return base.strip(), _split_top(rest.rstrip()[:-1])
+    return base.strip(), _split_top(rest)  # up to the closing '>'
 
 
 def _split_top(text: str) -> list[str]:
@@ -132,7 +127,7 @@ def kernel_signature(source: str, expression: str, where: str) -> KernelSignatur
             kernel=qualified,
         )
     params = tuple(_param(p.name or f"arg{i}", p.type_words, substitute) for i, p in enumerate(sig.params))
-    return KernelSignature(qualified, params, sig.line)
+    return KernelSignature(params)
 
 
 def _param(name: str, words: tuple[str, ...], substitute: dict[str, list[str]]) -> KernelParam:
