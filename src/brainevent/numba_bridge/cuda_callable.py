@@ -39,7 +39,6 @@ _entries: dict[int, _Entry] = {}
 # Ids are per process: an executable from another process (JAX's persistent cache) names
 # ids never registered here and fails with a clear error instead of calling another function.
 _counter = itertools.count(secrets.randbits(40) << 20)
-_trampoline_keepalive: list[Any] = []
 
 
 def _device_arrays(entry: _Entry, data: Any, shapes: Any) -> list[Any]:
@@ -84,11 +83,11 @@ def _run(callable_id: int, data: Any, shapes: Any, device: int, stream: int, err
     return 1
 
 
+_trampoline = _TRAMPOLINE(_run)  # kept alive here: every launcher library calls it
+
+
 def _install_trampoline(library: ctypes.CDLL) -> None:
-    if not _trampoline_keepalive:
-        _trampoline_keepalive.append(_TRAMPOLINE(_run))
-    address = ctypes.cast(_trampoline_keepalive[0], ctypes.c_void_p).value
-    library.be_numba_callable_set_trampoline(int(address or 0))
+    library.be_numba_callable_set_trampoline(int(ctypes.cast(_trampoline, ctypes.c_void_p).value or 0))
 
 
 _launchers = LauncherCache(
