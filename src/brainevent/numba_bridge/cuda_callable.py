@@ -13,7 +13,6 @@ import itertools
 import secrets
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..calls.operands import Signature
@@ -28,24 +27,17 @@ _TRAMPOLINE = ctypes.CFUNCTYPE(
 )
 
 
-@dataclass(frozen=True)
-class _Entry:
-    func: Callable[..., Any]
-    signature: Signature
-    name: str
-
-
-_entries: dict[int, _Entry] = {}
+_entries: dict[int, tuple[Callable[..., Any], Signature, str]] = {}  # id -> (function, signature, name)
 # Ids are per process: an executable from another process (JAX's persistent cache) names
 # ids never registered here and fails with a clear error instead of calling another function.
 _counter = itertools.count(secrets.randbits(40) << 20)
 
 
-def _device_arrays(entry: _Entry, data: Any, shapes: Any) -> list[Any]:
+def _device_arrays(signature: Signature, data: Any, shapes: Any) -> list[Any]:
     from numba import cuda
 
     arrays, offset = [], 0
-    for i, operand in enumerate(entry.signature.operands):
+    for i, operand in enumerate(signature.operands):
         shape = tuple(int(shapes[offset + j]) for j in range(operand.ndim))
         offset += operand.ndim
         interface = {
@@ -68,16 +60,16 @@ def _run(callable_id: int, data: Any, shapes: Any, device: int, stream: int, err
             "cannot be reused)"
         )
     else:
+        func, signature, name = entry
         try:
             from numba import cuda
 
             with cuda.gpus[device]:
-                arrays = _device_arrays(entry, data, shapes)
-                entry.func(*arrays, cuda.external_stream(stream))
+                func(*_device_arrays(signature, data, shapes), cuda.external_stream(stream))
             return 0
         except BaseException as exc:  # every exception must reach XLA: a ctypes callback would drop it
             trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
-            message = f"numba_cuda_callable {entry.name!r} raised {type(exc).__name__}: {exc}\n{trace}"
+            message = f"numba_cuda_callable {name!r} raised {type(exc).__name__}: {exc}\n{trace}"
     text = message.encode("utf-8", errors="replace")[: max(size - 1, 0)]
     ctypes.memmove(error, text + b"\0", len(text) + 1)
     return 1
@@ -107,7 +99,7 @@ _launchers = LauncherCache(
 def _preparer(func: Callable[..., Any], name: str) -> Preparer:
     def make(signature: Signature) -> Made:
         callable_id = next(_counter)
-        _entries[callable_id] = _Entry(func, signature, name)  # keeps func alive with its id
+        _entries[callable_id] = (func, signature, name)  # keeps func alive with its id
         return _launchers.get(len(signature.inputs), len(signature.outputs)).target, callable_id, (func,)
 
     return memoized(("numba-callable", id(func)), make)

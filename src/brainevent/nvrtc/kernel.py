@@ -90,10 +90,6 @@ class KernelDef:
             resolve_config(*launch, vmap_method=vmap_method)  # fail early on a fixed configuration
         elif vmap_method in RANK_CHANGING and (grid is not None or block is not None):
             resolve_config(grid, block, None, *launch[3:], vmap_method=vmap_method)
-        if isinstance(options, str):
-            raise KernelCallError(
-                f"options must be a list of NVRTC options, got the string {options!r}", value=options
-            )
         source = KernelSource.read(source_or_path, options, include_dirs)
         if isinstance(name, str) and all_scalars:
             from .launch import check_scalar_names, signature_for

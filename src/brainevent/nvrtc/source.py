@@ -30,6 +30,10 @@ class KernelSource:
         include_dirs: Sequence[str | os.PathLike[str]] = (),
     ) -> KernelSource:
         """A ``Path``, or a one-line string naming a file, is read; any other string is the source."""
+        if isinstance(options, str):
+            raise KernelCallError(
+                f"options must be a list of NVRTC options, got the string {options!r}", value=options
+            )
         dirs = tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
         return cls(*_read(source_or_path), tuple(str(o) for o in options), dirs)
 
