@@ -82,22 +82,21 @@ class BridgedFunction:
     """Calls a prepared kernel through ``jax.ffi.ffi_call``; ``prepare(args, specs)`` compiles and
     registers it for a call and returns ``(target, kernel id)``, or None (the results are zeros).
 
-    ``per_slice_vmap``: a batching ``vmap_method`` runs the unbatched kernel once per batch
-    element. ``check_args`` sees every call's arguments first. ``launcher_for(n_in, n_out)`` gives
-    the launcher (its target) without compiling, for a rank-changing vmap's unbatched trace.
+    ``launcher_for(n_in, n_out)`` gives the launcher (its target) without compiling, for a
+    rank-changing vmap's unbatched trace; without it, a batching ``vmap_method`` runs the unbatched
+    kernel once per batch element. ``check_args`` sees every call's arguments first.
     ``batch_dims``: the first dims of every operand are independent problems (``partitioned_call``).
     """
 
     def __init__(
         self,
         prepare: CallPreparer,
-        launcher_for: Callable[[int, int], Launcher] | None,
         outs: Any,
         vmap_method: str | None,
         input_output_aliases: dict[int, int] | None,
         name: str,
         *,
-        per_slice_vmap: bool = False,
+        launcher_for: Callable[[int, int], Launcher] | None = None,
         check_args: Callable[[tuple[Any, ...]], None] | None = None,
         batch_dims: int = 0,
     ) -> None:
@@ -108,9 +107,9 @@ class BridgedFunction:
         self._rank_changing = vmap_method in RANK_CHANGING
         self._vmap_method = self._given_vmap_method = vmap_method
         # A rank-changing method either compiles the kernel again for the batched ranks (a
-        # custom_vmap rule) or, ``per_slice_vmap``, becomes JAX's sequential method, which calls
-        # the unbatched launch once per batch element (an unbatched input whole to every one).
-        if per_slice_vmap and self._rank_changing:
+        # custom_vmap rule) or, without ``launcher_for``, becomes JAX's sequential method, which
+        # calls the unbatched launch once per batch element (an unbatched input whole to every one).
+        if launcher_for is None and self._rank_changing:
             self._vmap_method, self._rank_changing = "sequential", False
         self._aliases = dict(input_output_aliases) if input_output_aliases else None
         self._vmappable: dict[tuple[Any, ...], Callable[..., Any]] = {}

@@ -90,4 +90,6 @@ def numba_kernel(
         func = numba.njit(func)
     name = getattr(func, "__name__", "numba_kernel")
     prepare = on_signature(preparer(func))
-    return BridgedFunction(prepare, cpu_launcher_for, outs, vmap_method, input_output_aliases, name)
+    return BridgedFunction(
+        prepare, outs, vmap_method, input_output_aliases, name, launcher_for=cpu_launcher_for
+    )

@@ -137,4 +137,6 @@ def numba_cuda_callable(
         raise TypeError(f"numba_cuda_callable needs a callable, got {type(func).__name__}")
     name = getattr(func, "__name__", "numba_cuda_callable")
     prepare = on_signature(_preparer(func, name))
-    return BridgedFunction(prepare, _launchers.get, outs, vmap_method, input_output_aliases, name)
+    return BridgedFunction(
+        prepare, outs, vmap_method, input_output_aliases, name, launcher_for=_launchers.get
+    )

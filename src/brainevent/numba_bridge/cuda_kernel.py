@@ -110,16 +110,9 @@ def numba_cuda_kernel(
             kernel=type(kernel).__name__,
         )
     name = getattr(kernel, "__name__", "numba_cuda_kernel")
-    return BridgedFunction(
-        on_signature(preparer(kernel, config), launch=not config.empty),
-        None,  # per-slice vmap: never traced at batched ranks
-        outs,
-        vmap_method,
-        input_output_aliases,
-        name,
-        per_slice_vmap=True,
-        check_args=_check_inputs,
-    )
+    prepare = on_signature(preparer(kernel, config), launch=not config.empty)
+    # No launcher_for: a batching vmap launches the kernel once per batch element.
+    return BridgedFunction(prepare, outs, vmap_method, input_output_aliases, name, check_args=_check_inputs)
 
 
 def _refuse_bfloat16(dtypes: list[Any], what: str) -> None:

@@ -236,14 +236,14 @@ def cuda_kernel(
     from ..numba_bridge.bridge import BridgedFunction
 
     title = name if isinstance(name, str) else getattr(name, "__name__", "cuda_kernel")
+    batch_dims = num_batch_dims or 0
+
+    def check(arrays: tuple[Any, ...]) -> None:
+        check_arrays(title, arrays, "as keywords of cuda_kernel")
+
+    # No launcher_for: the grid and scalars are fixed when a call is traced, so a batching vmap
+    # launches the kernel once per batch element.
+    prepare = _call_preparer(kernel, vmap_method, batch_dims)
     return BridgedFunction(
-        _call_preparer(kernel, vmap_method, num_batch_dims or 0),
-        None,  # per-slice vmap: never traced at batched ranks
-        outs,
-        vmap_method,
-        input_output_aliases,
-        title,
-        per_slice_vmap=True,  # the grid and scalars are fixed when a call is traced: one launch per element
-        check_args=lambda arrays: check_arrays(title, arrays, "as keywords of cuda_kernel"),
-        batch_dims=num_batch_dims or 0,
+        prepare, outs, vmap_method, input_output_aliases, title, check_args=check, batch_dims=batch_dims
     )
