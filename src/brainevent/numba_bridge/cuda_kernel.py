@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,18 +34,16 @@ def preparer(kernel: Any, config: LaunchConfig) -> Preparer:
         from ..launchers.numba_cuda import launcher_for, register_kernel
 
         launcher = launcher_for(len(signature.inputs), len(signature.outputs))
-        compiled = compile_for_devices(kernel, signature)
+        entry, images, cooperative, source = compile_for_devices(kernel, signature)
         kernel_id = content_id(
             "numba-cuda",
-            stable_text(compiled.entry),
+            stable_text(entry),
             repr(config.as_ints()),
             repr([(o.ndim, o.itemsize) for o in signature.operands]),
-            *(f"{cc}" for cc in sorted(compiled.images)),
-            *(stable_text(text) for text in compiled.source),
+            *(f"{cc}" for cc in sorted(images)),
+            *(stable_text(text) for text in source),
         )
-        register_kernel(
-            launcher, kernel_id, compiled.entry, compiled.images, config, compiled.cooperative, signature
-        )
+        register_kernel(launcher, kernel_id, entry, images, config, cooperative, signature)
         return launcher.target, kernel_id, (kernel,)
 
     return memoized(("numba-cuda", id(kernel), config), make)
@@ -137,16 +134,6 @@ def _check_inputs(args: tuple[Any, ...]) -> None:
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
 
 
-@dataclass(frozen=True)
-class CompiledKernel:
-    entry: str
-    images: dict[int, bytes]  # compute capability as major*10+minor -> cubin
-    cooperative: bool
-    # What the images are made from (PTX per architecture, linked files): the same kernel
-    # gives the same text in every process, where cubins differ with Numba's name counters.
-    source: tuple[str, ...] = ()
-
-
 def ensure_numba_cuda_numpy_compat() -> None:
     """numba-cuda 0.30 registers an overload of ``np.row_stack``, which NumPy 2.5 removed: it
     was a deprecated alias of ``vstack``, so restoring it (only when missing) is exact."""
@@ -169,9 +156,13 @@ def numba_types(signature: Signature) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def compile_for_devices(kernel: Any, signature: Signature) -> CompiledKernel:
-    """Compiles through the dispatcher (its options, linked files and cache apply): one cubin
-    per distinct compute capability among the visible GPUs."""
+def compile_for_devices(
+    kernel: Any, signature: Signature
+) -> tuple[str, dict[int, bytes], bool, tuple[str, ...]]:
+    """``(entry, {major*10+minor: cubin}, cooperative, source)``, through the dispatcher (its options,
+    linked files and cache apply): one cubin per distinct compute capability among the visible GPUs.
+    ``source`` is what the cubins are made from (PTX per architecture, linked files): the same in
+    every process, where cubins differ with Numba's name counters."""
     from numba import cuda
 
     from ..toolchain.cuda_arch import visible_archs
@@ -192,7 +183,7 @@ def compile_for_devices(kernel: Any, signature: Signature) -> CompiledKernel:
         *(str(library.get_asm_str(cc=cc)) for cc in capabilities),
         repr(sorted(map(str, getattr(library, "_linking_files", ())))),
     )
-    return CompiledKernel(compiled.entry_name, images, bool(getattr(compiled, "cooperative", False)), source)
+    return compiled.entry_name, images, bool(getattr(compiled, "cooperative", False)), source
 
 
 def compile_ptx(kernel: Any, signature: Signature, cc: tuple[int, int] = (9, 0)) -> tuple[str, str]:

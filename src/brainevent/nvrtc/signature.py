@@ -69,12 +69,8 @@ def _split_top(text: str) -> list[str]:
 def _template_params(tokens: Sequence[Token], sig: CxxSignature) -> list[tuple[str, bool]]:
     """``[(name, is_type)]`` of the template header in front of ``sig``'s declaration."""
     texts = [t.text for t in tokens]
-    at_name = [
-        i
-        for i, t in enumerate(tokens)
-        if t.text == sig.name and t.line == sig.line and texts[i + 1 : i + 2] == ["("]
-    ]
-    start = end = at_name[0] if at_name else 0
+    at_name = (i for i, t in enumerate(tokens) if (t.text, t.line) == (sig.name, sig.line))
+    start = end = next((i for i in at_name if texts[i + 1 : i + 2] == ["("]), 0)
     while start > 0 and texts[start - 1] not in (";", "{", "}"):
         start -= 1
     words = texts[start:end]
