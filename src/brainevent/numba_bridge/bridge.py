@@ -17,12 +17,10 @@ from ..launchers.launch_config import RANK_CHANGING, check_vmap_method
 from ..launchers.library import Launcher
 
 Preparer = Callable[[Signature], tuple[str, int]]
-# What a preparation gives: the FFI target, the kernel id, and objects to keep alive with the
-# entry (the kernel itself, so that its id() in a key cannot be reused while the entry lives,
-# and anything the registered launcher points into).
+# The FFI target, the kernel id, and what the entry keeps alive (the kernel, so that its id() in
+# a key is not reused while the entry lives, and anything the registered launcher points into).
 Made = tuple[str, int, tuple[Any, ...]]
-# What a call needs: ``(FFI target, kernel id)`` for its operands and result specs, or None when
-# nothing is launched (the results are zeros).
+# ``(FFI target, kernel id)`` for a call's operands and result specs; None: zeros, nothing launched.
 CallPreparer = Callable[[tuple[Any, ...], list[Any]], "tuple[str, int] | None"]
 
 _prepared: dict[Hashable, Made] = {}  # this process's prepared kernels, by (key, signature)

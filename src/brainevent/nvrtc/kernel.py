@@ -4,6 +4,7 @@ on XLA's stream."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -237,12 +238,8 @@ def cuda_kernel(
 
     title = name if isinstance(name, str) else getattr(name, "__name__", "cuda_kernel")
     batch_dims = num_batch_dims or 0
-
-    def check(arrays: tuple[Any, ...]) -> None:
-        check_arrays(title, arrays, "as keywords of cuda_kernel")
-
-    # No launcher_for: the grid and scalars are fixed when a call is traced, so a batching vmap
-    # launches the kernel once per batch element.
+    check = functools.partial(check_arrays, title, scalars_go="as keywords of cuda_kernel")
+    # No launcher_for: the grid and scalars are fixed at trace time; a batching vmap runs per element.
     prepare = _call_preparer(kernel, vmap_method, batch_dims)
     return BridgedFunction(
         prepare, outs, vmap_method, input_output_aliases, title, check_args=check, batch_dims=batch_dims
