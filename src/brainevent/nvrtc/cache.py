@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,8 +66,8 @@ def _toolkit_headers(names: list[str]) -> dict[str, str]:
     return {n: file_identity(paths[0]) if paths else "not found" for n, paths in found.items()}
 
 
-_memo_lock = threading.Lock()
-# This process's results by cache root and key: a second trace reads no file.
+# This process's results by cache root and key (a dict's get and set are atomic): a second trace
+# reads no file.
 _memo: dict[tuple[str, str], Compiled] = {}
 
 
@@ -77,15 +76,13 @@ def compile_cached(request: Request, *, build_directory: str | None = None) -> R
     key = key_of(request)
     root = cache_root(build_directory)
     memo_key = (str(root), key.digest)
-    with _memo_lock:
-        found = _memo.get(memo_key)
+    found = _memo.get(memo_key)
     if found is not None:
         return Result(found, False)
     store = EntryStore(root, STORE_NAME)
     entry = store.hit(key)
     result = _build(store, key, request) if entry is None else Result(_read_entry(entry), False)
-    with _memo_lock:
-        _memo[memo_key] = result.compiled
+    _memo[memo_key] = result.compiled
     return result
 
 
@@ -137,5 +134,4 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
 
 def forget_process_memo() -> None:
     """Drop this process's results (tests that rebuild from the disk cache)."""
-    with _memo_lock:
-        _memo.clear()
+    _memo.clear()
