@@ -26,14 +26,11 @@ _API: dict[str, list[object]] = {
     "nvrtcDestroyProgram": [_prog_p],
     "nvrtcAddNameExpression": [ctypes.c_void_p, ctypes.c_char_p],
     "nvrtcCompileProgram": [ctypes.c_void_p, ctypes.c_int, _c_char_pp],
-    "nvrtcGetProgramLogSize": [ctypes.c_void_p, _size_p],
-    "nvrtcGetProgramLog": [ctypes.c_void_p, ctypes.c_char_p],
-    "nvrtcGetCUBINSize": [ctypes.c_void_p, _size_p],
-    "nvrtcGetCUBIN": [ctypes.c_void_p, ctypes.c_char_p],
-    "nvrtcGetPTXSize": [ctypes.c_void_p, _size_p],
-    "nvrtcGetPTX": [ctypes.c_void_p, ctypes.c_char_p],
     "nvrtcGetLoweredName": [ctypes.c_void_p, ctypes.c_char_p, _c_char_pp],
 }
+for _what in ("ProgramLog", "CUBIN", "PTX"):  # each read as a size, then the bytes
+    _API[f"nvrtcGet{_what}Size"] = [ctypes.c_void_p, _size_p]
+    _API[f"nvrtcGet{_what}"] = [ctypes.c_void_p, ctypes.c_char_p]
 
 
 @dataclass(frozen=True)
