@@ -42,14 +42,14 @@ def test_handler_compiles_with_nvcc_once_per_process(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(cuda_callable._launchers, "_launchers", {})  # as in a process that built none yet
 
-    target = cuda_callable._launcher_target(2, 1)
+    target = cuda_callable._launchers.get(2, 1).target
     assert target == "brainevent_numba_callable_2i_1o.run"
     (library,) = tmp_path.rglob("libbrainevent_numba_callable_2i_1o.*.so")
     assert any(entry.kind == "sass" for entry in fatbin_entries(library))  # nvcc built device code
     # Memoised: with the cache emptied, asking again neither loads nor builds anything.
     for child in tmp_path.iterdir():
         shutil.rmtree(child) if child.is_dir() else child.unlink()
-    assert cuda_callable._launcher_target(2, 1) == target
+    assert cuda_callable._launchers.get(2, 1).target == target
     assert list(tmp_path.iterdir()) == []
 
 

@@ -166,3 +166,12 @@ def test_a_scalar_passed_as_an_argument_is_named() -> None:
         KernelCallError, match=r"argument 1 must be an array, got float; pass scalars as keywords"
     ):
         add(np.ones(8, np.float32), 2.0)
+
+
+def test_options_given_as_one_string_are_refused_by_both_entry_points() -> None:
+    import brainevent.nvrtc as nv
+
+    with pytest.raises(KernelCallError, match="options must be a list of NVRTC options, got the string"):
+        brainevent.cuda_kernel(VECTOR_ADD, "add", _spec(), launch_dims=8, options="-DX=1", n=8)
+    with pytest.raises(KernelCallError, match="options must be a list of NVRTC options, got the string"):
+        nv.compile(VECTOR_ADD, "add", "sm_80", options="-DX=1")

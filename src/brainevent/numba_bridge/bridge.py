@@ -1,10 +1,9 @@
-"""The JAX side shared by the CPU and GPU bridges: specs, ``ffi_call``, vmap and kernel ids."""
+"""The JAX side shared by the Numba bridges and ``cuda_kernel``: specs, ``ffi_call``, vmap and kernel ids."""
 
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -12,37 +11,46 @@ import numpy as np
 from ..calls.batching import with_batch_axis
 from ..calls.ffi import call_target
 from ..calls.operands import Signature, signature_of
+from ..calls.partitioned import check_batch_dims, partitioned_call
 from ..calls.results import flatten_outs, vary_like
 from ..launchers.launch_config import RANK_CHANGING, check_vmap_method
 from ..launchers.library import Launcher
 
 Preparer = Callable[[Signature], tuple[str, int]]
-# What a preparation gives: the FFI target, the kernel id, and objects to keep alive with the
-# entry (the kernel itself, so that its id() in a key cannot be reused while the entry lives,
-# and anything the registered launcher points into).
+# The FFI target, the kernel id, and what the entry keeps alive (the kernel, so that its id() in
+# a key is not reused while the entry lives, and anything the registered launcher points into).
 Made = tuple[str, int, tuple[Any, ...]]
+# ``(FFI target, kernel id)`` for a call's operands and result specs; None: zeros, nothing launched.
+CallPreparer = Callable[[tuple[Any, ...], list[Any]], "tuple[str, int] | None"]
+
+_prepared: dict[Hashable, Made] = {}  # this process's prepared kernels, by (key, signature)
 
 
-class PreparedKernels:
-    """The per-process memo of prepared kernels: one compile and registration per key."""
+def memoized(key: Hashable, make: Callable[[Signature], Made]) -> Preparer:
+    """``prepare(signature) -> (target, kernel id)``, from ``make`` once per key and signature."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[Hashable, Made] = {}
+    def prepare(signature: Signature) -> tuple[str, int]:
+        hit = _prepared.get((key, signature))
+        if hit is None:  # two threads may both make it; the first one stored is kept
+            hit = _prepared.setdefault((key, signature), make(signature))
+        return hit[0], hit[1]
 
-    def preparer(self, key: Hashable, make: Callable[[Signature], Made]) -> Preparer:
-        """``prepare(signature) -> (target, kernel id)``, from ``make`` once per key and signature."""
+    return prepare
 
-        def prepare(signature: Signature) -> tuple[str, int]:
-            with self._lock:
-                hit = self._entries.get((key, signature))
-            if hit is None:
-                hit = make(signature)  # outside the lock: compiling takes a while
-                with self._lock:
-                    self._entries[(key, signature)] = hit
-            return hit[0], hit[1]
 
-        return prepare
+def has_work(specs: Sequence[Any]) -> bool:
+    """Whether any result has an element (a launch writing only empty arrays is skipped)."""
+    return any(int(np.prod(s.shape)) > 0 for s in specs)
+
+
+def on_signature(prepare: Preparer, launch: bool = True) -> CallPreparer:
+    """A call preparer from a Numba one; ``launch=False``: nothing runs, the operands are still checked."""
+
+    def call(args: tuple[Any, ...], specs: list[Any]) -> tuple[str, int] | None:
+        signature = signature_of(args, specs)
+        return prepare(signature) if launch and has_work(specs) else None
+
+    return call
 
 
 _ABI_TAG = re.compile(rb"B(\d+)v(\d+)")
@@ -69,43 +77,42 @@ def stable_text(text: str | bytes) -> bytes:
 
 
 class BridgedFunction:
-    """Calls a prepared Numba kernel through ``jax.ffi.ffi_call``; ``prepare`` compiles and
-    registers it for a signature and returns ``(target, kernel id)``.
+    """Calls a prepared kernel through ``jax.ffi.ffi_call``; ``prepare(args, specs)`` compiles and
+    registers it for a call and returns ``(target, kernel id)``, or None (the results are zeros).
 
-    ``per_slice_vmap``: a batching ``vmap_method`` runs the unbatched kernel once per batch
-    element. ``launch=False``, or only empty outputs: nothing runs, the results are zeros.
-    ``check_args`` sees every call's arguments first. ``launcher_for(n_in, n_out)`` gives the
-    launcher (its target) without compiling, for a rank-changing vmap's unbatched trace.
+    ``launcher_for(n_in, n_out)`` gives the launcher (its target) without compiling, for a
+    rank-changing vmap's unbatched trace; without it, a batching ``vmap_method`` runs the unbatched
+    kernel once per batch element. ``check_args`` sees every call's arguments first.
+    ``batch_dims``: the first dims of every operand are independent problems (``partitioned_call``).
     """
 
     def __init__(
         self,
-        prepare: Preparer,
-        launcher_for: Callable[[int, int], Launcher] | None,
+        prepare: CallPreparer,
         outs: Any,
         vmap_method: str | None,
         input_output_aliases: dict[int, int] | None,
         name: str,
         *,
-        per_slice_vmap: bool = False,
-        launch: bool = True,
+        launcher_for: Callable[[int, int], Launcher] | None = None,
         check_args: Callable[[tuple[Any, ...]], None] | None = None,
+        batch_dims: int = 0,
     ) -> None:
         check_vmap_method(vmap_method)
         self._prepare = prepare
         self._launcher_for = launcher_for
         self._specs, self._treedef = flatten_outs(outs)
         self._rank_changing = vmap_method in RANK_CHANGING
-        self._vmap_method = vmap_method
+        self._vmap_method = self._given_vmap_method = vmap_method
         # A rank-changing method either compiles the kernel again for the batched ranks (a
-        # custom_vmap rule) or, ``per_slice_vmap``, becomes JAX's sequential method, which calls
-        # the unbatched launch once per batch element (an unbatched input whole to every one).
-        if per_slice_vmap and self._rank_changing:
+        # custom_vmap rule) or, without ``launcher_for``, becomes JAX's sequential method, which
+        # calls the unbatched launch once per batch element (an unbatched input whole to every one).
+        if launcher_for is None and self._rank_changing:
             self._vmap_method, self._rank_changing = "sequential", False
         self._aliases = dict(input_output_aliases) if input_output_aliases else None
         self._vmappable: dict[tuple[Any, ...], Callable[..., Any]] = {}
-        self._launch = launch and any(int(np.prod(s.shape)) > 0 for s in self._specs)
         self._check_args = check_args
+        self._batch_dims = batch_dims
         self.__name__ = name
 
     def __call__(self, *args: Any) -> Any:
@@ -113,28 +120,32 @@ class BridgedFunction:
 
         if self._check_args is not None:
             self._check_args(args)
-        if not self._launch:
-            import jax.numpy as jnp
-
-            signature_of(args, self._specs)  # the arguments must still be arrays
-            flat = vary_like([jnp.zeros(s.shape, s.dtype) for s in self._specs], args)
-        elif self._rank_changing:
+        if self._batch_dims:
+            check_batch_dims(self.__name__, args, self._specs, self._batch_dims)
+        if self._rank_changing:
             flat = self._batchable(tuple(self._specs))(*args)
         else:
             flat = self._invoke(args, self._specs)
         return jax.tree_util.tree_unflatten(self._treedef, list(flat))
 
     def _invoke(self, args: tuple[Any, ...], specs: list[Any], lenient: bool = False) -> list[Any]:
-        signature = signature_of(args, specs)
         try:
-            target, kernel_id = self._prepare(signature)
+            prepared = self._prepare(args, specs)
         except Exception:
             if not lenient or self._launcher_for is None:
                 raise
             # custom_vmap traces the unbatched body even when only the batched rule runs;
             # a kernel written for the batched ranks may not compile unbatched. An id that is
             # never registered makes an actual unbatched call fail at run time instead.
-            target, kernel_id = self._launcher_for(len(signature.inputs), len(signature.outputs)).target, 0
+            prepared = self._launcher_for(len(args), len(specs)).target, 0
+        if prepared is None:
+            import jax.numpy as jnp
+
+            return vary_like([jnp.zeros(s.shape, s.dtype) for s in specs], args)
+        target, kernel_id = prepared
+        if self._batch_dims:
+            attrs = {"kernel_id": np.int64(kernel_id)}
+            return partitioned_call(target, args, specs, self._batch_dims, self._given_vmap_method, attrs)
         method = None if self._rank_changing else self._vmap_method
         return call_target(
             target,

@@ -7,9 +7,7 @@ from typing import Any
 
 from ..calls.operands import Signature, content_id
 from ..launchers.numba_cpu import cpu_launcher_for, register_cfunc
-from .bridge import BridgedFunction, Made, PreparedKernels, Preparer, stable_text
-
-_prepared = PreparedKernels()  # keyed by (id(function), signature)
+from .bridge import BridgedFunction, Made, Preparer, memoized, on_signature, stable_text
 
 
 def _entry_source(signature: Signature) -> str:
@@ -55,7 +53,7 @@ def preparer(func: Any) -> Preparer:
         )
         return launcher.target, kernel_id, (func, entry)
 
-    return _prepared.preparer(id(func), make)
+    return memoized(("numba-cpu", id(func)), make)
 
 
 def numba_kernel(
@@ -91,4 +89,7 @@ def numba_kernel(
             raise TypeError(f"numba_kernel needs a function, got {type(func).__name__}")
         func = numba.njit(func)
     name = getattr(func, "__name__", "numba_kernel")
-    return BridgedFunction(preparer(func), cpu_launcher_for, outs, vmap_method, input_output_aliases, name)
+    prepare = on_signature(preparer(func))
+    return BridgedFunction(
+        prepare, outs, vmap_method, input_output_aliases, name, launcher_for=cpu_launcher_for
+    )

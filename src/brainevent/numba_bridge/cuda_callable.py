@@ -13,12 +13,11 @@ import itertools
 import secrets
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..calls.operands import Signature
 from ..launchers.library import LauncherCache, LauncherSpec
-from .bridge import BridgedFunction, Made, PreparedKernels, Preparer
+from .bridge import BridgedFunction, Made, Preparer, memoized, on_signature
 from .cuda_kernel import require_numba_cuda
 
 # int run(callable id, buffers, shapes, device, stream, error buffer, its size)
@@ -28,26 +27,17 @@ _TRAMPOLINE = ctypes.CFUNCTYPE(
 )
 
 
-@dataclass(frozen=True)
-class _Entry:
-    func: Callable[..., Any]
-    signature: Signature
-    name: str
-
-
-_prepared = PreparedKernels()  # keyed by (id(func), signature)
-_entries: dict[int, _Entry] = {}
+_entries: dict[int, tuple[Callable[..., Any], Signature, str]] = {}  # id -> (function, signature, name)
 # Ids are per process: an executable from another process (JAX's persistent cache) names
 # ids never registered here and fails with a clear error instead of calling another function.
 _counter = itertools.count(secrets.randbits(40) << 20)
-_trampoline_keepalive: list[Any] = []
 
 
-def _device_arrays(entry: _Entry, data: Any, shapes: Any) -> list[Any]:
+def _device_arrays(signature: Signature, data: Any, shapes: Any) -> list[Any]:
     from numba import cuda
 
     arrays, offset = [], 0
-    for i, operand in enumerate(entry.signature.operands):
+    for i, operand in enumerate(signature.operands):
         shape = tuple(int(shapes[offset + j]) for j in range(operand.ndim))
         offset += operand.ndim
         interface = {
@@ -70,26 +60,26 @@ def _run(callable_id: int, data: Any, shapes: Any, device: int, stream: int, err
             "cannot be reused)"
         )
     else:
+        func, signature, name = entry
         try:
             from numba import cuda
 
             with cuda.gpus[device]:
-                arrays = _device_arrays(entry, data, shapes)
-                entry.func(*arrays, cuda.external_stream(stream))
+                func(*_device_arrays(signature, data, shapes), cuda.external_stream(stream))
             return 0
         except BaseException as exc:  # every exception must reach XLA: a ctypes callback would drop it
             trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
-            message = f"numba_cuda_callable {entry.name!r} raised {type(exc).__name__}: {exc}\n{trace}"
+            message = f"numba_cuda_callable {name!r} raised {type(exc).__name__}: {exc}\n{trace}"
     text = message.encode("utf-8", errors="replace")[: max(size - 1, 0)]
     ctypes.memmove(error, text + b"\0", len(text) + 1)
     return 1
 
 
+_trampoline = _TRAMPOLINE(_run)  # kept alive here: every launcher library calls it
+
+
 def _install_trampoline(library: ctypes.CDLL) -> None:
-    if not _trampoline_keepalive:
-        _trampoline_keepalive.append(_TRAMPOLINE(_run))
-    address = ctypes.cast(_trampoline_keepalive[0], ctypes.c_void_p).value
-    library.be_numba_callable_set_trampoline(int(address or 0))
+    library.be_numba_callable_set_trampoline(int(ctypes.cast(_trampoline, ctypes.c_void_p).value or 0))
 
 
 _launchers = LauncherCache(
@@ -106,17 +96,13 @@ _launchers = LauncherCache(
 )
 
 
-def _launcher_target(n_inputs: int, n_outputs: int) -> str:
-    return _launchers.get(n_inputs, n_outputs).target
-
-
 def _preparer(func: Callable[..., Any], name: str) -> Preparer:
     def make(signature: Signature) -> Made:
         callable_id = next(_counter)
-        _entries[callable_id] = _Entry(func, signature, name)  # keeps func alive with its id
-        return _launcher_target(len(signature.inputs), len(signature.outputs)), callable_id, (func,)
+        _entries[callable_id] = (func, signature, name)  # keeps func alive with its id
+        return _launchers.get(len(signature.inputs), len(signature.outputs)).target, callable_id, (func,)
 
-    return _prepared.preparer(id(func), make)
+    return memoized(("numba-callable", id(func)), make)
 
 
 def numba_cuda_callable(
@@ -150,6 +136,7 @@ def numba_cuda_callable(
     if not callable(func):
         raise TypeError(f"numba_cuda_callable needs a callable, got {type(func).__name__}")
     name = getattr(func, "__name__", "numba_cuda_callable")
+    prepare = on_signature(_preparer(func, name))
     return BridgedFunction(
-        _preparer(func, name), _launchers.get, outs, vmap_method, input_output_aliases, name
+        prepare, outs, vmap_method, input_output_aliases, name, launcher_for=_launchers.get
     )

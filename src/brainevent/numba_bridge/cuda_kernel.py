@@ -1,7 +1,9 @@
-"""``numba_cuda_kernel``: a Numba-CUDA kernel as a JAX function, launched by compiled code."""
+"""``numba_cuda_kernel``: a Numba-CUDA kernel as a JAX function, launched by compiled code; compiled
+for a call's signature: cubins for the GPUs, or PTX anywhere."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -11,12 +13,10 @@ from ..calls.operands import Signature, content_id
 from ..calls.results import flatten_outs
 from ..errors import KernelTypeError
 from ..launchers.launch_config import LaunchConfig, check_vmap_method, resolve_launch
-from .bridge import BridgedFunction, Made, PreparedKernels, Preparer, stable_text
+from .bridge import BridgedFunction, Made, Preparer, memoized, on_signature, stable_text
 
 
 def require_numba_cuda() -> Any:
-    from .cuda_compile import ensure_numba_cuda_numpy_compat
-
     ensure_numba_cuda_numpy_compat()
     try:
         from numba import cuda
@@ -29,30 +29,24 @@ def require_numba_cuda() -> Any:
     return cuda, CUDADispatcher
 
 
-_prepared = PreparedKernels()  # keyed by (id(kernel), launch config, signature)
-
-
 def preparer(kernel: Any, config: LaunchConfig) -> Preparer:
     def make(signature: Signature) -> Made:
         from ..launchers.numba_cuda import launcher_for, register_kernel
-        from .cuda_compile import compile_for_devices
 
         launcher = launcher_for(len(signature.inputs), len(signature.outputs))
-        compiled = compile_for_devices(kernel, signature)
+        entry, images, cooperative, source = compile_for_devices(kernel, signature)
         kernel_id = content_id(
             "numba-cuda",
-            stable_text(compiled.entry),
+            stable_text(entry),
             repr(config.as_ints()),
             repr([(o.ndim, o.itemsize) for o in signature.operands]),
-            *(f"{cc}" for cc in sorted(compiled.images)),
-            *(stable_text(text) for text in compiled.source),
+            *(f"{cc}" for cc in sorted(images)),
+            *(stable_text(text) for text in source),
         )
-        register_kernel(
-            launcher, kernel_id, compiled.entry, compiled.images, config, compiled.cooperative, signature
-        )
+        register_kernel(launcher, kernel_id, entry, images, config, cooperative, signature)
         return launcher.target, kernel_id, (kernel,)
 
-    return _prepared.preparer((id(kernel), config), make)
+    return memoized(("numba-cuda", id(kernel), config), make)
 
 
 def numba_cuda_kernel(
@@ -113,17 +107,9 @@ def numba_cuda_kernel(
             kernel=type(kernel).__name__,
         )
     name = getattr(kernel, "__name__", "numba_cuda_kernel")
-    return BridgedFunction(
-        preparer(kernel, config),
-        None,  # per-slice vmap: never traced at batched ranks
-        outs,
-        vmap_method,
-        input_output_aliases,
-        name,
-        per_slice_vmap=True,
-        launch=not config.empty,
-        check_args=_check_inputs,
-    )
+    prepare = on_signature(preparer(kernel, config), launch=not config.empty)
+    # No launcher_for: a batching vmap launches the kernel once per batch element.
+    return BridgedFunction(prepare, outs, vmap_method, input_output_aliases, name, check_args=_check_inputs)
 
 
 def _refuse_bfloat16(dtypes: list[Any], what: str) -> None:
@@ -143,3 +129,78 @@ def _check_inputs(args: tuple[Any, ...]) -> None:
                 "take arrays of rank 1 or more: pass jnp.atleast_1d(x) (or jnp.array([value]))."
             )
     _refuse_bfloat16([a.dtype for a in args if hasattr(a, "dtype")], "input")
+
+
+_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
+
+
+def ensure_numba_cuda_numpy_compat() -> None:
+    """numba-cuda 0.30 registers an overload of ``np.row_stack``, which NumPy 2.5 removed: it
+    was a deprecated alias of ``vstack``, so restoring it (only when missing) is exact."""
+    if not hasattr(np, "row_stack"):
+        setattr(np, "row_stack", np.vstack)  # noqa: B010 (mypy knows row_stack on older NumPy only)
+
+
+def numba_types(signature: Signature) -> tuple[Any, ...]:
+    """Numba array types for the operands: C-contiguous, since XLA buffers are dense row-major."""
+    import numba
+    from numba import types
+
+    out = []
+    for operand in signature.operands:
+        try:
+            dtype = numba.from_dtype(operand.dtype)
+        except Exception as exc:  # e.g. bfloat16, which Numba has no type for
+            raise TypeError(f"Numba has no type for dtype {operand.dtype}: {exc}") from exc
+        out.append(types.Array(dtype, operand.ndim, "C"))
+    return tuple(out)
+
+
+def compile_for_devices(
+    kernel: Any, signature: Signature
+) -> tuple[str, dict[int, bytes], bool, tuple[str, ...]]:
+    """``(entry, {major*10+minor: cubin}, cooperative, source)``, through the dispatcher (its options,
+    linked files and cache apply): one cubin per distinct compute capability among the visible GPUs.
+    ``source`` is what the cubins are made from (PTX per architecture, linked files): the same in
+    every process, where cubins differ with Numba's name counters."""
+    from numba import cuda
+
+    from ..toolchain.cuda_arch import visible_archs
+
+    argtypes = numba_types(signature)
+    capabilities = [(a.major, a.minor) for a in visible_archs()]
+    try:
+        if not capabilities:
+            raise cuda.CudaSupportError("the CUDA driver reports no GPU")
+        compiled = kernel.compile(argtypes)
+    except cuda.CudaSupportError as exc:
+        raise RuntimeError(f"numba_cuda_kernel needs a CUDA GPU visible to Numba: {exc}") from exc
+    library = compiled._codelibrary  # numba-cuda's CUDACodeLibrary: links cubins per arch
+    cubins = {major * 10 + minor: library.get_cubin(cc=(major, minor)) for major, minor in capabilities}
+    # Older numba-cuda returns bytes; newer ones a cuda.core ObjectCode holding them in .code.
+    images = {cc: bytes(getattr(image, "code", image)) for cc, image in cubins.items()}
+    source = (
+        *(str(library.get_asm_str(cc=cc)) for cc in capabilities),
+        repr(sorted(map(str, getattr(library, "_linking_files", ())))),
+    )
+    return compiled.entry_name, images, bool(getattr(compiled, "cooperative", False)), source
+
+
+def compile_ptx(kernel: Any, signature: Signature, cc: tuple[int, int] = (9, 0)) -> tuple[str, str]:
+    """(PTX, entry name) for the kernel; needs NVVM but no GPU."""
+    from numba import cuda
+
+    ensure_numba_cuda_numpy_compat()
+
+    options = getattr(kernel, "targetoptions", {}) or {}
+    ptx, _ = cuda.compile_ptx(
+        kernel.py_func,
+        numba_types(signature),
+        cc=cc,
+        fastmath=bool(options.get("fastmath", False)),
+        lineinfo=bool(options.get("lineinfo", False)),
+    )
+    found = _ENTRY.search(ptx)
+    if found is None:
+        raise RuntimeError("Numba produced PTX without a kernel entry")
+    return ptx, found.group(1)

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..cache.key import CacheKey, KeyBuilder
-from ..cache.store import EntryStore, cache_root
+from ..cache.store import CacheEntry, EntryStore, cache_root
 from .compiler import Compiled
 from .source import KernelSource
 
@@ -67,8 +66,8 @@ def _toolkit_headers(names: list[str]) -> dict[str, str]:
     return {n: file_identity(paths[0]) if paths else "not found" for n, paths in found.items()}
 
 
-_memo_lock = threading.Lock()
-# This process's results by cache root and key: a second trace reads no file.
+# This process's results by cache root and key (a dict's get and set are atomic): a second trace
+# reads no file.
 _memo: dict[tuple[str, str], Compiled] = {}
 
 
@@ -77,38 +76,30 @@ def compile_cached(request: Request, *, build_directory: str | None = None) -> R
     key = key_of(request)
     root = cache_root(build_directory)
     memo_key = (str(root), key.digest)
-    with _memo_lock:
-        found = _memo.get(memo_key)
+    found = _memo.get(memo_key)
     if found is not None:
         return Result(found, False)
     store = EntryStore(root, STORE_NAME)
     entry = store.hit(key)
-    if entry is None:
-        result = _build(store, key, request)
-    else:
-        result = Result(_read_entry(entry.library, entry.manifest.inputs), False)
-    with _memo_lock:
-        _memo[memo_key] = result.compiled
+    result = _build(store, key, request) if entry is None else Result(_read_entry(entry), False)
+    _memo[memo_key] = result.compiled
     return result
 
 
-def _read_entry(artifact: Path, inputs: dict[str, object]) -> Compiled:
-    lowered = inputs.get("lowered", {})
-    kind = inputs.get("kind", "cubin")
-    return Compiled(artifact.read_bytes(), str(kind), dict(lowered) if isinstance(lowered, dict) else {})
+def _read_entry(entry: CacheEntry) -> Compiled:
+    lowered, kind = entry.manifest.inputs.get("lowered", {}), entry.manifest.inputs.get("kind", "cubin")
+    return Compiled(entry.library.read_bytes(), str(kind), dict(lowered) if isinstance(lowered, dict) else {})
 
 
 def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
     from ..cache.manifest import Manifest
     from ..cache.publish import build_slot, publish
-    from .compiler import base_options, compile_source
-    from .diagnostics import compile_error
+    from .compiler import base_options, compile_error, compile_source
     from .toolkit import runtime_include_dirs
 
     with build_slot(store, key) as slot:
         if slot.staging is None and slot.existing is not None:  # another process built it meanwhile
-            entry = slot.existing
-            return Result(_read_entry(entry.library, entry.manifest.inputs), False)
+            return Result(_read_entry(slot.existing), False)
         assert slot.staging is not None
         started = time.monotonic()
         source, names, arch = request.source, request.name_expressions, request.arch
@@ -143,5 +134,4 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
 
 def forget_process_memo() -> None:
     """Drop this process's results (tests that rebuild from the disk cache)."""
-    with _memo_lock:
-        _memo.clear()
+    _memo.clear()

@@ -1,13 +1,18 @@
 """One NVRTC compile: CUDA source and name expressions in, a cubin (or PTX) and the lowered
-(mangled) names of the kernels out. No cache here: see :mod:`.cache`."""
+(mangled) names of the kernels out, or NVRTC's log as a :class:`CompileError` quoting the user's
+line (the program is named after the user's file, or ``<inline>``, so NVRTC's ``<name>(<line>):
+error`` maps back to it). No cache here: see :mod:`.cache`."""
 
 from __future__ import annotations
 
 import ctypes
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from ..errors import CompileError, ToolchainError
 from ..toolchain.cuda_arch import nvrtc_arch
 
 
@@ -40,23 +45,19 @@ def compile_source(
     from .library import ERROR_COMPILATION, nvrtc
 
     bound = nvrtc()
-    lib = bound.lib
     program = ctypes.c_void_p()
-    bound.check(
-        lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), source_name.encode(), 0, None, None),
-        "nvrtcCreateProgram",
+    bound.call(
+        "nvrtcCreateProgram", ctypes.byref(program), source.encode(), source_name.encode(), 0, None, None
     )
     try:
         for expression in name_expressions:
-            bound.check(lib.nvrtcAddNameExpression(program, expression.encode()), "nvrtcAddNameExpression")
+            bound.call("nvrtcAddNameExpression", program, expression.encode())
         strings = (ctypes.c_char_p * max(len(options), 1))(*(o.encode() for o in options))
-        result = lib.nvrtcCompileProgram(program, len(options), strings)
+        result = bound.lib.nvrtcCompileProgram(program, len(options), strings)
         log = _read(bound, program, "ProgramLog").decode(errors="replace").rstrip("\x00")
         if result == ERROR_COMPILATION:
             return None, log
         if result != 0:  # e.g. NVRTC_ERROR_INVALID_OPTION: an option or architecture it rejects
-            from ..errors import ToolchainError
-
             raise ToolchainError(
                 f"NVRTC {bound.version[0]}.{bound.version[1]} refused the compile of {source_name} for "
                 f"{arch}: {bound.error_text(result)}. {log.strip() or '(no log)'} Options: {list(options)}. "
@@ -68,21 +69,58 @@ def compile_source(
         lowered = {}
         for expression in name_expressions:
             name = ctypes.c_char_p()
-            bound.check(
-                lib.nvrtcGetLoweredName(program, expression.encode(), ctypes.byref(name)),
-                "nvrtcGetLoweredName",
-            )
+            bound.call("nvrtcGetLoweredName", program, expression.encode(), ctypes.byref(name))
             lowered[expression] = (name.value or b"").decode()
         kind = "cubin" if arch.startswith("sm_") else "ptx"
         return Compiled(_read(bound, program, kind.upper()), kind, lowered, log), log
     finally:
-        lib.nvrtcDestroyProgram(ctypes.byref(program))
+        bound.lib.nvrtcDestroyProgram(ctypes.byref(program))
 
 
 def _read(bound: Any, program: ctypes.c_void_p, what: str) -> bytes:
     """The program's log, CUBIN or PTX (``what``), through ``nvrtcGet<what>Size`` and ``nvrtcGet<what>``."""
     size = ctypes.c_size_t()
-    bound.check(getattr(bound.lib, f"nvrtcGet{what}Size")(program, ctypes.byref(size)), f"nvrtcGet{what}Size")
+    bound.call(f"nvrtcGet{what}Size", program, ctypes.byref(size))
     buffer = ctypes.create_string_buffer(max(size.value, 1))
-    bound.check(getattr(bound.lib, f"nvrtcGet{what}")(program, buffer), f"nvrtcGet{what}")
+    bound.call(f"nvrtcGet{what}", program, buffer)
     return buffer.raw[: size.value]
+
+
+_PLACE = re.compile(
+    r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<kind>(?:catastrophic )?error|fatal error)\b(?P<rest>.*)$"
+)
+
+
+def _where(found: re.Match[str], program_name: str, source: str, display_name: str) -> str:
+    """``<file>, line <n>: <error>``, then the offending line with one line on each side."""
+    file, number = found.group("file"), int(found.group("line"))
+    where = f"{display_name if file == program_name else file}, line {number}: {found['kind']}{found['rest']}"
+    try:
+        lines = (source if file == program_name else Path(file).read_text(errors="replace")).splitlines()
+    except OSError:
+        return where
+    if not 1 <= number <= len(lines):
+        return where
+    first, last = max(number - 1, 1), min(number + 1, len(lines))
+    width = len(str(last))
+    quoted = (
+        f"  {'>' if n == number else ' '} {n:>{width}} | {lines[n - 1]}" for n in range(first, last + 1)
+    )
+    return where + "\n" + "\n".join(quoted)
+
+
+def compile_error(
+    log: str, source: str, program_name: str, display_name: str, arch: str, kernel: str
+) -> CompileError:
+    """The error for a failed compile of ``source`` (``display_name`` is how the user knows it:
+    their file's path, or "the inline source")."""
+    found = next((m for raw in log.splitlines() if (m := _PLACE.match(raw.strip()))), None)
+    if found is not None:
+        first = _where(found, program_name, source, display_name)
+    else:
+        first = (log.strip().splitlines() or ["(NVRTC gave no log)"])[0]
+    message = (
+        f"NVRTC could not compile {display_name} for {arch} (kernel {kernel!r}):\n{first}\n\n"
+        f"NVRTC's log:\n{log.rstrip()}"
+    )
+    return CompileError(message, log=log, first_error=first, kernel=kernel, backend="nvrtc", platform="cuda")

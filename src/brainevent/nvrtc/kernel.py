@@ -4,6 +4,7 @@ on XLA's stream."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,24 +13,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCallError
-from ..launchers.launch_config import RANK_CHANGING, LaunchConfig, check_vmap_method, is_int, resolve_launch
+from ..launchers.launch_config import RANK_CHANGING, LaunchConfig, is_int, resolve_launch
 from .source import KernelSource
 
+# The CUDA C++ spelling of each dtype (NVRTC has no <cstdint> without the toolkit's headers).
 _C_TYPES = {
-    "bool": "bool",
-    "int8": "signed char",
-    "uint8": "unsigned char",
-    "int16": "short",
-    "uint16": "unsigned short",
-    "int32": "int",
-    "uint32": "unsigned int",
-    "int64": "long long",
-    "uint64": "unsigned long long",
-    "float16": "__half",
-    "bfloat16": "__nv_bfloat16",
-    "float32": "float",
-    "float64": "double",
-}
+    "bool": "bool", "int8": "signed char", "uint8": "unsigned char", "int16": "short",
+    "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int", "int64": "long long",
+    "uint64": "unsigned long long", "float16": "__half", "bfloat16": "__nv_bfloat16",
+    "float32": "float", "float64": "double",
+}  # fmt: skip
 
 
 def ctype(dtype: Any) -> str:
@@ -59,8 +52,7 @@ def parse_archs(compute_capability: Any) -> tuple[str, ...] | None:
 
 
 def resolve_config(*launch: Any, vmap_method: str | None) -> LaunchConfig:
-    """``resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)`` with its
-    ValueErrors as our typed error (still a ValueError)."""
+    """``resolve_launch(grid, block, launch_dims, threads_per_block, shared_mem)``, as our typed error."""
     try:
         return resolve_launch(*launch, vmap_method=vmap_method, allow_empty=True)
     except ValueError as exc:
@@ -94,16 +86,11 @@ class KernelDef:
     ) -> KernelDef:
         """What can be checked before a call: a fixed launch, the name, and, when ``scalars``
         are ``all_scalars`` (cuda_kernel: no call adds any), that a fixed name binds them all."""
-        check_vmap_method(vmap_method)
         grid, block = launch[:2]
         if not any(callable(v) for v in launch):
             resolve_config(*launch, vmap_method=vmap_method)  # fail early on a fixed configuration
         elif vmap_method in RANK_CHANGING and (grid is not None or block is not None):
             resolve_config(grid, block, None, *launch[3:], vmap_method=vmap_method)
-        if isinstance(options, str):
-            raise KernelCallError(
-                f"options must be a list of NVRTC options, got the string {options!r}", value=options
-            )
         source = KernelSource.read(source_or_path, options, include_dirs)
         if isinstance(name, str) and all_scalars:
             from .launch import check_scalar_names, signature_for
@@ -145,70 +132,21 @@ class KernelDef:
         return expression, config, {**scalars, **extra}
 
 
-class CudaKernel:
-    """The JAX function :func:`cuda_kernel` returns; call it with the input arrays."""
+def _call_preparer(kernel: KernelDef, vmap_method: str | None, batch_dims: int) -> Any:
+    """``prepare(arrays, specs)`` for ``BridgedFunction``: binds the call's abstract operands (one
+    batch element of each, with batch dims) and prepares the launch; None when nothing is launched."""
 
-    def __init__(
-        self,
-        kernel: KernelDef,
-        outs: Any,
-        vmap_method: str | None,
-        input_output_aliases: dict[int, int] | None,
-        num_batch_dims: int | None,
-    ) -> None:
-        from ..calls.results import flatten_outs
-
-        self._kernel = kernel
-        self._specs, self._treedef = flatten_outs(outs)
-        self._given_vmap_method = vmap_method
-        # The grid and scalars are fixed when a call is traced, so a launch cannot cover a batch
-        # axis: the rank-changing methods run it once per batch element, as numba_cuda_kernel does.
-        self._vmap_method = "sequential" if vmap_method in RANK_CHANGING else vmap_method
-        self._aliases = dict(input_output_aliases) if input_output_aliases else None
-        self._batch_dims = num_batch_dims or 0
-        name = kernel.name
-        self.__name__ = name if isinstance(name, str) else getattr(name, "__name__", "cuda_kernel")
-
-    def __call__(self, *arrays: Any) -> Any:
-        import jax
-        import jax.numpy as jnp
-
-        from ..calls.ffi import call_target
-        from ..calls.operands import check_arrays
-        from ..calls.partitioned import check_batch_dims, partitioned_call
-        from ..calls.results import vary_like
+    def prepare(arrays: tuple[Any, ...], specs: list[Any]) -> tuple[str, int] | None:
+        from ..numba_bridge.bridge import has_work
         from .launch import element_avals, prepare
 
-        check_arrays(self.__name__, arrays, "as keywords of cuda_kernel")
-        batch_dims = self._batch_dims
-        if batch_dims:
-            check_batch_dims(self.__name__, arrays, self._specs, batch_dims)
-        avals = element_avals([jax.ShapeDtypeStruct(tuple(a.shape), a.dtype) for a in arrays], batch_dims)
-        specs = element_avals(self._specs, batch_dims)
-        expression, config, scalars = self._kernel.bind(avals, {}, self._given_vmap_method)
-        if config.empty or not any(int(np.prod(s.shape)) > 0 for s in specs):
-            # Nothing to launch: the results are zeros (as numba_cuda_kernel gives).
-            zeros = vary_like([jnp.zeros(s.shape, s.dtype) for s in self._specs], arrays)
-            return jax.tree_util.tree_unflatten(self._treedef, zeros)
-        k = self._kernel
-        target, kernel_id = prepare(
-            k.source, expression, avals, specs, scalars, config, k.archs, batch_dims > 0
-        )
-        if batch_dims:
-            attrs = {"kernel_id": np.int64(kernel_id)}
-            results = partitioned_call(
-                target, arrays, self._specs, batch_dims, self._given_vmap_method, attrs
-            )
-        else:
-            results = call_target(
-                target,
-                arrays,
-                self._specs,
-                vmap_method=self._vmap_method,
-                input_output_aliases=self._aliases,
-                kernel_id=np.int64(kernel_id),
-            )
-        return jax.tree_util.tree_unflatten(self._treedef, results)
+        ins, outs = element_avals(arrays, batch_dims), element_avals(specs, batch_dims)
+        expression, config, scalars = kernel.bind(ins, {}, vmap_method)
+        if config.empty or not has_work(outs):
+            return None
+        return prepare(kernel.source, expression, ins, outs, scalars, config, kernel.archs, batch_dims > 0)
+
+    return prepare
 
 
 def cuda_kernel(
@@ -228,7 +166,7 @@ def cuda_kernel(
     include_dirs: Sequence[str | os.PathLike[str]] = (),
     num_batch_dims: int | None = None,
     **scalars: Any,
-) -> CudaKernel:
+) -> Callable[..., Any]:
     """Create a JAX-callable function from a ``__global__`` CUDA kernel, compiled with NVRTC.
 
     The source holds device code only (no host launcher, no nvcc needed). The kernel's
@@ -295,4 +233,14 @@ def cuda_kernel(
         "cuda_kernel", source_or_path, name, launch, compute_capability, options, include_dirs, scalars,
         vmap_method, all_scalars=True,
     )  # fmt: skip
-    return CudaKernel(kernel, outs, vmap_method, input_output_aliases, num_batch_dims)
+    from ..calls.operands import check_arrays
+    from ..numba_bridge.bridge import BridgedFunction
+
+    title = name if isinstance(name, str) else getattr(name, "__name__", "cuda_kernel")
+    batch_dims = num_batch_dims or 0
+    check = functools.partial(check_arrays, title, scalars_go="as keywords of cuda_kernel")
+    # No launcher_for: the grid and scalars are fixed at trace time; a batching vmap runs per element.
+    prepare = _call_preparer(kernel, vmap_method, batch_dims)
+    return BridgedFunction(
+        prepare, outs, vmap_method, input_output_aliases, title, check_args=check, batch_dims=batch_dims
+    )

@@ -22,6 +22,11 @@ def signature_for(source: KernelSource, expression: str) -> KernelSignature:
     return kernel_signature(source.text, expression, source.where)
 
 
+def _error(expression: str, message: str, **data: Any) -> KernelCallError:
+    """The error about kernel ``expression`` (``message`` goes on from its name)."""
+    return KernelCallError(f"kernel {expression!r}{message}", kernel=expression, **data)
+
+
 def check_scalar_names(sig: KernelSignature, given: Sequence[str], expression: str) -> None:
     """Every scalar parameter bound once, and no name that is not one."""
     from ..spec.names import did_you_mean
@@ -35,33 +40,26 @@ def check_scalar_names(sig: KernelSignature, given: Sequence[str], expression: s
             if pointer
             else f"the kernel's scalar parameters are {names}.{did_you_mean(unknown[0], names)}"
         )
-        raise KernelCallError(
-            f"kernel {expression!r} has no scalar parameter {unknown[0]!r}: {why}",
-            kernel=expression,
-            parameter=unknown[0],
-        )
+        raise _error(expression, f" has no scalar parameter {unknown[0]!r}: {why}", parameter=unknown[0])
     missing = [n for n in names if n not in given]
     if missing:
-        raise KernelCallError(
-            f"kernel {expression!r} needs a value for its scalar parameter(s) {missing}: pass them as "
-            f"keywords (e.g. {missing[0]}=... or {missing[0]}=lambda *ins: ins[0].size)",
-            kernel=expression,
+        raise _error(
+            expression,
+            f" needs a value for its scalar parameter(s) {missing}: pass them as keywords (e.g. "
+            f"{missing[0]}=... or {missing[0]}=lambda *ins: ins[0].size)",
             parameter=missing[0],
         )
 
 
 def scalar_bits(param: KernelParam, value: Any, expression: str) -> tuple[int, int]:
     """``(raw bits as a signed int64, byte width)`` of ``value`` as the parameter's type."""
-
     name, cxx = param.name, param.cxx_type
-
-    def bad(why: str) -> KernelCallError:
-        return KernelCallError(f"kernel {expression!r}: {why}", kernel=expression, parameter=name)
-
     if param.dtype is None:
-        raise bad(
-            f"parameter {name!r} has type {cxx!r}, which is neither a pointer nor a plain "
-            "scalar type (bool, integers, float, double, __half, __nv_bfloat16); pass structs as arrays"
+        raise _error(
+            expression,
+            f": parameter {name!r} has type {cxx!r}, which is neither a pointer nor a plain scalar type "
+            "(bool, integers, float, double, __half, __nv_bfloat16); pass structs as arrays",
+            parameter=name,
         )
     try:
         import jax.numpy as jnp
@@ -69,20 +67,20 @@ def scalar_bits(param: KernelParam, value: Any, expression: str) -> tuple[int, i
         dtype = np.dtype(jnp.dtype(param.dtype))
         raw = np.asarray(value)
     except Exception as exc:  # a tracer: the value is not known when the kernel is prepared
-        raise bad(
-            f"scalar {name!r} must be a number known at trace time, got {type(value).__name__} "
-            f"({exc.__class__.__name__}); pass values computed inside jit as arrays"
-        ) from None
+        got = f"{type(value).__name__} ({exc.__class__.__name__})"
+        why = f"must be a number known at trace time, got {got}; pass values computed inside jit as arrays"
+        raise _error(expression, f": scalar {name!r} {why}", parameter=name) from None
+    problem: str | None = None
     if raw.ndim != 0 or raw.dtype.kind not in "biuf":
-        raise bad(f"scalar {name!r} must be a single number, got {value!r}")
-    if dtype.kind in "iu" and raw.dtype.kind == "f":
-        if not float(raw).is_integer():
-            raise bad(f"scalar {name!r}={float(raw)!r} is not a whole number, but its type is {cxx}")
-        raw = np.asarray(int(raw))
-    if dtype.kind in "iu" and raw.dtype.kind in "biu":
-        info = np.iinfo(dtype)
+        problem = f" must be a single number, got {value!r}"
+    elif dtype.kind in "iu" and raw.dtype.kind == "f" and not float(raw).is_integer():
+        problem = f"={float(raw)!r} is not a whole number, but its type is {cxx}"
+    elif dtype.kind in "iu":
+        info, raw = np.iinfo(dtype), np.asarray(int(raw))
         if not info.min <= int(raw) <= info.max:
-            raise bad(f"scalar {name!r}={int(raw)} does not fit its type {cxx} ({info.min}..{info.max})")
+            problem = f"={int(raw)} does not fit its type {cxx} ({info.min}..{info.max})"
+    if problem is not None:
+        raise _error(expression, f": scalar {name!r}{problem}", parameter=name)
     data = raw.astype(dtype).tobytes()
     return int.from_bytes(data.ljust(8, b"\0"), "little", signed=True), len(data)
 
@@ -101,29 +99,26 @@ def operand_params(
 
     pointers = sig.pointers
     if len(pointers) != len(operands):
-        raise KernelCallError(
-            f"kernel {expression!r} takes {len(pointers)} pointer parameter(s) "
-            f"({', '.join(p.name for p in pointers)}), but the call has {n_inputs} input(s) and "
-            f"{len(operands) - n_inputs} output(s): inputs, then outputs, map to the pointer parameters "
-            "in order",
-            kernel=expression,
+        raise _error(
+            expression,
+            f" takes {len(pointers)} pointer parameter(s) ({', '.join(p.name for p in pointers)}), but the "
+            f"call has {n_inputs} input(s) and {len(operands) - n_inputs} output(s): inputs, then outputs, "
+            "map to the pointer parameters in order",
         )
     check_scalar_names(sig, list(scalars), expression)
     params = []
     position = 0
     for p in sig.params:
         if not p.pointer:
-            bits, size = scalar_bits(p, scalars[p.name], expression)
-            params.append(Param(SCALAR, bits, size))
+            params.append(Param(SCALAR, *scalar_bits(p, scalars[p.name], expression)))
             continue
-        operand = operands[position]
-        dtype = np.dtype(operand.dtype)
+        dtype = np.dtype(operands[position].dtype)
         if p.dtype is not None and np.dtype(jnp.dtype(p.dtype)) != dtype:
             role = f"input {position}" if position < n_inputs else f"output {position - n_inputs}"
-            raise KernelCallError(
-                f"kernel {expression!r}: parameter {p.name!r} is {p.cxx_type!r}, but it receives {role}, "
-                f"of dtype {dtype.name}; cast the array, or instantiate the template for {dtype.name}",
-                kernel=expression,
+            raise _error(
+                expression,
+                f": parameter {p.name!r} is {p.cxx_type!r}, but it receives {role}, of dtype {dtype.name}; "
+                f"cast the array, or instantiate the template for {dtype.name}",
                 parameter=p.name,
                 dtype=dtype.name,
             )
@@ -136,9 +131,7 @@ def element_avals(avals: Sequence[Any], batch_dims: int) -> list[Any]:
     """One batch element of each operand: its shape without the first ``batch_dims`` dims."""
     from jax import ShapeDtypeStruct
 
-    return (
-        [ShapeDtypeStruct(tuple(a.shape)[batch_dims:], a.dtype) for a in avals] if batch_dims else list(avals)
-    )
+    return [ShapeDtypeStruct(tuple(a.shape)[batch_dims:], a.dtype) for a in avals]
 
 
 def architectures(requested: Sequence[str] | None) -> list[str]:
@@ -178,13 +171,10 @@ def prepare(
     sig = signature_for(source, expression)
     params = operand_params(sig, expression, [*inputs, *outputs], len(inputs), scalars)
     images: dict[int, Image] = {}
-    entries = set()
-    for arch in architectures(archs):
+    for arch in architectures(archs):  # sm_XX only: cubins, whose kernel has the same symbol in each
         compiled = compile_cached(Request(source, (expression,), arch)).compiled
-        code = compiled.code if compiled.kind == "cubin" else compiled.code.rstrip(b"\x00") + b"\x00"
-        images[one_arch(arch).cc] = Image(code, config.shared_mem)
-        entries.add(compiled.lowered[expression])
-    entry = entries.pop()
+        images[one_arch(arch).cc] = Image(compiled.code, config.shared_mem)
+    entry = compiled.lowered[expression]
     launcher = launcher_for(len(inputs), len(outputs))
     shapes = [tuple(int(d) for d in a.shape) for a in (*inputs, *outputs)] if per_batch_element else None
     kernel_id = content_id(

@@ -5,7 +5,7 @@ ctypes by the first compile, once per process (a cache hit never gets here).
 from __future__ import annotations
 
 import ctypes
-import threading
+import functools
 from dataclasses import dataclass
 
 from ..errors import ToolchainError
@@ -26,14 +26,11 @@ _API: dict[str, list[object]] = {
     "nvrtcDestroyProgram": [_prog_p],
     "nvrtcAddNameExpression": [ctypes.c_void_p, ctypes.c_char_p],
     "nvrtcCompileProgram": [ctypes.c_void_p, ctypes.c_int, _c_char_pp],
-    "nvrtcGetProgramLogSize": [ctypes.c_void_p, _size_p],
-    "nvrtcGetProgramLog": [ctypes.c_void_p, ctypes.c_char_p],
-    "nvrtcGetCUBINSize": [ctypes.c_void_p, _size_p],
-    "nvrtcGetCUBIN": [ctypes.c_void_p, ctypes.c_char_p],
-    "nvrtcGetPTXSize": [ctypes.c_void_p, _size_p],
-    "nvrtcGetPTX": [ctypes.c_void_p, ctypes.c_char_p],
     "nvrtcGetLoweredName": [ctypes.c_void_p, ctypes.c_char_p, _c_char_pp],
 }
+for _what in ("ProgramLog", "CUBIN", "PTX"):  # each read as a size, then the bytes
+    _API[f"nvrtcGet{_what}Size"] = [ctypes.c_void_p, _size_p]
+    _API[f"nvrtcGet{_what}"] = [ctypes.c_void_p, ctypes.c_char_p]
 
 
 @dataclass(frozen=True)
@@ -49,19 +46,17 @@ class Nvrtc:
         text = self.lib.nvrtcGetErrorString(code)
         return text.decode(errors="replace") if text else f"NVRTC error {code}"
 
-    def check(self, code: int, what: str) -> None:
+    def call(self, function: str, *args: object) -> None:
+        """``lib.<function>(*args)``; a ToolchainError when it does not succeed."""
+        code = getattr(self.lib, function)(*args)
         if code != SUCCESS:
-            raise ToolchainError(
-                f"NVRTC failed in {what}: {self.error_text(code)} (libnvrtc {self.path})",
-                compiler="nvrtc",
-            )
+            message = f"NVRTC failed in {function}: {self.error_text(code)} (libnvrtc {self.path})"
+            raise ToolchainError(message, compiler="nvrtc")
 
 
-_lock = threading.Lock()
-_bound: Nvrtc | None = None
-
-
-def _bind() -> Nvrtc:
+@functools.cache
+def nvrtc() -> Nvrtc:
+    """The process's libnvrtc, located and bound on first use."""
     try:
         from cuda.pathfinder import load_nvidia_dynamic_lib
 
@@ -84,13 +79,3 @@ def _bind() -> Nvrtc:
         raise ToolchainError(f"libnvrtc at {path} does not report its version", compiler="nvrtc")
     found_via = str(getattr(loaded, "found_via", "") or "unknown")
     return Nvrtc(lib, path, found_via, (major.value, minor.value))
-
-
-def nvrtc() -> Nvrtc:
-    """The process's libnvrtc, located and bound on first use (a value resolved once)."""
-    global _bound
-    if _bound is None:
-        with _lock:
-            if _bound is None:
-                _bound = _bind()
-    return _bound

@@ -30,9 +30,7 @@ class KernelParam:
 
 @dataclass(frozen=True)
 class KernelSignature:
-    name: str
     params: tuple[KernelParam, ...]
-    line: int
 
     @property
     def pointers(self) -> list[KernelParam]:
@@ -45,19 +43,19 @@ class KernelSignature:
 
 def split_name(expression: str) -> tuple[str, list[str]]:
     """``("ns::axpy", ["float", "128"])`` from ``"ns::axpy<float, 128>"``."""
-    text = expression.strip().lstrip("&").strip()
-    if "<" not in text:
-        return text, []
-    base, _, rest = text.partition("<")
-    if not rest.rstrip().endswith(">"):
+    base, _, rest = expression.strip().lstrip("&").strip().partition("<")
+    if rest and not rest.rstrip().endswith(">"):
         raise KernelCallError(f"name expression {expression!r} has an unclosed '<'", value=expression)
-    return base.strip(), _split_top(rest.rstrip()[:-1])
+    return base.strip(), _split_top(rest)  # up to the closing '>'
 
 
 def _split_top(text: str) -> list[str]:
+    """The comma-separated items at bracket depth 0, up to an unmatched closing bracket."""
     parts, depth, current = [], 0, ""
     for ch in text:
         depth += (ch in "<([") - (ch in ">)]")
+        if depth < 0:
+            break
         if ch == "," and depth == 0:
             parts.append(current.strip())
             current = ""
@@ -71,26 +69,16 @@ def _split_top(text: str) -> list[str]:
 def _template_params(tokens: Sequence[Token], sig: CxxSignature) -> list[tuple[str, bool]]:
     """``[(name, is_type)]`` of the template header in front of ``sig``'s declaration."""
     texts = [t.text for t in tokens]
-    at_name = [
-        i
-        for i, t in enumerate(tokens)
-        if t.text == sig.name and t.line == sig.line and texts[i + 1 : i + 2] == ["("]
-    ]
-    start = end = at_name[0] if at_name else 0
+    at_name = (i for i, t in enumerate(tokens) if (t.text, t.line) == (sig.name, sig.line))
+    start = end = next((i for i in at_name if texts[i + 1 : i + 2] == ["("]), 0)
     while start > 0 and texts[start - 1] not in (";", "{", "}"):
         start -= 1
     words = texts[start:end]
     at = words.index("template") + 1 if "template" in words else 0
     if not at or words[at : at + 1] != ["<"]:
         return []
-    depth, close = 0, len(words)
-    for i in range(at, len(words)):
-        depth += (words[i] == "<") - (words[i] == ">")
-        if depth == 0:
-            close = i
-            break
     out = []
-    for group in _split_top(" ".join(words[at + 1 : close])):
+    for group in _split_top(" ".join(words[at + 1 :])):  # up to the header's closing '>'
         head = group.partition("=")[0].split()  # without a default value
         idents = [w for w in head if w[:1].isalpha() or w[:1] == "_"]
         if idents:
@@ -135,7 +123,7 @@ def kernel_signature(source: str, expression: str, where: str) -> KernelSignatur
             kernel=qualified,
         )
     params = tuple(_param(p.name or f"arg{i}", p.type_words, substitute) for i, p in enumerate(sig.params))
-    return KernelSignature(qualified, params, sig.line)
+    return KernelSignature(params)
 
 
 def _param(name: str, words: tuple[str, ...], substitute: dict[str, list[str]]) -> KernelParam:

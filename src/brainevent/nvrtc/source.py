@@ -29,9 +29,13 @@ class KernelSource:
         options: Sequence[str] = (),
         include_dirs: Sequence[str | os.PathLike[str]] = (),
     ) -> KernelSource:
-        text, path = read_source(source_or_path)
+        """A ``Path``, or a one-line string naming a file, is read; any other string is the source."""
+        if isinstance(options, str):
+            raise KernelCallError(
+                f"options must be a list of NVRTC options, got the string {options!r}", value=options
+            )
         dirs = tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
-        return cls(text, path, tuple(str(o) for o in options), dirs)
+        return cls(*_read(source_or_path), tuple(str(o) for o in options), dirs)
 
     @property
     def where(self) -> str:
@@ -48,9 +52,8 @@ class KernelSource:
         return ([os.path.dirname(self.path)] if self.path else []) + list(self.include_dirs)
 
 
-def read_source(source_or_path: str | os.PathLike[str]) -> tuple[str, str | None]:
-    """``(text, path)``: a ``Path``, or a one-line string naming a file, is read (``path`` is
-    its absolute path); any other string is the source itself (``path`` None)."""
+def _read(source_or_path: str | os.PathLike[str]) -> tuple[str, str | None]:
+    """``(text, absolute path)``, or ``(text, None)`` for an inline source."""
     if isinstance(source_or_path, os.PathLike):
         candidate: str | None = os.fspath(source_or_path)
     elif isinstance(source_or_path, str):

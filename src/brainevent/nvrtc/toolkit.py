@@ -49,17 +49,14 @@ def nvrtc_identity() -> str:
     return f"{bound.path}:{bound.version[0]}.{bound.version[1]}"
 
 
-def _holding(candidates: list[Path], header: str) -> str | None:
-    return next((str(c) for c in candidates if (c / header).is_file()), None)
+def _find(candidates: list[Path], header: str, name: str) -> str | None:
+    """The first candidate holding ``header``, else cuda-pathfinder's header directory ``name``."""
+    found: object = next((c for c in candidates if (c / header).is_file()), None)
+    if found is None:
+        with contextlib.suppress(Exception):  # not supported by this cuda-pathfinder, or not found
+            from cuda.pathfinder import find_nvidia_header_directory
 
-
-def _pathfinder_dir(name: str) -> str | None:
-    try:
-        from cuda.pathfinder import find_nvidia_header_directory
-
-        found = find_nvidia_header_directory(name)
-    except Exception:  # not supported by this cuda-pathfinder, or not found
-        return None
+            found = find_nvidia_header_directory(name)
     return str(found) if found else None
 
 
@@ -78,9 +75,9 @@ def runtime_include_dirs() -> tuple[str, ...]:
     that include nothing from the toolkit still compile)."""
     wheels = [Path(d) / layout for d in site_dirs() for layout in _CUDART_LAYOUTS]
     roots = [r / "include" for r in _roots()]
-    cudart = _holding([*wheels, *roots], "cuda_runtime.h") or _pathfinder_dir("cudart")
+    cudart = _find([*wheels, *roots], "cuda_runtime.h", "cudart")
     cccl_dirs = [Path(d) / layout for d in site_dirs() for layout in _CCCL_LAYOUTS]
     if cudart:
         cccl_dirs += [Path(cudart) / "cccl", Path(cudart)]
-    cccl = _holding(cccl_dirs, "nv/target") or _pathfinder_dir("cccl")
+    cccl = _find(cccl_dirs, "nv/target", "cccl")
     return tuple(dict.fromkeys(d for d in (cudart, cccl) if d))

@@ -38,10 +38,21 @@ def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
         if not isinstance(value, (bool, np.bool_)):
             raise _error(target, name, f"expects bool, got {value!r}; pass True or False")
         return np.bool_(value)
-    if dtype in ("float16", "bfloat16"):
-        return _half_bits(target, name, dtype, np_type, value)
-    if kind == "f":
-        _check_real(target, name, dtype, np_type, value)
+    half = dtype in ("float16", "bfloat16")
+    if kind == "f" or half:  # bfloat16's NumPy kind is "V"
+        if half and isinstance(value, np.uint16):
+            return value  # already the bits
+        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+            raise _error(target, name, f"expects {dtype}, got {value!r} ({type(value).__name__})")
+        limit = float(ml_dtypes.finfo(np_type).max)  # unlike np.finfo, it knows bfloat16
+        try:
+            out_of_range = bool(np.isfinite(float(value))) and abs(float(value)) > limit
+        except OverflowError:  # an int beyond any float
+            out_of_range = True
+        if out_of_range:
+            raise _error(target, name, f"= {value} is out of range for {dtype} (|x| <= {limit:g})")
+        if half:  # XLA has no 16-bit float attributes: the bits, as 0.2.1 passed them
+            return np.asarray(float(value), dtype=np_type).view(np.uint16)[()]
         return np_type(value)
     return _complex_attr(target, name, dtype, value)  # complex64 / complex128: all that is left
 
@@ -70,24 +81,3 @@ def _complex_attr(target: str, name: str, dtype: str, value: Any) -> np.ndarray:
         if np.isfinite(component) and abs(component) > limit:
             raise _error(target, name, f"= {value} is out of range for {dtype} (each part |x| <= {limit:g})")
     return np.array([number.real, number.imag], dtype=part)
-
-
-def _half_bits(target: str, name: str, dtype: str, np_type: Any, value: Any) -> Any:
-    """The value's bits as a uint16: XLA has no 16-bit float attributes (0.2.1 passed the bits too)."""
-    if isinstance(value, np.uint16):
-        return value  # already the bits
-    _check_real(target, name, dtype, np_type, value)
-    return np.asarray(float(value), dtype=np_type).view(np.uint16)[()]
-
-
-def _check_real(target: str, name: str, dtype: str, np_type: Any, value: Any) -> None:
-    """KernelCallError unless ``value`` is a real number in the range of ``dtype`` (inf and NaN pass)."""
-    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
-        raise _error(target, name, f"expects {dtype}, got {value!r} ({type(value).__name__})")
-    limit = float(ml_dtypes.finfo(np_type).max)  # unlike np.finfo, it knows bfloat16
-    try:
-        out_of_range = bool(np.isfinite(float(value))) and abs(float(value)) > limit
-    except OverflowError:  # an int beyond any float
-        out_of_range = True
-    if out_of_range:
-        raise _error(target, name, f"= {value} is out of range for {dtype} (|x| <= {limit:g})")

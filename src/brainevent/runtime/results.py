@@ -58,13 +58,13 @@ def result_specs(
                     result=index,
                     value=(got[0], str(got[1])),
                 )
-    if given is None and not arrays:
+    if given is not None:
+        return [jax.ShapeDtypeStruct(item.shape, item.dtype) for item in given]
+    if not arrays:
         raise call_error(
             target, "has no inputs to take result shapes from; pass outs=jax.ShapeDtypeStruct(...)"
         )
-    if given is None:
-        return [jax.ShapeDtypeStruct(np.shape(arrays[0]), arrays[0].dtype) for _ in rets]
-    return [jax.ShapeDtypeStruct(item.shape, item.dtype) for item in given]
+    return [jax.ShapeDtypeStruct(np.shape(arrays[0]), arrays[0].dtype) for _ in rets]
 
 
 def _expected(

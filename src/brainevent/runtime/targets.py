@@ -22,23 +22,6 @@ def _error(target: str, message: str, **data: Any) -> RegistrationError:
     return RegistrationError(f"register_ffi_target({target!r}): {message}", target=target, **data)
 
 
-def _jax_platform(platform: object, target: str) -> str:
-    """JAX's name of the platform a caller spelled (0.2.1 took "cpu" and "CUDA"; the platform
-    table lists the spellings each accepts)."""
-    spellings = jax_spellings()
-    key = platform.lower() if isinstance(platform, str) else None
-    if key not in spellings:
-        names = sorted(set(spellings.values()), key=str.lower)
-        others = sorted(s for s in spellings if s not in {n.lower() for n in names})
-        raise _error(
-            target,
-            f"platform={platform!r} is not known; expected {' or '.join(map(repr, names))} "
-            f"({' and '.join(map(repr, others))} are accepted too)",
-            platform=platform,
-        )
-    return spellings[key]
-
-
 def register_ffi_target(
     target_name: str,
     module: CompiledModule,
@@ -73,7 +56,20 @@ def register_ffi_target(
         message = f"module {module.name!r} has no function {func_name!r}; it has {sorted(module.functions)}"
         raise _error(target_name, message, function=func_name)
     expected = platform_class(module.platform).jax_platform
-    jax_platform = expected if platform is None else _jax_platform(platform, target_name)
+    # JAX's name of the platform a caller spelled (0.2.1 took "cpu" and "CUDA"; the platform table
+    # lists the spellings each accepts).
+    spellings = jax_spellings()
+    key = platform.lower() if isinstance(platform, str) else ""
+    jax_platform = expected if platform is None else spellings.get(key)
+    if jax_platform is None:
+        names = sorted(set(spellings.values()), key=str.lower)
+        others = sorted(s for s in spellings if s not in {n.lower() for n in names})
+        raise _error(
+            target_name,
+            f"platform={platform!r} is not known; expected {' or '.join(map(repr, names))} "
+            f"({' and '.join(map(repr, others))} are accepted too)",
+            platform=platform,
+        )
     if jax_platform != expected:
         raise _error(
             target_name,
