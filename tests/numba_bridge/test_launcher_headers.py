@@ -35,7 +35,8 @@ def _has_driver() -> bool:
 
 def test_numba_cuda_launcher_builds_and_keeps_a_table(private_launchers: None) -> None:
     launcher = cuda_launcher.launcher_for(2, 1)
-    assert launcher.target == "brainevent_numba_cuda_2i_1o.launch"
+    # A launcher an earlier test registered from another cache keeps its name: this one gets "_<n>".
+    assert launcher.target.startswith("brainevent_numba_cuda_2i_1o.launch")
     assert cuda_launcher.launcher_for(2, 1) is launcher  # built once per process
     lib = launcher.library
     config = int64s([1, 1, 1, 32, 1, 1, 0])
@@ -51,7 +52,7 @@ def test_numba_cuda_launcher_builds_and_keeps_a_table(private_launchers: None) -
 
 def test_cubin_launcher_builds_and_keeps_a_table(private_launchers: None) -> None:
     launcher = cubin_launcher.launcher_for(1, 1)
-    assert launcher.target == "brainevent_cubin_1i_1o.launch"
+    assert launcher.target.startswith("brainevent_cubin_1i_1o.launch")
     lib = launcher.library
     params = int64s([cubin_launcher.OPERAND, 0, 16, cubin_launcher.OPERAND, 1, 16])
     assert lib.be_cubin_register(9, b"k", int64s([1, 1, 1, 32, 1, 1]), 0, 2, params, 2, int64s([]), 0) == 0
