@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from brainevent.errors import SpecError
-from brainevent.spec.cxx_types import ACCEPTED, TypeClass
+from brainevent.spec.cxx_types import ACCEPTED, CxxParam, TypeClass, classify
 from brainevent.spec.model import Param, Role
 from brainevent.spec.out_shape import check_out_shapes
-from brainevent.spec.signature import CxxParam, CxxSignature, classify
+from brainevent.spec.signature import CxxSignature
 from brainevent.spec.tokens import SpecToken
 from brainevent.vocabulary import unhandled
 

@@ -1,4 +1,4 @@
-"""Find a function's declaration in C++ source (its parameter list is read by :mod:`cxx_params`).
+"""Find a function's declaration in C++ source (its parameter list is read by :mod:`cxx_types`).
 
 Only names at namespace scope (file scope, ``namespace x {}``, ``extern "C" {}``) can declare an
 entry point, so calls inside function bodies and class members are never mistaken for it. A
@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 from brainevent.errors import SpecError
 from brainevent.spec.cxx_lexer import LexResult, Token, lex
-from brainevent.spec.cxx_params import CxxParam, parse_params
-from brainevent.spec.cxx_types import TypeClass, classify_words, join_type
+from brainevent.spec.cxx_types import CxxParam, classify_words, join_type, parse_params
 
 # Words that may sit before a declared name but are not part of its return type.
 _SPECIFIERS = frozenset(
@@ -45,13 +44,6 @@ class CxxSignature:
     @property
     def where(self) -> str:
         return f"{self.file_name}:{self.line}"
-
-
-def classify(param: CxxParam | str) -> TypeClass:
-    """Classify a parameter (or a type given as text) as tensor/scalar/stream/unmappable."""
-    if isinstance(param, CxxParam) and param.type_words:
-        return classify_words(param.type_words)
-    return classify_words([t.text for t in lex(param if isinstance(param, str) else param.type).tokens])
 
 
 def scan_functions(source: str | LexResult, file_name: str = "<source>") -> list[CxxSignature]:
