@@ -175,8 +175,7 @@ def _locate_anywhere(
 
 def _locate(name: str, files: list[str], reading: _Reading) -> CxxSignature:
     """The single host definition of ``name`` across all sources."""
-    hosts = ([s for s in sigs if s.name == name and s.kind == "host"] for sigs in reading[0])
-    per_file = [found for found in (pick_one(name, h) for h in hosts) if found is not None]
+    per_file = [found for found in (pick_one(name, sigs) for sigs in reading[0]) if found is not None]
     if len(per_file) > 1 and sum(s.is_definition for s in per_file) != 1:
         problem = "found in several sources ({}). Define each entry point in exactly one source."
         raise clash_error(name, per_file, problem)

@@ -57,15 +57,14 @@ def find_signature(
 ) -> CxxSignature | None:
     """The host function ``function`` in ``source`` (``__global__`` and ``__device__`` ones are
     skipped), or None when it is not there; see :func:`pick_one`."""
-    return pick_one(
-        function, [s for s in scan_functions(source, file_name) if s.name == function and s.kind == "host"]
-    )
+    return pick_one(function, scan_functions(source, file_name))
 
 
-def pick_one(function: str, candidates: Sequence[CxxSignature]) -> CxxSignature | None:
-    """Reduce the declarations of one name to the single entry point they describe: a declaration
-    and a definition with the same parameter types are one function (the definition wins);
-    several definitions or differing overloads raise SpecError."""
+def pick_one(function: str, sigs: Sequence[CxxSignature]) -> CxxSignature | None:
+    """Reduce the host declarations of ``function`` among ``sigs`` to the single entry point they
+    describe: a declaration and a definition with the same parameter types are one function (the
+    definition wins); several definitions or differing overloads raise SpecError."""
+    candidates = [s for s in sigs if s.name == function and s.kind == "host"]
     if not candidates:
         return None
     if len({_param_key(c) for c in candidates}) > 1:
@@ -121,7 +120,7 @@ class _Scanner:
         for i, tok in enumerate(self.toks):
             t = tok.text
             at_namespace_scope = len(stack) == len(self.scopes)  # no open bracket but namespaces
-            if tok.kind == "ident" and at_namespace_scope and self.text_at(i + 1) == "(":
+            if tok.kind == "ident" and at_namespace_scope and self.texts[i + 1 : i + 2] == ["("]:
                 sig = self.candidate(stmt, i)
                 if sig is not None:
                     out.append(sig)
@@ -149,9 +148,6 @@ class _Scanner:
             elif t == ";" and at_namespace_scope:
                 stmt = i + 1
         return out
-
-    def text_at(self, i: int) -> str:
-        return self.texts[i] if i < len(self.texts) else ""
 
     def namespace(self, start: int, brace: int) -> str | None:
         """The name a namespace-like brace opens ("a::b" for nested definitions; "" for anonymous
