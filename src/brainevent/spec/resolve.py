@@ -24,14 +24,13 @@ from dataclasses import dataclass
 from functools import cache
 
 from brainevent.errors import BrainEventError, SpecError
-from brainevent.spec.annotations import Annotation, discover_annotations
 from brainevent.spec.bind import bind_tokens, infer_spec
 from brainevent.spec.cxx_lexer import LexResult, lex
 from brainevent.spec.cxx_types import classify
 from brainevent.spec.model import FunctionSpec, Role
 from brainevent.spec.names import CXX_KEYWORDS, did_you_mean, is_c_identifier
 from brainevent.spec.signature import CxxSignature, clash_error, pick_one, scan_functions
-from brainevent.spec.tokens import SpecToken, parse_tokens
+from brainevent.spec.tokens import Annotation, SpecToken, discover_annotations, parse_tokens
 
 Functions = Mapping[str, Sequence[str] | str | None] | Sequence[str] | None
 _ACCEPTED_FUNCTIONS = (
