@@ -7,7 +7,7 @@ candidate is ``<prefix> name ( params )`` then ``{`` or ``;``, where ``<prefix>`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from brainevent.errors import SpecError
@@ -49,7 +49,7 @@ class CxxSignature:
 def scan_functions(source: str | LexResult, file_name: str = "<source>") -> list[CxxSignature]:
     """Every function declared or defined at namespace scope, in source order."""
     lexed = source if isinstance(source, LexResult) else lex(source)
-    return _Scanner(lexed.tokens, file_name).run()
+    return list(_Scanner(lexed.tokens, file_name).run())
 
 
 def find_signature(
@@ -112,8 +112,7 @@ class _Scanner:
         self.texts = [t.text if t.kind != "string" else '"' for t in tokens]
         self.file_name = file_name
 
-    def run(self) -> list[CxxSignature]:
-        out: list[CxxSignature] = []
+    def run(self) -> Iterator[CxxSignature]:
         stack: list[str] = []  # "(", "[", "ns" (namespace-like brace) or "{" (any other brace)
         self.scopes: list[str] = []  # names of the open namespace-like braces ("" if unnamed)
         stmt = 0  # first token of the current namespace-scope statement
@@ -123,7 +122,7 @@ class _Scanner:
             if tok.kind == "ident" and at_namespace_scope and self.texts[i + 1 : i + 2] == ["("]:
                 sig = self.candidate(stmt, i)
                 if sig is not None:
-                    out.append(sig)
+                    yield sig
             if tok.kind != "punct":
                 continue
             if t in ("(", "["):
@@ -147,14 +146,12 @@ class _Scanner:
                     stmt = i + 1
             elif t == ";" and at_namespace_scope:
                 stmt = i + 1
-        return out
 
     def namespace(self, start: int, brace: int) -> str | None:
         """The name a namespace-like brace opens ("a::b" for nested definitions; "" for anonymous
         namespaces and extern "C" blocks, whose members need no qualification); None for other braces."""
         words = self.texts[start:brace]
-        if words[:1] == ["inline"]:
-            words = words[1:]
+        words = words[1:] if words[:1] == ["inline"] else words
         if words[:1] == ["namespace"]:
             return "".join(w for w in words[1:] if w.isidentifier() or w == "::")
         extern_block = [t.text for t in self.toks[start:brace]] in (["extern", '"C"'], ["extern", '"C++"'])

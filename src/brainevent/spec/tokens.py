@@ -33,8 +33,8 @@ from brainevent.spec.out_shape import MAX_FIXED_RANK, SHAPE_FORMS, parse_out_sha
 from brainevent.vocabulary import SCALAR_TYPES, Role
 
 # Plain tokens (each role's name, and 0.2.1's aliases) and what they mean; attrs are apart.
-_SIMPLE = {r.value: r for r in Role if r is not Role.ATTR} | {"args": Role.ARG, "rets": Role.RET}
-_SIMPLE["ctx.stream"] = Role.STREAM
+_SIMPLE = {"args": Role.ARG, "rets": Role.RET, "ctx.stream": Role.STREAM}
+_SIMPLE |= {r.value: r for r in Role if r is not Role.ATTR}
 _ATTR_PREFIXES = ("attr", "attrs")
 _INVALID = "Invalid arg_spec token: "
 # What a second token of a role allowed once says.
