@@ -20,7 +20,6 @@ import codecs
 import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cache
 
 from brainevent.errors import BrainEventError, SpecError
@@ -43,7 +42,7 @@ Preprocess = Callable[[str], str]
 _Reading = tuple[list[list[CxxSignature]], str]
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class _Request:
     name: str
     tokens: list[SpecToken] | None  # None: infer from the signature

@@ -220,9 +220,8 @@ class _Scanner:
 
 def _strip_template_headers(words: list[str]) -> tuple[bool, list[str] | None]:
     """Drop leading ``template <...>`` headers; None when one is unterminated."""
-    is_template = False
+    is_template = words[:1] == ["template"]
     while words[:1] == ["template"]:
-        is_template = True
         if words[1:2] != ["<"]:
             words = words[1:]
             continue
