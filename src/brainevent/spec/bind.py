@@ -165,8 +165,7 @@ def infer_spec(sig: CxxSignature) -> list[SpecToken]:
             cls == ("scalar", "int64") and param.name.lower().endswith("stream")
         )
         if cls.kind == "tensor":
-            role = Role.ARG if cls.detail == "const" else Role.RET
-            tokens.append(SpecToken(role))
+            tokens.append(SpecToken(Role.ARG if cls.detail == "const" else Role.RET))
         elif cls.kind == "scratch":
             tokens.append(SpecToken(Role.SCRATCH))
         elif is_stream and stream_at:
