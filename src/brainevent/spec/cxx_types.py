@@ -14,20 +14,17 @@ from typing import NamedTuple
 
 from brainevent.spec.cxx_lexer import Token, lex
 
-# Named scalar spellings (after a leading ``::`` is dropped) and their canonical type; BE::float16
-# ... and brainevent 0.2.1's BE::float16_t ... come from brainevent/half.h and dtype.h.
-_NAMED_SCALARS: dict[str, str] = {"bool": "bool", "float": "float32", "double": "float64", "half": "float16"}
-_NAMED_SCALARS.update(__half="float16", __nv_bfloat16="bfloat16", nv_bfloat16="bfloat16")
-for _std in ("", "std::"):
-    for _bits in (8, 16, 32, 64):
-        _NAMED_SCALARS.update({f"{_std}int{_bits}_t": f"int{_bits}", f"{_std}uint{_bits}_t": f"uint{_bits}"})
-    _NAMED_SCALARS.update(
-        dict.fromkeys([f"{_std}{a}" for a in ("ptrdiff_t", "intptr_t", "ssize_t")], "int64")
-    )
-    _NAMED_SCALARS.update({f"{_std}size_t": "uint64", f"{_std}uintptr_t": "uint64"})
-    _NAMED_SCALARS.update({f"{_std}complex<float>": "complex64", f"{_std}complex<double>": "complex128"})
-for _name in ("float16", "bfloat16", "complex64", "complex128"):
-    _NAMED_SCALARS[f"BE::{_name}"] = _NAMED_SCALARS[f"BE::{_name}_t"] = _name
+# Named scalar spellings (after a leading ``::`` is dropped): <cstdint>/<cstddef> names and complex, with
+# or without std::, CUDA's half types, BE::float16 ... and 0.2.1's BE::float16_t ... (half.h, dtype.h).
+_STD_SCALARS = {f"{u}int{b}_t": f"{u}int{b}" for u in ("", "u") for b in (8, 16, 32, 64)}
+_STD_SCALARS |= dict.fromkeys(("ptrdiff_t", "intptr_t", "ssize_t"), "int64")
+_STD_SCALARS |= {"size_t": "uint64", "uintptr_t": "uint64", "complex<float>": "complex64"}
+_STD_SCALARS |= {"complex<double>": "complex128"}
+_NAMED_SCALARS = {"bool": "bool", "float": "float32", "double": "float64", "half": "float16"}
+_NAMED_SCALARS |= {"__half": "float16", "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16"}
+_NAMED_SCALARS |= _STD_SCALARS | {f"std::{k}": v for k, v in _STD_SCALARS.items()}
+_BE = ("float16", "bfloat16", "complex64", "complex128")
+_NAMED_SCALARS |= {f"BE::{n}{s}": n for n in _BE for s in ("", "_t")}
 
 QUALIFIERS = frozenset({"const", "volatile", "typename", "struct", "class", "enum"})
 # The builtin integers spelled with keywords, in any order (sorted words -> canonical type);
