@@ -72,9 +72,7 @@ def join_type(words: Sequence[str]) -> str:
 
 def _names_something(word: str) -> bool:
     """True when ``word`` can be the scope left of ``::`` (a name or a template's ``>``)."""
-    if word == ">":
-        return True
-    return (word[:1].isalpha() or word[:1] == "_") and word not in QUALIFIERS
+    return word == ">" or ((word[:1].isalpha() or word[:1] == "_") and word not in QUALIFIERS)
 
 
 def classify_words(words: Sequence[str]) -> TypeClass:
@@ -93,9 +91,8 @@ def classify_words(words: Sequence[str]) -> TypeClass:
         kept.append(w)
     if "volatile" in kept:
         return TypeClass("unmappable", "volatile parameters are not supported")
-    reference = bool(kept) and kept[-1] == "&"
-    if reference:
-        kept.pop()
+    reference = kept[-1:] == ["&"]
+    kept = kept[:-1] if reference else kept
     if "&&" in kept or "&" in kept:
         return TypeClass("unmappable", "rvalue references and nested references are not supported")
     # Drop a global-scope ``::`` in front of a qualified name (``::BE::Tensor``).
