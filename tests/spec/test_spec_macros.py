@@ -13,7 +13,7 @@ import brainevent
 from brainevent.build import preprocess
 from brainevent.errors import BrainEventError, SpecError
 from brainevent.spec import resolve_functions
-from brainevent.spec.expanded import expanded_functions
+from brainevent.spec.resolve import expanded_functions
 
 GENERATED = r"""
 #include "brainevent/common.h"

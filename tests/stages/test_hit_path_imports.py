@@ -70,7 +70,6 @@ PROBE = textwrap.dedent(
 BUILD_ONLY = (
     "brainevent.spec.resolve",
     "brainevent.spec.signature",
-    "brainevent.spec.annotations",
     "brainevent.codegen",
     "brainevent.stages.plan",
     "brainevent.stages.execute",

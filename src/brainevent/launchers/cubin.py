@@ -6,7 +6,7 @@ import ctypes
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .library import Launcher, LauncherCache, LauncherSpec, int64s, load_images
+from .library import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s, register_images
 
 # Parameter kinds, as brainevent/cubin_launcher.h numbers them (enum Kind).
 OPERAND, SCALAR, NULL, SCRATCH = 0, 1, 2, 3
@@ -25,7 +25,6 @@ class Image:
     shared_mem: int  # dynamic shared memory per block, bytes
 
 
-_i64, _p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
 _SPEC = LauncherSpec(
     header="cubin_launcher.h",
     library_prefix="brainevent_cubin",
@@ -35,10 +34,10 @@ _SPEC = LauncherSpec(
     api={
         "be_cubin_register": (
             ctypes.c_int,
-            [_i64, ctypes.c_char_p, _p64, _i64, _i64, _p64, _i64, _p64, _i64],
+            [I64, ctypes.c_char_p, P64, I64, I64, P64, I64, P64, I64],
         ),
-        "be_cubin_add_image": (None, [_i64, _i64, ctypes.c_char_p, _i64, _i64]),
-        "be_cubin_preload": (ctypes.c_char_p, [_i64]),
+        "be_cubin_add_image": (None, [I64, I64, ctypes.c_char_p, I64, I64]),
+        "be_cubin_preload": (ctypes.c_char_p, [I64]),
     },
     # The generic entry (on the CPU) is not registered: calls go to the CUDA handler.
     load_options={"extra_ldflags": ["-ldl"], "auto_register": False},
@@ -67,21 +66,8 @@ def register(
 
     With ``element_shapes`` (one per operand) the kernel was prepared for one batch element:
     each call runs it once per element of the operands' leading dims (the id must cover them)."""
-    lib = launcher.library
     flat = [v for p in params for v in (p.kind, p.value, p.size)]
     shapes = [v for shape in element_shapes or () for v in (len(shape), *shape)]
-    fresh = lib.be_cubin_register(
-        kernel_id,
-        entry.encode(),
-        int64s([*grid, *block]),
-        int(cooperative),
-        n_operands,
-        int64s(flat),
-        len(params),
-        int64s(shapes),
-        len(shapes),
-    )
-    if fresh != 0:
-        return  # same content already registered: nothing new to load
+    args = (int64s([*grid, *block]), int(cooperative), n_operands, int64s(flat), len(params), int64s(shapes))
     added = [(cc, image.code, len(image.code), image.shared_mem) for cc, image in images.items()]
-    load_images(lib, "be_cubin", kernel_id, entry, "GPU kernel", added)
+    register_images(launcher.library, "be_cubin", "GPU kernel", kernel_id, entry, (*args, len(shapes)), added)

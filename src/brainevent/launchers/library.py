@@ -13,6 +13,7 @@ from typing import Any
 
 # restype, argtypes of each function a launcher library exports to Python.
 CtypesApi = Mapping[str, tuple[Any, list[Any]]]
+I64, P64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
 
 
 @dataclass(frozen=True)
@@ -109,11 +110,14 @@ class LauncherCache:
             return found
 
 
-def load_images(
-    lib: ctypes.CDLL, prefix: str, kernel_id: int, entry: str, kind: str, images: list[Any]
+def register_images(
+    lib: ctypes.CDLL, prefix: str, kind: str, kernel_id: int, entry: str, args: tuple, images: list
 ) -> None:
-    """Hands a newly registered kernel's images (argument tuples of ``<prefix>_add_image``) to the
-    launcher and loads them on the active devices; LoadError when the driver refuses."""
+    """Registers a kernel with the launcher (``<prefix>_register(kernel_id, entry, *args)``) and, when
+    its content is new, hands it the images (argument tuples of ``<prefix>_add_image``) and loads them
+    on the active devices; LoadError when the driver refuses."""
+    if getattr(lib, f"{prefix}_register")(kernel_id, entry.encode(), *args) != 0:
+        return  # same content already registered: nothing new to load
     for image in images:
         getattr(lib, f"{prefix}_add_image")(kernel_id, *image)
     error = getattr(lib, f"{prefix}_preload")(kernel_id)

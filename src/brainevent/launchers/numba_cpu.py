@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..calls.operands import Signature
-from .library import Launcher, LauncherCache, LauncherSpec, int64s
+from .library import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s
 
 _NUMBA_CPU_CONTEXT = "<numba.core.cpu.CPUContext"
 
@@ -50,14 +50,13 @@ def add_receiver(library: ctypes.CDLL) -> None:
             sys.unraisablehook = _hook
 
 
-_i64, _p64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
 _SPEC = LauncherSpec(
     header="numba_cpu_launcher.h",
     library_prefix="brainevent_numba_cpu",
     function="call",
     core_call="be_numba_cpu::call_kernel",
     cuda=False,
-    api={"be_numba_cpu_register": (ctypes.c_int, [_i64, _i64, ctypes.c_char_p, _p64, _p64, _i64])},
+    api={"be_numba_cpu_register": (ctypes.c_int, [I64, I64, ctypes.c_char_p, P64, P64, I64])},
     handler="be_numba_cpu_handler",  # calls skip the generic decoder: a loop step is tens of ns
 )
 cpu_launcher_for = LauncherCache(_SPEC, setup=add_receiver).get

@@ -11,14 +11,13 @@ from typing import Any
 
 # Module -> the names it exports here.
 _BY_MODULE = {
-    "annotations": "Annotation discover_annotations",
     "bind": "infer_spec",
     "cxx_lexer": "Comment LexResult Token lex",
-    "cxx_types": "TypeClass",
+    "cxx_types": "CxxParam TypeClass classify",
     "model": "SCALAR_TYPES FunctionSpec Param Role",
     "resolve": "resolve_functions",
-    "signature": "CxxParam CxxSignature classify find_signature scan_functions",
-    "tokens": "SpecToken parse_tokens",
+    "signature": "CxxSignature find_signature scan_functions",
+    "tokens": "Annotation SpecToken discover_annotations parse_tokens",
 }
 _EXPORTS = {name: module for module, names in _BY_MODULE.items() for name in names.split()}
 

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from brainevent.errors import SpecError
-from brainevent.spec.cxx_types import ACCEPTED, TypeClass
+from brainevent.spec.cxx_types import ACCEPTED, CxxParam, TypeClass, classify
 from brainevent.spec.model import Param, Role
 from brainevent.spec.out_shape import check_out_shapes
-from brainevent.spec.signature import CxxParam, CxxSignature, classify
+from brainevent.spec.signature import CxxSignature
 from brainevent.spec.tokens import SpecToken
 from brainevent.vocabulary import unhandled
 
@@ -165,10 +165,9 @@ def infer_spec(sig: CxxSignature) -> list[SpecToken]:
             cls == ("scalar", "int64") and param.name.lower().endswith("stream")
         )
         if cls.kind == "tensor":
-            role = Role.ARG if cls.detail == "const" else Role.RET
-            tokens.append(SpecToken(role, text=role.value))
+            tokens.append(SpecToken(Role.ARG if cls.detail == "const" else Role.RET))
         elif cls.kind == "scratch":
-            tokens.append(SpecToken(Role.SCRATCH, text="scratch"))
+            tokens.append(SpecToken(Role.SCRATCH))
         elif is_stream and stream_at:
             problem = (
                 f"is a second stream parameter (the first is parameter {stream_at})",
@@ -176,13 +175,11 @@ def infer_spec(sig: CxxSignature) -> list[SpecToken]:
             )
         elif is_stream:
             stream_at = position
-            tokens.append(SpecToken(Role.STREAM, text="stream"))
+            tokens.append(SpecToken(Role.STREAM))
         elif cls.kind == "scalar" and not param.name:
             problem = ("is an unnamed scalar, so it has no attribute name", "name the parameter")
         elif cls.kind == "scalar":
-            tokens.append(
-                SpecToken(Role.ATTR, param.name, cls.detail, text=f"attr.{param.name}:{cls.detail}")
-            )
+            tokens.append(SpecToken(Role.ATTR, param.name, cls.detail))
         else:
             problem = (
                 f"has type {param.type!r}: {cls.detail}. Accepted: {ACCEPTED}",

@@ -1,28 +1,30 @@
-"""Classify a C++ parameter type as a tensor, a scalar, a stream or unmappable.
+"""One C++ parameter list (:mod:`signature` finds it): split at top-level commas without defaults
+or ``[[...]]`` attributes, each parameter's name told from its type, and the type classified as
+a tensor, a scalar, a stream, scratch memory or unmappable.
 
-Works on the lexer's tokens of the type (not on raw text), so spacing, comments
-and qualifier order (``const BE::Tensor`` vs ``BE::Tensor const``) do not matter.
+Types are classified from the lexer's tokens (not raw text), so spacing, comments and qualifier
+order (``const BE::Tensor`` vs ``BE::Tensor const``) do not matter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
-# Named scalar spellings (after a leading ``::`` is dropped) and their canonical type; BE::float16
-# ... and brainevent 0.2.1's BE::float16_t ... come from brainevent/half.h and dtype.h.
-_NAMED_SCALARS: dict[str, str] = {"bool": "bool", "float": "float32", "double": "float64", "half": "float16"}
-_NAMED_SCALARS.update(__half="float16", __nv_bfloat16="bfloat16", nv_bfloat16="bfloat16")
-for _std in ("", "std::"):
-    for _bits in (8, 16, 32, 64):
-        _NAMED_SCALARS.update({f"{_std}int{_bits}_t": f"int{_bits}", f"{_std}uint{_bits}_t": f"uint{_bits}"})
-    _NAMED_SCALARS.update(
-        dict.fromkeys([f"{_std}{a}" for a in ("ptrdiff_t", "intptr_t", "ssize_t")], "int64")
-    )
-    _NAMED_SCALARS.update({f"{_std}size_t": "uint64", f"{_std}uintptr_t": "uint64"})
-    _NAMED_SCALARS.update({f"{_std}complex<float>": "complex64", f"{_std}complex<double>": "complex128"})
-for _name in ("float16", "bfloat16", "complex64", "complex128"):
-    _NAMED_SCALARS[f"BE::{_name}"] = _NAMED_SCALARS[f"BE::{_name}_t"] = _name
+from brainevent.spec.cxx_lexer import Token, lex
+
+# Named scalar spellings (after a leading ``::`` is dropped): <cstdint>/<cstddef> names and complex, with
+# or without std::, CUDA's half types, BE::float16 ... and 0.2.1's BE::float16_t ... (half.h, dtype.h).
+_STD_SCALARS = {f"{u}int{b}_t": f"{u}int{b}" for u in ("", "u") for b in (8, 16, 32, 64)}
+_STD_SCALARS |= dict.fromkeys(("ptrdiff_t", "intptr_t", "ssize_t"), "int64")
+_STD_SCALARS |= {"size_t": "uint64", "uintptr_t": "uint64", "complex<float>": "complex64"}
+_STD_SCALARS |= {"complex<double>": "complex128"}
+_NAMED_SCALARS = {"bool": "bool", "float": "float32", "double": "float64", "half": "float16"}
+_NAMED_SCALARS |= {"__half": "float16", "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16"}
+_NAMED_SCALARS |= _STD_SCALARS | {f"std::{k}": v for k, v in _STD_SCALARS.items()}
+_BE = ("float16", "bfloat16", "complex64", "complex128")
+_NAMED_SCALARS |= {f"BE::{n}{s}": n for n in _BE for s in ("", "_t")}
 
 QUALIFIERS = frozenset({"const", "volatile", "typename", "struct", "class", "enum"})
 # The builtin integers spelled with keywords, in any order (sorted words -> canonical type);
@@ -70,9 +72,7 @@ def join_type(words: Sequence[str]) -> str:
 
 def _names_something(word: str) -> bool:
     """True when ``word`` can be the scope left of ``::`` (a name or a template's ``>``)."""
-    if word == ">":
-        return True
-    return (word[:1].isalpha() or word[:1] == "_") and word not in QUALIFIERS
+    return word == ">" or ((word[:1].isalpha() or word[:1] == "_") and word not in QUALIFIERS)
 
 
 def classify_words(words: Sequence[str]) -> TypeClass:
@@ -91,9 +91,8 @@ def classify_words(words: Sequence[str]) -> TypeClass:
         kept.append(w)
     if "volatile" in kept:
         return TypeClass("unmappable", "volatile parameters are not supported")
-    reference = bool(kept) and kept[-1] == "&"
-    if reference:
-        kept.pop()
+    reference = kept[-1:] == ["&"]
+    kept = kept[:-1] if reference else kept
     if "&&" in kept or "&" in kept:
         return TypeClass("unmappable", "rvalue references and nested references are not supported")
     # Drop a global-scope ``::`` in front of a qualified name (``::BE::Tensor``).
@@ -133,3 +132,107 @@ def _unknown_reason(words: list[str]) -> str:
     if "long" in words and "double" in words:
         return "long double has no XLA equivalent; use double"
     return "this type has no matching JAX operand or attribute type"
+
+
+def classify(param: CxxParam | str) -> TypeClass:
+    """Classify a parameter (or a type given as text) as tensor/scalar/stream/unmappable."""
+    words = param.type_words if isinstance(param, CxxParam) else [t.text for t in lex(param).tokens]
+    return classify_words(words)
+
+
+# Words that end a parameter's type rather than naming it.
+_TYPE_WORDS = frozenset(
+    {"void", "bool", "char", "char8_t", "char16_t", "char32_t", "wchar_t", "short", "int",
+     "long", "signed", "unsigned", "float", "double", "auto", "const", "volatile",
+     "__restrict__", "__restrict"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CxxParam:
+    name: str  # "" for an unnamed parameter
+    line: int
+    type_words: tuple[str, ...] = field(repr=False)
+
+    @property
+    def type(self) -> str:
+        """The type as written, normalised to single spaces."""
+        return join_type(self.type_words)
+
+    def display(self) -> str:
+        return f"{self.type} {self.name}".strip()
+
+
+def parse_params(tokens: Sequence[Token], fallback_line: int) -> tuple[CxxParam, ...]:
+    """The parameters between a declaration's parentheses (``()`` and ``(void)`` give none)."""
+    groups = _split_top_level(tokens)
+    if len(groups) == 1 and [t.text for t in groups[0]] in ([], ["void"]):
+        return ()
+    return tuple(_parse_param(g, fallback_line) for g in groups)
+
+
+def _split_top_level(tokens: Sequence[Token]) -> list[list[Token]]:
+    """The parameters' tokens, split at top-level commas, without their default values."""
+    groups: list[list[Token]] = [[]]
+    depth = angle = 0
+    defaulted = False  # after '=', '<' may be less-than, so stop counting angles
+    for tok in tokens:
+        t = tok.text if tok.kind == "punct" else ""
+        if t in ("(", "[", "{"):
+            depth += 1
+        elif t in (")", "]", "}"):
+            depth = max(depth - 1, 0)
+        elif depth == 0 and not defaulted and t in ("<", ">"):
+            angle = max(angle + (1 if t == "<" else -1), 0)
+        elif depth == 0 and angle == 0 and t == "=":
+            defaulted = True
+        elif depth == 0 and angle == 0 and t == ",":
+            groups.append([])
+            defaulted = False
+            continue
+        if not defaulted:
+            groups[-1].append(tok)
+    return groups
+
+
+def _parse_param(tokens: list[Token], fallback_line: int) -> CxxParam:
+    tokens = _without_attributes(tokens)
+    texts = [t.text for t in tokens]
+    k = _name_index(tokens)
+    if k is None:
+        return CxxParam("", tokens[0].line if tokens else fallback_line, tuple(texts))
+    return CxxParam(texts[k], tokens[k].line, tuple(texts[:k] + texts[k + 1 :]))
+
+
+def _without_attributes(tokens: list[Token]) -> list[Token]:
+    """Drop ``[[...]]`` attributes, keeping array brackets ``[N]``."""
+    texts = [t.text for t in tokens]
+    out: list[Token] = []
+    k = 0
+    while k < len(tokens):
+        if texts[k : k + 2] == ["[", "["]:
+            ends = (e for e in range(k + 2, len(texts) - 1) if texts[e : e + 2] == ["]", "]"])
+            k = next(ends, max(k + 2, len(texts) - 1)) + 2
+        else:
+            out.append(tokens[k])
+            k += 1
+    return out
+
+
+def _name_index(tokens: list[Token]) -> int | None:
+    """Index of the token naming the parameter, or None when it is unnamed."""
+    texts = [t.text for t in tokens]
+    for k in range(2, len(tokens)):
+        # Function pointer ``void (*cb)(int)``: the name follows ``(*`` .
+        if tokens[k].kind == "ident" and texts[k - 1] in ("*", "&", "^") and texts[k - 2] == "(":
+            return k
+    last, depth = len(tokens) - 1, 0
+    while last >= 0 and (depth or texts[last] == "]"):  # array parameter ``float x[4]``: skip [..]
+        depth += (texts[last] == "]") - (texts[last] == "[")
+        last -= 1
+    if depth or last < 1 or tokens[last].kind != "ident" or texts[last] in _TYPE_WORDS:
+        return None
+    if texts[last - 1] == "::":
+        return None
+    rest = [w for k, w in enumerate(texts) if k != last and w not in QUALIFIERS]
+    return last if rest else None

@@ -8,107 +8,77 @@
 * None: the ``// @BE name [tokens...]`` annotations of all sources decide.
 
 A function the plain reading cannot find (or whose parameter types it cannot map, e.g. a
-type spelled through a macro) is looked up again after macro expansion (``preprocess``).
+type spelled through a macro) is looked up again after macro expansion (``preprocess``):
+functions written through a macro (``#define GEN(S, T) void gen##S(...)`` then ``GEN(_f32, float)``)
+exist only in the compiler's ``-E`` output. Each is reported at the line of the user's file it
+came from (for a generated function, the macro's use), found through the line markers.
 """
 
 from __future__ import annotations
 
+import codecs
+import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from functools import cache
 
 from brainevent.errors import BrainEventError, SpecError
-from brainevent.spec.annotations import Annotation, discover_annotations
 from brainevent.spec.bind import bind_tokens, infer_spec
 from brainevent.spec.cxx_lexer import LexResult, lex
+from brainevent.spec.cxx_types import classify
 from brainevent.spec.model import FunctionSpec, Role
 from brainevent.spec.names import CXX_KEYWORDS, did_you_mean, is_c_identifier
-from brainevent.spec.signature import CxxSignature, clash_error, classify, pick_one, scan_functions
-from brainevent.spec.tokens import SpecToken, parse_tokens
+from brainevent.spec.signature import CxxSignature, clash_error, pick_one, scan_functions
+from brainevent.spec.tokens import Annotation, SpecToken, discover_annotations, parse_tokens
 
 Functions = Mapping[str, Sequence[str] | str | None] | Sequence[str] | None
 _ACCEPTED_FUNCTIONS = (
     "a dict {name: [tokens...]}, a list/tuple of function names (specs inferred), "
     "or None (use '// @BE name [tokens...]' annotations)"
 )
+# Preprocessed text of a source, by its file name; BrainEventError when the preprocessor fails.
+Preprocess = Callable[[str], str]
+# One reading of the sources: each source's namespace-scope functions, and why reading failed.
+_Reading = tuple[list[list[CxxSignature]], str]
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class _Request:
     name: str
     tokens: list[SpecToken] | None  # None: infer from the signature
     origin: str  # where the spec was given, for messages
 
 
-# Preprocessed text of a source, by its file name; BrainEventError when the preprocessor fails.
-Preprocess = Callable[[str], str]
-
-
-@dataclass(frozen=True)
-class _Source:
-    file_name: str
-    lexed: LexResult
-    functions: tuple[CxxSignature, ...]
-
-
-# The functions one reading (plain or after macro expansion) finds in a source.
-_FunctionsOf = Callable[[_Source], Sequence[CxxSignature]]
-
-
-@dataclass
-class _Expander:
-    """Signatures after macro expansion, one preprocessor run per source at most."""
-
-    preprocess: Preprocess | None
-    done: dict[str, list[CxxSignature]] = field(default_factory=dict)
-    failure: str = ""  # why the preprocessor failed, for the not-found message
-
-    def functions(self, src: _Source) -> list[CxxSignature]:
-        if self.preprocess is None:
-            return []
-        if src.file_name not in self.done:
-            from brainevent.spec.expanded import expanded_functions
-
-            try:
-                text = self.preprocess(src.file_name)
-            except BrainEventError as exc:
-                self.failure = self.failure or exc.message
-                text = ""
-            self.done[src.file_name] = expanded_functions(text, src.file_name) if text else []
-        return self.done[src.file_name]
-
-
 def resolve_functions(
     functions: Functions, sources: Sequence[tuple[str, str]], preprocess: Preprocess | None = None
 ) -> list[FunctionSpec]:
     """Checked specs for the requested entry points, in request order."""
-    scanned = [_scan(name, text) for name, text in _check_sources(sources)]
-    requests = _requests(functions, scanned)
-    expander = _Expander(preprocess)
+    checked = _check_sources(sources)
+    files = [name for name, _ in checked]
+    lexed = [lex(text) for _, text in checked]
+    plain: _Reading = ([scan_functions(lx, f) for lx, f in zip(lexed, files, strict=True)], "")
+    expanded = None if preprocess is None else cache(lambda: _expand(preprocess, files))
     specs: list[FunctionSpec] = []
-    for req in requests:
-        sig = _locate_anywhere(req.name, scanned, expander)
+    for req in _requests(functions, files, lexed):
+        sig = _locate_anywhere(req.name, files, plain, expanded)
         tokens = req.tokens if req.tokens is not None else infer_spec(sig)
         if not any(t.role is Role.RET for t in tokens):  # refused: XLA would drop the call
-            given = (
-                f"the arg_spec from {req.origin}" if req.origin else "the spec inferred from its signature"
+            given = "the spec inferred from its signature"
+            given = f"the arg_spec from {req.origin}" if req.origin else given
+            shown = [t.shown() for t in tokens]
+            raise SpecError(
+                f"{req.name} ({sig.where}): {given}, {shown}, has no output: an entry point needs at "
+                "least one 'ret'. XLA drops a custom call whose results are unused, so this function "
+                "would never run. Fix: give it a BE::Tensor output parameter (non-const) and a 'ret' "
+                "token for it, and write the result (or a status) there.",
+                function=req.name,
+                line=sig.line,
+                file=sig.file_name,
+                tokens=shown,
             )
-            raise _no_output(req.name, sig, given, [t.shown() for t in tokens])
         params = bind_tokens(sig, tokens, req.origin)
         specs.append(FunctionSpec(req.name, params, sig.file_name, sig.line, sig.scope))
     return specs
-
-
-def _no_output(name: str, sig: CxxSignature, given: str, tokens: list[str]) -> SpecError:
-    return SpecError(
-        f"{name} ({sig.where}): {given}, {tokens}, has no output: an entry point needs at least "
-        "one 'ret'. XLA drops a custom call whose results are unused, so this function would never "
-        "run. Fix: give it a BE::Tensor output parameter (non-const) and a 'ret' token for it, and "
-        "write the result (or a status) there.",
-        function=name,
-        line=sig.line,
-        file=sig.file_name,
-        tokens=tokens,
-    )
 
 
 def _check_sources(sources: object) -> list[tuple[str, str]]:
@@ -125,15 +95,10 @@ def _check_sources(sources: object) -> list[tuple[str, str]]:
     return [(name, text) for name, text in sources]
 
 
-def _scan(file_name: str, text: str) -> _Source:
-    lexed = lex(text)
-    return _Source(file_name, lexed, tuple(scan_functions(lexed, file_name)))
-
-
-def _requests(functions: Functions, scanned: list[_Source]) -> list[_Request]:
+def _requests(functions: Functions, files: list[str], lexed: list[LexResult]) -> list[_Request]:
     requests: list[_Request]
     if functions is None:
-        requests = _from_annotations(scanned)
+        requests = _from_annotations(files, lexed)
     elif isinstance(functions, Mapping):
         requests = [_from_entry(name, tokens) for name, tokens in functions.items()]
     elif isinstance(functions, list | tuple):
@@ -148,11 +113,10 @@ def _requests(functions: Functions, scanned: list[_Source]) -> list[_Request]:
             functions_type=type(functions).__name__,
         )
     if not requests:
-        files = ", ".join(s.file_name for s in scanned)
         raise SpecError(
-            f"No functions to expose from {files}: pass functions= ({_ACCEPTED_FUNCTIONS}) "
+            f"No functions to expose from {', '.join(files)}: pass functions= ({_ACCEPTED_FUNCTIONS}) "
             "or add a '// @BE <function> [tokens...]' comment above each entry point.",
-            files=[s.file_name for s in scanned],
+            files=files,
         )
     return requests
 
@@ -170,59 +134,56 @@ def _from_entry(name: object, tokens: object) -> _Request:
     return _Request(name, parse_tokens(name, tokens), "functions=")  # type: ignore[arg-type]
 
 
-def _from_annotations(scanned: list[_Source]) -> list[_Request]:
+def _from_annotations(files: list[str], lexed: list[LexResult]) -> list[_Request]:
     requests: list[_Request] = []
     seen: dict[str, Annotation] = {}
-    for src in scanned:
-        for ann in discover_annotations(src.lexed, src.file_name, seen):
+    for file_name, lx in zip(files, lexed, strict=True):
+        for ann in discover_annotations(lx, file_name, seen):
             tokens = parse_tokens(ann.function, ann.tokens) if ann.tokens else None
             requests.append(_Request(ann.function, tokens, f"'@BE' at {ann.where}"))
     return requests
 
 
-def _locate_anywhere(name: str, scanned: list[_Source], expander: _Expander) -> CxxSignature:
+def _locate_anywhere(
+    name: str, files: list[str], plain: _Reading, expanded: Callable[[], _Reading] | None
+) -> CxxSignature:
     """The plain reading's signature of ``name``, or the expanded one where the plain reading
     finds none or one with a type it cannot map."""
     try:
-        plain: CxxSignature | None = _locate(name, scanned, lambda src: src.functions)
+        found: CxxSignature | None = _locate(name, files, plain)
     except SpecError:
-        if expander.preprocess is None:
+        if expanded is None:
             raise
-        plain = None
-    if plain is not None and (
-        expander.preprocess is None or all(classify(p).kind != "unmappable" for p in plain.params)
-    ):
-        return plain
+        found = None
+    mappable = found is not None and all(classify(p).kind != "unmappable" for p in found.params)
+    if found is not None and (expanded is None or mappable):
+        return found
+    assert expanded is not None
+    reading = expanded()
     try:
-        return _locate(name, scanned, expander.functions)
+        return _locate(name, files, reading)
     except SpecError as exc:
-        if plain is not None:
-            return plain  # the plain reading's complaint is about the user's own text
-        if expander.failure:
-            note = f" Reading the sources after macro expansion failed too: {expander.failure}"
+        if found is not None:
+            return found  # the plain reading's complaint is about the user's own text
+        if reading[1]:
+            note = f" Reading the sources after macro expansion failed too: {reading[1]}"
             raise SpecError(exc.message + note, **exc.data) from None
         raise
 
 
-def _locate(name: str, scanned: list[_Source], functions_of: _FunctionsOf) -> CxxSignature:
+def _locate(name: str, files: list[str], reading: _Reading) -> CxxSignature:
     """The single host definition of ``name`` across all sources."""
-    hosts = ([s for s in functions_of(src) if s.name == name and s.kind == "host"] for src in scanned)
-    per_file = [found for found in (pick_one(name, h) for h in hosts) if found is not None]
+    per_file = [found for found in (pick_one(name, sigs) for sigs in reading[0]) if found is not None]
     if len(per_file) > 1 and sum(s.is_definition for s in per_file) != 1:
         problem = "found in several sources ({}). Define each entry point in exactly one source."
         raise clash_error(name, per_file, problem)
     found = pick_one(name, per_file)  # declarations elsewhere must agree with the one definition
-    if found is None:
-        raise _not_found(name, scanned, functions_of)
-    return found
-
-
-def _not_found(name: str, scanned: list[_Source], functions_of: _FunctionsOf) -> SpecError:
-    files = [s.file_name for s in scanned]
-    device = [s for src in scanned for s in functions_of(src) if s.name == name]
+    if found is not None:
+        return found
+    device = [s for sigs in reading[0] for s in sigs if s.name == name]
     if device:
         kind = "__global__ kernel" if device[0].kind == "kernel" else "__device__ function"
-        return SpecError(
+        raise SpecError(
             f"{name}: at {device[0].where} it is a {kind}, which the host cannot call "
             "through XLA. Fix: expose a host function that takes BE::Tensor parameters "
             "and launches the kernel.",
@@ -230,11 +191,65 @@ def _not_found(name: str, scanned: list[_Source], functions_of: _FunctionsOf) ->
             files=files,
             line=device[0].line,
         )
-    known = {s.name for src in scanned for s in functions_of(src) if s.kind == "host"}
-    hint = did_you_mean(name, known)
-    return SpecError(
+    hint = did_you_mean(name, {s.name for sigs in reading[0] for s in sigs if s.kind == "host"})
+    raise SpecError(
         f"{name}: no function with this name is defined at namespace scope in {', '.join(files)}."
         + (hint or " Check the spelling, and that the function is not inside a class."),
         function=name,
         files=files,
     )
+
+
+def _expand(preprocess: Preprocess, files: list[str]) -> _Reading:
+    failure = ""
+    found: list[list[CxxSignature]] = []
+    for file_name in files:
+        try:
+            text = preprocess(file_name)
+        except BrainEventError as exc:
+            failure = failure or exc.message
+            text = ""
+        found.append(expanded_functions(text, file_name) if text else [])
+    return found, failure
+
+
+def expanded_functions(preprocessed: str, file_name: str) -> list[CxxSignature]:
+    """The namespace-scope functions of ``file_name`` in its preprocessed text; lines from
+    included headers are blanked first, so only the source's own declarations count."""
+    kept: list[str] = []
+    origin: list[int] = []  # each kept line's number in file_name (0: not from it)
+    current, line = "", 0
+    for text in preprocessed.split("\n"):
+        marker = _line_marker(text)
+        if marker is not None:
+            line, current = marker[0], marker[1] if marker[1] is not None else current
+        ours = marker is None and current == file_name
+        kept.append(text if ours else "")
+        origin.append(line if ours else 0)
+        line += marker is None  # a marker gives the next line its number
+
+    def mapped(at: int) -> int:
+        return origin[at - 1] if 0 < at <= len(origin) else 0
+
+    found = []
+    for sig in scan_functions(lex("\n".join(kept)), file_name):
+        at = mapped(sig.line)
+        params = tuple(dataclasses.replace(p, line=mapped(p.line) or at) for p in sig.params)
+        found.append(dataclasses.replace(sig, line=at, params=params))
+    return found
+
+
+# ``# 12 "f" 2`` or ``#line 12 "f"``: the next line's number, then maybe its file (a C string).
+_MARKER = re.compile(r'\s*#\s*(?:line)?\s*([0-9]+)\s*(?:"((?:[^"\\]|\\.)*))?')
+
+
+def _line_marker(text: str) -> tuple[int, str | None] | None:
+    """(next line's number, file or None) for a line marker, else None."""
+    found = _MARKER.match(text)
+    if found is None:
+        return None
+    if found.group(2) is None:
+        return int(found.group(1)), None
+    # C's escapes in the file name (\\, \" and octal) are Python's bytes escapes too.
+    name = codecs.escape_decode(found.group(2).encode(), "ignore")[0]
+    return int(found.group(1)), name.decode("utf-8", "replace")

@@ -1,4 +1,4 @@
-"""Find a function's declaration in C++ source (its parameter list is read by :mod:`cxx_params`).
+"""Find a function's declaration in C++ source (its parameter list is read by :mod:`cxx_types`).
 
 Only names at namespace scope (file scope, ``namespace x {}``, ``extern "C" {}``) can declare an
 entry point, so calls inside function bodies and class members are never mistaken for it. A
@@ -7,13 +7,12 @@ candidate is ``<prefix> name ( params )`` then ``{`` or ``;``, where ``<prefix>`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from brainevent.errors import SpecError
 from brainevent.spec.cxx_lexer import LexResult, Token, lex
-from brainevent.spec.cxx_params import CxxParam, parse_params
-from brainevent.spec.cxx_types import TypeClass, classify_words, join_type
+from brainevent.spec.cxx_types import CxxParam, classify_words, join_type, parse_params
 
 # Words that may sit before a declared name but are not part of its return type.
 _SPECIFIERS = frozenset(
@@ -47,17 +46,10 @@ class CxxSignature:
         return f"{self.file_name}:{self.line}"
 
 
-def classify(param: CxxParam | str) -> TypeClass:
-    """Classify a parameter (or a type given as text) as tensor/scalar/stream/unmappable."""
-    if isinstance(param, CxxParam) and param.type_words:
-        return classify_words(param.type_words)
-    return classify_words([t.text for t in lex(param if isinstance(param, str) else param.type).tokens])
-
-
 def scan_functions(source: str | LexResult, file_name: str = "<source>") -> list[CxxSignature]:
     """Every function declared or defined at namespace scope, in source order."""
     lexed = source if isinstance(source, LexResult) else lex(source)
-    return _Scanner(lexed.tokens, file_name).run()
+    return list(_Scanner(lexed.tokens, file_name).run())
 
 
 def find_signature(
@@ -65,15 +57,14 @@ def find_signature(
 ) -> CxxSignature | None:
     """The host function ``function`` in ``source`` (``__global__`` and ``__device__`` ones are
     skipped), or None when it is not there; see :func:`pick_one`."""
-    return pick_one(
-        function, [s for s in scan_functions(source, file_name) if s.name == function and s.kind == "host"]
-    )
+    return pick_one(function, scan_functions(source, file_name))
 
 
-def pick_one(function: str, candidates: Sequence[CxxSignature]) -> CxxSignature | None:
-    """Reduce the declarations of one name to the single entry point they describe: a declaration
-    and a definition with the same parameter types are one function (the definition wins);
-    several definitions or differing overloads raise SpecError."""
+def pick_one(function: str, sigs: Sequence[CxxSignature]) -> CxxSignature | None:
+    """Reduce the host declarations of ``function`` among ``sigs`` to the single entry point they
+    describe: a declaration and a definition with the same parameter types are one function (the
+    definition wins); several definitions or differing overloads raise SpecError."""
+    candidates = [s for s in sigs if s.name == function and s.kind == "host"]
     if not candidates:
         return None
     if len({_param_key(c) for c in candidates}) > 1:
@@ -121,18 +112,17 @@ class _Scanner:
         self.texts = [t.text if t.kind != "string" else '"' for t in tokens]
         self.file_name = file_name
 
-    def run(self) -> list[CxxSignature]:
-        out: list[CxxSignature] = []
+    def run(self) -> Iterator[CxxSignature]:
         stack: list[str] = []  # "(", "[", "ns" (namespace-like brace) or "{" (any other brace)
         self.scopes: list[str] = []  # names of the open namespace-like braces ("" if unnamed)
         stmt = 0  # first token of the current namespace-scope statement
         for i, tok in enumerate(self.toks):
             t = tok.text
             at_namespace_scope = len(stack) == len(self.scopes)  # no open bracket but namespaces
-            if tok.kind == "ident" and at_namespace_scope and self.text_at(i + 1) == "(":
+            if tok.kind == "ident" and at_namespace_scope and self.texts[i + 1 : i + 2] == ["("]:
                 sig = self.candidate(stmt, i)
                 if sig is not None:
-                    out.append(sig)
+                    yield sig
             if tok.kind != "punct":
                 continue
             if t in ("(", "["):
@@ -156,17 +146,12 @@ class _Scanner:
                     stmt = i + 1
             elif t == ";" and at_namespace_scope:
                 stmt = i + 1
-        return out
-
-    def text_at(self, i: int) -> str:
-        return self.texts[i] if i < len(self.texts) else ""
 
     def namespace(self, start: int, brace: int) -> str | None:
         """The name a namespace-like brace opens ("a::b" for nested definitions; "" for anonymous
         namespaces and extern "C" blocks, whose members need no qualification); None for other braces."""
         words = self.texts[start:brace]
-        if words[:1] == ["inline"]:
-            words = words[1:]
+        words = words[1:] if words[:1] == ["inline"] else words
         if words[:1] == ["namespace"]:
             return "".join(w for w in words[1:] if w.isidentifier() or w == "::")
         extern_block = [t.text for t in self.toks[start:brace]] in (["extern", '"C"'], ["extern", '"C++"'])
@@ -235,9 +220,8 @@ class _Scanner:
 
 def _strip_template_headers(words: list[str]) -> tuple[bool, list[str] | None]:
     """Drop leading ``template <...>`` headers; None when one is unterminated."""
-    is_template = False
+    is_template = words[:1] == ["template"]
     while words[:1] == ["template"]:
-        is_template = True
         if words[1:2] != ["<"]:
             words = words[1:]
             continue

@@ -1,4 +1,4 @@
-"""The arg_spec token grammar.
+"""The arg_spec token grammar, and the ``// @BE name [tokens...]`` annotations that carry it.
 
 An arg_spec lists one token per C++ parameter, in order::
 
@@ -12,6 +12,10 @@ An arg_spec lists one token per C++ parameter, in order::
 
 ``<type>`` is a canonical name from :data:`SCALAR_TYPES` or one of the aliases in
 :data:`TYPE_ALIASES`. A bare ``attr.<name>`` takes its type from the C++ parameter.
+
+Only real comments are annotations (the lexer's comment list), so ``"@BE"`` inside a string
+literal or a disabled raw string is ignored. ``/* @BE name ... */`` works too, and its tokens
+may span lines.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brainevent.errors import SpecError
+from brainevent.spec.cxx_lexer import Comment, LexResult, lex
 from brainevent.spec.model import token_text
 from brainevent.spec.names import CXX_KEYWORDS, canonical_type, close_matches, is_c_identifier
 from brainevent.spec.names import TYPE_ALIASES as TYPE_ALIASES
@@ -28,8 +33,8 @@ from brainevent.spec.out_shape import MAX_FIXED_RANK, SHAPE_FORMS, parse_out_sha
 from brainevent.vocabulary import SCALAR_TYPES, Role
 
 # Plain tokens (each role's name, and 0.2.1's aliases) and what they mean; attrs are apart.
-_SIMPLE = {r.value: r for r in Role if r is not Role.ATTR} | {"args": Role.ARG, "rets": Role.RET}
-_SIMPLE["ctx.stream"] = Role.STREAM
+_SIMPLE = {"args": Role.ARG, "rets": Role.RET, "ctx.stream": Role.STREAM}
+_SIMPLE |= {r.value: r for r in Role if r is not Role.ATTR}
 _ATTR_PREFIXES = ("attr", "attrs")
 _INVALID = "Invalid arg_spec token: "
 # What a second token of a role allowed once says.
@@ -196,3 +201,76 @@ def _token_hint(text: str) -> str:
         return f" Did you mean 'attr.{rest}'?"
     matches = close_matches(text, _SIMPLE)
     return f" Did you mean {matches[0]!r}?" if matches else " Fix the token or remove it."
+
+
+MARKER = "@BE"
+
+
+@dataclass(frozen=True)
+class Annotation:
+    function: str
+    tokens: tuple[str, ...] | None  # None when only the name follows @BE: infer the spec
+    line: int
+    file_name: str = "<source>"
+
+    @property
+    def where(self) -> str:
+        return f"{self.file_name}:{self.line}"
+
+
+def discover_annotations(
+    source: str | LexResult, file_name: str = "<source>", seen: dict[str, Annotation] | None = None
+) -> list[Annotation]:
+    """All ``@BE`` annotations of one source, in order; a function annotated twice (here, or in
+    ``seen``: the annotations of the other sources, by function) is an error."""
+    lexed = source if isinstance(source, LexResult) else lex(source)
+    seen = {} if seen is None else seen
+    found: list[Annotation] = []
+    for comment in lexed.comments:
+        ann = _parse_comment(comment, file_name)
+        if ann is None:
+            continue
+        first = seen.get(ann.function)
+        if first is not None:
+            places = "twice, at" if first.file_name == file_name else "in two places,"
+            raise SpecError(
+                f"{ann.function}: annotated {places} {first.where} and {ann.where}. "
+                "Keep one '// @BE' line per function.",
+                function=ann.function,
+                line=ann.line,
+                lines=[first.line, ann.line],
+                file=file_name,
+            )
+        seen[ann.function] = ann
+        found.append(ann)
+    return found
+
+
+def _parse_comment(comment: Comment, file_name: str) -> Annotation | None:
+    # Doc-comment markers (///, //!, /** and leading * of block lines) are not text.
+    body = comment.text.lstrip(" \t\r\n/!*")
+    words = body.split()
+    if not body.startswith(MARKER) or words[0] != MARKER:
+        return None  # no marker, or a different word such as "@BEGIN"
+    words = words[1:]
+    if comment.block:
+        words = [w for w in words if w.strip("*")]
+    where = f"{file_name}:{comment.line}"
+    if not words:
+        raise SpecError(
+            f"{where}: '@BE' annotation names no function. Write '// @BE <function> "
+            "[tokens...]', e.g. '// @BE vector_add arg arg ret stream'.",
+            line=comment.line,
+            file=file_name,
+        )
+    name = words[0]
+    if not is_c_identifier(name):
+        raise SpecError(
+            f"{where}: '@BE' annotation names {name!r}, which is not a C identifier. "
+            "Write '// @BE <function> [tokens...]' with the C++ function's name.",
+            function=name,
+            line=comment.line,
+            file=file_name,
+        )
+    tokens = tuple(words[1:]) or None
+    return Annotation(name, tokens, comment.line, file_name)
