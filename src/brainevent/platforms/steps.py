@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..headers import INCLUDE_DIR, xla_include_dir
 from ..toolchain import find_host_compiler
-from ..toolchain.host import host_key_inputs, system_include_dirs
+from ..toolchain.host import host_key_inputs
+from ..toolchain.host_compat import system_include_dirs
 from .sources import GeneratedSources
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from ..errors import HostCompilerNotFoundError
 from ..fileio import file_identity
 from ..headers import c_api_digest, c_api_header
 from ..records import Record
-from .memo import remembered, remembered_digest
+from .memo import remembered_digest
 
 _PATH_NAMES = ("g++", "c++", "clang++")
 _CONDA_NAMES = ("x86_64-conda-linux-gnu-c++", "aarch64-conda-linux-gnu-c++", "g++", "c++")
@@ -116,53 +116,6 @@ def find_host_compiler() -> HostCompiler:
 
 def clear_cache() -> None:
     _find_host_compiler.cache_clear()
-
-
-# Headers under these are the machine's own installs, not part of the compiler: they are
-# recorded and checked like the user's, although the compiler searches them by default.
-_NOT_TOOLCHAIN_DIRS = ("/usr/local/include",)
-
-
-@cache
-def _system_include_dirs(command: tuple[str, ...], identity: str) -> tuple[str, ...]:
-    import subprocess
-
-    try:
-        proc = subprocess.run(
-            [*command, "-E", "-x", "c++", "-v", os.devnull],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    dirs: list[str] = []
-    inside = False
-    for line in proc.stderr.splitlines():
-        if line.startswith("#include <...> search starts here"):
-            inside = True
-        elif line.startswith("End of search list"):
-            break
-        elif inside and line.startswith(" "):
-            path = os.path.realpath(line.strip().removesuffix(" (framework directory)"))
-            if path not in _NOT_TOOLCHAIN_DIRS:
-                dirs.append(path)
-    return tuple(dirs)
-
-
-def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
-    """The compiler's built-in header directories (real paths), which the key's compiler
-    identity covers; probed once per compiler, only for a build (remembered on disk)."""
-    command = tuple(compiler.command)
-    return remembered(
-        "host-include-dirs",
-        f"{' '.join(command)}|{compiler.identity}",
-        lambda: _system_include_dirs(command, compiler.identity),
-        encode=list,
-        decode=tuple,
-        fresh=bool,  # a failed probe (no directories) is not remembered
-    )
 
 
 # The C driver beside each C++ driver: same installation, same libc, same ABI.
