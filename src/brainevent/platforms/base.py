@@ -75,6 +75,11 @@ class PlatformBase:
         """The linker, the link's own flags (``-shared``...) and the user's, after the inputs."""
         raise NotImplementedError
 
+    def covered_dirs(self) -> list[str]:
+        from .steps import toolchain_header_dirs
+
+        return toolchain_header_dirs()
+
     def decoder_step(self, sources: GeneratedSources) -> BuildStep:
         """The host compiler compiles the decoder for every platform (it needs no CUDA header)."""
         from .steps import host_decoder_step

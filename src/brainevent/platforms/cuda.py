@@ -166,40 +166,29 @@ class CudaPlatform(PlatformBase):
         return command, workdirs
 
     def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
+        from .languages import NVCC_LINK_CHECKS, openmp_flags
         from .steps import library_link_flags
 
         linker = (self.nvcc.path, "-ccbin", find_host_compiler().path)
-        link_flags = ("-shared", "-nodlink", *_strip_flags(options), *self._link_flags(options))
+        link_flags = (
+            "-shared",
+            "-nodlink",
+            *_strip_flags(options),
+            *NVCC_LINK_CHECKS,
+            *openmp_flags(options, nvcc=True),
+        )
         return linker, link_flags, (*library_link_flags(options, nvcc=True), *options.extra_ldflags)
 
     def covered_dirs(self) -> list[str]:
-        from .steps import toolchain_header_dirs
-
-        return [*toolchain_header_dirs(), os.path.realpath(self.nvcc.root)]
+        return [*super().covered_dirs(), os.path.realpath(self.nvcc.root)]
 
     @staticmethod
-    def _link_flags(options: LoadOptions) -> list[str]:
-        from . import languages
-
-        return [*languages.NVCC_LINK_CHECKS, *languages.openmp_nvcc_link_flags(options)]
-
-    def _c_unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
+    def _c_unit_command(options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
         """A ``.c`` unit: the host C compiler with the host share of the nvcc flags."""
-        from ..toolchain.host import find_host_c_compiler
-        from . import languages
-        from .steps import user_include_flags
+        from .languages import host_flags_from_nvcc
+        from .steps import host_unit_command
 
-        opt = [f"-O{options.optimization_level}", *languages.openmp_host_flags(options)]
-        user = languages.c_flags(languages.host_flags_from_nvcc(options.extra_cflags))
-        if options.use_fast_math:
-            opt.append("-ffast-math")
-        return (
-            *find_host_c_compiler().command,
-            *languages.HOST_COMMON_FLAGS,
-            *opt,
-            *user_include_flags(options, unit),
-            *user,
-        )
+        return host_unit_command(options, unit, host_flags_from_nvcc(options.extra_cflags))
 
     def _unit_flags(self, options: LoadOptions, unit: SourceUnit) -> list[str]:
         from . import languages
@@ -210,13 +199,11 @@ class CudaPlatform(PlatformBase):
         # nvcc as well (it hands them to the host compiler), so extra_cuda_cflags mean
         # the same for every unit and the CUDA headers are on the path.
         includes = [("-I" if f == "-iquote" else f) for f in includes]
-        optional = languages.optional_header_flags(options, unit, cuda=unit.suffix == ".cu")
-        openmp = languages.openmp_nvcc_flags(options)
         return [
             *includes,
             *library_include_flags(options),
-            *optional,
-            *openmp,
+            *languages.optional_header_flags(options, unit, cuda=unit.suffix == ".cu"),
+            *languages.openmp_flags(options, nvcc=True),
             *languages.cxx_flags(options.extra_cflags),
         ]
 

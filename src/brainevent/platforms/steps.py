@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..headers import INCLUDE_DIR, xla_include_dir
 from ..toolchain import find_host_compiler
-from ..toolchain.host import host_key_inputs
+from ..toolchain.host import find_host_c_compiler, host_key_inputs
 from ..toolchain.host_compat import system_include_dirs
 from .sources import GeneratedSources
 
@@ -101,6 +101,30 @@ def user_include_flags(options: LoadOptions, unit: SourceUnit) -> list[str]:
     for path in options.extra_include_paths:
         flags += ["-I", path]
     return flags
+
+
+def host_unit_command(options: LoadOptions, unit: SourceUnit, cflags: Sequence[str]) -> tuple[str, ...]:
+    """A unit the host compilers build (C++ of a CPU module, C on every platform), without the
+    output: ``cflags`` are the user's, those fit for the unit's language kept."""
+    from . import languages
+
+    if languages.is_c_unit(unit):
+        compiler, ours = find_host_c_compiler().command, languages.HOST_COMMON_FLAGS
+        user = languages.c_flags(cflags)
+    else:
+        compiler = find_host_compiler().command
+        ours = (*languages.HOST_CXX_FLAGS, *languages.optional_header_flags(options, unit, cuda=False))
+        user = languages.cxx_flags(cflags)
+    return (
+        *compiler,
+        *ours,
+        f"-O{options.optimization_level}",
+        *(["-ffast-math"] if options.use_fast_math else []),
+        *languages.openmp_flags(options),
+        *user_include_flags(options, unit),
+        *library_include_flags(options),
+        *user,
+    )
 
 
 def library_include_flags(options: LoadOptions) -> list[str]:
