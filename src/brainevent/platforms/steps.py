@@ -108,6 +108,8 @@ def host_unit_command(options: LoadOptions, unit: SourceUnit, cflags: Sequence[s
     output: ``cflags`` are the user's, those fit for the unit's language kept."""
     from . import languages
 
+    compiler: Sequence[str]
+    ours: Sequence[str]
     if languages.is_c_unit(unit):
         compiler, ours = find_host_c_compiler().command, languages.HOST_COMMON_FLAGS
         user = languages.c_flags(cflags)
