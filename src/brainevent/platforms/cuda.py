@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import config
 from ..errors import ToolchainError
-from ..fileio import file_identity
+from ..fileio import file_identity, file_stamps
 from ..toolchain import find_host_compiler
 from ..toolchain.host import host_key_inputs
 from ..toolchain.memo import remembered
@@ -280,16 +280,9 @@ def _search_context(compute_capability: object) -> str | None:
         *(env.get(name) for name in ("CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "PATH")),
         sys.prefix,
         *sys.path,
-        *(_mtime(entry) for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))),
+        file_stamps([entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))]),
     )
     return "\0".join(str(part) for part in parts)
-
-
-def _mtime(directory: str) -> int | None:
-    try:
-        return os.stat(directory).st_mtime_ns
-    except OSError:
-        return None
 
 
 def _nvcc_unchanged(known: dict[str, Any] | None) -> bool:

@@ -122,32 +122,19 @@ def clear_cache() -> None:
 _C_DRIVERS = (("clang++", "clang"), ("g++", "gcc"), ("c++", "cc"))
 
 
-class HostCCompiler(Record):
-    """How ``.c`` units are compiled: the C driver beside the host C++ compiler, or the C++
-    compiler itself told the language (``-x c``) when it has no such sibling."""
-
-    __slots__ = _fields = ("command", "identity", "found_via", "path")
-
-    def __init__(self, command: tuple[str, ...], identity: str, found_via: str, path: str) -> None:
-        self.command = command
-        self.path = path  # the compiler's executable
-        self.identity = identity
-        self.found_via = found_via
-
-
 @cache
-def _c_compiler_for(cxx: HostCompiler) -> HostCCompiler:
+def _c_compiler_for(cxx: HostCompiler) -> HostCompiler:
+    # .c units: the C driver beside the C++ one, else the C++ driver told the language.
     directory, name = os.path.split(cxx.path)
     for cxx_name, c_name in _C_DRIVERS:
         if cxx_name in name:  # g++-12 -> gcc-12, x86_64-conda-linux-gnu-c++ -> ...-cc
             candidate = os.path.join(directory, name.replace(cxx_name, c_name, 1))
             if os.access(candidate, os.X_OK):
-                command = (*cxx.wrapper, candidate, *cxx.extra_flags)
-                return HostCCompiler(command, file_identity(candidate), f"beside {cxx.path}", candidate)
-    return HostCCompiler((*cxx.command, "-x", "c"), cxx.identity, f"{cxx.path} -x c", cxx.path)
+                return HostCompiler(candidate, f"beside {cxx.path}", cxx.wrapper, cxx.extra_flags)
+    return HostCompiler(cxx.path, f"{cxx.path} -x c", cxx.wrapper, (*cxx.extra_flags, "-x", "c"))
 
 
-def find_host_c_compiler() -> HostCCompiler:
+def find_host_c_compiler() -> HostCompiler:
     """The C compiler of the host toolchain (memoised per host C++ compiler)."""
     return _c_compiler_for(find_host_compiler())
 
@@ -159,7 +146,7 @@ def host_key_inputs() -> dict[str, Any]:
     return {
         "cxx": cxx.command,
         "cxx_identity": cxx.identity,
-        "cc": list(cc.command),
+        "cc": cc.command,
         "cc_identity": cc.identity,
         "xla_c_api": remembered_digest("xla-c-api", [c_api_header()], c_api_digest),
     }

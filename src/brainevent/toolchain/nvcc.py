@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from .. import config
 from ..errors import NvccNotFoundError
-from ..fileio import file_identity
+from ..fileio import file_identity, file_stamps
 from .memo import remembered
 
 logger = logging.getLogger(__name__)
@@ -296,24 +296,17 @@ def _step_pathfinder(ctx: SearchContext) -> list[Candidate]:
     if not ctx.pathfinder:
         return found
     # Its last step asks the dynamic loader in a child Python (~0.1-0.5 s), so the answer is
-    # remembered, keyed by the places it looks at and their modification times (installing
+    # remembered, keyed by the places it looks at and their stamps (installing
     # or removing a wheel or a toolkit changes one); an answer since vanished is asked again.
     dirs = [*ctx.site_dirs, *(os.path.join(r, "bin") for _, r in _env_roots(ctx) if r), "/etc/ld.so.cache"]
-    places = [(d, _mtime(d)) for d in dirs] + [os.environ.get("LD_LIBRARY_PATH")]
+    places = f"{file_stamps(dirs)}\0{os.environ.get('LD_LIBRARY_PATH')}"
     try:
-        path = remembered("nvcc-pathfinder", repr(places), _ask_pathfinder)
+        path = remembered("nvcc-pathfinder", places, _ask_pathfinder)
         if not os.path.isfile(path):
             path = _ask_pathfinder()
     except LookupError as exc:
         return [*found, Candidate("-", "cuda-pathfinder", f"rejected: {exc}")] if str(exc) else found
     return [*found, Candidate(path, _found_via(path, ctx))]
-
-
-def _mtime(path: str) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
 
 
 def _ask_pathfinder() -> str:
