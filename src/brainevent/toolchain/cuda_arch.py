@@ -255,8 +255,16 @@ def resolve_archs(
             raise ArchError(
                 f"{PIN_VARIABLE}={pinned!r}: {exc.message}", variable=PIN_VARIABLE, value=pinned
             ) from None
-    else:
-        archs = _archs_from_driver()
+    elif not (archs := visible_archs()):
+        from .cuda_driver import probe_devices
+
+        raise GpuArchDetectionError(
+            "cannot tell which GPU architecture to build for: no GPU was found ("
+            f"{probe_devices().reason}). To build without a GPU, name the target: pass "
+            'compute_capability="sm_90" (or a list such as ["sm_80", "sm_90"]), or set '
+            f"{PIN_VARIABLE}=sm_80,sm_90 in the environment.",
+            reason=probe_devices().reason,
+        )
     if nvcc_version is not None:
         check_archs_supported(archs, nvcc_version)
     return archs
@@ -283,18 +291,3 @@ def visible_archs(*, jax_first: bool = False) -> tuple[CudaArch, ...]:
 
     probe = probe_devices()
     return tuple(sorted({CudaArch(d.major, d.minor) for d in probe.devices})) if probe.available else ()
-
-
-def _archs_from_driver() -> tuple[CudaArch, ...]:
-    from .cuda_driver import probe_devices
-
-    if archs := visible_archs():
-        return archs
-    probe = probe_devices()
-    raise GpuArchDetectionError(
-        "cannot tell which GPU architecture to build for: no GPU was found ("
-        f"{probe.reason}). To build without a GPU, name the target: pass "
-        'compute_capability="sm_90" (or a list such as ["sm_80", "sm_90"]), or set '
-        f"{PIN_VARIABLE}=sm_80,sm_90 in the environment.",
-        reason=probe.reason,
-    )

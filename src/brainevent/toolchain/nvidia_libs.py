@@ -61,12 +61,6 @@ class NvidiaLibrary(NamedTuple):
         return [self.name, self.found_via, file_identity(self.path), self.include_dir]
 
 
-def supported_names() -> tuple[str, ...]:
-    from cuda.pathfinder import SUPPORTED_NVIDIA_LIBNAMES
-
-    return tuple(SUPPORTED_NVIDIA_LIBNAMES)
-
-
 def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
     """``value`` as a tuple of library names pathfinder knows; SpecError naming the bad one."""
     if value is None:
@@ -78,7 +72,8 @@ def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
         )
     if not value:
         return ()
-    known = supported_names()
+    from cuda.pathfinder import SUPPORTED_NVIDIA_LIBNAMES as known
+
     for name in value:
         if name not in known:
             from ..spec.names import close_matches
@@ -154,7 +149,18 @@ def crt_include_dir() -> str | None:
 
 
 def find_libraries(names: Sequence[str]) -> list[NvidiaLibrary]:
+    """The libraries, loaded into the process (a module linked against them needs them there
+    before it is opened: find_library loads each through pathfinder)."""
     return [find_library(name) for name in names]
+
+
+preload = find_libraries
+
+
+def _lacks_crt(libs: Sequence[NvidiaLibrary]) -> bool:
+    return any(
+        lib.include_dir and not os.path.isfile(os.path.join(lib.include_dir, _CRT_PROBE)) for lib in libs
+    )
 
 
 def key_inputs(names: Sequence[str]) -> list[list[Any]]:
@@ -162,18 +168,17 @@ def key_inputs(names: Sequence[str]) -> list[list[Any]]:
     ToolchainError: without them only an ahead-of-time build can load)."""
     libs = find_libraries(names)
     record = [lib.key() for lib in libs]
-    if any(lib.include_dir and not os.path.isfile(os.path.join(lib.include_dir, _CRT_PROBE)) for lib in libs):
+    if _lacks_crt(libs):
         record.append(["crt", crt_include_dir()])  # where the missing crt/ headers come from
     return record
 
 
 def include_flags(names: Sequence[str]) -> list[str]:
     """``-isystem <dir>`` per header directory: warnings from library headers stay quiet."""
-    dirs = dict.fromkeys(lib.include_dir for lib in find_libraries(names) if lib.include_dir)
-    if any(not os.path.isfile(os.path.join(d, _CRT_PROBE)) for d in dirs):
-        crt = crt_include_dir()
-        if crt is not None:  # after the libraries' own: only what they lack is taken from here
-            dirs[crt] = None
+    libs = find_libraries(names)
+    dirs = dict.fromkeys(lib.include_dir for lib in libs if lib.include_dir)
+    if _lacks_crt(libs) and (crt := crt_include_dir()):
+        dirs[crt] = None  # after the libraries' own: only what they lack is taken from here
     return [flag for d in dirs for flag in ("-isystem", d)]
 
 
@@ -191,11 +196,6 @@ def link_flags(names: Sequence[str], *, nvcc: bool = False) -> list[str]:
     for directory in dict.fromkeys(lib.directory for lib in libs):
         flags.append(f"-Xlinker=-rpath,{directory}" if nvcc else f"-Wl,-rpath,{directory}")
     return flags
-
-
-def preload(names: Sequence[str]) -> None:
-    """Load the libraries into the process before a module linked against them is opened."""
-    find_libraries(names)  # find_library loads each through pathfinder
 
 
 def survey(names: Sequence[str] = COMMON_LIBRARIES) -> list[tuple[str, str]]:
