@@ -158,14 +158,11 @@ def _is_script(path: str) -> bool:
         return False
 
 
-def _real_nvcc_in(directory: str) -> str | None:
-    real = os.path.realpath(os.path.join(directory, _EXE))
-    return real if os.path.isfile(real) and not _is_script(real) else None
-
-
-def _real_nvcc_at(word: str) -> str | None:
-    ok = os.path.isabs(word) and os.path.basename(word) == _EXE
-    return _real_nvcc_in(os.path.dirname(word)) if ok else None
+def _real_nvcc(path: str) -> str | None:
+    # An absolute path to an nvcc binary (not a script), resolved; else None.
+    real = os.path.realpath(path)
+    ok = os.path.isabs(path) and os.path.basename(path) == _EXE and os.path.isfile(real)
+    return real if ok and not _is_script(real) else None
 
 
 def _script_commands(script: str) -> list[list[str]]:
@@ -190,18 +187,19 @@ def _probe_wrapper(script: str) -> str:
     # compiling; it queries the host compiler (~0.1 s), so it fails without one.
     commands = _script_commands(script)
     exec_only = len(commands) == 1 and len(commands[0]) > 1 and commands[0][0] == "exec"
-    if exec_only and (real := _real_nvcc_at(commands[0][1])):
+    if exec_only and (real := _real_nvcc(commands[0][1])):
         return real
+    prefix = "#$ _HERE_="
     try:
         proc = _run([script, "-dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull])
         lines = (proc.stderr + proc.stdout).splitlines()
     except _Unusable:
         lines = []
-    for line in lines:
-        if line.startswith("#$ _HERE_=") and (real := _real_nvcc_in(line.split("=", 1)[1].strip())):
-            return real
+    here = [
+        os.path.join(line.removeprefix(prefix).strip(), _EXE) for line in lines if line.startswith(prefix)
+    ]
     # Else the first absolute path to a real nvcc the script names.
-    for real in (_real_nvcc_at(word) for words in commands for word in words):
+    for real in map(_real_nvcc, [*here, *(word for words in commands for word in words)]):
         if real:
             return real
     raise _Unusable("it is a wrapper script, and neither `nvcc -dryrun` nor its text revealed the real nvcc")
@@ -326,19 +324,6 @@ def _ask_pathfinder() -> str:
     return path
 
 
-def _step_env_roots(ctx: SearchContext) -> list[Candidate]:
-    return [Candidate(_nvcc_in(root), via) for via, root in _env_roots(ctx) if root]
-
-
-def _step_path(ctx: SearchContext) -> list[Candidate]:
-    hit = shutil.which(_EXE, path=ctx.path_env) if ctx.path_env else None
-    return [Candidate(hit, "PATH")] if hit else []
-
-
-def _step_defaults(ctx: SearchContext) -> list[Candidate]:
-    return [Candidate(_nvcc_in(r), f"default:{r}") for r in ctx.default_roots]
-
-
 # BRAINEVENT_NVCC_PREFER -> the steps in order: (name in an error, step, what to say when
 # it proposed nothing). A candidate the first step rejects is an error, never a fall-through.
 _Step = tuple[str, Callable[[SearchContext], list[Candidate]], str]
@@ -352,17 +337,24 @@ _PATHFINDER: _Step = (
     _step_pathfinder,
     "found no nvcc",
 )
-_PATH: _Step = ("PATH", _step_path, "no nvcc on PATH")
-_DEFAULTS: _Step = ("default toolkit roots", _step_defaults, "none configured")
+_PATH: _Step = (
+    "PATH",
+    lambda ctx: [Candidate(hit, "PATH")] if (hit := shutil.which(_EXE, path=ctx.path_env or "")) else [],
+    "no nvcc on PATH",
+)
+_DEFAULTS: _Step = (
+    "default toolkit roots",
+    lambda ctx: [Candidate(_nvcc_in(r), f"default:{r}") for r in ctx.default_roots],
+    "none configured",
+)
+_ENV_ROOTS: _Step = (
+    "$CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME",
+    lambda ctx: [Candidate(_nvcc_in(root), via) for via, root in _env_roots(ctx) if root],
+    "all unset",
+)
 SEARCH_STEPS: dict[str, tuple[_Step, ...]] = {
     "pip": (_EXPLICIT, _PATHFINDER, _PATH, _DEFAULTS),
-    "system": (
-        _EXPLICIT,
-        ("$CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME", _step_env_roots, "all unset"),
-        _PATH,
-        _DEFAULTS,
-        _PATHFINDER,
-    ),
+    "system": (_EXPLICIT, _ENV_ROOTS, _PATH, _DEFAULTS, _PATHFINDER),
 }
 
 
