@@ -9,6 +9,7 @@ reads no settings (its caller passes the pin), so :mod:`brainevent.config` can u
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -83,13 +84,6 @@ def _make(major: int, minor: int, suffix: str, original: object) -> CudaArch:
     return CudaArch(major, minor, suffix)
 
 
-def _parse_text(text: str, original: object) -> CudaArch:
-    m = _TOKEN.fullmatch(text.strip().lower())
-    if m is None or (m["prefix"] and m["dot"]):
-        raise _bad(original, 'expected <major>.<minor> or two or three digits ("8.6", "86", "sm_120")')
-    return _make(int(m["major"]), int(m["minor"]), m["suffix"], original)
-
-
 def _parse_one(value: object, original: object) -> list[CudaArch]:
     if isinstance(value, CudaArch):
         return [value]
@@ -99,7 +93,13 @@ def _parse_one(value: object, original: object) -> list[CudaArch]:
     tokens = value.replace(",", " ").split() if isinstance(value, str) else [repr(value)]
     if not tokens:
         raise _bad(original, "it is empty")
-    return [_parse_text(token, original) for token in tokens]
+    archs = []
+    for token in tokens:
+        m = _TOKEN.fullmatch(token.lower())
+        if m is None or (m["prefix"] and m["dot"]):
+            raise _bad(original, 'expected <major>.<minor> or two or three digits ("8.6", "86", "sm_120")')
+        archs.append(_make(int(m["major"]), int(m["minor"]), m["suffix"], original))
+    return archs
 
 
 def parse_compute_capability(value: object) -> tuple[CudaArch, ...]:
@@ -111,9 +111,9 @@ def parse_compute_capability(value: object) -> tuple[CudaArch, ...]:
         return tuple(sorted(set(_parse_one(value, value))))
     # (8, 6) as torch.cuda.get_device_capability() gives it: a tuple of a small major and a
     # one-digit minor. Two archs written as ints, (80, 90), never fit.
-    pair = isinstance(value, tuple) and len(value) == 2 and all(type(v) is int for v in value)
-    if pair and 1 <= value[0] < 30 and 0 <= value[1] <= 9:
-        return (_make(value[0], value[1], "", value),)
+    if isinstance(value, tuple) and len(value) == 2 and all(type(v) is int for v in value):
+        with contextlib.suppress(ArchError):
+            return (_make(value[0], value[1], "", value),)
     if not value:
         raise _bad(value, "the list is empty")
     return tuple(sorted({arch for item in value for arch in _parse_one(item, item)}))

@@ -114,8 +114,7 @@ def find_host_compiler() -> HostCompiler:
     )
 
 
-def clear_cache() -> None:
-    _find_host_compiler.cache_clear()
+clear_cache = _find_host_compiler.cache_clear
 
 
 # The C driver beside each C++ driver: same installation, same libc, same ABI.

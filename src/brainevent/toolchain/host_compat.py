@@ -175,8 +175,7 @@ def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
         return ()
 
 
-def clear_cache() -> None:
-    _facts.cache_clear()
+clear_cache = _facts.cache_clear
 
 
 def check_host_compiler(

@@ -7,6 +7,7 @@ missing nvcc, and the match against JAX's CUDA plugin. docs/toolchain.md gives t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -169,16 +170,12 @@ def _script_commands(script: str) -> list[list[str]]:
     try:
         lines = Path(script).read_text(encoding="utf-8", errors="replace").splitlines()[1:]
     except OSError:
-        lines = []
+        return []
     commands = []
     for line in lines:
-        try:
-            words = shlex.split(line, comments=True)
-        except ValueError:
-            continue
-        if words:
-            commands.append(words)
-    return commands
+        with contextlib.suppress(ValueError):  # a line shlex cannot split is no command we read
+            commands.append(shlex.split(line, comments=True))
+    return [words for words in commands if words]
 
 
 def _probe_wrapper(script: str) -> str:
