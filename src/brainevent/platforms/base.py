@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ToolchainError
-from ..toolchain import find_host_compiler
-from ..toolchain.host import find_host_c_compiler
+from ..toolchain.host import find_host_c_compiler, find_host_compiler
 from .devices import BUILD_PLATFORMS
 
 if TYPE_CHECKING:

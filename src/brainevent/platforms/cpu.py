@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..toolchain import find_host_compiler
-from ..toolchain.host import host_key_inputs
+from ..toolchain.host import find_host_compiler, host_key_inputs
 from .base import PlatformBase, UnitCommand
 
 if TYPE_CHECKING:

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .. import config
 from ..errors import ToolchainError
 from ..fileio import file_identity, file_stamps
-from ..toolchain import find_host_compiler
-from ..toolchain.host import host_key_inputs
+from ..toolchain.host import find_host_compiler, host_key_inputs
 from ..toolchain.memo import remembered
 from .base import PlatformBase, UnitCommand
 

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..headers import INCLUDE_DIR, xla_include_dir
-from ..toolchain import find_host_compiler
-from ..toolchain.host import find_host_c_compiler, host_key_inputs
+from ..toolchain.host import find_host_c_compiler, find_host_compiler, host_key_inputs
 from ..toolchain.host_compat import system_include_dirs
 from .sources import GeneratedSources
 
