@@ -39,6 +39,8 @@ MIN_DRIVER: dict[int, str] = {12: "525.60.13", 13: "580.65.06"}
 # Where NVIDIA's wheels put nvcc, under site-packages. The CUDA 12 wheel's bin/ holds
 # ptxas but no nvcc: seeing it explains a failed search.
 _WHEEL_BINS = ("nvidia/cu13/bin", "nvidia/cuda_nvcc/bin")
+# The variables naming toolkit roots, in cuda-pathfinder's order, and their found_via.
+_ENV_ROOTS_VARS = (("conda", "CONDA_PREFIX"), ("env:CUDA_PATH", "CUDA_PATH"), ("env:CUDA_HOME", "CUDA_HOME"))
 _CU12_VIA = "pip-wheel:nvidia-cuda-nvcc-cu12"
 _CU12_WHY = "CUDA 12 pip wheels ship ptxas but no nvcc"
 
@@ -236,9 +238,7 @@ class SearchContext:
     explicit: str | None
     env_nvcc: str | None
     site_dirs: tuple[str, ...]
-    conda_prefix: str | None
-    cuda_path: str | None
-    cuda_home: str | None
+    env_roots: tuple[tuple[str, str], ...]  # (found_via, root) of $CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME
     path_env: str | None
     default_roots: tuple[str, ...]
     prefer: str
@@ -268,16 +268,12 @@ def _step_explicit(ctx: SearchContext) -> list[Candidate]:
     return found
 
 
-def _env_roots(ctx: SearchContext) -> tuple[tuple[str, str | None], ...]:
-    return (("conda", ctx.conda_prefix), ("env:CUDA_PATH", ctx.cuda_path), ("env:CUDA_HOME", ctx.cuda_home))
-
-
 def _found_via(path: str, ctx: SearchContext) -> str:
     """Which of pathfinder's places ``path`` lies in."""
     if Path(path).parent.as_posix().endswith(_WHEEL_BINS):
         return "pip-wheel:nvidia-cuda-nvcc"
-    for via, root in _env_roots(ctx):
-        if root and Path(path).is_relative_to(os.path.realpath(root)):
+    for via, root in ctx.env_roots:
+        if Path(path).is_relative_to(os.path.realpath(root)):
             return via
     return "cuda-pathfinder:cudart"  # the toolkit of the CUDA runtime the loader finds
 
@@ -293,7 +289,7 @@ def _step_pathfinder(ctx: SearchContext) -> list[Candidate]:
     # Its last step asks the dynamic loader in a child Python (~0.1-0.5 s), so the answer is
     # remembered, keyed by the places it looks at and their stamps (installing
     # or removing a wheel or a toolkit changes one); an answer since vanished is asked again.
-    dirs = [*ctx.site_dirs, *(os.path.join(r, "bin") for _, r in _env_roots(ctx) if r), "/etc/ld.so.cache"]
+    dirs = [*ctx.site_dirs, *(os.path.join(r, "bin") for _, r in ctx.env_roots), "/etc/ld.so.cache"]
     places = f"{file_stamps(dirs)}\0{os.environ.get('LD_LIBRARY_PATH')}"
     try:
         path = remembered("nvcc-pathfinder", places, _ask_pathfinder)
@@ -346,7 +342,7 @@ _DEFAULTS: _Step = (
 )
 _ENV_ROOTS: _Step = (
     "$CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME",
-    lambda ctx: [Candidate(_nvcc_in(root), via) for via, root in _env_roots(ctx) if root],
+    lambda ctx: [Candidate(_nvcc_in(root), via) for via, root in ctx.env_roots],
     "all unset",
 )
 SEARCH_STEPS: dict[str, tuple[_Step, ...]] = {
@@ -370,9 +366,7 @@ def find_nvcc(
         explicit=explicit,
         env_nvcc=config.NVCC.get(),
         site_dirs=(*site.getsitepackages(), *([user_site] if user_site else [])),
-        conda_prefix=env.get("CONDA_PREFIX") or None,
-        cuda_path=env.get("CUDA_PATH") or None,
-        cuda_home=env.get("CUDA_HOME") or None,
+        env_roots=tuple((via, env[var]) for via, var in _ENV_ROOTS_VARS if env.get(var)),
         path_env=env.get("PATH"),
         default_roots=tuple(default_roots),
         prefer=config.NVCC_PREFER.get(),
