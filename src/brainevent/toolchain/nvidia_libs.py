@@ -1,14 +1,7 @@
 """NVIDIA libraries a module links (``extra_libraries=["cublas", "curand"]``), found by NVIDIA's
-``cuda-pathfinder``.
-
-pathfinder searches NVIDIA's pip wheels, then the conda environment, then the system (the
-dynamic loader's own path, ``CUDA_PATH``/``CUDA_HOME``, the toolkit root next to cudart) and
-says how it found each file (``found_via``). This module adds what a build needs on top:
-the compile and link flags, the cache key's identity of each library, a typed error for
-a name pathfinder does not know or a library it cannot find, and loading the library into
-the process before a module that needs it is opened, so the module's ``DT_NEEDED`` entry
-resolves to the very copy that was linked (the loader matches an already loaded soname).
-
+``cuda-pathfinder`` (wheels, conda, the system; it says how: ``found_via``). On top of it: the
+compile and link flags, the cache key's identity of each library, typed errors, and loading each
+library before the module is opened, so its ``DT_NEEDED`` entry resolves to the copy linked.
 ``cuda.pathfinder`` is imported only when a load names libraries (it costs ~0.2 s).
 """
 
