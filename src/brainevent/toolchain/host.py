@@ -79,12 +79,10 @@ def _find_host_compiler(
     env_be: str | None, env_cxx: str | None, conda: str | None, path: str
 ) -> HostCompiler:
     searched: list[str] = []
-    if env_be:
-        return _from_command(env_be, "BRAINEVENT_CXX", searched)
-    searched.append("BRAINEVENT_CXX (unset)")
-    if env_cxx:
-        return _from_command(env_cxx, "CXX", searched)
-    searched.append("CXX (unset)")
+    for variable, value in (("BRAINEVENT_CXX", env_be), ("CXX", env_cxx)):
+        if value:
+            return _from_command(value, variable, searched)
+        searched.append(f"{variable} (unset)")
     if conda:
         for name in _CONDA_NAMES:
             candidate = Path(conda) / "bin" / name
