@@ -55,7 +55,13 @@ class CudaPlatform(PlatformBase):
         if self._context is None:  # archs from the GPUs
             self._known = self._search()
         else:
-            self._known = remembered("cuda-toolchain", self._context, self._search, fresh=_nvcc_unchanged)
+            # A remembered search holds while its nvcc is the same file (one stat).
+            self._known = remembered(
+                "cuda-toolchain",
+                self._context,
+                self._search,
+                fresh=lambda known: known is not None and file_identity(known["nvcc"]) == known["identity"],
+            )
 
     def _search(self) -> dict[str, Any] | None:
         from ..toolchain.nvcc import find_nvcc, nvcc_identity
@@ -282,11 +288,6 @@ def _search_context(compute_capability: object) -> str | None:
         file_stamps([entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))]),
     )
     return "\0".join(str(part) for part in parts)
-
-
-def _nvcc_unchanged(known: dict[str, Any] | None) -> bool:
-    """A remembered search holds while its nvcc is the same file (one stat)."""
-    return known is not None and file_identity(known["nvcc"]) == known["identity"]
 
 
 # The modules of the jax-cuda12-plugin and jax-cuda13-plugin distributions (as JAX imports them).

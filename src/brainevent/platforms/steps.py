@@ -19,9 +19,6 @@ if TYPE_CHECKING:
     from .protocol import Platform
 
 
-DECODER_OPT = "-O2"
-
-
 def host_decoder_step(cxx: Sequence[str], source: str, output: str) -> BuildStep:
     """The decoder unit, compiled by the host compiler against XLA's C API header."""
     from ..build.step import BuildStep  # build-only: a cache hit never imports it
@@ -30,7 +27,7 @@ def host_decoder_step(cxx: Sequence[str], source: str, output: str) -> BuildStep
     return BuildStep(
         output=output,
         inputs=(source,),
-        command=(*cxx, *HOST_CXX_FLAGS, DECODER_OPT, *binding_include_flags(), "-c", source, "-o", output),
+        command=(*cxx, *HOST_CXX_FLAGS, "-O2", *binding_include_flags(), "-c", source, "-o", output),
         description="FFI decoder (built once per toolchain)",
     )
 
