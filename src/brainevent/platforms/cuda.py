@@ -225,7 +225,20 @@ class CudaPlatform(PlatformBase):
         return [self.nvcc.path, *flags, "-Xcompiler=-U__CUDA_ARCH__", "-E", source, "-o", output]
 
     def can_register(self) -> str | None:
-        return cuda_runtime_unavailable()
+        """None when this process's JAX can run CUDA targets, else why it cannot."""
+        from ..runtime.registry import running_platforms
+
+        platforms = running_platforms()
+        if platforms is not None:
+            if platforms & set(self.spellings):
+                return None
+            return f"this JAX has no CUDA backend (platforms: {sorted(platforms)})"
+        if not _jax_cuda_plugin_found():
+            return "JAX is installed without CUDA support (no jax-cuda12-plugin or jax-cuda13-plugin)"
+        from ..toolchain.cuda_driver import probe_devices
+
+        probe = probe_devices()
+        return None if probe.available else f"no GPU is available ({probe.reason})"
 
     @staticmethod
     def unregistered_help() -> tuple[str, str]:
@@ -299,22 +312,3 @@ def _jax_cuda_plugin_found() -> bool:
     import importlib.util
 
     return any(importlib.util.find_spec(module) for module in _JAX_CUDA_PLUGIN_MODULES)
-
-
-def cuda_runtime_unavailable() -> str | None:
-    """None when this process's JAX can run CUDA targets, else why it cannot."""
-    from ..runtime.registry import running_platforms
-
-    platforms = running_platforms()
-    if platforms is not None:
-        if platforms & set(CudaPlatform.spellings):
-            return None
-        return f"this JAX has no CUDA backend (platforms: {sorted(platforms)})"
-    if not _jax_cuda_plugin_found():
-        return "JAX is installed without CUDA support (no jax-cuda12-plugin or jax-cuda13-plugin)"
-    from ..toolchain.cuda_driver import probe_devices
-
-    probe = probe_devices()
-    if not (probe.available and probe.devices):
-        return f"no GPU is available ({probe.reason})"
-    return None
