@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 # nvcc keeps each unit's intermediates here (removed before an entry is published).
 _KEEP_ROOT = "nvcc-tmp"
+_warned_mismatch: set[str] = set()  # the nvcc paths checked against JAX's CUDA plugin
 _DEBUG_FLAGS = ("-g", "-G", "--device-debug", "-lineinfo", "--generate-line-info", "-Xcompiler=-g")
 
 
@@ -64,7 +65,7 @@ class CudaPlatform(PlatformBase):
             )
 
     def _search(self) -> dict[str, Any] | None:
-        from ..toolchain.nvcc import find_nvcc, nvcc_identity
+        from ..toolchain.nvcc import check_jax_plugin_match, find_nvcc, nvcc_identity
 
         try:
             self._nvcc = find_nvcc()
@@ -73,7 +74,11 @@ class CudaPlatform(PlatformBase):
         archs = [a.sm for a in self.archs]
         if self._nvcc is None:
             return None
-        _warn_plugin_mismatch_once(self._nvcc)
+        # Warns once per nvcc whose CUDA major differs from JAX's plugin (a path lookup first:
+        # without a plugin there is no mismatch, and reading distributions costs tens of ms).
+        if self._nvcc.path not in _warned_mismatch and _jax_cuda_plugin_found():
+            _warned_mismatch.add(self._nvcc.path)
+            check_jax_plugin_match(self._nvcc)
         path, version = self._nvcc.path, list(self._nvcc.version)
         return {"nvcc": path, "identity": nvcc_identity(path), "version": version, "archs": archs}
 
@@ -267,21 +272,6 @@ def _strip_flags(options: LoadOptions) -> list[str]:
     """Strip release builds: the static symbol table is a third of a module a load may hash."""
     debugging = options.optimization_level == 0 or any(flag in _DEBUG_FLAGS for flag in options.extra_cflags)
     return [] if debugging else ["-Xlinker=--strip-all"]
-
-
-_warned_mismatch: set[str] = set()
-
-
-def _warn_plugin_mismatch_once(nvcc: NvccInfo) -> None:
-    """Warn (once per nvcc) when nvcc's CUDA major differs from the installed jax-cudaNN-plugin."""
-    if nvcc.path in _warned_mismatch:
-        return
-    _warned_mismatch.add(nvcc.path)
-    if not _jax_cuda_plugin_found():  # no plugin, no mismatch: skips reading every distribution
-        return
-    from ..toolchain.nvcc import check_jax_plugin_match
-
-    check_jax_plugin_match(nvcc)  # emits a ToolchainWarning itself
 
 
 def _search_context(compute_capability: object) -> str | None:
