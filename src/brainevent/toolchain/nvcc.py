@@ -431,10 +431,8 @@ def installed_jax_cuda_plugins() -> dict[str, tuple[str, int]]:
 
     found = {}
     for dist, major in JAX_PLUGINS:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             found[dist] = (importlib.metadata.version(dist), major)
-        except importlib.metadata.PackageNotFoundError:
-            continue
     return found
 
 

@@ -121,13 +121,9 @@ _CRT_PROBE = os.path.join("crt", "host_defines.h")
 
 @cache
 def crt_include_dir() -> str | None:
-    """A directory with CUDA's ``crt/`` headers, which the runtime's headers include.
-
-    NVIDIA's pip runtime wheel ships ``cuda_runtime_api.h`` without them (they come in the
-    separate nvidia-cuda-crt wheel), so a host-compiled module that includes a library's
-    headers from there would fail on ``crt/host_defines.h``. nvcc brings its own; the host
-    compiler gets the toolkit's (pathfinder's nvcc headers) when the wheel lacks them.
-    """
+    """A directory with CUDA's ``crt/`` headers, which the runtime's headers include: NVIDIA's
+    pip runtime wheel lacks them (nvidia-cuda-crt ships them), so the host compiler gets the
+    toolkit's (pathfinder's nvcc headers); nvcc brings its own."""
     from cuda.pathfinder import locate_nvidia_header_directory
 
     for header in ("cudart", "nvcc"):
