@@ -276,7 +276,7 @@ def _strip_flags(options: LoadOptions) -> list[str]:
 
 def _search_context(compute_capability: object) -> str | None:
     """The memo key of nvcc's search (None: archs from the GPUs); a pip install changes its
-    site-packages mtime, so it searches again."""
+    site-packages directories' stamps, so it searches again."""
     arch = config.CUDA_ARCH.get() if compute_capability is None else compute_capability
     if arch is None:
         return None
