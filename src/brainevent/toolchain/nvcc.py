@@ -252,10 +252,8 @@ def _nvcc_in(root: str) -> str:
 def _explicit_to_path(value: str) -> str:
     # Accept an nvcc path, a toolkit root or its bin/, or a bare command name.
     if os.path.isdir(value):
-        for nvcc in (_nvcc_in(value), os.path.join(value, _EXE)):
-            if os.path.isfile(nvcc):
-                return nvcc
-        return _nvcc_in(value)
+        found = (nvcc for nvcc in (_nvcc_in(value), os.path.join(value, _EXE)) if os.path.isfile(nvcc))
+        return next(found, _nvcc_in(value))
     if os.sep not in value and not os.path.exists(value):
         return shutil.which(value) or value
     return value
