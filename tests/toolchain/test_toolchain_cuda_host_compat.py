@@ -224,3 +224,25 @@ def test_compiler_query_is_memoized(tmp_path: Path) -> None:
     os.utime(cxx, ns=(1_000_000_000, 1_000_000_000))  # a changed binary is asked again
     assert host_compiler_version(str(cxx)) == ("gcc", 12)
     assert log.read_text().count("run") == 2
+
+
+def test_version_and_include_dirs_come_from_one_run(tmp_path: Path) -> None:
+    from brainevent.toolchain.host import HostCompiler
+    from brainevent.toolchain.host_compat import system_include_dirs
+
+    log, include = tmp_path / "runs.log", tmp_path / "include"
+    include.mkdir()
+    cxx = tmp_path / "g++"
+    cxx.write_text(
+        f"#!/bin/sh\necho run >> '{log}'\necho '#define __GNUC__ 13'\n"
+        f"printf '#include <...> search starts here:\\n {include}\\n /usr/local/include\\n"
+        "End of search list.\\n' >&2\n"
+    )
+    cxx.chmod(0o755)
+    assert system_include_dirs(HostCompiler(str(cxx), "test")) == (str(include.resolve()),)
+    assert host_compiler_version(str(cxx)) == ("gcc", 13)
+    assert log.read_text().count("run") == 1
+    gxx = _real_gxx()  # the real compiler answers both in that one run too
+    dirs = system_include_dirs(HostCompiler(gxx, "test"))
+    assert dirs and all(os.path.isabs(d) for d in dirs)
+    assert host_compiler_version(gxx)[0] == "gcc"

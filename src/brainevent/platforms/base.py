@@ -1,12 +1,6 @@
-"""What a platform is to the shared stages: the defaults every platform shares and the host
-toolchain's key inputs.
-
-A platform turns generated translation units into compile and link steps, says which of
-its inputs key a build, and whether this process can run what it builds. The stages never
-name a platform or a compiler: they hold a ``Platform`` (the protocol in protocol.py) and ask it.
-The pieces the platforms build their steps from are in steps.py: a cache hit imports this
-module (its platform keys the request), a build both.
-"""
+"""The defaults every platform shares; the interface the stages program against is the
+``Platform`` protocol (protocol.py), which documents each method. A cache hit imports this
+module, a build steps.py as well."""
 
 from __future__ import annotations
 
@@ -14,8 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ToolchainError
-from ..toolchain import find_host_compiler
-from ..toolchain.host import find_host_c_compiler
+from ..toolchain.host import find_host_c_compiler, find_host_compiler
 from .devices import BUILD_PLATFORMS
 
 if TYPE_CHECKING:
@@ -47,8 +40,6 @@ class PlatformBase:
         cls.graph_capture = row.graph_capture
 
     def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
-        """One compiler call that compiles and links a single unit when the decoder is at hand;
-        else a step per unit (and the decoder's), then the link."""
         from ..build.step import BuildStep
         from .steps import one_call_step, unit_step
 
@@ -75,6 +66,11 @@ class PlatformBase:
         """The linker, the link's own flags (``-shared``...) and the user's, after the inputs."""
         raise NotImplementedError
 
+    def covered_dirs(self) -> list[str]:
+        from .steps import toolchain_header_dirs
+
+        return toolchain_header_dirs()
+
     def decoder_step(self, sources: GeneratedSources) -> BuildStep:
         """The host compiler compiles the decoder for every platform (it needs no CUDA header)."""
         from .steps import host_decoder_step
@@ -83,8 +79,6 @@ class PlatformBase:
         return host_decoder_step(find_host_compiler().command, sources.decoder_source, sources.decoder)
 
     def recall_files(self) -> list[str] | None:
-        """The toolchain's executables, whose stamps a recalled load checks (stages/recall.py);
-        None when a load must not be recalled."""
         try:
             return [find_host_compiler().path, find_host_c_compiler().path]
         except ToolchainError:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..toolchain import find_host_compiler
-from ..toolchain.host import host_key_inputs
+from ..toolchain.host import find_host_compiler, host_key_inputs
 from .base import PlatformBase, UnitCommand
 
 if TYPE_CHECKING:
@@ -23,53 +22,28 @@ class CpuPlatform(PlatformBase):
         return host_key_inputs()
 
     def _unit_commands(self, options: LoadOptions, units: int) -> tuple[UnitCommand, UnitCommand]:
-        return (lambda i, unit: self._unit_command(options, unit)), (lambda i, unit: ())
+        from .steps import host_unit_command  # build-only, as languages.py below
+
+        return (lambda i, unit: host_unit_command(options, unit, options.extra_cflags)), (lambda i, unit: ())
 
     def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
-        from .steps import library_link_flags  # build-only, as languages.py below
+        from .languages import HOST_LINK_CHECKS, openmp_flags
+        from .steps import library_link_flags
 
-        ldflags = (*library_link_flags(options), *options.extra_ldflags)
-        return find_host_compiler().command, ("-shared", *self._link_flags(options)), ldflags
-
-    def covered_dirs(self) -> list[str]:
-        from .steps import toolchain_header_dirs
-
-        return toolchain_header_dirs()
-
-    @staticmethod
-    def _link_flags(options: LoadOptions) -> list[str]:
-        from . import languages
-
-        return [*languages.HOST_LINK_CHECKS, *languages.openmp_host_flags(options)]
-
-    def _unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
-        from . import languages, steps
-
-        opt = [f"-O{options.optimization_level}"] + (["-ffast-math"] if options.use_fast_math else [])
-        opt += languages.openmp_host_flags(options)
-        if languages.is_c_unit(unit):
-            from ..toolchain.host import find_host_c_compiler
-
-            compiler, flags = [*find_host_c_compiler().command], list(languages.HOST_COMMON_FLAGS)
-            user = languages.c_flags(options.extra_cflags)
-        else:
-            compiler, flags = find_host_compiler().command, list(languages.HOST_CXX_FLAGS)
-            flags += languages.optional_header_flags(options, unit, cuda=False)
-            user = languages.cxx_flags(options.extra_cflags)
+        link_flags = ("-shared", *HOST_LINK_CHECKS, *openmp_flags(options))
         return (
-            *compiler,
-            *flags,
-            *opt,
-            *steps.user_include_flags(options, unit),
-            *steps.library_include_flags(options),
-            *user,
+            find_host_compiler().command,
+            link_flags,
+            (*library_link_flags(options), *options.extra_ldflags),
         )
 
     def preprocess_command(
         self, options: LoadOptions, unit: SourceUnit, source: str, output: str
     ) -> list[str]:
         """The unit's compile command with -E: what the compiler sees after macro expansion."""
-        return [*self._unit_command(options, unit), "-E", source, "-o", output]
+        from .steps import host_unit_command
+
+        return [*host_unit_command(options, unit, options.extra_cflags), "-E", source, "-o", output]
 
     def can_register(self) -> str | None:
         return None

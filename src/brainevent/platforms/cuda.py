@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import config
 from ..errors import ToolchainError
-from ..fileio import file_identity
-from ..toolchain import find_host_compiler
-from ..toolchain.host import host_key_inputs
+from ..fileio import file_identity, file_stamps
+from ..toolchain.host import find_host_compiler, host_key_inputs
 from ..toolchain.memo import remembered
 from .base import PlatformBase, UnitCommand
 
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
 
 # nvcc keeps each unit's intermediates here (removed before an entry is published).
 _KEEP_ROOT = "nvcc-tmp"
+_warned_mismatch: set[str] = set()  # the nvcc paths checked against JAX's CUDA plugin
 _DEBUG_FLAGS = ("-g", "-G", "--device-debug", "-lineinfo", "--generate-line-info", "-Xcompiler=-g")
 
 
@@ -56,10 +56,16 @@ class CudaPlatform(PlatformBase):
         if self._context is None:  # archs from the GPUs
             self._known = self._search()
         else:
-            self._known = remembered("cuda-toolchain", self._context, self._search, fresh=_nvcc_unchanged)
+            # A remembered search holds while its nvcc is the same file (one stat).
+            self._known = remembered(
+                "cuda-toolchain",
+                self._context,
+                self._search,
+                fresh=lambda known: known is not None and file_identity(known["nvcc"]) == known["identity"],
+            )
 
     def _search(self) -> dict[str, Any] | None:
-        from ..toolchain.nvcc import find_nvcc, nvcc_identity
+        from ..toolchain.nvcc import check_jax_plugin_match, find_nvcc, nvcc_identity
 
         try:
             self._nvcc = find_nvcc()
@@ -68,7 +74,11 @@ class CudaPlatform(PlatformBase):
         archs = [a.sm for a in self.archs]
         if self._nvcc is None:
             return None
-        _warn_plugin_mismatch_once(self._nvcc)
+        # Warns once per nvcc whose CUDA major differs from JAX's plugin (a path lookup first:
+        # without a plugin there is no mismatch, and reading distributions costs tens of ms).
+        if self._nvcc.path not in _warned_mismatch and _jax_cuda_plugin_found():
+            _warned_mismatch.add(self._nvcc.path)
+            check_jax_plugin_match(self._nvcc)
         path, version = self._nvcc.path, list(self._nvcc.version)
         return {"nvcc": path, "identity": nvcc_identity(path), "version": version, "archs": archs}
 
@@ -166,40 +176,29 @@ class CudaPlatform(PlatformBase):
         return command, workdirs
 
     def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
+        from .languages import NVCC_LINK_CHECKS, openmp_flags
         from .steps import library_link_flags
 
         linker = (self.nvcc.path, "-ccbin", find_host_compiler().path)
-        link_flags = ("-shared", "-nodlink", *_strip_flags(options), *self._link_flags(options))
+        link_flags = (
+            "-shared",
+            "-nodlink",
+            *_strip_flags(options),
+            *NVCC_LINK_CHECKS,
+            *openmp_flags(options, nvcc=True),
+        )
         return linker, link_flags, (*library_link_flags(options, nvcc=True), *options.extra_ldflags)
 
     def covered_dirs(self) -> list[str]:
-        from .steps import toolchain_header_dirs
-
-        return [*toolchain_header_dirs(), os.path.realpath(self.nvcc.root)]
+        return [*super().covered_dirs(), os.path.realpath(self.nvcc.root)]
 
     @staticmethod
-    def _link_flags(options: LoadOptions) -> list[str]:
-        from . import languages
-
-        return [*languages.NVCC_LINK_CHECKS, *languages.openmp_nvcc_link_flags(options)]
-
-    def _c_unit_command(self, options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
+    def _c_unit_command(options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
         """A ``.c`` unit: the host C compiler with the host share of the nvcc flags."""
-        from ..toolchain.host import find_host_c_compiler
-        from . import languages
-        from .steps import user_include_flags
+        from .languages import host_flags_from_nvcc
+        from .steps import host_unit_command
 
-        opt = [f"-O{options.optimization_level}", *languages.openmp_host_flags(options)]
-        user = languages.c_flags(languages.host_flags_from_nvcc(options.extra_cflags))
-        if options.use_fast_math:
-            opt.append("-ffast-math")
-        return (
-            *find_host_c_compiler().command,
-            *languages.HOST_COMMON_FLAGS,
-            *opt,
-            *user_include_flags(options, unit),
-            *user,
-        )
+        return host_unit_command(options, unit, host_flags_from_nvcc(options.extra_cflags))
 
     def _unit_flags(self, options: LoadOptions, unit: SourceUnit) -> list[str]:
         from . import languages
@@ -210,13 +209,11 @@ class CudaPlatform(PlatformBase):
         # nvcc as well (it hands them to the host compiler), so extra_cuda_cflags mean
         # the same for every unit and the CUDA headers are on the path.
         includes = [("-I" if f == "-iquote" else f) for f in includes]
-        optional = languages.optional_header_flags(options, unit, cuda=unit.suffix == ".cu")
-        openmp = languages.openmp_nvcc_flags(options)
         return [
             *includes,
             *library_include_flags(options),
-            *optional,
-            *openmp,
+            *languages.optional_header_flags(options, unit, cuda=unit.suffix == ".cu"),
+            *languages.openmp_flags(options, nvcc=True),
             *languages.cxx_flags(options.extra_cflags),
         ]
 
@@ -233,7 +230,20 @@ class CudaPlatform(PlatformBase):
         return [self.nvcc.path, *flags, "-Xcompiler=-U__CUDA_ARCH__", "-E", source, "-o", output]
 
     def can_register(self) -> str | None:
-        return cuda_runtime_unavailable()
+        """None when this process's JAX can run CUDA targets, else why it cannot."""
+        from ..runtime.registry import running_platforms
+
+        platforms = running_platforms()
+        if platforms is not None:
+            if platforms & set(self.spellings):
+                return None
+            return f"this JAX has no CUDA backend (platforms: {sorted(platforms)})"
+        if not _jax_cuda_plugin_found():
+            return "JAX is installed without CUDA support (no jax-cuda12-plugin or jax-cuda13-plugin)"
+        from ..toolchain.cuda_driver import probe_devices
+
+        probe = probe_devices()
+        return None if probe.available else f"no GPU is available ({probe.reason})"
 
     @staticmethod
     def unregistered_help() -> tuple[str, str]:
@@ -264,24 +274,9 @@ def _strip_flags(options: LoadOptions) -> list[str]:
     return [] if debugging else ["-Xlinker=--strip-all"]
 
 
-_warned_mismatch: set[str] = set()
-
-
-def _warn_plugin_mismatch_once(nvcc: NvccInfo) -> None:
-    """Warn (once per nvcc) when nvcc's CUDA major differs from the installed jax-cudaNN-plugin."""
-    if nvcc.path in _warned_mismatch:
-        return
-    _warned_mismatch.add(nvcc.path)
-    if not _jax_cuda_plugin_found():  # no plugin, no mismatch: skips reading every distribution
-        return
-    from ..toolchain.nvcc import check_jax_plugin_match
-
-    check_jax_plugin_match(nvcc)  # emits a ToolchainWarning itself
-
-
 def _search_context(compute_capability: object) -> str | None:
     """The memo key of nvcc's search (None: archs from the GPUs); a pip install changes its
-    site-packages mtime, so it searches again."""
+    site-packages directories' stamps, so it searches again."""
     arch = config.CUDA_ARCH.get() if compute_capability is None else compute_capability
     if arch is None:
         return None
@@ -293,21 +288,9 @@ def _search_context(compute_capability: object) -> str | None:
         *(env.get(name) for name in ("CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "PATH")),
         sys.prefix,
         *sys.path,
-        *(_mtime(entry) for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))),
+        file_stamps([entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))]),
     )
     return "\0".join(str(part) for part in parts)
-
-
-def _mtime(directory: str) -> int | None:
-    try:
-        return os.stat(directory).st_mtime_ns
-    except OSError:
-        return None
-
-
-def _nvcc_unchanged(known: dict[str, Any] | None) -> bool:
-    """A remembered search holds while its nvcc is the same file (one stat)."""
-    return known is not None and file_identity(known["nvcc"]) == known["identity"]
 
 
 # The modules of the jax-cuda12-plugin and jax-cuda13-plugin distributions (as JAX imports them).
@@ -319,22 +302,3 @@ def _jax_cuda_plugin_found() -> bool:
     import importlib.util
 
     return any(importlib.util.find_spec(module) for module in _JAX_CUDA_PLUGIN_MODULES)
-
-
-def cuda_runtime_unavailable() -> str | None:
-    """None when this process's JAX can run CUDA targets, else why it cannot."""
-    from ..runtime.registry import running_platforms
-
-    platforms = running_platforms()
-    if platforms is not None:
-        if platforms & set(CudaPlatform.spellings):
-            return None
-        return f"this JAX has no CUDA backend (platforms: {sorted(platforms)})"
-    if not _jax_cuda_plugin_found():
-        return "JAX is installed without CUDA support (no jax-cuda12-plugin or jax-cuda13-plugin)"
-    from ..toolchain.cuda_driver import probe_devices
-
-    probe = probe_devices()
-    if not (probe.available and probe.devices):
-        return f"no GPU is available ({probe.reason})"
-    return None

@@ -114,8 +114,6 @@ SPELLINGS = {spelling: p.name for p in DEVICE_PLATFORMS for spelling in p.spelli
 OF_JAX_PLATFORM = {jax: p.name for p in DEVICE_PLATFORMS for jax in p.jax_platforms}
 # The platforms modules are built for, by build platform name ("cpu", "cuda").
 BUILD_PLATFORMS = {p.build_platform: p for p in DEVICE_PLATFORMS if p.build_platform}
-# A build platform -> the one name.
-OF_BUILD_PLATFORM = {build: p.name for build, p in BUILD_PLATFORMS.items()}
 # The build platform of code that runs in the calling process (the first row).
 HOST_PLATFORM: str = DEVICE_PLATFORMS[0].build_platform or ""
 # The build platform of CUDA modules (the "gpu" row's).

@@ -131,22 +131,12 @@ def flag_include_dirs(flags: Sequence[str]) -> list[Path]:
     return dirs
 
 
-# OpenMP: the same switch compiles the pragmas and links the runtime (libgomp for GCC,
-# libomp for Clang); the host compiler's driver picks the library.
-OPENMP_HOST_FLAG = "-fopenmp"
-OPENMP_NVCC_FLAGS = ("-Xcompiler=-fopenmp",)
-
-
-def openmp_host_flags(options: LoadOptions) -> list[str]:
-    return [OPENMP_HOST_FLAG] if options.openmp else []
-
-
-def openmp_nvcc_flags(options: LoadOptions) -> list[str]:
-    return list(OPENMP_NVCC_FLAGS) if options.openmp else []
-
-
-# nvcc links with the host driver: the same -fopenmp there adds the runtime (and -pthread).
-openmp_nvcc_link_flags = openmp_nvcc_flags
+def openmp_flags(options: LoadOptions, *, nvcc: bool = False) -> list[str]:
+    """One switch compiles the pragmas and links the runtime (libgomp for GCC, libomp for Clang):
+    the host compiler's driver picks the library, under nvcc too (it links with that driver)."""
+    if not options.openmp:
+        return []
+    return ["-Xcompiler=-fopenmp"] if nvcc else ["-fopenmp"]
 
 
 # Every symbol a module uses must resolve when it is linked, not when a GPU host loads it:

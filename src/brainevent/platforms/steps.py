@@ -9,17 +9,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..headers import INCLUDE_DIR, xla_include_dir
-from ..toolchain import find_host_compiler
-from ..toolchain.host import host_key_inputs, system_include_dirs
+from ..toolchain.host import find_host_c_compiler, find_host_compiler, host_key_inputs
+from ..toolchain.host_compat import system_include_dirs
 from .sources import GeneratedSources
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
     from ..load_options import LoadOptions, SourceUnit
     from .protocol import Platform
-
-
-DECODER_OPT = "-O2"
 
 
 def host_decoder_step(cxx: Sequence[str], source: str, output: str) -> BuildStep:
@@ -30,7 +27,7 @@ def host_decoder_step(cxx: Sequence[str], source: str, output: str) -> BuildStep
     return BuildStep(
         output=output,
         inputs=(source,),
-        command=(*cxx, *HOST_CXX_FLAGS, DECODER_OPT, *binding_include_flags(), "-c", source, "-o", output),
+        command=(*cxx, *HOST_CXX_FLAGS, "-O2", *binding_include_flags(), "-c", source, "-o", output),
         description="FFI decoder (built once per toolchain)",
     )
 
@@ -100,6 +97,32 @@ def user_include_flags(options: LoadOptions, unit: SourceUnit) -> list[str]:
     for path in options.extra_include_paths:
         flags += ["-I", path]
     return flags
+
+
+def host_unit_command(options: LoadOptions, unit: SourceUnit, cflags: Sequence[str]) -> tuple[str, ...]:
+    """A unit the host compilers build (C++ of a CPU module, C on every platform), without the
+    output: ``cflags`` are the user's, those fit for the unit's language kept."""
+    from . import languages
+
+    compiler: Sequence[str]
+    ours: Sequence[str]
+    if languages.is_c_unit(unit):
+        compiler, ours = find_host_c_compiler().command, languages.HOST_COMMON_FLAGS
+        user = languages.c_flags(cflags)
+    else:
+        compiler = find_host_compiler().command
+        ours = (*languages.HOST_CXX_FLAGS, *languages.optional_header_flags(options, unit, cuda=False))
+        user = languages.cxx_flags(cflags)
+    return (
+        *compiler,
+        *ours,
+        f"-O{options.optimization_level}",
+        *(["-ffast-math"] if options.use_fast_math else []),
+        *languages.openmp_flags(options),
+        *user_include_flags(options, unit),
+        *library_include_flags(options),
+        *user,
+    )
 
 
 def library_include_flags(options: LoadOptions) -> list[str]:

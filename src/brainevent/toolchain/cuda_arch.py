@@ -9,6 +9,7 @@ reads no settings (its caller passes the pin), so :mod:`brainevent.config` can u
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -83,13 +84,6 @@ def _make(major: int, minor: int, suffix: str, original: object) -> CudaArch:
     return CudaArch(major, minor, suffix)
 
 
-def _parse_text(text: str, original: object) -> CudaArch:
-    m = _TOKEN.fullmatch(text.strip().lower())
-    if m is None or (m["prefix"] and m["dot"]):
-        raise _bad(original, 'expected <major>.<minor> or two or three digits ("8.6", "86", "sm_120")')
-    return _make(int(m["major"]), int(m["minor"]), m["suffix"], original)
-
-
 def _parse_one(value: object, original: object) -> list[CudaArch]:
     if isinstance(value, CudaArch):
         return [value]
@@ -99,7 +93,13 @@ def _parse_one(value: object, original: object) -> list[CudaArch]:
     tokens = value.replace(",", " ").split() if isinstance(value, str) else [repr(value)]
     if not tokens:
         raise _bad(original, "it is empty")
-    return [_parse_text(token, original) for token in tokens]
+    archs = []
+    for token in tokens:
+        m = _TOKEN.fullmatch(token.lower())
+        if m is None or (m["prefix"] and m["dot"]):
+            raise _bad(original, 'expected <major>.<minor> or two or three digits ("8.6", "86", "sm_120")')
+        archs.append(_make(int(m["major"]), int(m["minor"]), m["suffix"], original))
+    return archs
 
 
 def parse_compute_capability(value: object) -> tuple[CudaArch, ...]:
@@ -111,9 +111,9 @@ def parse_compute_capability(value: object) -> tuple[CudaArch, ...]:
         return tuple(sorted(set(_parse_one(value, value))))
     # (8, 6) as torch.cuda.get_device_capability() gives it: a tuple of a small major and a
     # one-digit minor. Two archs written as ints, (80, 90), never fit.
-    pair = isinstance(value, tuple) and len(value) == 2 and all(type(v) is int for v in value)
-    if pair and 1 <= value[0] < 30 and 0 <= value[1] <= 9:
-        return (_make(value[0], value[1], "", value),)
+    if isinstance(value, tuple) and len(value) == 2 and all(type(v) is int for v in value):
+        with contextlib.suppress(ArchError):
+            return (_make(value[0], value[1], "", value),)
     if not value:
         raise _bad(value, "the list is empty")
     return tuple(sorted({arch for item in value for arch in _parse_one(item, item)}))
@@ -255,8 +255,16 @@ def resolve_archs(
             raise ArchError(
                 f"{PIN_VARIABLE}={pinned!r}: {exc.message}", variable=PIN_VARIABLE, value=pinned
             ) from None
-    else:
-        archs = _archs_from_driver()
+    elif not (archs := visible_archs()):
+        from .cuda_driver import probe_devices
+
+        raise GpuArchDetectionError(
+            "cannot tell which GPU architecture to build for: no GPU was found ("
+            f"{probe_devices().reason}). To build without a GPU, name the target: pass "
+            'compute_capability="sm_90" (or a list such as ["sm_80", "sm_90"]), or set '
+            f"{PIN_VARIABLE}=sm_80,sm_90 in the environment.",
+            reason=probe_devices().reason,
+        )
     if nvcc_version is not None:
         check_archs_supported(archs, nvcc_version)
     return archs
@@ -283,18 +291,3 @@ def visible_archs(*, jax_first: bool = False) -> tuple[CudaArch, ...]:
 
     probe = probe_devices()
     return tuple(sorted({CudaArch(d.major, d.minor) for d in probe.devices})) if probe.available else ()
-
-
-def _archs_from_driver() -> tuple[CudaArch, ...]:
-    from .cuda_driver import probe_devices
-
-    if archs := visible_archs():
-        return archs
-    probe = probe_devices()
-    raise GpuArchDetectionError(
-        "cannot tell which GPU architecture to build for: no GPU was found ("
-        f"{probe.reason}). To build without a GPU, name the target: pass "
-        'compute_capability="sm_90" (or a list such as ["sm_80", "sm_90"]), or set '
-        f"{PIN_VARIABLE}=sm_80,sm_90 in the environment.",
-        reason=probe.reason,
-    )

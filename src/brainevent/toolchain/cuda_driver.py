@@ -70,11 +70,6 @@ class DriverProbe:
         return (self.driver_version // 1000, (self.driver_version % 1000) // 10)
 
 
-def _visible_devices_note() -> str:
-    value = os.environ.get("CUDA_VISIBLE_DEVICES")
-    return "CUDA_VISIBLE_DEVICES is unset" if value is None else f"CUDA_VISIBLE_DEVICES={value!r}"
-
-
 def _describe(code: int) -> str:
     hint = _CURESULT_HINTS.get(code)
     return f"CUresult {code}, {hint}" if hint else f"CUresult {code}"
@@ -133,33 +128,30 @@ def _probe(library: str) -> DriverProbe:
         # AttributeError: a library without one of the entry points is not a driver.
         return DriverProbe(False, reason=f"the NVIDIA driver query failed: {exc}", library=library)
     if not devices:
-        reason = f"no CUDA device is visible ({_visible_devices_note()})"
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        note = "CUDA_VISIBLE_DEVICES is unset" if visible is None else f"CUDA_VISIBLE_DEVICES={visible!r}"
+        reason = f"no CUDA device is visible ({note})"
         return DriverProbe(False, driver_version=driver_version, reason=reason, library=library)
     return DriverProbe(True, driver_version=driver_version, devices=devices, library=library)
 
 
 @functools.cache
-def _probe_cached(library: str) -> DriverProbe:
+def _probe_timed(library: str) -> DriverProbe:
     start = time.perf_counter()
     try:
         result = _probe(library)
     except Exception as exc:  # a probe must never take the caller down
         logger.debug("driver probe failed unexpectedly", exc_info=True)
         result = DriverProbe(False, reason=f"the driver probe failed: {exc!r}", library=library)
-    elapsed = time.perf_counter() - start
-    result = dataclasses.replace(result, seconds=elapsed)
-    logger.debug("driver probe of %s in %.1f ms: %s", library, elapsed * 1e3, result)
+    result = dataclasses.replace(result, seconds=time.perf_counter() - start)
+    logger.debug("driver probe of %s: %s", library, result)
     return result
 
 
 def probe_devices(library: str | None = None) -> DriverProbe:
-    """Probe the driver once per process (per ``library``); never raises.
-
-    ``library`` is for tests: the path of another shared library to use as the driver.
-    """
-    return _probe_cached(library or _DRIVER_LIBRARY)
+    """Probe the driver once per process (per ``library``, for tests: the path of another
+    shared library to use as the driver); never raises."""
+    return _probe_timed(library or _DRIVER_LIBRARY)
 
 
-def clear_probe_cache() -> None:
-    """Forget earlier probes (the driver itself still remembers its ``cuInit``)."""
-    _probe_cached.cache_clear()
+clear_probe_cache = _probe_timed.cache_clear  # forget earlier probes (the driver keeps its cuInit)

@@ -17,7 +17,7 @@ from ..errors import HostCompilerNotFoundError
 from ..fileio import file_identity
 from ..headers import c_api_digest, c_api_header
 from ..records import Record
-from .memo import remembered, remembered_digest
+from .memo import remembered_digest
 
 _PATH_NAMES = ("g++", "c++", "clang++")
 _CONDA_NAMES = ("x86_64-conda-linux-gnu-c++", "aarch64-conda-linux-gnu-c++", "g++", "c++")
@@ -79,12 +79,10 @@ def _find_host_compiler(
     env_be: str | None, env_cxx: str | None, conda: str | None, path: str
 ) -> HostCompiler:
     searched: list[str] = []
-    if env_be:
-        return _from_command(env_be, "BRAINEVENT_CXX", searched)
-    searched.append("BRAINEVENT_CXX (unset)")
-    if env_cxx:
-        return _from_command(env_cxx, "CXX", searched)
-    searched.append("CXX (unset)")
+    for variable, value in (("BRAINEVENT_CXX", env_be), ("CXX", env_cxx)):
+        if value:
+            return _from_command(value, variable, searched)
+        searched.append(f"{variable} (unset)")
     if conda:
         for name in _CONDA_NAMES:
             candidate = Path(conda) / "bin" / name
@@ -114,87 +112,26 @@ def find_host_compiler() -> HostCompiler:
     )
 
 
-def clear_cache() -> None:
-    _find_host_compiler.cache_clear()
-
-
-# Headers under these are the machine's own installs, not part of the compiler: they are
-# recorded and checked like the user's, although the compiler searches them by default.
-_NOT_TOOLCHAIN_DIRS = ("/usr/local/include",)
-
-
-@cache
-def _system_include_dirs(command: tuple[str, ...], identity: str) -> tuple[str, ...]:
-    import subprocess
-
-    try:
-        proc = subprocess.run(
-            [*command, "-E", "-x", "c++", "-v", os.devnull],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    dirs: list[str] = []
-    inside = False
-    for line in proc.stderr.splitlines():
-        if line.startswith("#include <...> search starts here"):
-            inside = True
-        elif line.startswith("End of search list"):
-            break
-        elif inside and line.startswith(" "):
-            path = os.path.realpath(line.strip().removesuffix(" (framework directory)"))
-            if path not in _NOT_TOOLCHAIN_DIRS:
-                dirs.append(path)
-    return tuple(dirs)
-
-
-def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
-    """The compiler's built-in header directories (real paths), which the key's compiler
-    identity covers; probed once per compiler, only for a build (remembered on disk)."""
-    command = tuple(compiler.command)
-    return remembered(
-        "host-include-dirs",
-        f"{' '.join(command)}|{compiler.identity}",
-        lambda: _system_include_dirs(command, compiler.identity),
-        encode=list,
-        decode=tuple,
-        fresh=bool,  # a failed probe (no directories) is not remembered
-    )
+clear_cache = _find_host_compiler.cache_clear
 
 
 # The C driver beside each C++ driver: same installation, same libc, same ABI.
 _C_DRIVERS = (("clang++", "clang"), ("g++", "gcc"), ("c++", "cc"))
 
 
-class HostCCompiler(Record):
-    """How ``.c`` units are compiled: the C driver beside the host C++ compiler, or the C++
-    compiler itself told the language (``-x c``) when it has no such sibling."""
-
-    __slots__ = _fields = ("command", "identity", "found_via", "path")
-
-    def __init__(self, command: tuple[str, ...], identity: str, found_via: str, path: str) -> None:
-        self.command = command
-        self.path = path  # the compiler's executable
-        self.identity = identity
-        self.found_via = found_via
-
-
 @cache
-def _c_compiler_for(cxx: HostCompiler) -> HostCCompiler:
+def _c_compiler_for(cxx: HostCompiler) -> HostCompiler:
+    # .c units: the C driver beside the C++ one, else the C++ driver told the language.
     directory, name = os.path.split(cxx.path)
     for cxx_name, c_name in _C_DRIVERS:
         if cxx_name in name:  # g++-12 -> gcc-12, x86_64-conda-linux-gnu-c++ -> ...-cc
             candidate = os.path.join(directory, name.replace(cxx_name, c_name, 1))
             if os.access(candidate, os.X_OK):
-                command = (*cxx.wrapper, candidate, *cxx.extra_flags)
-                return HostCCompiler(command, file_identity(candidate), f"beside {cxx.path}", candidate)
-    return HostCCompiler((*cxx.command, "-x", "c"), cxx.identity, f"{cxx.path} -x c", cxx.path)
+                return HostCompiler(candidate, f"beside {cxx.path}", cxx.wrapper, cxx.extra_flags)
+    return HostCompiler(cxx.path, f"{cxx.path} -x c", cxx.wrapper, (*cxx.extra_flags, "-x", "c"))
 
 
-def find_host_c_compiler() -> HostCCompiler:
+def find_host_c_compiler() -> HostCompiler:
     """The C compiler of the host toolchain (memoised per host C++ compiler)."""
     return _c_compiler_for(find_host_compiler())
 
@@ -206,7 +143,7 @@ def host_key_inputs() -> dict[str, Any]:
     return {
         "cxx": cxx.command,
         "cxx_identity": cxx.identity,
-        "cc": list(cc.command),
+        "cc": cc.command,
         "cc_identity": cc.identity,
         "xla_c_api": remembered_digest("xla-c-api", [c_api_header()], c_api_digest),
     }

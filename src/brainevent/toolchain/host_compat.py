@@ -1,4 +1,5 @@
-"""Which host C++ compilers an nvcc accepts, checked before nvcc gets to complain.
+"""What the host C++ compiler says about itself (its version and built-in include directories,
+from one preprocessor run), and which host compilers an nvcc accepts.
 
 nvcc's ``crt/host_config.h`` stops the build with an ``#error`` when the host compiler
 is newer than that CUDA release supports. We check the same rule up front so the error
@@ -11,21 +12,25 @@ import functools
 import glob
 import logging
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .. import config
 from ..errors import HostCompilerIncompatibleError, HostCompilerNotFoundError, ToolchainError
-from ..fileio import size_and_mtime
+from ..fileio import file_identity
 from .memo import remembered
-from .nvcc import NvccInfo
+
+if TYPE_CHECKING:
+    from .host import HostCompiler
+    from .nvcc import NvccInfo
 
 logger = logging.getLogger(__name__)
 
 CompilerKind = Literal["gcc", "clang"]
-_PROBE_TIMEOUT_S = 30.0
+_PROBE_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -56,21 +61,7 @@ HOST_LIMITS: tuple[HostLimit, ...] = (
 def host_limit_for(nvcc_version: tuple[int, int]) -> HostLimit | None:
     """The table row covering an nvcc version, or None when the table does not know it."""
     version = (nvcc_version[0], nvcc_version[1])
-    for row in HOST_LIMITS:
-        if row.first <= version <= row.last:
-            return row
-    return None
-
-
-def _header_int(text: str, marker: str) -> int | None:
-    # The number right after a fixed marker such as "#if __GNUC__ > ".
-    _, sep, rest = text.partition(marker)
-    digits = ""
-    for ch in rest:
-        if not ch.isdigit():
-            break
-        digits += ch
-    return int(digits) if sep and digits else None
+    return next((row for row in HOST_LIMITS if row.first <= version <= row.last), None)
 
 
 def host_limit_from_header(root: str) -> HostLimit | None:
@@ -79,62 +70,74 @@ def host_limit_from_header(root: str) -> HostLimit | None:
         os.path.join(root, "targets", "*", "include", "crt", "host_config.h"),
         os.path.join(root, "include", "crt", "host_config.h"),
     )
-    for pattern in patterns:
-        for header in sorted(glob.glob(pattern)):
-            try:
-                with open(header, encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-            except OSError:
-                continue
-            gcc_over = _header_int(text, "#if __GNUC__ > ")
-            clang_at = _header_int(text, "(__clang_major__ >= ")
-            if gcc_over is not None and clang_at is not None:
-                return HostLimit((0, 0), (0, 0), gcc_max=gcc_over, clang_max=clang_at - 1)
+    for header in (h for pattern in patterns for h in sorted(glob.glob(pattern))):
+        try:
+            with open(header, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        gcc_over = re.search(r"#if __GNUC__ > (\d+)", text)
+        clang_at = re.search(r"\(__clang_major__ >= (\d+)", text)
+        if gcc_over and clang_at:
+            return HostLimit((0, 0), (0, 0), gcc_max=int(gcc_over[1]), clang_max=int(clang_at[1]) - 1)
     return None
 
 
-def _limit(nvcc: NvccInfo) -> HostLimit | None:
-    row = host_limit_for(nvcc.version)
-    if row is None:
-        row = host_limit_from_header(nvcc.root)
-        logger.debug("host compiler limits of nvcc %s from its header: %s", nvcc.version, row)
-    return row
+# ------------------------------------------------------- what the host compiler says
+
+# Headers under these are the machine's own installs, not part of the compiler: they are
+# recorded and checked like the user's, although the compiler searches them by default.
+_NOT_TOOLCHAIN_DIRS = ("/usr/local/include",)
+# (kind or "" when neither gcc nor clang, major, built-in include directories)
+_Facts = tuple[str, int, tuple[str, ...]]
 
 
-# --------------------------------------------------------------- the host compiler
-
-
-def _identity(path: str) -> tuple[str, int, int]:
-    return (path, *size_and_mtime(path))
-
-
-@functools.lru_cache(maxsize=32)
-def _macro_version(identity: tuple[str, int, int]) -> tuple[CompilerKind, int]:
-    path = identity[0]
-    # The predefined macros are exactly what host_config.h tests, and one run of the
-    # preprocessor on an empty file tells gcc from clang (clang also defines __GNUC__).
-    cmd = [path, "-E", "-dM", "-x", "c++", os.devnull]
+def _probe(command: tuple[str, ...]) -> _Facts:
+    # One preprocessor run tells both: the predefined macros on stdout (what host_config.h
+    # tests; clang also defines __GNUC__), the include search list on stderr.
+    cmd = [*command, "-E", "-dM", "-v", "-x", "c++", os.devnull]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
         raise HostCompilerNotFoundError(
-            f"cannot run the host compiler {path}: {exc}", compiler=path, command=cmd
+            f"cannot run the host compiler {command[0]}: {exc}", compiler=command[0], command=cmd
         ) from None
     macros: dict[str, str] = {}
     for line in proc.stdout.splitlines():
         parts = line.split(maxsplit=2)
         if len(parts) == 3 and parts[0] == "#define":
             macros[parts[1]] = parts[2]
-    for kind, key in (("clang", "__clang_major__"), ("gcc", "__GNUC__")):
-        value = macros.get(key, "")
-        if value.isdigit():
-            return kind, int(value)  # type: ignore[return-value]
-    raise ToolchainError(
-        f"cannot tell the version of the host compiler {path}: `{' '.join(cmd)}` "
-        f"(exit {proc.returncode}) defined neither __clang_major__ nor __GNUC__. "
-        "nvcc on Linux needs gcc or clang: point CXX or BRAINEVENT_CXX at one.",
-        compiler=path,
-        command=cmd,
+    kind, major = "", 0
+    for name, macro in (("clang", "__clang_major__"), ("gcc", "__GNUC__")):
+        if macros.get(macro, "").isdigit():
+            kind, major = name, int(macros[macro])
+            break
+    dirs: list[str] = []
+    inside = False
+    for line in proc.stderr.splitlines():
+        if line.startswith("#include <...> search starts here"):
+            inside = True
+        elif line.startswith("End of search list"):
+            break
+        elif inside and line.startswith(" "):
+            path = os.path.realpath(line.strip().removesuffix(" (framework directory)"))
+            if path not in _NOT_TOOLCHAIN_DIRS:
+                dirs.append(path)
+    return kind, major, tuple(dirs)
+
+
+# Per command and compiler identity (real path, size, mtime): a changed binary is asked again.
+@functools.lru_cache(maxsize=32)
+def _facts(command: tuple[str, ...], identity: str) -> _Facts:
+    return remembered(
+        "host-cxx",
+        f"{' '.join(command)}|{identity}",
+        lambda: _probe(command),
+        encode=list,
+        decode=lambda v: (str(v[0]), int(v[1]), tuple(v[2])),
+        fresh=lambda v: bool(v[0] or v[2]),  # a probe that learnt nothing is asked again
     )
 
 
@@ -150,19 +153,29 @@ def _resolve(cxx_path: str) -> str:
 
 def host_compiler_version(path: str) -> tuple[CompilerKind, int]:
     """('gcc' | 'clang', major) of a host compiler; runs it once per binary identity."""
-    identity = _identity(_resolve(path))
-    kind, major = remembered(
-        "host-compiler",
-        ":".join(map(str, identity)),
-        lambda: _macro_version(identity),
-        encode=list,
-        decode=lambda v: (str(v[0]), int(v[1])),
-    )
+    real = _resolve(path)
+    kind, major, _ = _facts((real,), file_identity(real))
+    if not kind:
+        raise ToolchainError(
+            f"cannot tell the version of the host compiler {real}: `{real} -E -dM -x c++ {os.devnull}` "
+            "defined neither __clang_major__ nor __GNUC__. "
+            "nvcc on Linux needs gcc or clang: point CXX or BRAINEVENT_CXX at one.",
+            compiler=real,
+        )
     return kind, major  # type: ignore[return-value]
 
 
-def clear_cache() -> None:
-    _macro_version.cache_clear()
+def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
+    """The compiler's built-in header directories (real paths), which the key's compiler
+    identity covers; asked in the same run as its version, only for a build."""
+    real = os.path.realpath(compiler.path)
+    try:
+        return _facts((real, *compiler.extra_flags), compiler.identity)[2]
+    except ToolchainError:
+        return ()
+
+
+clear_cache = _facts.cache_clear
 
 
 def check_host_compiler(
@@ -176,7 +189,7 @@ def check_host_compiler(
     when it does not but the caller (or ``BRAINEVENT_ALLOW_UNSUPPORTED_COMPILER``) opts in.
     """
     kind, major = host_compiler_version(cxx_path)
-    limit = _limit(nvcc)
+    limit = host_limit_for(nvcc.version) or host_limit_from_header(nvcc.root)
     if limit is None:
         logger.debug("no host compiler limits known for nvcc %s", nvcc.version_string)
         return []
@@ -185,14 +198,8 @@ def check_host_compiler(
         return []
     if config.ALLOW_UNSUPPORTED_COMPILER.get() if allow_unsupported is None else allow_unsupported:
         logger.warning(
-            "host compiler %s is %s %d, newer than nvcc %s supports (%s <= %d); "
-            "passing -allow-unsupported-compiler",
-            cxx_path,
-            kind,
-            major,
-            nvcc.version_string,
-            kind,
-            newest,
+            f"host compiler {cxx_path} is {kind} {major}, newer than nvcc {nvcc.version_string} "
+            f"supports ({kind} <= {newest}); passing -allow-unsupported-compiler"
         )
         return ["-allow-unsupported-compiler"]
     example = f"{'g++' if kind == 'gcc' else 'clang++'}-{newest}"

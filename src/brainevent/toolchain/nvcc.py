@@ -7,6 +7,7 @@ missing nvcc, and the match against JAX's CUDA plugin. docs/toolchain.md gives t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -23,7 +24,7 @@ from typing import NamedTuple
 
 from .. import config
 from ..errors import NvccNotFoundError
-from ..fileio import file_identity
+from ..fileio import file_identity, file_stamps
 from .memo import remembered
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,8 @@ MIN_DRIVER: dict[int, str] = {12: "525.60.13", 13: "580.65.06"}
 # Where NVIDIA's wheels put nvcc, under site-packages. The CUDA 12 wheel's bin/ holds
 # ptxas but no nvcc: seeing it explains a failed search.
 _WHEEL_BINS = ("nvidia/cu13/bin", "nvidia/cuda_nvcc/bin")
+# The variables naming toolkit roots, in cuda-pathfinder's order, and their found_via.
+_ENV_ROOTS_VARS = (("conda", "CONDA_PREFIX"), ("env:CUDA_PATH", "CUDA_PATH"), ("env:CUDA_HOME", "CUDA_HOME"))
 _CU12_VIA = "pip-wheel:nvidia-cuda-nvcc-cu12"
 _CU12_WHY = "CUDA 12 pip wheels ship ptxas but no nvcc"
 
@@ -158,30 +161,23 @@ def _is_script(path: str) -> bool:
         return False
 
 
-def _real_nvcc_in(directory: str) -> str | None:
-    real = os.path.realpath(os.path.join(directory, _EXE))
-    return real if os.path.isfile(real) and not _is_script(real) else None
-
-
-def _real_nvcc_at(word: str) -> str | None:
-    ok = os.path.isabs(word) and os.path.basename(word) == _EXE
-    return _real_nvcc_in(os.path.dirname(word)) if ok else None
+def _real_nvcc(path: str) -> str | None:
+    # An absolute path to an nvcc binary (not a script), resolved; else None.
+    real = os.path.realpath(path)
+    ok = os.path.isabs(path) and os.path.basename(path) == _EXE and os.path.isfile(real)
+    return real if ok and not _is_script(real) else None
 
 
 def _script_commands(script: str) -> list[list[str]]:
     try:
         lines = Path(script).read_text(encoding="utf-8", errors="replace").splitlines()[1:]
     except OSError:
-        lines = []
+        return []
     commands = []
     for line in lines:
-        try:
-            words = shlex.split(line, comments=True)
-        except ValueError:
-            continue
-        if words:
-            commands.append(words)
-    return commands
+        with contextlib.suppress(ValueError):  # a line shlex cannot split is no command we read
+            commands.append(shlex.split(line, comments=True))
+    return [words for words in commands if words]
 
 
 def _probe_wrapper(script: str) -> str:
@@ -190,18 +186,19 @@ def _probe_wrapper(script: str) -> str:
     # compiling; it queries the host compiler (~0.1 s), so it fails without one.
     commands = _script_commands(script)
     exec_only = len(commands) == 1 and len(commands[0]) > 1 and commands[0][0] == "exec"
-    if exec_only and (real := _real_nvcc_at(commands[0][1])):
+    if exec_only and (real := _real_nvcc(commands[0][1])):
         return real
+    prefix = "#$ _HERE_="
     try:
         proc = _run([script, "-dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull])
         lines = (proc.stderr + proc.stdout).splitlines()
     except _Unusable:
         lines = []
-    for line in lines:
-        if line.startswith("#$ _HERE_=") and (real := _real_nvcc_in(line.split("=", 1)[1].strip())):
-            return real
+    here = [
+        os.path.join(line.removeprefix(prefix).strip(), _EXE) for line in lines if line.startswith(prefix)
+    ]
     # Else the first absolute path to a real nvcc the script names.
-    for real in (_real_nvcc_at(word) for words in commands for word in words):
+    for real in map(_real_nvcc, [*here, *(word for words in commands for word in words)]):
         if real:
             return real
     raise _Unusable("it is a wrapper script, and neither `nvcc -dryrun` nor its text revealed the real nvcc")
@@ -241,9 +238,7 @@ class SearchContext:
     explicit: str | None
     env_nvcc: str | None
     site_dirs: tuple[str, ...]
-    conda_prefix: str | None
-    cuda_path: str | None
-    cuda_home: str | None
+    env_roots: tuple[tuple[str, str], ...]  # (found_via, root) of $CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME
     path_env: str | None
     default_roots: tuple[str, ...]
     prefer: str
@@ -257,10 +252,8 @@ def _nvcc_in(root: str) -> str:
 def _explicit_to_path(value: str) -> str:
     # Accept an nvcc path, a toolkit root or its bin/, or a bare command name.
     if os.path.isdir(value):
-        for nvcc in (_nvcc_in(value), os.path.join(value, _EXE)):
-            if os.path.isfile(nvcc):
-                return nvcc
-        return _nvcc_in(value)
+        found = (nvcc for nvcc in (_nvcc_in(value), os.path.join(value, _EXE)) if os.path.isfile(nvcc))
+        return next(found, _nvcc_in(value))
     if os.sep not in value and not os.path.exists(value):
         return shutil.which(value) or value
     return value
@@ -273,16 +266,12 @@ def _step_explicit(ctx: SearchContext) -> list[Candidate]:
     return found
 
 
-def _env_roots(ctx: SearchContext) -> tuple[tuple[str, str | None], ...]:
-    return (("conda", ctx.conda_prefix), ("env:CUDA_PATH", ctx.cuda_path), ("env:CUDA_HOME", ctx.cuda_home))
-
-
 def _found_via(path: str, ctx: SearchContext) -> str:
     """Which of pathfinder's places ``path`` lies in."""
     if Path(path).parent.as_posix().endswith(_WHEEL_BINS):
         return "pip-wheel:nvidia-cuda-nvcc"
-    for via, root in _env_roots(ctx):
-        if root and Path(path).is_relative_to(os.path.realpath(root)):
+    for via, root in ctx.env_roots:
+        if Path(path).is_relative_to(os.path.realpath(root)):
             return via
     return "cuda-pathfinder:cudart"  # the toolkit of the CUDA runtime the loader finds
 
@@ -296,24 +285,17 @@ def _step_pathfinder(ctx: SearchContext) -> list[Candidate]:
     if not ctx.pathfinder:
         return found
     # Its last step asks the dynamic loader in a child Python (~0.1-0.5 s), so the answer is
-    # remembered, keyed by the places it looks at and their modification times (installing
+    # remembered, keyed by the places it looks at and their stamps (installing
     # or removing a wheel or a toolkit changes one); an answer since vanished is asked again.
-    dirs = [*ctx.site_dirs, *(os.path.join(r, "bin") for _, r in _env_roots(ctx) if r), "/etc/ld.so.cache"]
-    places = [(d, _mtime(d)) for d in dirs] + [os.environ.get("LD_LIBRARY_PATH")]
+    dirs = [*ctx.site_dirs, *(os.path.join(r, "bin") for _, r in ctx.env_roots), "/etc/ld.so.cache"]
+    places = f"{file_stamps(dirs)}\0{os.environ.get('LD_LIBRARY_PATH')}"
     try:
-        path = remembered("nvcc-pathfinder", repr(places), _ask_pathfinder)
+        path = remembered("nvcc-pathfinder", places, _ask_pathfinder)
         if not os.path.isfile(path):
             path = _ask_pathfinder()
     except LookupError as exc:
         return [*found, Candidate("-", "cuda-pathfinder", f"rejected: {exc}")] if str(exc) else found
     return [*found, Candidate(path, _found_via(path, ctx))]
-
-
-def _mtime(path: str) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
 
 
 def _ask_pathfinder() -> str:
@@ -333,19 +315,6 @@ def _ask_pathfinder() -> str:
     return path
 
 
-def _step_env_roots(ctx: SearchContext) -> list[Candidate]:
-    return [Candidate(_nvcc_in(root), via) for via, root in _env_roots(ctx) if root]
-
-
-def _step_path(ctx: SearchContext) -> list[Candidate]:
-    hit = shutil.which(_EXE, path=ctx.path_env) if ctx.path_env else None
-    return [Candidate(hit, "PATH")] if hit else []
-
-
-def _step_defaults(ctx: SearchContext) -> list[Candidate]:
-    return [Candidate(_nvcc_in(r), f"default:{r}") for r in ctx.default_roots]
-
-
 # BRAINEVENT_NVCC_PREFER -> the steps in order: (name in an error, step, what to say when
 # it proposed nothing). A candidate the first step rejects is an error, never a fall-through.
 _Step = tuple[str, Callable[[SearchContext], list[Candidate]], str]
@@ -359,17 +328,24 @@ _PATHFINDER: _Step = (
     _step_pathfinder,
     "found no nvcc",
 )
-_PATH: _Step = ("PATH", _step_path, "no nvcc on PATH")
-_DEFAULTS: _Step = ("default toolkit roots", _step_defaults, "none configured")
+_PATH: _Step = (
+    "PATH",
+    lambda ctx: [Candidate(hit, "PATH")] if (hit := shutil.which(_EXE, path=ctx.path_env or "")) else [],
+    "no nvcc on PATH",
+)
+_DEFAULTS: _Step = (
+    "default toolkit roots",
+    lambda ctx: [Candidate(_nvcc_in(r), f"default:{r}") for r in ctx.default_roots],
+    "none configured",
+)
+_ENV_ROOTS: _Step = (
+    "$CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME",
+    lambda ctx: [Candidate(_nvcc_in(root), via) for via, root in ctx.env_roots],
+    "all unset",
+)
 SEARCH_STEPS: dict[str, tuple[_Step, ...]] = {
     "pip": (_EXPLICIT, _PATHFINDER, _PATH, _DEFAULTS),
-    "system": (
-        _EXPLICIT,
-        ("$CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME", _step_env_roots, "all unset"),
-        _PATH,
-        _DEFAULTS,
-        _PATHFINDER,
-    ),
+    "system": (_EXPLICIT, _ENV_ROOTS, _PATH, _DEFAULTS, _PATHFINDER),
 }
 
 
@@ -388,9 +364,7 @@ def find_nvcc(
         explicit=explicit,
         env_nvcc=config.NVCC.get(),
         site_dirs=(*site.getsitepackages(), *([user_site] if user_site else [])),
-        conda_prefix=env.get("CONDA_PREFIX") or None,
-        cuda_path=env.get("CUDA_PATH") or None,
-        cuda_home=env.get("CUDA_HOME") or None,
+        env_roots=tuple((via, env[var]) for via, var in _ENV_ROOTS_VARS if env.get(var)),
         path_env=env.get("PATH"),
         default_roots=tuple(default_roots),
         prefer=config.NVCC_PREFER.get(),
@@ -455,10 +429,8 @@ def installed_jax_cuda_plugins() -> dict[str, tuple[str, int]]:
 
     found = {}
     for dist, major in JAX_PLUGINS:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             found[dist] = (importlib.metadata.version(dist), major)
-        except importlib.metadata.PackageNotFoundError:
-            continue
     return found
 
 

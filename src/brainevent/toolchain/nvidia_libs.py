@@ -1,14 +1,7 @@
 """NVIDIA libraries a module links (``extra_libraries=["cublas", "curand"]``), found by NVIDIA's
-``cuda-pathfinder``.
-
-pathfinder searches NVIDIA's pip wheels, then the conda environment, then the system (the
-dynamic loader's own path, ``CUDA_PATH``/``CUDA_HOME``, the toolkit root next to cudart) and
-says how it found each file (``found_via``). This module adds what a build needs on top:
-the compile and link flags, the cache key's identity of each library, a typed error for
-a name pathfinder does not know or a library it cannot find, and loading the library into
-the process before a module that needs it is opened, so the module's ``DT_NEEDED`` entry
-resolves to the very copy that was linked (the loader matches an already loaded soname).
-
+``cuda-pathfinder`` (wheels, conda, the system; it says how: ``found_via``). On top of it: the
+compile and link flags, the cache key's identity of each library, typed errors, and loading each
+library before the module is opened, so its ``DT_NEEDED`` entry resolves to the copy linked.
 ``cuda.pathfinder`` is imported only when a load names libraries (it costs ~0.2 s).
 """
 
@@ -61,12 +54,6 @@ class NvidiaLibrary(NamedTuple):
         return [self.name, self.found_via, file_identity(self.path), self.include_dir]
 
 
-def supported_names() -> tuple[str, ...]:
-    from cuda.pathfinder import SUPPORTED_NVIDIA_LIBNAMES
-
-    return tuple(SUPPORTED_NVIDIA_LIBNAMES)
-
-
 def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
     """``value`` as a tuple of library names pathfinder knows; SpecError naming the bad one."""
     if value is None:
@@ -78,7 +65,8 @@ def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
         )
     if not value:
         return ()
-    known = supported_names()
+    from cuda.pathfinder import SUPPORTED_NVIDIA_LIBNAMES as known
+
     for name in value:
         if name not in known:
             from ..spec.names import close_matches
@@ -133,13 +121,9 @@ _CRT_PROBE = os.path.join("crt", "host_defines.h")
 
 @cache
 def crt_include_dir() -> str | None:
-    """A directory with CUDA's ``crt/`` headers, which the runtime's headers include.
-
-    NVIDIA's pip runtime wheel ships ``cuda_runtime_api.h`` without them (they come in the
-    separate nvidia-cuda-crt wheel), so a host-compiled module that includes a library's
-    headers from there would fail on ``crt/host_defines.h``. nvcc brings its own; the host
-    compiler gets the toolkit's (pathfinder's nvcc headers) when the wheel lacks them.
-    """
+    """A directory with CUDA's ``crt/`` headers, which the runtime's headers include: NVIDIA's
+    pip runtime wheel lacks them (nvidia-cuda-crt ships them), so the host compiler gets the
+    toolkit's (pathfinder's nvcc headers); nvcc brings its own."""
     from cuda.pathfinder import locate_nvidia_header_directory
 
     for header in ("cudart", "nvcc"):
@@ -154,7 +138,18 @@ def crt_include_dir() -> str | None:
 
 
 def find_libraries(names: Sequence[str]) -> list[NvidiaLibrary]:
+    """The libraries, loaded into the process (a module linked against them needs them there
+    before it is opened: find_library loads each through pathfinder)."""
     return [find_library(name) for name in names]
+
+
+preload = find_libraries
+
+
+def _lacks_crt(libs: Sequence[NvidiaLibrary]) -> bool:
+    return any(
+        lib.include_dir and not os.path.isfile(os.path.join(lib.include_dir, _CRT_PROBE)) for lib in libs
+    )
 
 
 def key_inputs(names: Sequence[str]) -> list[list[Any]]:
@@ -162,18 +157,17 @@ def key_inputs(names: Sequence[str]) -> list[list[Any]]:
     ToolchainError: without them only an ahead-of-time build can load)."""
     libs = find_libraries(names)
     record = [lib.key() for lib in libs]
-    if any(lib.include_dir and not os.path.isfile(os.path.join(lib.include_dir, _CRT_PROBE)) for lib in libs):
+    if _lacks_crt(libs):
         record.append(["crt", crt_include_dir()])  # where the missing crt/ headers come from
     return record
 
 
 def include_flags(names: Sequence[str]) -> list[str]:
     """``-isystem <dir>`` per header directory: warnings from library headers stay quiet."""
-    dirs = dict.fromkeys(lib.include_dir for lib in find_libraries(names) if lib.include_dir)
-    if any(not os.path.isfile(os.path.join(d, _CRT_PROBE)) for d in dirs):
-        crt = crt_include_dir()
-        if crt is not None:  # after the libraries' own: only what they lack is taken from here
-            dirs[crt] = None
+    libs = find_libraries(names)
+    dirs = dict.fromkeys(lib.include_dir for lib in libs if lib.include_dir)
+    if _lacks_crt(libs) and (crt := crt_include_dir()):
+        dirs[crt] = None  # after the libraries' own: only what they lack is taken from here
     return [flag for d in dirs for flag in ("-isystem", d)]
 
 
@@ -191,11 +185,6 @@ def link_flags(names: Sequence[str], *, nvcc: bool = False) -> list[str]:
     for directory in dict.fromkeys(lib.directory for lib in libs):
         flags.append(f"-Xlinker=-rpath,{directory}" if nvcc else f"-Wl,-rpath,{directory}")
     return flags
-
-
-def preload(names: Sequence[str]) -> None:
-    """Load the libraries into the process before a module linked against them is opened."""
-    find_libraries(names)  # find_library loads each through pathfinder
 
 
 def survey(names: Sequence[str] = COMMON_LIBRARIES) -> list[tuple[str, str]]:
