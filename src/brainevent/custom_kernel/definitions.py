@@ -10,8 +10,14 @@ from .. import config
 from ..errors import KernelCallError
 from ..platforms.devices import BY_NAME, DEVICE_PLATFORMS
 from ..platforms.devices import SPELLINGS as ALIASES
-from .entries import CallSiteLowering, KernelEntry
-from .kernels import LaunchValue, ModuleFunctionKernel, NumbaCpuKernel, NumbaCudaKernel, NvrtcKernel
+from .kernels import (
+    KernelEntry,
+    LaunchValue,
+    ModuleFunctionKernel,
+    NumbaCpuKernel,
+    NumbaCudaKernel,
+    NvrtcKernel,
+)
 from .libraries import LIBRARIES, check_platform
 
 PLATFORMS = tuple(p.name for p in DEVICE_PLATFORMS)
@@ -80,7 +86,7 @@ class BackendTable:
                 "use load_cpp_* modules for 'cpu' and load_cuda_* modules for 'gpu'"
             )
         name: Any = BY_NAME[resolved].compiled_backend if backend is None else backend
-        return self._add(KernelEntry(name, resolved, function, CallSiteLowering(kernel)), asdefault)
+        return self._add(KernelEntry(name, resolved, function, kernel), asdefault)
 
     def _def_named(
         self,
@@ -194,13 +200,13 @@ class BackendTable:
         launch = (grid, block, launch_dims, threads_per_block, shared_mem)
         given = (source_or_path, name, launch, compute_capability, options, include_dirs, scalars)
         kernel = KernelDef.checked("def_cuda_kernel", *given)
-        return self._add(KernelEntry("nvrtc", "gpu", name, CallSiteLowering(NvrtcKernel(kernel))), asdefault)
+        return self._add(KernelEntry("nvrtc", "gpu", name, NvrtcKernel(kernel)), asdefault)
 
     def _add_numba(
         self, backend: str, kg: Any, kernel: Any, generator: Any, asdefault: bool, plain: bool, make: Any
     ) -> Self:
         """``kg`` alone, not a Numba object, is a 0.2.1 kernel generator when ``plain``; else
-        ``make(kernel, generator)`` is the PlatformKernel."""
+        ``make(kernel, generator)`` is the call-site kernel."""
         platform = LIBRARIES[backend].platforms[0]
         if plain and kernel is None and generator is None and not _is_numba_object(kg):
             return self.def_kernel(backend, platform, kg, asdefault)
@@ -208,9 +214,8 @@ class BackendTable:
             if kernel is not None:
                 raise TypeError(f"def_{backend}_kernel: pass the kernel once, positionally or as kernel=")
             kernel = kg
-        lowering = CallSiteLowering(make(kernel, generator))
         given = kernel if kernel is not None else generator
-        return self._add(KernelEntry(backend, platform, given, lowering), asdefault)
+        return self._add(KernelEntry(backend, platform, given, make(kernel, generator)), asdefault)
 
     def def_warp_kernel(
         self, kg: Callable[..., Any], asdefault: bool = False, *, platform: str = "gpu"

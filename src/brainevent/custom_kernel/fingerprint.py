@@ -16,7 +16,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from .entries import KernelEntry
+from .kernels import KernelEntry
 from .libraries import LIBRARIES
 
 _PLAIN = (int, float, complex, str, bytes, bool, type(None))

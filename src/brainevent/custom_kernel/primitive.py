@@ -16,8 +16,7 @@ from .. import config
 from ..errors import KernelCallError, UnhashableAttributeError
 from ..platforms.devices import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
 from . import selection
-from .entries import KernelEntry
-from .kernels import LoweringCall
+from .kernels import KernelEntry, LoweringCall
 from .libraries import require_library
 from .rules import VMAP_METHODS, Rules
 from .tools import Tools
