@@ -28,22 +28,31 @@ def defjvp(primitive: Any, *jvp_rules: Callable[..., Any] | None) -> None:
     differs from the number of inputs is a ``ValueError`` when the primitive is differentiated.
     """
     prim = _primitive_of(primitive)
-    for i, rule in enumerate(jvp_rules):
+    ad.primitive_jvps[prim] = functools.partial(
+        per_input_jvp, checked_rules("defjvp", prim.name, jvp_rules), prim
+    )
+
+
+def checked_rules(
+    what: str, name: str, rules: Sequence[Callable[..., Any] | None]
+) -> tuple[Callable[..., Any] | None, ...]:
+    for i, rule in enumerate(rules):
         if rule is not None and not callable(rule):
-            raise TypeError(f"defjvp({prim.name!r}): rule {i} must be callable or None, got {rule!r}")
-    ad.primitive_jvps[prim] = functools.partial(_per_input_jvp, tuple(jvp_rules), prim)
+            raise TypeError(f"{what}({name!r}): rule {i} must be callable or None, got {rule!r}")
+    return tuple(rules)
 
 
-def _per_input_jvp(
+def per_input_jvp(
     rules: tuple[Callable[..., Any] | None, ...],
     prim: Primitive,
     primals: Sequence[Any],
     tangents: Sequence[Any],
     **params: Any,
 ) -> tuple[Any, Any]:
+    """The JVP of ``prim`` as the sum of each input's rule (see :func:`defjvp`)."""
     if len(rules) != len(primals):
         raise ValueError(
-            f"defjvp rules of primitive {prim.name!r}: {len(rules)} rule(s) for {len(primals)} "
+            f"the JVP rules of primitive {prim.name!r}: {len(rules)} rule(s) for {len(primals)} "
             "input(s); give one rule per input, None for an input without a tangent"
         )
     out = prim.bind(*primals, **params)

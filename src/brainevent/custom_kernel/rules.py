@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -16,6 +17,11 @@ CONTROL_PARAMS = ("backend", "batch_dims")
 
 def _kernel_attrs(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k not in CONTROL_PARAMS}
+
+
+def _with_attrs(rule: Callable[..., Any], tangent: Any, *primals: Any, outs: Any, **params: Any) -> list[Any]:
+    """A def_jvp_rule2 rule called with the kernel's attributes alone, its tangents as a list."""
+    return _as_list(rule(tangent, *primals, outs=outs, **_kernel_attrs(params)))
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -54,12 +60,11 @@ class Rules:
     def def_jvp_rule2(self, *rules: Callable[..., Any] | None) -> None:
         """One rule per input, ``rule(tangent, *primals, outs, **attrs) -> tangents_out`` (one
         per result), or None for an input with no tangent; the contributions are summed."""
-        for i, rule in enumerate(rules):
-            if rule is not None and not callable(rule):
-                raise TypeError(
-                    f"def_jvp_rule2: rule {i} must be callable or None, got {type(rule).__name__}"
-                )
-        self._jvp_rule, self._jvp_rules_per_input = None, tuple(rules)
+        from .jax_rules import checked_rules
+
+        checked = checked_rules("def_jvp_rule2", self.name, rules)
+        self._jvp_rule = None
+        self._jvp_rules_per_input = tuple(r and functools.partial(_with_attrs, r) for r in checked)
 
     def def_transpose_rule(self, rule: Callable[..., Any]) -> Callable[..., Any]:
         """``rule(cotangents, *args, outs, **attrs) -> one cotangent (or None) per input``.
@@ -97,49 +102,23 @@ class Rules:
             raise NotImplementedError(f"XLACustomKernel {self.name!r} has no {what}; define one with {how}")
         return rule
 
-    def _count_error(self, text: str) -> KernelCallError:
-        """A rule gave (or was given) the wrong number of things: ``text`` says which."""
-        return KernelCallError(f"XLACustomKernel {self.name!r}: {text}", kernel=self.name)
-
     def _jvp(
         self, primals: Sequence[Any], tangents: Sequence[Any], *, outs: tuple[Any, ...], **params: Any
     ) -> tuple[list[Any], list[Any]]:
         from jax.interpreters import ad
 
-        attrs = _kernel_attrs(params)
+        from .jax_rules import per_input_jvp
+
         if self._jvp_rules_per_input is not None:
-            return self._jvp_per_input(primals, tangents, outs, params)
+            with self._inherit(params.get("backend")):
+                rules, prim = self._jvp_rules_per_input, self.primitive
+                out, tangents_out = per_input_jvp(rules, prim, primals, tangents, outs=outs, **params)
+            return list(out), list(tangents_out)
         rule = self._defined(self._jvp_rule, "JVP rule", "op.def_jvp_rule(...) to differentiate through it")
         tangents = [ad.instantiate_zeros(t) for t in tangents]
         with self._inherit(params.get("backend")):
-            primals_out, tangents_out = rule(list(primals), tangents, outs=outs, **attrs)
+            primals_out, tangents_out = rule(list(primals), tangents, outs=outs, **_kernel_attrs(params))
         return _as_list(primals_out), _as_list(tangents_out)
-
-    def _jvp_per_input(
-        self, primals: Sequence[Any], tangents: Sequence[Any], outs: tuple[Any, ...], params: dict[str, Any]
-    ) -> tuple[list[Any], list[Any]]:
-        from jax.interpreters import ad
-
-        rules = self._jvp_rules_per_input or ()
-        if len(rules) != len(primals):
-            raise self._count_error(
-                f"def_jvp_rule2 was given {len(rules)} rule(s) for {len(primals)} input(s); "
-                "give one per input (None where it has no tangent)"
-            )
-        primals_out = list(self.primitive.bind(*primals, outs=outs, **params))
-        total = [ad.Zero(o.to_tangent_aval()) for o in outs]  # no tangent where no rule contributes
-        with self._inherit(params.get("backend")):
-            for rule, tangent in zip(rules, tangents, strict=True):
-                if rule is None or type(tangent) is ad.Zero:
-                    continue
-                part = _as_list(rule(tangent, *primals, outs=outs, **_kernel_attrs(params)))
-                if len(part) != len(outs):
-                    raise self._count_error(
-                        f"a def_jvp_rule2 rule returned {len(part)} tangent(s) for {len(outs)} result(s); "
-                        "return one per result"
-                    )
-                total = [b if type(a) is ad.Zero else a + b for a, b in zip(total, part, strict=True)]
-        return primals_out, total
 
     def _transpose(self, cotangents: Any, *args: Any, outs: tuple[Any, ...], **params: Any) -> list[Any]:
         from jax.interpreters import ad
@@ -153,8 +132,9 @@ class Rules:
         with self._inherit(params.get("backend")):
             result = _as_list(rule(cts, *args, outs=outs, **_kernel_attrs(params)))
         if len(result) != len(args):
-            raise self._count_error(
-                f"the transpose rule returned {len(result)} cotangent(s) for {len(args)} input(s); "
-                "return one (or None) per input"
+            raise KernelCallError(
+                f"XLACustomKernel {self.name!r}: the transpose rule returned {len(result)} cotangent(s) "
+                f"for {len(args)} input(s); return one (or None) per input",
+                kernel=self.name,
             )
         return result
