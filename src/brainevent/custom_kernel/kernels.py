@@ -6,7 +6,7 @@ is traced into the primitive's own lowering with ``mlir.lower_fun``. Nothing run
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -170,34 +170,28 @@ class ModuleFunctionKernel(CallSiteKernel):
         return self.function.target, self.function.converted_attrs(call.attrs)
 
 
-class _Generated:
-    """A kernel given directly, or made by ``generator(**attrs)`` once per distinct attrs."""
-
-    def __init__(self, kernel: Any, generator: Callable[..., Any] | None, what: str) -> None:
-        if (kernel is None) == (generator is None):
-            raise TypeError(f"{what}: pass a kernel or generator=, exactly one of them")
-        if generator is not None and not callable(generator):
+def _kernel_for(
+    kernel: Any, generator: Callable[..., Any] | None, what: str
+) -> Callable[[Mapping[str, Any]], Any]:
+    """``attrs -> kernel``: the kernel given, or ``generator(**attrs)`` made once per distinct attrs."""
+    if (kernel is None) == (generator is None):
+        raise TypeError(f"{what}: pass a kernel or generator=, exactly one of them")
+    if generator is not None:
+        if not callable(generator):
             raise TypeError(f"{what}: generator must be callable, got {type(generator).__name__}")
-        self._kernel = kernel
-        self._generator = generator
-        self._what = what
-        self._made: dict[tuple[tuple[str, Any], ...], Any] = {}
-        self._lock = threading.Lock()
+        made = functools.cache(generator)  # attrs are hashable: XLACustomKernel checks them
+        return lambda attrs: made(**attrs)
 
-    def kernel_for(self, attrs: Mapping[str, Any]) -> Any:
-        if self._generator is None:
-            if attrs:
-                raise KernelCallError(
-                    f"{self._what} takes no attributes, got {sorted(attrs)}; define it with "
-                    "generator=lambda **attrs: kernel to build the kernel from them",
-                    attributes=sorted(attrs),
-                )
-            return self._kernel
-        key = tuple(sorted(attrs.items()))
-        with self._lock:
-            if key not in self._made:
-                self._made[key] = self._generator(**attrs)
-            return self._made[key]
+    def given(attrs: Mapping[str, Any]) -> Any:
+        if attrs:
+            raise KernelCallError(
+                f"{what} takes no attributes, got {sorted(attrs)}; define it with "
+                "generator=lambda **attrs: kernel to build the kernel from them",
+                attributes=sorted(attrs),
+            )
+        return kernel
+
+    return given
 
 
 class NumbaCpuKernel(CallSiteKernel):
@@ -207,7 +201,7 @@ class NumbaCpuKernel(CallSiteKernel):
         from ..numba_bridge.cpu_kernel import require_numba
 
         require_numba()
-        self._source = _Generated(kernel, generator, "def_numba_kernel")
+        self._kernel_for = _kernel_for(kernel, generator, "def_numba_kernel")
         self.description = "Numba kernel (cpu)"
 
     def prepare(self, call: LoweringCall) -> tuple[str, int]:
@@ -216,7 +210,7 @@ class NumbaCpuKernel(CallSiteKernel):
 
         from ..numba_bridge.cpu_kernel import preparer
 
-        func = self._source.kernel_for(call.attrs)
+        func = self._kernel_for(call.attrs)
         if not isinstance(func, Dispatcher):
             func = numba.njit(func)
         return preparer(func)(signature_of(tuple(call.ins), list(call.outs)))
@@ -239,7 +233,7 @@ class NumbaCudaKernel(CallSiteKernel):
             raise AssertionError(
                 f"kernel must be a @numba.cuda.jit kernel (CUDADispatcher), got {type(kernel).__name__}"
             )
-        self._source = _Generated(kernel, generator, "def_numba_cuda_kernel")
+        self._kernel_for = _kernel_for(kernel, generator, "def_numba_cuda_kernel")
         self._launch = launch
         if not any(callable(v) for v in launch):
             resolve_launch(*launch)  # fail early
@@ -251,7 +245,7 @@ class NumbaCudaKernel(CallSiteKernel):
         from ..numba_bridge.cuda_kernel import preparer
 
         ins, outs = call.ins, call.outs
-        kernel = self._source.kernel_for(call.attrs)
+        kernel = self._kernel_for(call.attrs)
         if not isinstance(kernel, self._dispatcher_type):
             raise AssertionError(
                 f"the generator must return a @numba.cuda.jit kernel, got {type(kernel).__name__}"
