@@ -5,7 +5,8 @@ cubin on XLA's stream: no Python per call, capturable in a CUDA graph, no jax-tr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,33 +31,23 @@ def _grid3(value: Any, name: str) -> tuple[int, int, int]:
     return dims[0], dims[1], dims[2]
 
 
+@dataclass(eq=False)  # hashed by identity, as jax.jit needs
 class TritonCall:
     """The JAX function ``triton_kernel`` returns; see there."""
 
-    def __init__(
-        self,
-        kernel: Any,
-        outs: Any,
-        grid: GridValue,
-        params: dict[str, Any],
-        options: dict[str, Any],
-        compute_capability: Sequence[int] | None,
-        input_output_aliases: dict[int, int] | None,
-        vmap_method: str | None,
-    ) -> None:
+    kernel: Any
+    outs: Any
+    grid: GridValue
+    params: dict[str, Any]
+    options: dict[str, Any]  # for triton.compile
+    capabilities: list[int] | None
+    call_options: dict[str, Any]  # vmap_method and input_output_aliases, for call_target
+
+    def __post_init__(self) -> None:
         from ..calls.results import flatten_outs
 
-        self._kernel = kernel
-        self._specs, self._treedef = flatten_outs(outs)
-        self._grid = grid
-        self._params = params
-        self._options = options
-        self._capabilities = list(compute_capability) if compute_capability else None
-        self._aliases = dict(input_output_aliases) if input_output_aliases else None
-        # The grid and sizes are fixed when the kernel is made, so a launch cannot cover a
-        # batch axis: under vmap it runs once per batch element (as numba_cuda_kernel does).
-        self._vmap_method = "sequential" if vmap_method in ("expand_dims", "broadcast_all") else vmap_method
-        self.__name__ = getattr(kernel, "__name__", "triton_kernel")
+        self.specs, self.treedef = flatten_outs(self.outs)
+        self.__name__ = getattr(self.kernel, "__name__", "triton_kernel")
 
     def __call__(self, *arrays: Any) -> Any:
         import jax
@@ -67,12 +58,12 @@ class TritonCall:
         from .triton_compile import bind, compile_for, trailing_params
 
         check_arrays(self.__name__, arrays, "as keywords of triton_kernel")
-        bound = bind(self._kernel, [a.dtype for a in arrays], [s.dtype for s in self._specs], self._params)
-        grid = _grid3(self._grid(dict(bound.values)) if callable(self._grid) else self._grid, self.__name__)
+        bound = bind(self.kernel, [a.dtype for a in arrays], [s.dtype for s in self.specs], self.params)
+        grid = _grid3(self.grid(dict(bound.values)) if callable(self.grid) else self.grid, self.__name__)
         from ..toolchain.cuda_arch import visible_archs
 
         # Triton numbers an arch major * 10 + minor: 90 for sm_90 and sm_90a.
-        capabilities = self._capabilities or [a.cc for a in visible_archs(jax_first=True)]
+        capabilities = self.capabilities or [a.cc for a in visible_archs(jax_first=True)]
         if not capabilities:
             raise KernelCallError(
                 f"{self.__name__}: Triton kernels are compiled for the GPUs present, and neither JAX nor the "
@@ -80,7 +71,7 @@ class TritonCall:
                 "example) to triton_kernel to compile without one",
                 kernel=self.__name__,
             )
-        compiled = {cc: compile_for(self._kernel, bound, cc, self._options) for cc in capabilities}
+        compiled = {cc: compile_for(self.kernel, bound, cc, self.options) for cc in capabilities}
         first = compiled[capabilities[0]]
         shape = (first.entry, first.num_warps, first.n_ptx_params)
         if any((c.entry, c.num_warps, c.n_ptx_params) != shape for c in compiled.values()):
@@ -98,11 +89,11 @@ class TritonCall:
             if size == 0:
                 scratch_operands.append(None)
                 continue
-            scratch_operands.append(len(arrays) + len(self._specs) + len(scratch_specs))
+            scratch_operands.append(len(arrays) + len(self.specs) + len(scratch_specs))
             scratch_specs.append(jax.ShapeDtypeStruct((programs * size + align,), np.uint8))
         params = [*bound.params, *trailing_params(first, len(bound.params), scratch_operands)]
         block = (32 * first.num_warps, 1, 1)
-        n_outputs = len(self._specs) + len(scratch_specs)
+        n_outputs = len(self.specs) + len(scratch_specs)
         launcher = launcher_for(len(arrays), n_outputs)
         images = {cc: c.image for cc, c in compiled.items()}
         layout = repr((grid, block, [(p.kind, p.value, p.size) for p in params], first.cooperative))
@@ -110,10 +101,11 @@ class TritonCall:
         kernel_id = content_id("triton", first.entry, layout, *shared, *(i.code for i in images.values()))
         n_operands, coop = len(arrays) + n_outputs, first.cooperative
         register(launcher, kernel_id, first.entry, grid, block, params, n_operands, images, cooperative=coop)
-        options: dict[str, Any] = {"vmap_method": self._vmap_method, "input_output_aliases": self._aliases}
-        specs = [*self._specs, *scratch_specs]
-        results = call_target(launcher.target, arrays, specs, **options, kernel_id=np.int64(kernel_id))
-        return jax.tree_util.tree_unflatten(self._treedef, results[: len(self._specs)])
+        specs = [*self.specs, *scratch_specs]
+        results = call_target(
+            launcher.target, arrays, specs, **self.call_options, kernel_id=np.int64(kernel_id)
+        )
+        return jax.tree_util.tree_unflatten(self.treedef, results[: len(self.specs)])
 
 
 def triton_kernel(
@@ -190,6 +182,11 @@ def triton_kernel(
         from ..toolchain.cuda_arch import one_arch
 
         capabilities = sorted({one_arch(v).cc for v in values})
-    return TritonCall(
-        kernel, outs, grid, dict(params), options, capabilities, input_output_aliases, vmap_method
-    )
+    # The grid and sizes are fixed when the kernel is made, so a launch cannot cover a
+    # batch axis: under vmap it runs once per batch element (as numba_cuda_kernel does).
+    from ..launchers.launch_config import RANK_CHANGING
+
+    vmap = "sequential" if vmap_method in RANK_CHANGING else vmap_method
+    aliases = dict(input_output_aliases) if input_output_aliases else None
+    call_options = {"vmap_method": vmap, "input_output_aliases": aliases}
+    return TritonCall(kernel, outs, grid, dict(params), options, capabilities, call_options)
