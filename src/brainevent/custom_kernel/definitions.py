@@ -257,17 +257,12 @@ class BackendTable:
         resolved = platform_name(platform)
         defined = self.available_backends(resolved)
         if not defined:
-            raise KernelCallError(
-                f"XLACustomKernel {self.name!r} has no kernels for platform {platform!r}; define one first",
-                kernel=self.name,
-                platform=platform,
+            raise self._error(
+                f"has no kernels for platform {platform!r}; define one first", platform=platform
             )
         if backend not in defined:
-            raise KernelCallError(
-                f"backend {backend!r} is not defined for platform {platform!r} by XLACustomKernel "
-                f"{self.name!r}; defined: {defined}",
-                kernel=self.name,
-                backend=backend,
+            raise self._error(
+                f"has no backend {backend!r} for {platform!r}; defined: {defined}", backend=backend
             )
         if pin:
             self._pinned.add(resolved)
@@ -290,6 +285,10 @@ class BackendTable:
     @property
     def platforms(self) -> list[str]:
         return sorted(p for p, entries in self._kernels.items() if entries)
+
+    def _error(self, text: str, **data: Any) -> KernelCallError:
+        """A KernelCallError that begins ``XLACustomKernel '<name>'`` and carries the name."""
+        return KernelCallError(f"XLACustomKernel {self.name!r} {text}", kernel=self.name, **data)
 
     def _warn_backend_once(self, message: str) -> None:
         import warnings

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from ..errors import KernelCallError, UnhashableAttributeError
+from ..errors import UnhashableAttributeError
 from ..platforms.devices import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
 from . import selection
 from .kernels import KernelEntry, LoweringCall
@@ -118,29 +118,25 @@ class XLACustomKernel(Tools, Rules):
         elif not isinstance(backend, str) or not backend:
             what = "an empty string" if backend == "" else repr(backend)
             defined = {p: list(e) for p, e in self._kernels.items()}
-            raise KernelCallError(
-                f"{self.name}: backend cannot be {what}; pass a backend name from {defined}, or leave it out",
-                kernel=self.name,
+            raise self._error(
+                f"call: backend cannot be {what}; pass a backend name from {defined}, or leave it out"
             )
         arrays = [a if hasattr(a, "dtype") and hasattr(a, "shape") else jnp.asarray(a) for a in args]
         outs = self._outs if outs is None else outs
         if callable(outs) and not hasattr(outs, "shape"):
             outs = outs(*arrays, **attrs)
         if outs is None:
-            raise KernelCallError(
-                f"{self.name}: no result specs; pass outs=jax.ShapeDtypeStruct(...) to the call "
-                "or to XLACustomKernel(..., outs=...)",
-                kernel=self.name,
+            raise self._error(
+                "call: no result specs; pass outs=jax.ShapeDtypeStruct(...) to the call or to "
+                "XLACustomKernel(..., outs=...)"
             )
         specs, treedef = flatten_outs(outs)
         out_avals = tuple(ShapedArray(tuple(int(d) for d in s.shape), np.dtype(s.dtype)) for s in specs)
         params = _check_attrs(self.name, attrs)
         if self._num_batch_dims is not None:
             if "batch_dims" in params:
-                raise KernelCallError(
-                    f"{self.name}: the attribute name 'batch_dims' is reserved on a primitive with "
-                    "num_batch_dims; rename the attribute",
-                    kernel=self.name,
+                raise self._error(
+                    "call: the attribute name 'batch_dims' is reserved with num_batch_dims; rename it"
                 )
             check_batch_dims(self.name, arrays, specs, self._num_batch_dims)
             params["batch_dims"] = self._num_batch_dims

@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from .. import config
-from ..errors import KernelCallError
 from .benchmark import BenchmarkConfig, BenchmarkResult, benchmark_backends, log, verbosity
 from .definitions import BackendTable, platform_name
 
@@ -28,10 +27,7 @@ class Tools(BackendTable):
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
         if self._call_fn is None:
-            raise KernelCallError(
-                f"XLACustomKernel {self.name!r} has no call function; define one with op.def_call(fn)",
-                kernel=self.name,
-            )
+            raise self._error("has no call function; define one with op.def_call(fn)")
         return self._call_fn(*args, **kwargs)
 
     def def_tags(self, *tags: str) -> None:
@@ -96,10 +92,8 @@ class Tools(BackendTable):
         chosen = list(defined if backends is None else backends)
         unknown = [b for b in chosen if b not in defined]
         if unknown or not chosen:
-            raise KernelCallError(
-                f"XLACustomKernel {self.name!r} cannot benchmark backends {chosen} on {resolved!r}: "
-                f"it defines {defined} there",
-                kernel=self.name,
+            raise self._error(
+                f"cannot benchmark backends {chosen} on {resolved!r}: it defines {defined} there",
                 platform=resolved,
             )
         if n_runs < 1 or n_batch_per_run < 1 or n_warmup < 0:
@@ -109,10 +103,9 @@ class Tools(BackendTable):
             )
         if configs is None:
             if self._benchmark_data_fn is None:
-                raise KernelCallError(
-                    f"XLACustomKernel {self.name!r} has no benchmark data: define op.def_benchmark_data(fn) "
-                    "returning a list of BenchmarkConfig, or pass benchmark(configs=[...])",
-                    kernel=self.name,
+                raise self._error(
+                    "has no benchmark data: define op.def_benchmark_data(fn) returning a list of "
+                    "BenchmarkConfig, or pass benchmark(configs=[...])"
                 )
             configs = list(self._benchmark_data_fn(platform=resolved))
         if not configs or not all(isinstance(c, BenchmarkConfig) for c in configs):
@@ -138,10 +131,9 @@ class Tools(BackendTable):
         if set_default:
             best = result.best_backend()
             if best is None:
-                raise KernelCallError(
-                    f"XLACustomKernel {self.name!r}: no backend ran every configuration on {resolved!r}, "
-                    f"so none was made the default:\n{result.table()}",
-                    kernel=self.name,
+                raise self._error(
+                    f"has no backend that ran every configuration on {resolved!r}, so none was made the "
+                    f"default:\n{result.table()}"
                 )
             self._set_default(resolved, best, pin=not remember)
             result.chosen = best
