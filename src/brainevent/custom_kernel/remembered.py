@@ -16,7 +16,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,35 +210,20 @@ def operand_signatures(
     import functools
 
     import jax
+    from jax.extend.core import subjaxprs
 
-    closed = jax.make_jaxpr(functools.partial(call, **kwargs))(*args)
     found: list[list[list[str]]] = []
 
     def walk(jaxpr: Any) -> None:
-        for eqn in jaxpr.eqns:
-            if eqn.primitive is primitive:
-                signature = [
-                    [aval_text(v.aval) for v in eqn.invars],
-                    [aval_text(o) for o in eqn.params["outs"]],
-                ]
-                if signature not in found:
-                    found.append(signature)
-            for param in eqn.params.values():
-                for sub in _subjaxprs(param):
-                    walk(sub)
+        for eqn in (e for e in jaxpr.eqns if e.primitive is primitive):
+            signature = [[aval_text(v.aval) for v in eqn.invars], [aval_text(o) for o in eqn.params["outs"]]]
+            if signature not in found:
+                found.append(signature)
+        for sub in subjaxprs(jaxpr):
+            walk(sub)
 
-    walk(closed.jaxpr)
+    walk(jax.make_jaxpr(functools.partial(call, **kwargs))(*args).jaxpr)
     return found
-
-
-def _subjaxprs(param: Any) -> Iterable[Any]:
-    if hasattr(param, "eqns"):
-        yield param
-    elif hasattr(param, "jaxpr") and hasattr(param.jaxpr, "eqns"):
-        yield param.jaxpr
-    elif isinstance(param, (tuple, list)):
-        for item in param:
-            yield from _subjaxprs(item)
 
 
 # -- listing and clearing, for the command line ---------------------------------------------------
