@@ -225,11 +225,10 @@ class XLACustomKernel(BackendTable, Rules):
     def _remembered(self, platform: str, ctx: Any, outs: Sequence[Any]) -> str | None:
         """The remembered fastest backend for these operands on this kind of device, if valid."""
         from . import remembered
-        from .fingerprint import sources_fingerprint
 
         entries = self._kernels[platform]
         ins, outs = [remembered.aval_text(a) for a in ctx.avals_in], [remembered.aval_text(o) for o in outs]
-        found = remembered.lookup(self.name, platform, ins, outs, lambda: sources_fingerprint(entries))
+        found = remembered.lookup(self.name, platform, ins, outs, entries)
         return found if found in entries else None
 
     # -- call function, tags and benchmark --------------------------------------------------------
