@@ -39,8 +39,6 @@ class LoweringCall:
 class CallSiteKernel:
     """Emits one custom call to the FFI target that :meth:`call_site` names."""
 
-    description: str
-
     def prepare(self, call: LoweringCall) -> tuple[str, int]:
         """(FFI target, kernel id) of a kernel registered with a launcher for this call."""
         raise NotImplementedError
@@ -62,13 +60,12 @@ class CallSiteKernel:
         return rule(call.ctx, *call.operands, **attributes)
 
 
+@dataclass(frozen=True)
 class GeneratorLowering:
     """Calls ``generator(outs=..., **attrs)`` and traces the function it returns."""
 
-    def __init__(self, generator: Callable[..., Any], backend: str) -> None:
-        self.generator = generator
-        self.backend = backend
-        self.description = f"kernel generator {getattr(generator, '__qualname__', generator)!r}"
+    generator: Callable[..., Any]
+    backend: str
 
     def lower(self, call: LoweringCall) -> Sequence[Any]:
         from jax.interpreters import mlir
@@ -157,7 +154,6 @@ class ModuleFunctionKernel(CallSiteKernel):
                 "a kernel generator use def_kernel(backend, platform, kernel_generator)"
             )
         self.function = function
-        self.description = f"compiled function {function.target}"
 
     def call_site(self, call: LoweringCall) -> tuple[str, dict[str, Any]]:
         if self.function.spec.scratch:
@@ -202,7 +198,6 @@ class NumbaCpuKernel(CallSiteKernel):
 
         require_numba()
         self._kernel_for = _kernel_for(kernel, generator, "def_numba_kernel")
-        self.description = "Numba kernel (cpu)"
 
     def prepare(self, call: LoweringCall) -> tuple[str, int]:
         import numba
@@ -238,7 +233,6 @@ class NumbaCudaKernel(CallSiteKernel):
         if not any(callable(v) for v in launch):
             resolve_launch(*launch)  # fail early
         self._dispatcher_type = dispatcher_type
-        self.description = "Numba-CUDA kernel (cuda)"
 
     def prepare(self, call: LoweringCall) -> tuple[str, int]:
         from ..launchers.launch_config import resolve_launch
@@ -254,14 +248,12 @@ class NumbaCudaKernel(CallSiteKernel):
         return preparer(kernel, config)(signature_of(tuple(ins), list(outs)))
 
 
+@dataclass(frozen=True)
 class NvrtcKernel(CallSiteKernel):
     """A ``__global__`` CUDA kernel compiled with NVRTC and launched by the cubin launcher; its
     callables take ``(ins, outs)``, and the call's attributes are further scalars, by name."""
 
-    def __init__(self, kernel: KernelDef) -> None:
-        self._kernel = kernel
-        name = kernel.name
-        self.description = f"NVRTC CUDA kernel {name if isinstance(name, str) else '<by call>'} (cuda)"
+    kernel: KernelDef
 
     def prepare(self, call: LoweringCall) -> tuple[str, int]:
         """With batch dims the kernel binds its sizes for one batch element, which the launcher
@@ -269,7 +261,7 @@ class NvrtcKernel(CallSiteKernel):
         from ..nvrtc.launch import element_avals, prepare
 
         ins, outs = element_avals(call.ins, call.batch_dims), element_avals(call.outs, call.batch_dims)
-        k = self._kernel
+        k = self.kernel
         expression, config, scalars = k.bind((ins, outs), call.attrs, None)
         batched = call.batch_dims > 0
         return prepare(k.source, expression, ins, outs, scalars, config, k.archs, batched)
