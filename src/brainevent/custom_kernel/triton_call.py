@@ -184,15 +184,6 @@ _lock = threading.Lock()
 _compiled: dict[tuple[Any, ...], Compiled] = {}
 
 
-def ptx_entry(ptx: str) -> tuple[str, int]:
-    """(entry name, number of parameters) of the kernel in ``ptx``."""
-    found = _ENTRY.search(ptx)
-    if found is None:
-        raise CompileError("Triton produced PTX without a kernel entry")
-    body = found.group(2).strip()
-    return found.group(1), (body.count(".param") if body else 0)
-
-
 def compile_for(kernel: Any, bound: Bound, cc: int, options: Mapping[str, Any]) -> Compiled:
     """``kernel`` compiled for compute capability ``cc`` (e.g. 90), cached per process."""
     key = (kernel.cache_key, bound.key(), cc, tuple(sorted(options.items())))
@@ -215,7 +206,10 @@ def compile_for(kernel: Any, bound: Bound, cc: int, options: Mapping[str, Any]) 
         ) from exc
     meta = result.metadata
     _check_supported(meta, getattr(kernel, "__name__", "kernel"))
-    entry, count = ptx_entry(result.asm["ptx"])
+    found = _ENTRY.search(result.asm["ptx"])  # the entry's parameters, Triton's trailing ones included
+    if found is None:
+        raise CompileError("Triton produced PTX without a kernel entry")
+    entry, count = found.group(1), found.group(2).count(".param")
     sizes = [(int(getattr(meta, f"{k}_size", 0)), int(getattr(meta, f"{k}_align", 1))) for k in _SCRATCH]
     image = Image(bytes(result.asm["cubin"]), int(meta.shared))
     cooperative = bool(getattr(meta, "launch_cooperative_grid", False))
