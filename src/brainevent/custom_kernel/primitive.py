@@ -194,7 +194,9 @@ class XLACustomKernel(BackendTable, Rules):
             chosen = config.get_backend(platform)
             default = self._defaults.get(platform)
             if chosen is None and platform not in self._pinned:
-                default = self._remembered(platform, ctx, outs) or default
+                from .remembered import lookup
+
+                default = lookup(self.name, platform, ctx.avals_in, outs, entries) or default
             order, ignored = selection.preference(list(entries), default, chosen)
             if ignored:
                 self._warn_backend_once(
@@ -221,15 +223,6 @@ class XLACustomKernel(BackendTable, Rules):
                 )
             return lowered
         raise selection.failure(self.name, platform, failures, list(entries))
-
-    def _remembered(self, platform: str, ctx: Any, outs: Sequence[Any]) -> str | None:
-        """The remembered fastest backend for these operands on this kind of device, if valid."""
-        from . import remembered
-
-        entries = self._kernels[platform]
-        ins, outs = [remembered.aval_text(a) for a in ctx.avals_in], [remembered.aval_text(o) for o in outs]
-        found = remembered.lookup(self.name, platform, ins, outs, entries)
-        return found if found in entries else None
 
     # -- call function, tags and benchmark --------------------------------------------------------
 

@@ -111,21 +111,18 @@ def write(store: EntryStore, parts: Sequence[Any], platform: str, record: dict[s
 
 
 def lookup(
-    name: str,
-    platform: str,
-    inputs: Sequence[str],
-    outputs: Sequence[str],
-    entries: Mapping[str, KernelEntry],
+    name: str, platform: str, avals_in: Sequence[Any], outs: Sequence[Any], entries: Mapping[str, KernelEntry]
 ) -> str | None:
-    """The remembered backend for these operands on this platform's device, if still valid."""
+    """The remembered backend of ``entries`` for these operands on this platform's device, if still valid."""
     store = store_for(name)
     if not os.path.lexists(store.module_dir):
         return None  # the common case: one lstat
     kind = device_kind(platform)
-    entry = read(store, choice_parts(platform, kind, inputs, outputs)) if kind is not None else None
-    return (
-        entry["backend"] if entry is not None and entry["sources"] == sources_fingerprint(entries) else None
-    )
+    ins, outputs = [aval_text(a) for a in avals_in], [aval_text(o) for o in outs]
+    entry = read(store, choice_parts(platform, kind, ins, outputs)) if kind is not None else None
+    if entry is None or entry["backend"] not in entries or entry["sources"] != sources_fingerprint(entries):
+        return None
+    return str(entry["backend"])
 
 
 # -- the fingerprint of a platform's backends ----------------------------------------------------
