@@ -43,6 +43,7 @@ from .libraries import LIBRARIES
 PREFIX = "remembered."  # the module directories of remembered entries (never a C identifier)
 ARTIFACT = "remembered.json"
 log = logging.getLogger(__name__)
+_warned: set[str] = set()
 
 
 def store_for(name: str, root: Path | None = None) -> EntryStore:
@@ -86,8 +87,9 @@ def read(store: EntryStore, parts: Sequence[Any], *, use: bool = True) -> dict[s
         where = str(entry.library)
         return records.remembered(records.parse_json(b"".join(read_blocks(where)), where), parts[0], where)
     except CacheError as exc:
-        # Shown once per message: the default warning filter remembers what it showed.
-        warnings.warn(f"ignoring a remembered benchmark result: {exc}", UserWarning, stacklevel=3)
+        if str(exc) not in _warned:  # once per process, whichever call site meets the entry
+            _warned.add(str(exc))
+            warnings.warn(f"ignoring a remembered benchmark result: {exc}", UserWarning, stacklevel=3)
     except (OSError, ValueError) as exc:  # RecordError is a ValueError: measured again
         log.warning("ignoring an unreadable remembered benchmark result in %s: %s", store.module_dir, exc)
     return None
