@@ -10,14 +10,8 @@ from .. import config
 from ..errors import KernelCallError
 from ..platforms.devices import BY_NAME, DEVICE_PLATFORMS
 from ..platforms.devices import SPELLINGS as ALIASES
-from .kernels import (
-    KernelEntry,
-    LaunchValue,
-    ModuleFunctionKernel,
-    NumbaCpuKernel,
-    NumbaCudaKernel,
-    NvrtcKernel,
-)
+from . import kernels
+from .kernels import KernelEntry, LaunchValue
 from .libraries import LIBRARIES, check_platform
 
 PLATFORMS = tuple(p.name for p in DEVICE_PLATFORMS)
@@ -78,7 +72,7 @@ class BackendTable:
         self, platform: str, function: Any, *, backend: str | None = None, asdefault: bool = False
     ) -> Self:
         resolved = platform_name(platform, [p.name for p in DEVICE_PLATFORMS if p.build_platform])
-        kernel = ModuleFunctionKernel(function)
+        kernel = kernels.ModuleFunctionKernel(function)
         expected = BY_NAME[resolved].build_platform
         if kernel.function.platform != expected:
             raise ValueError(
@@ -147,7 +141,7 @@ class BackendTable:
           returns a function of the input arrays, e.g. ``numba_kernel(f, outs=outs)``.
         """
         plain = kg is not None  # a lone positional non-Numba callable is a 0.2.1 generator
-        return self._add_numba("numba", kg, kernel, generator, asdefault, plain, NumbaCpuKernel)
+        return self._add_numba("numba", kg, kernel, generator, asdefault, plain, kernels.NumbaCpuKernel)
 
     def def_numba_cuda_kernel(
         self,
@@ -168,7 +162,7 @@ class BackendTable:
         callable that is not a Numba kernel and no launch settings, a 0.2.1 kernel generator."""
         launch = (grid, block, launch_dims, threads_per_block, shared_mem)
         plain = all(v is None for v in launch[:3])  # no launch settings given
-        make = functools.partial(NumbaCudaKernel, launch=launch)
+        make = functools.partial(kernels.NumbaCudaKernel, launch=launch)
         return self._add_numba("numba_cuda", kg, kernel, generator, asdefault, plain, make)
 
     def def_cuda_kernel(
@@ -200,7 +194,7 @@ class BackendTable:
         launch = (grid, block, launch_dims, threads_per_block, shared_mem)
         given = (source_or_path, name, launch, compute_capability, options, include_dirs, scalars)
         kernel = KernelDef.checked("def_cuda_kernel", *given)
-        return self._add(KernelEntry("nvrtc", "gpu", name, NvrtcKernel(kernel)), asdefault)
+        return self._add(KernelEntry("nvrtc", "gpu", name, kernels.NvrtcKernel(kernel)), asdefault)
 
     def _add_numba(
         self, backend: str, kg: Any, kernel: Any, generator: Any, asdefault: bool, plain: bool, make: Any
