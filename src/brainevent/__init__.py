@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from .custom_kernel import get_primitives_by_tags as get_primitives_by_tags
     from .custom_kernel import get_registry as get_registry
     from .custom_kernel import triton_kernel as triton_kernel
-    from .custom_kernel.jax_rules import defjvp as defjvp
-    from .custom_kernel.jax_rules import general_batching_rule as general_batching_rule
+    from .custom_kernel.rules import defjvp as defjvp
+    from .custom_kernel.rules import general_batching_rule as general_batching_rule
     from .custom_kernel.warp_types import jaxinfo_to_warpinfo as jaxinfo_to_warpinfo
     from .custom_kernel.warp_types import jaxtype_to_warptype as jaxtype_to_warptype
     from .doctor import print_diagnostics as print_diagnostics
@@ -73,8 +73,8 @@ _EXPORTS: dict[str, str] = {
     "numba_cuda_callable": "numba_bridge",
     "cuda_kernel": "nvrtc.kernel",
     "XLACustomKernel": "custom_kernel",
-    "defjvp": "custom_kernel.jax_rules",
-    "general_batching_rule": "custom_kernel.jax_rules",
+    "defjvp": "custom_kernel.rules",
+    "general_batching_rule": "custom_kernel.rules",
     "KernelEntry": "custom_kernel",
     "BenchmarkConfig": "custom_kernel",
     "BenchmarkRecord": "custom_kernel",

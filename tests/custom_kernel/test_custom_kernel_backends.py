@@ -158,7 +158,7 @@ def test_set_default_and_call_errors_name_what_is_defined() -> None:
     with pytest.raises(KernelCallError, match="no kernels for platform 'cpu'"):
         op.set_default("cpu", "a")
     op.def_kernel("a", "cpu", adds(1.0))
-    with pytest.raises(KernelCallError, match=r"backend 'zz' is not defined .*defined: \['a'\]"):
+    with pytest.raises(KernelCallError, match=r"no backend 'zz' for 'cpu'; defined: \['a'\]"):
         op.set_default("cpu", "zz")
     with pytest.raises(KernelFallbackExhaustedError, match=r"backend='zz' was requested.*defines \['a'\]"):
         run(op, backend="zz")
@@ -507,6 +507,20 @@ def test_per_input_jvp_rules_and_a_per_call_backend_seen_by_the_rules() -> None:
         return [2.0 * ct if ad.is_undefined_primal(x) else None, ct if ad.is_undefined_primal(y) else None]
 
     np.testing.assert_array_equal(jax.grad(lambda a: op(a, y).sum())(X), np.full(8, 2.0))
+
+
+def test_per_input_jvp_rules_of_the_wrong_count_or_arity_name_the_primitive() -> None:
+    op = XLACustomKernel(fresh("rules_count"), outs=lambda x, y: jax.ShapeDtypeStruct(x.shape, x.dtype))
+    op.def_kernel("plain", "cpu", lambda outs: lambda x, y: (x + y,))
+    y = np.ones(8, np.float32)
+    with pytest.raises(TypeError, match=r"def_jvp_rule2\('rules_count.*rule 1 must be callable or None"):
+        op.def_jvp_rule2(None, 3)
+    op.def_jvp_rule2(lambda t, x, y, *, outs: [t])  # one rule for two inputs
+    with pytest.raises(ValueError, match=r"rules_count.*1 rule\(s\) for 2 input\(s\)"):
+        jax.jvp(lambda a: op(a, y), (X,), (np.ones(8, np.float32),))
+    op.def_jvp_rule2(lambda t, x, y, *, outs: [t, t], None)  # two tangents for one result
+    with pytest.raises(TypeError, match=r"rule for input 0 of primitive 'rules_count.*list of 1 tangents"):
+        jax.jvp(lambda a: op(a, y), (X,), (np.ones(8, np.float32),))
 
 
 def test_rules_written_against_the_raw_primitive_parameters_work() -> None:

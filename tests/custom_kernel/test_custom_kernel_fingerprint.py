@@ -13,7 +13,7 @@ import pytest
 
 import brainevent
 from brainevent.custom_kernel import XLACustomKernel
-from brainevent.custom_kernel.fingerprint import entry_fingerprint, sources_fingerprint, versions
+from brainevent.custom_kernel.remembered import entry_fingerprint, sources_fingerprint, versions
 
 _ids = itertools.count()
 

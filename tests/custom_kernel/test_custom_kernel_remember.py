@@ -337,3 +337,16 @@ def test_describe_names_every_platform_shape_and_timing(private_cache: Path) -> 
     op, _, _ = remembered_file(private_cache)
     text = "\n".join(remembered.describe(private_cache))
     assert f"{op.name} [cpu, cpu]" in text and "measured 20" in text
+
+
+def test_operand_signatures_find_binds_inside_jit_scan_and_cond() -> None:
+    op = shape_dependent({"a": 0, "b": 0})
+
+    def call(x: Any, backend: str | None = None) -> Any:
+        inner = jax.jit(lambda v: op(v[:10], backend=backend))
+        scanned = jax.lax.scan(lambda c, v: (c, op(v, backend=backend)), 0.0, x.reshape(4, 250))[1]
+        branch = jax.lax.cond(True, lambda v: op(v, backend=backend), lambda v: v, x)
+        return inner(x), scanned, branch
+
+    found = remembered.operand_signatures(call, op.primitive, (np.ones(1000, np.float32),), {})
+    assert sorted(found) == sorted([[[f"float32[{n}]"], [f"float32[{n}]"]] for n in (10, 250, 1000)])

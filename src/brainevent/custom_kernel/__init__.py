@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .benchmark import BenchmarkConfig, BenchmarkRecord, BenchmarkResult, benchmark_function
-from .entries import KernelEntry
+from .kernels import KernelEntry
 from .primitive import (
     XLACustomKernel,
     get_all_primitive_names,

@@ -10,8 +10,8 @@ from .. import config
 from ..errors import KernelCallError
 from ..platforms.devices import BY_NAME, DEVICE_PLATFORMS
 from ..platforms.devices import SPELLINGS as ALIASES
-from .entries import CallSiteLowering, KernelEntry
-from .kernels import LaunchValue, ModuleFunctionKernel, NumbaCpuKernel, NumbaCudaKernel, NvrtcKernel
+from . import kernels
+from .kernels import KernelEntry, LaunchValue
 from .libraries import LIBRARIES, check_platform
 
 PLATFORMS = tuple(p.name for p in DEVICE_PLATFORMS)
@@ -72,7 +72,7 @@ class BackendTable:
         self, platform: str, function: Any, *, backend: str | None = None, asdefault: bool = False
     ) -> Self:
         resolved = platform_name(platform, [p.name for p in DEVICE_PLATFORMS if p.build_platform])
-        kernel = ModuleFunctionKernel(function)
+        kernel = kernels.ModuleFunctionKernel(function)
         expected = BY_NAME[resolved].build_platform
         if kernel.function.platform != expected:
             raise ValueError(
@@ -80,7 +80,7 @@ class BackendTable:
                 "use load_cpp_* modules for 'cpu' and load_cuda_* modules for 'gpu'"
             )
         name: Any = BY_NAME[resolved].compiled_backend if backend is None else backend
-        return self._add(KernelEntry(name, resolved, function, CallSiteLowering(kernel)), asdefault)
+        return self._add(KernelEntry(name, resolved, function, kernel), asdefault)
 
     def _def_named(
         self,
@@ -141,7 +141,7 @@ class BackendTable:
           returns a function of the input arrays, e.g. ``numba_kernel(f, outs=outs)``.
         """
         plain = kg is not None  # a lone positional non-Numba callable is a 0.2.1 generator
-        return self._add_numba("numba", kg, kernel, generator, asdefault, plain, NumbaCpuKernel)
+        return self._add_numba("numba", kg, kernel, generator, asdefault, plain, kernels.NumbaCpuKernel)
 
     def def_numba_cuda_kernel(
         self,
@@ -162,7 +162,7 @@ class BackendTable:
         callable that is not a Numba kernel and no launch settings, a 0.2.1 kernel generator."""
         launch = (grid, block, launch_dims, threads_per_block, shared_mem)
         plain = all(v is None for v in launch[:3])  # no launch settings given
-        make = functools.partial(NumbaCudaKernel, launch=launch)
+        make = functools.partial(kernels.NumbaCudaKernel, launch=launch)
         return self._add_numba("numba_cuda", kg, kernel, generator, asdefault, plain, make)
 
     def def_cuda_kernel(
@@ -194,13 +194,13 @@ class BackendTable:
         launch = (grid, block, launch_dims, threads_per_block, shared_mem)
         given = (source_or_path, name, launch, compute_capability, options, include_dirs, scalars)
         kernel = KernelDef.checked("def_cuda_kernel", *given)
-        return self._add(KernelEntry("nvrtc", "gpu", name, CallSiteLowering(NvrtcKernel(kernel))), asdefault)
+        return self._add(KernelEntry("nvrtc", "gpu", name, kernels.NvrtcKernel(kernel)), asdefault)
 
     def _add_numba(
         self, backend: str, kg: Any, kernel: Any, generator: Any, asdefault: bool, plain: bool, make: Any
     ) -> Self:
         """``kg`` alone, not a Numba object, is a 0.2.1 kernel generator when ``plain``; else
-        ``make(kernel, generator)`` is the PlatformKernel."""
+        ``make(kernel, generator)`` is the call-site kernel."""
         platform = LIBRARIES[backend].platforms[0]
         if plain and kernel is None and generator is None and not _is_numba_object(kg):
             return self.def_kernel(backend, platform, kg, asdefault)
@@ -208,9 +208,8 @@ class BackendTable:
             if kernel is not None:
                 raise TypeError(f"def_{backend}_kernel: pass the kernel once, positionally or as kernel=")
             kernel = kg
-        lowering = CallSiteLowering(make(kernel, generator))
         given = kernel if kernel is not None else generator
-        return self._add(KernelEntry(backend, platform, given, lowering), asdefault)
+        return self._add(KernelEntry(backend, platform, given, make(kernel, generator)), asdefault)
 
     def def_warp_kernel(
         self, kg: Callable[..., Any], asdefault: bool = False, *, platform: str = "gpu"
@@ -252,17 +251,12 @@ class BackendTable:
         resolved = platform_name(platform)
         defined = self.available_backends(resolved)
         if not defined:
-            raise KernelCallError(
-                f"XLACustomKernel {self.name!r} has no kernels for platform {platform!r}; define one first",
-                kernel=self.name,
-                platform=platform,
+            raise self._error(
+                f"has no kernels for platform {platform!r}; define one first", platform=platform
             )
         if backend not in defined:
-            raise KernelCallError(
-                f"backend {backend!r} is not defined for platform {platform!r} by XLACustomKernel "
-                f"{self.name!r}; defined: {defined}",
-                kernel=self.name,
-                backend=backend,
+            raise self._error(
+                f"has no backend {backend!r} for {platform!r}; defined: {defined}", backend=backend
             )
         if pin:
             self._pinned.add(resolved)
@@ -285,6 +279,10 @@ class BackendTable:
     @property
     def platforms(self) -> list[str]:
         return sorted(p for p, entries in self._kernels.items() if entries)
+
+    def _error(self, text: str, **data: Any) -> KernelCallError:
+        """A KernelCallError that begins ``XLACustomKernel '<name>'`` and carries the name."""
+        return KernelCallError(f"XLACustomKernel {self.name!r} {text}", kernel=self.name, **data)
 
     def _warn_backend_once(self, message: str) -> None:
         import warnings

@@ -1,12 +1,15 @@
-"""What an :class:`XLACustomKernel` runs on one platform: each kind of kernel turns the call's
-abstract operands and attributes into a *call site* (FFI target, attributes); nothing runs per call."""
+"""A backend of an ``XLACustomKernel`` (:class:`KernelEntry`) and how it lowers: a *call-site*
+kernel (a compiled function, a Numba kernel, an NVRTC kernel) turns the call's abstract operands
+and attributes into one custom call to an FFI target; a *kernel generator* (0.2.1's form:
+``generator(outs=..., **attrs)`` returns a function of the input arrays, such as a ``pallas_call``)
+is traced into the primitive's own lowering with ``mlir.lower_fun``. Nothing runs per call."""
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,19 +36,111 @@ class LoweringCall:
         return self.ctx.avals_in
 
 
+class CallSiteKernel:
+    """Emits one custom call to the FFI target that :meth:`call_site` names."""
+
+    def prepare(self, call: LoweringCall) -> tuple[str, int]:
+        """(FFI target, kernel id) of a kernel registered with a launcher for this call."""
+        raise NotImplementedError
+
+    def call_site(self, call: LoweringCall) -> tuple[str, dict[str, Any]]:
+        target, kernel_id = self.prepare(call)
+        return target, {"kernel_id": np.int64(kernel_id)}
+
+    def lower(self, call: LoweringCall) -> Sequence[Any]:
+        import jax
+
+        from ..calls.partitioned import batch_partition_attributes
+
+        target, attributes = self.call_site(call)
+        extra = None
+        if call.batch_dims:
+            extra = batch_partition_attributes(call.ctx, target, call.batch_dims)
+        rule = jax.ffi.ffi_lowering(target, operand_output_aliases=call.aliases, extra_attributes=extra)
+        return rule(call.ctx, *call.operands, **attributes)
+
+
 @dataclass(frozen=True)
-class CallSite:
-    target: str
-    attributes: dict[str, Any]
+class GeneratorLowering:
+    """Calls ``generator(outs=..., **attrs)`` and traces the function it returns."""
+
+    generator: Callable[..., Any]
+    backend: str
+
+    def lower(self, call: LoweringCall) -> Sequence[Any]:
+        from jax.interpreters import mlir
+
+        outs = call.outs
+        kernel = self.generator(outs=outs, **call.attrs)
+        if not callable(kernel):
+            raise KernelCallError(
+                f"the kernel generator of backend {self.backend!r} returned {type(kernel).__name__}, "
+                "expected a function of the input arrays (for example a pallas_call, or "
+                "numba_kernel(f, outs=outs))",
+                backend=self.backend,
+            )
+
+        def traced(*args: Any) -> list[Any]:
+            return checked_results(self.backend, kernel(*args), outs)
+
+        # The generated function is per-device code: by the time it is lowered JAX has
+        # checked the types, and its operands are the local blocks. Tracing it with plain
+        # types and no mesh keeps code written for one device (a Pallas kernel, which
+        # refuses mesh axes that are not manual, mixing in invariant constants) working
+        # inside shard_map and under sharded jit.
+        from jax.core import ShapedArray
+        from jax.sharding import AbstractMesh, use_abstract_mesh
+
+        ctx = call.ctx.replace(
+            avals_in=[ShapedArray(a.shape, a.dtype, weak_type=a.weak_type) for a in call.ctx.avals_in],
+            avals_out=[ShapedArray(a.shape, a.dtype) for a in call.ctx.avals_out],
+        )
+        with use_abstract_mesh(AbstractMesh((), ())):
+            return mlir.lower_fun(traced, multiple_results=True)(ctx, *call.operands)
 
 
-class PlatformKernel(Protocol):
-    description: str
+def checked_results(backend: str, results: Any, outs: Sequence[Any]) -> list[Any]:
+    """A generated kernel's results as a list, each matching its declared ``outs`` entry."""
+    values = list(results) if isinstance(results, (list, tuple)) else [results]
+    if len(values) != len(outs):
+        raise KernelCallError(
+            f"the kernel of backend {backend!r} returned {len(values)} result(s), but outs declares "
+            f"{len(outs)}; return one array per outs entry (a tuple or list)",
+            backend=backend,
+        )
+    for i, (value, spec) in enumerate(zip(values, outs, strict=True)):
+        shape, dtype = tuple(getattr(value, "shape", ())), getattr(value, "dtype", None)
+        if shape != tuple(spec.shape) or dtype is None or np.dtype(dtype) != np.dtype(spec.dtype):
+            got = f"{np.dtype(dtype).name if dtype is not None else '?'}{list(shape)}"
+            raise KernelCallError(
+                f"the kernel of backend {backend!r} returned result {i} as {got}, but outs declares "
+                f"{np.dtype(spec.dtype).name}{list(spec.shape)}; make the kernel produce exactly the "
+                "declared shape and dtype",
+                backend=backend,
+                result=i,
+            )
+    return values
 
-    def call_site(self, call: LoweringCall) -> CallSite: ...
+
+@dataclass
+class KernelEntry:
+    """A backend registered on an ``XLACustomKernel``: its name, platform and what it runs.
+
+    ``kernel_generator`` is what was given (a generator, a compiled function or a Numba
+    kernel); ``lowering`` is how the primitive lowers it (by default: as a generator).
+    """
+
+    backend: str
+    platform: str
+    kernel_generator: Any
+    lowering: CallSiteKernel | GeneratorLowering = field(default=None, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.lowering is None:
+            self.lowering = GeneratorLowering(self.kernel_generator, self.backend)
 
 
-class ModuleFunctionKernel:
+class ModuleFunctionKernel(CallSiteKernel):
     """A function of a module from ``load_cpp_*`` / ``load_cuda_*``; the call's attributes
     are the function's ``attr.*`` parameters, checked and converted as in the call sugar."""
 
@@ -59,9 +154,8 @@ class ModuleFunctionKernel:
                 "a kernel generator use def_kernel(backend, platform, kernel_generator)"
             )
         self.function = function
-        self.description = f"compiled function {function.target}"
 
-    def call_site(self, call: LoweringCall) -> CallSite:
+    def call_site(self, call: LoweringCall) -> tuple[str, dict[str, Any]]:
         if self.function.spec.scratch:
             raise KernelCallError(
                 f"{self.function.target} takes a 'scratch' parameter, which XLACustomKernel cannot "
@@ -69,66 +163,58 @@ class ModuleFunctionKernel:
                 target=self.function.target,
             )
         self.function.check_arity(len(call.ins), len(call.outs))
-        return CallSite(self.function.target, self.function.converted_attrs(call.attrs))
+        return self.function.target, self.function.converted_attrs(call.attrs)
 
 
-class _Generated:
-    """A kernel given directly, or made by ``generator(**attrs)`` once per distinct attrs."""
-
-    def __init__(self, kernel: Any, generator: Callable[..., Any] | None, what: str) -> None:
-        if (kernel is None) == (generator is None):
-            raise TypeError(f"{what}: pass a kernel or generator=, exactly one of them")
-        if generator is not None and not callable(generator):
+def _kernel_for(
+    kernel: Any, generator: Callable[..., Any] | None, what: str
+) -> Callable[[Mapping[str, Any]], Any]:
+    """``attrs -> kernel``: the kernel given, or ``generator(**attrs)`` made once per distinct attrs."""
+    if (kernel is None) == (generator is None):
+        raise TypeError(f"{what}: pass a kernel or generator=, exactly one of them")
+    if generator is not None:
+        if not callable(generator):
             raise TypeError(f"{what}: generator must be callable, got {type(generator).__name__}")
-        self._kernel = kernel
-        self._generator = generator
-        self._what = what
-        self._made: dict[tuple[tuple[str, Any], ...], Any] = {}
-        self._lock = threading.Lock()
+        made = functools.cache(generator)  # attrs are hashable: XLACustomKernel checks them
+        return lambda attrs: made(**attrs)
 
-    def kernel_for(self, attrs: Mapping[str, Any]) -> Any:
-        if self._generator is None:
-            if attrs:
-                raise KernelCallError(
-                    f"{self._what} takes no attributes, got {sorted(attrs)}; define it with "
-                    "generator=lambda **attrs: kernel to build the kernel from them",
-                    attributes=sorted(attrs),
-                )
-            return self._kernel
-        key = tuple(sorted(attrs.items()))
-        with self._lock:
-            if key not in self._made:
-                self._made[key] = self._generator(**attrs)
-            return self._made[key]
+    def given(attrs: Mapping[str, Any]) -> Any:
+        if attrs:
+            raise KernelCallError(
+                f"{what} takes no attributes, got {sorted(attrs)}; define it with "
+                "generator=lambda **attrs: kernel to build the kernel from them",
+                attributes=sorted(attrs),
+            )
+        return kernel
+
+    return given
 
 
-class NumbaCpuKernel:
+class NumbaCpuKernel(CallSiteKernel):
     """A Numba ``@njit`` function on the CPU, called from a compiled handler."""
 
     def __init__(self, kernel: Any, generator: Callable[..., Any] | None) -> None:
         from ..numba_bridge.cpu_kernel import require_numba
 
         require_numba()
-        self._source = _Generated(kernel, generator, "def_numba_kernel")
-        self.description = "Numba kernel (cpu)"
+        self._kernel_for = _kernel_for(kernel, generator, "def_numba_kernel")
 
-    def call_site(self, call: LoweringCall) -> CallSite:
+    def prepare(self, call: LoweringCall) -> tuple[str, int]:
         import numba
         from numba.core.dispatcher import Dispatcher
 
         from ..numba_bridge.cpu_kernel import preparer
 
-        func = self._source.kernel_for(call.attrs)
+        func = self._kernel_for(call.attrs)
         if not isinstance(func, Dispatcher):
             func = numba.njit(func)
-        target, kernel_id = preparer(func)(signature_of(tuple(call.ins), list(call.outs)))
-        return CallSite(target, {"kernel_id": np.int64(kernel_id)})
+        return preparer(func)(signature_of(tuple(call.ins), list(call.outs)))
 
 
 LaunchValue = Any  # an int, a tuple of ints, or a callable(ins, outs) returning one
 
 
-class NumbaCudaKernel:
+class NumbaCudaKernel(CallSiteKernel):
     """A Numba-CUDA kernel launched from a compiled handler on XLA's stream; launch settings
     may be callables ``(ins, outs) -> dims`` of the call's abstract operands."""
 
@@ -142,45 +228,40 @@ class NumbaCudaKernel:
             raise AssertionError(
                 f"kernel must be a @numba.cuda.jit kernel (CUDADispatcher), got {type(kernel).__name__}"
             )
-        self._source = _Generated(kernel, generator, "def_numba_cuda_kernel")
+        self._kernel_for = _kernel_for(kernel, generator, "def_numba_cuda_kernel")
         self._launch = launch
         if not any(callable(v) for v in launch):
             resolve_launch(*launch)  # fail early
         self._dispatcher_type = dispatcher_type
-        self.description = "Numba-CUDA kernel (cuda)"
 
-    def call_site(self, call: LoweringCall) -> CallSite:
+    def prepare(self, call: LoweringCall) -> tuple[str, int]:
         from ..launchers.launch_config import resolve_launch
         from ..numba_bridge.cuda_kernel import preparer
 
         ins, outs = call.ins, call.outs
-        kernel = self._source.kernel_for(call.attrs)
+        kernel = self._kernel_for(call.attrs)
         if not isinstance(kernel, self._dispatcher_type):
             raise AssertionError(
                 f"the generator must return a @numba.cuda.jit kernel, got {type(kernel).__name__}"
             )
         config = resolve_launch(*(v(ins, outs) if callable(v) else v for v in self._launch))
-        target, kernel_id = preparer(kernel, config)(signature_of(tuple(ins), list(outs)))
-        return CallSite(target, {"kernel_id": np.int64(kernel_id)})
+        return preparer(kernel, config)(signature_of(tuple(ins), list(outs)))
 
 
-class NvrtcKernel:
+@dataclass(frozen=True)
+class NvrtcKernel(CallSiteKernel):
     """A ``__global__`` CUDA kernel compiled with NVRTC and launched by the cubin launcher; its
     callables take ``(ins, outs)``, and the call's attributes are further scalars, by name."""
 
-    def __init__(self, kernel: KernelDef) -> None:
-        self._kernel = kernel
-        name = kernel.name
-        self.description = f"NVRTC CUDA kernel {name if isinstance(name, str) else '<by call>'} (cuda)"
+    kernel: KernelDef
 
-    def call_site(self, call: LoweringCall) -> CallSite:
+    def prepare(self, call: LoweringCall) -> tuple[str, int]:
         """With batch dims the kernel binds its sizes for one batch element, which the launcher
         runs per element of the (possibly split) call."""
         from ..nvrtc.launch import element_avals, prepare
 
         ins, outs = element_avals(call.ins, call.batch_dims), element_avals(call.outs, call.batch_dims)
-        k = self._kernel
+        k = self.kernel
         expression, config, scalars = k.bind((ins, outs), call.attrs, None)
         batched = call.batch_dims > 0
-        target, kernel_id = prepare(k.source, expression, ins, outs, scalars, config, k.archs, batched)
-        return CallSite(target, {"kernel_id": np.int64(kernel_id)})
+        return prepare(k.source, expression, ins, outs, scalars, config, k.archs, batched)

@@ -3,21 +3,30 @@
 A *choice* (platform, device kind, one bind's operand types -> fastest backend) is used by
 later lowerings; a *run* (platform, device kind, backends, configurations -> records) is
 returned by a later ``benchmark(remember=True)`` of the same run. Each holds the backends'
-fingerprint (``fingerprint.py``): a stale one is ignored; an untrusted one too, with a warning.
+fingerprint: a stale one is ignored; an untrusted one too, with a warning.
+
+The fingerprint is what "the source" of a backend is, so that a winner goes stale with it: a
+function's code, and the constants and user functions it reaches through closures, defaults and
+its own module's globals; a compiled function's FFI target and build key; the versions of Python,
+JAX, brainevent and the backend's library. Not comments, layout or library code
+(docs/custom-kernels.md, "Remembered choices").
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import os
 import re
-import threading
+import sys
+import sysconfig
 import time
+import types
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +37,12 @@ from ..cache.key import CacheKey
 from ..cache.store import EntryStore, cache_root
 from ..errors import CacheError
 from ..fileio import read_blocks
+from .kernels import KernelEntry
+from .libraries import LIBRARIES
 
 PREFIX = "remembered."  # the module directories of remembered entries (never a C identifier)
 ARTIFACT = "remembered.json"
 log = logging.getLogger(__name__)
-
-_lock = threading.Lock()
 _warned: set[str] = set()
 
 
@@ -78,10 +87,8 @@ def read(store: EntryStore, parts: Sequence[Any], *, use: bool = True) -> dict[s
         where = str(entry.library)
         return records.remembered(records.parse_json(b"".join(read_blocks(where)), where), parts[0], where)
     except CacheError as exc:
-        with _lock:
-            fresh = str(exc) not in _warned
+        if str(exc) not in _warned:  # once per process, whichever call site meets the entry
             _warned.add(str(exc))
-        if fresh:
             warnings.warn(f"ignoring a remembered benchmark result: {exc}", UserWarning, stacklevel=3)
     except (OSError, ValueError) as exc:  # RecordError is a ValueError: measured again
         log.warning("ignoring an unreadable remembered benchmark result in %s: %s", store.module_dir, exc)
@@ -106,15 +113,174 @@ def write(store: EntryStore, parts: Sequence[Any], platform: str, record: dict[s
 
 
 def lookup(
-    name: str, platform: str, inputs: Sequence[str], outputs: Sequence[str], sources: Callable[[], str]
+    name: str, platform: str, avals_in: Sequence[Any], outs: Sequence[Any], entries: Mapping[str, KernelEntry]
 ) -> str | None:
-    """The remembered backend for these operands on this platform's device, if still valid."""
+    """The remembered backend of ``entries`` for these operands on this platform's device, if still valid."""
     store = store_for(name)
     if not os.path.lexists(store.module_dir):
         return None  # the common case: one lstat
     kind = device_kind(platform)
-    entry = read(store, choice_parts(platform, kind, inputs, outputs)) if kind is not None else None
-    return entry["backend"] if entry is not None and entry["sources"] == sources() else None
+    ins, outputs = [aval_text(a) for a in avals_in], [aval_text(o) for o in outs]
+    entry = read(store, choice_parts(platform, kind, ins, outputs)) if kind is not None else None
+    if entry is None or entry["backend"] not in entries or entry["sources"] != sources_fingerprint(entries):
+        return None
+    return str(entry["backend"])
+
+
+# -- the fingerprint of a platform's backends ----------------------------------------------------
+
+_PLAIN = (int, float, complex, str, bytes, bool, type(None))
+_MAX_DEPTH = 8
+# Attributes under which kernel objects keep the Python function they were made from:
+# methods (__func__), Numba dispatchers (py_func), Triton JITFunction (fn), Warp Kernel (func),
+# functools.wraps (__wrapped__).
+_WRAPPED = ("__func__", "py_func", "fn", "func", "__wrapped__")
+
+
+@functools.lru_cache(maxsize=1)
+def _library_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    roots = {paths.get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(sorted(r for r in roots if r))
+
+
+def _is_library_code(code: types.CodeType) -> bool:
+    name = code.co_filename
+    return (
+        "site-packages" in name
+        or "dist-packages" in name
+        or name.startswith("<frozen")
+        or any(name.startswith(root) for root in _library_roots())
+    )
+
+
+def _unwrap(obj: Any) -> types.FunctionType | None:
+    """The Python function behind a function or a kernel object, if any."""
+    for _ in range(4):
+        if isinstance(obj, types.FunctionType):
+            return obj
+        obj = next((getattr(obj, a) for a in _WRAPPED if callable(getattr(obj, a, None))), None)
+    return None
+
+
+class _Hasher:
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256()
+        self._seen: set[int] = set()
+
+    def put(self, tag: str, data: str | bytes) -> None:
+        raw = data.encode() if isinstance(data, str) else data
+        self._digest.update(f"{tag}:{len(raw)}:".encode())
+        self._digest.update(raw)
+
+    def value(self, obj: Any, depth: int) -> None:
+        if isinstance(obj, _PLAIN):
+            self.put("const", repr(obj))
+            return
+        if isinstance(obj, (tuple, list)):
+            self.put("seq", str(len(obj)))
+            for item in obj:
+                self.value(item, depth + 1)
+            return
+        if isinstance(obj, frozenset):
+            self.put("set", repr(sorted(map(repr, obj))))
+            return
+        if type(obj).__module__ == "numpy":  # NumPy scalars and dtypes
+            self.put("numpy", repr(obj))
+            return
+        if id(obj) in self._seen or depth > _MAX_DEPTH:
+            self.put("again", type(obj).__qualname__)
+            return
+        self._seen.add(id(obj))
+        if isinstance(obj, functools.partial):
+            self.put("partial", "")
+            self.value((obj.func, obj.args, sorted(obj.keywords.items())), depth)
+            return
+        target = getattr(obj, "target", None)
+        if type(obj).__name__ == "KernelFunction" and isinstance(target, str):
+            self.put("compiled", f"{target}:{_artifact_key(target)}")
+            return
+        function = _unwrap(obj)
+        if function is None or _is_library_code(function.__code__):
+            self.put("object", f"{type(obj).__module__}.{type(obj).__qualname__}")
+            return
+        self.function(function, depth)
+
+    def function(self, fn: types.FunctionType, depth: int) -> None:
+        self.put("function", fn.__qualname__)
+        names = self.code(fn.__code__)
+        for cell in fn.__closure__ or ():
+            try:
+                self.value(cell.cell_contents, depth + 1)
+            except ValueError:  # an empty cell
+                self.put("cell", "empty")
+        self.value(fn.__defaults__ or (), depth + 1)
+        self.value(sorted((fn.__kwdefaults__ or {}).items()), depth + 1)
+        scope = fn.__globals__
+        for name in sorted(n for n in names if n in scope):
+            found = scope[name]
+            plain = isinstance(found, _PLAIN) or type(found).__module__ == "numpy"
+            # A module is a library, stood for by its version; other globals only of fn's own module.
+            inner = None if plain or isinstance(found, types.ModuleType) else _unwrap(found)
+            if plain or (inner is not None and inner.__module__ == fn.__module__):
+                self.put("global", name)
+                self.value(found, depth + 1)
+
+    def code(self, code: types.CodeType) -> set[str]:
+        """Adds a code object and its nested ones; returns every global name they use."""
+        self.put("code", code.co_code)
+        self.put("names", " ".join(code.co_names))
+        names = set(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                names |= self.code(const)
+            else:
+                self.value(const, _MAX_DEPTH)
+        return names
+
+
+def _artifact_key(target: str) -> str:
+    """The content key of the build registered under ``target`` in this process, or "" if none."""
+    from ..runtime import registry
+
+    with registry._lock:
+        keys = sorted(r.artifact_key for (name, _), r in registry._targets.items() if name == target)
+    return ",".join(keys)
+
+
+def entry_fingerprint(entry: KernelEntry) -> str:
+    hasher = _Hasher()
+    hasher.put("backend", f"{entry.backend}@{entry.platform}")
+    hasher.value(entry.kernel_generator, 0)
+    return hasher._digest.hexdigest()
+
+
+@functools.cache
+def _version(package: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def versions(backends: list[str]) -> dict[str, str]:
+    """The versions a measurement depends on: Python, JAX, jaxlib, brainevent, each backend's library."""
+    from .._version import __version__
+
+    python = ".".join(map(str, sys.version_info[:3]))
+    packages = ["jax", "jaxlib", *(LIBRARIES[b].package for b in backends if b in LIBRARIES)]
+    return {"python": python, "brainevent": __version__} | {p: _version(p) for p in packages}
+
+
+def sources_fingerprint(entries: Mapping[str, KernelEntry]) -> str:
+    """One digest of every backend of a platform, in definition order, and the versions."""
+    hasher = hashlib.sha256()
+    for backend, entry in entries.items():
+        hasher.update(f"{backend}={entry_fingerprint(entry)};".encode())
+    hasher.update(repr(sorted(versions(list(entries)).items())).encode())
+    return hasher.hexdigest()
 
 
 @dataclass
@@ -128,10 +294,10 @@ class Run:
     sources: str
     versions: dict[str, str]
     configs: list[dict[str, Any]]  # label, kwargs and the primitive's operand signatures
-    parts: list[Any] = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.parts = ["run", self.platform, self.device_kind, self.backends, self.configs]
+    @property
+    def parts(self) -> list[Any]:
+        return ["run", self.platform, self.device_kind, self.backends, self.configs]
 
     @classmethod
     def describe(
@@ -139,7 +305,6 @@ class Run:
     ) -> Run:
         """The run of ``backends`` of ``primitive`` (an XLACustomKernel) on ``configs``."""
         from .benchmark import _device
-        from .fingerprint import sources_fingerprint, versions
 
         entries = primitive._kernels[platform]
         described = [
@@ -178,15 +343,14 @@ class Run:
                 parts = choice_parts(self.platform, self.device_kind, inputs, outputs)
                 yield parts, config["label"], inputs, outputs, fastest.backend
 
-    def store(self, result: Any) -> int:
-        """Publishes the run and its winner for each operand signature; returns how many winners."""
+    def store(self, result: Any) -> None:
+        """Publishes the run and its winner for each operand signature."""
         store, now = store_for(self.name), time.time()
         records = [_jsonable(vars(r)) for r in result.records]
         where = f"{self.platform}, {self.device_kind}"
         run = {"backends": self.backends, "sources": self.sources, "records": records, "measured": now}
         write(store, self.parts, self.platform, run, f"run [{where}] of {', '.join(self.backends)}")
-        winners = list(self._winners(result))
-        for parts, label, inputs, outputs, backend in winners:
+        for parts, label, inputs, outputs, backend in self._winners(result):
             ran = [r for r in records if r["label"] == label and r["success"]]
             timings = {r["backend"]: [r["median_ms"], r["noise_ms"]] for r in ran}
             choice: dict[str, Any] = {"primitive": self.name, "sources": self.sources, "measured": now}
@@ -194,7 +358,6 @@ class Run:
             choice.update(platform=self.platform, device_kind=self.device_kind, versions=self.versions)
             what = f"choice [{where}] {', '.join(inputs)} -> {', '.join(outputs)}: {backend}"
             write(store, parts, self.platform, choice, what)
-        return len(winners)
 
 
 def _jsonable(value: Any) -> Any:
@@ -210,35 +373,20 @@ def operand_signatures(
     import functools
 
     import jax
+    from jax.extend.core import subjaxprs
 
-    closed = jax.make_jaxpr(functools.partial(call, **kwargs))(*args)
     found: list[list[list[str]]] = []
 
     def walk(jaxpr: Any) -> None:
-        for eqn in jaxpr.eqns:
-            if eqn.primitive is primitive:
-                signature = [
-                    [aval_text(v.aval) for v in eqn.invars],
-                    [aval_text(o) for o in eqn.params["outs"]],
-                ]
-                if signature not in found:
-                    found.append(signature)
-            for param in eqn.params.values():
-                for sub in _subjaxprs(param):
-                    walk(sub)
+        for eqn in (e for e in jaxpr.eqns if e.primitive is primitive):
+            signature = [[aval_text(v.aval) for v in eqn.invars], [aval_text(o) for o in eqn.params["outs"]]]
+            if signature not in found:
+                found.append(signature)
+        for sub in subjaxprs(jaxpr):
+            walk(sub)
 
-    walk(closed.jaxpr)
+    walk(jax.make_jaxpr(functools.partial(call, **kwargs))(*args).jaxpr)
     return found
-
-
-def _subjaxprs(param: Any) -> Iterable[Any]:
-    if hasattr(param, "eqns"):
-        yield param
-    elif hasattr(param, "jaxpr") and hasattr(param.jaxpr, "eqns"):
-        yield param.jaxpr
-    elif isinstance(param, (tuple, list)):
-        for item in param:
-            yield from _subjaxprs(item)
 
 
 # -- listing and clearing, for the command line ---------------------------------------------------

@@ -1,17 +1,259 @@
 """``triton_kernel``: a ``@triton.jit`` kernel as a JAX function, with plain ``triton`` and JAX.
 
 Compiled by Triton's compiler at trace time; each call is one FFI custom call that launches the
-cubin on XLA's stream: no Python per call, capturable in a CUDA graph, no jax-triton needed."""
+cubin on XLA's stream: no Python per call, capturable in a CUDA graph, no jax-triton needed.
+Parameters are laid out for the cubin launcher: a pointer per array, the scalars, then Triton's
+trailing scratch pointers, counted from the PTX entry so that a Triton version with more or fewer
+of them is caught instead of launched wrongly."""
 
 from __future__ import annotations
 
+import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..errors import KernelCallError
+from ..errors import CompileError, KernelCallError
+from ..launchers.cubin import NULL, OPERAND, SCALAR, SCRATCH, Image, Param
 from .libraries import require_library
+
+# JAX dtype name -> Triton element type.
+_ELEMENT = {
+    "bool": "i1",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float32": "fp32",
+    "float64": "fp64",
+    "float8_e4m3fn": "fp8e4nv",
+    "float8_e5m2": "fp8e5",
+}
+# Triton scalar type -> the NumPy dtype of its bits, as the kernel receives them.
+_SCALAR_DTYPE = {ty: name for name, ty in _ELEMENT.items() if "float8" not in name and name != "bfloat16"}
+_SCALAR_DTYPE |= {"u1": "bool", "bf16": "float32"}  # bf16: the float32's top half (truncated, as Triton does)
+POINTER_ALIGN = 16  # XLA's buffers are at least this aligned; kernels are compiled assuming it
+_SCRATCH = ("global_scratch", "profile_scratch")  # Triton's trailing pointers, in order
+_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\((.*?)\)", re.S)
+
+
+def element_type(dtype: Any) -> str:
+    name = np.dtype(dtype).name
+    if name not in _ELEMENT:
+        raise KernelCallError(
+            f"Triton kernels cannot take arrays of dtype {name}; supported: {sorted(_ELEMENT)}",
+            dtype=name,
+        )
+    return _ELEMENT[name]
+
+
+def scalar_type(name: str, value: Any, annotation: str) -> str:
+    """The Triton type of a scalar parameter: its annotation, else from the Python value."""
+    if annotation and not annotation.startswith("*"):
+        return annotation
+    if isinstance(value, (bool, np.bool_)):
+        return "i1"
+    if isinstance(value, np.generic):
+        return element_type(value.dtype)
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return "i32"
+        if -(2**63) <= value < 2**63:
+            return "i64"
+        if 0 <= value < 2**64:
+            return "u64"
+        raise KernelCallError(f"Triton parameter {name!r} = {value} does not fit in 64 bits", parameter=name)
+    if isinstance(value, float):
+        return "fp32"
+    raise KernelCallError(
+        f"Triton parameter {name!r} must be a Python or NumPy number (or a tl.constexpr parameter), got "
+        f"{type(value).__name__}; pass arrays positionally",
+        parameter=name,
+    )
+
+
+def scalar_bits(ty: str, value: Any) -> tuple[int, int]:
+    """(raw bits as a signed int64, byte width) of a scalar of Triton type ``ty``."""
+    if ty not in _SCALAR_DTYPE:
+        raise KernelCallError(f"Triton scalar type {ty!r} is not supported as a parameter", type=ty)
+    if ty[0] in "iu" and ty[1:] != "1" and not isinstance(value, (int, np.integer)):
+        raise KernelCallError(f"Triton parameter of type {ty} needs an integer, got {value!r}", type=ty)
+    packed = np.asarray(value, dtype=np.dtype(_SCALAR_DTYPE[ty]).newbyteorder("<")).tobytes()
+    packed = packed[2:] if ty == "bf16" else packed
+    return int.from_bytes(packed.ljust(8, b"\0"), "little", signed=True), len(packed)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A kernel's parameters for one call: what Triton compiles and how the launcher fills them."""
+
+    signature: dict[str, str]  # parameter name -> Triton type ("constexpr" for constants)
+    constexprs: dict[str, Any]
+    attrs: dict[tuple[int, ...], list[list[Any]]]  # specialisation hints (pointer alignment)
+    params: tuple[Param, ...]  # runtime parameters in order, without Triton's trailing scratch ones
+    values: dict[str, Any]  # every non-array parameter by name (for a grid function)
+
+    def key(self) -> tuple[Any, ...]:
+        return (
+            tuple(self.signature.items()),
+            tuple((k, repr(v)) for k, v in self.constexprs.items()),
+            repr(sorted(self.attrs.items())),
+        )
+
+
+def bind(kernel: Any, in_dtypes: Sequence[Any], out_dtypes: Sequence[Any], given: Mapping[str, Any]) -> Bound:
+    """Arrays (inputs, outputs) take the first parameters; the rest come from ``given`` or defaults."""
+    params = list(kernel.params)
+    arrays = [*in_dtypes, *out_dtypes]
+    name = getattr(kernel, "__name__", "kernel")
+    if len(params) < len(arrays):
+        raise KernelCallError(
+            f"Triton kernel {name!r} takes {len(params)} parameter(s), but the call passes {len(in_dtypes)} "
+            f"input(s) and {len(out_dtypes)} output(s): its first parameters must be one pointer per input, "
+            "then one per output",
+            kernel=name,
+        )
+    unknown = sorted(set(given) - {p.name for p in params[len(arrays) :]})
+    if unknown:
+        raise KernelCallError(
+            f"Triton kernel {name!r} has no parameter(s) {unknown} after its {len(arrays)} array parameters; "
+            f"those are {[p.name for p in params[len(arrays) :]]}",
+            kernel=name,
+        )
+    signature: dict[str, str] = {}
+    constexprs: dict[str, Any] = {}
+    attrs: dict[tuple[int, ...], list[list[Any]]] = {}
+    laid_out: list[Param] = []
+    values: dict[str, Any] = {}
+    for i, param in enumerate(params):
+        if i < len(arrays):
+            if param.is_constexpr:
+                raise KernelCallError(
+                    f"Triton kernel {name!r}: parameter {param.name!r} receives array {i}, but it is a "
+                    "tl.constexpr; put the array parameters first",
+                    kernel=name,
+                )
+            signature[param.name] = "*" + element_type(arrays[i])
+            attrs[(i,)] = [["tt.divisibility", POINTER_ALIGN]]
+            laid_out.append(Param(OPERAND, i, POINTER_ALIGN))
+            continue
+        if param.name in given:
+            value = given[param.name]
+        elif param.has_default:
+            value = param.default
+        else:
+            raise KernelCallError(
+                f"Triton kernel {name!r}: parameter {param.name!r} has no value; pass {param.name}=... "
+                "to triton_kernel",
+                kernel=name,
+            )
+        values[param.name] = value
+        if param.is_constexpr:
+            signature[param.name] = "constexpr"
+            constexprs[param.name] = value
+            continue
+        ty = scalar_type(param.name, value, param.annotation)
+        signature[param.name] = ty
+        bits, size = scalar_bits(ty, value)
+        laid_out.append(Param(SCALAR, bits, size))
+        if ty[0] in "iu" and ty not in ("i1", "u1") and int(value) != 0 and int(value) % 16 == 0:
+            attrs[(i,)] = [["tt.divisibility", 16]]  # the value is fixed for this call: a true hint
+    return Bound(signature, constexprs, attrs, tuple(laid_out), values)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    entry: str
+    image: Image
+    n_ptx_params: int
+    num_warps: int
+    scratch: tuple[tuple[int, int], ...]  # (bytes per program, alignment): global, then profile
+    cooperative: bool
+
+
+_lock = threading.Lock()
+_compiled: dict[tuple[Any, ...], Compiled] = {}
+
+
+def compile_for(kernel: Any, bound: Bound, cc: int, options: Mapping[str, Any]) -> Compiled:
+    """``kernel`` compiled for compute capability ``cc`` (e.g. 90), cached per process."""
+    key = (kernel.cache_key, bound.key(), cc, tuple(sorted(options.items())))
+    with _lock:
+        hit = _compiled.get(key)
+    if hit is not None:
+        return hit
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    source = ASTSource(kernel, dict(bound.signature), dict(bound.constexprs), dict(bound.attrs))
+    try:
+        result = triton.compile(source, target=GPUTarget("cuda", cc, 32), options=dict(options))
+    except Exception as exc:
+        raise CompileError(
+            f"Triton could not compile {getattr(kernel, '__name__', kernel)!r} for sm_{cc}: "
+            f"{type(exc).__name__}: {exc}",
+            kernel=getattr(kernel, "__name__", ""),
+        ) from exc
+    meta = result.metadata
+    _check_supported(meta, getattr(kernel, "__name__", "kernel"))
+    found = _ENTRY.search(result.asm["ptx"])  # the entry's parameters, Triton's trailing ones included
+    if found is None:
+        raise CompileError("Triton produced PTX without a kernel entry")
+    entry, count = found.group(1), found.group(2).count(".param")
+    sizes = [(int(getattr(meta, f"{k}_size", 0)), int(getattr(meta, f"{k}_align", 1))) for k in _SCRATCH]
+    image = Image(bytes(result.asm["cubin"]), int(meta.shared))
+    cooperative = bool(getattr(meta, "launch_cooperative_grid", False))
+    name = getattr(meta, "name", entry)
+    compiled = Compiled(name, image, count, int(meta.num_warps), tuple(sizes), cooperative)
+    with _lock:
+        _compiled[key] = compiled
+    return compiled
+
+
+def _check_supported(meta: Any, name: str) -> None:
+    unsupported = []
+    if int(getattr(meta, "num_ctas", 1)) != 1:
+        unsupported.append(f"num_ctas={meta.num_ctas} (thread block clusters)")
+    if getattr(meta, "launch_pdl", False):
+        unsupported.append("programmatic dependent launch (launch_pdl)")
+    if getattr(meta, "tensordesc_meta", None):
+        unsupported.append("tensor descriptors built on the host (TMA)")
+    if unsupported:
+        raise CompileError(
+            f"Triton kernel {name!r} needs {', '.join(unsupported)}, which brainevent's launcher does not "
+            "support; compile it without them",
+            kernel=name,
+        )
+
+
+def trailing_params(
+    compiled: Compiled, n_runtime: int, scratch_operands: Sequence[int | None]
+) -> list[Param]:
+    """Triton's trailing pointer parameters (global scratch, then profile scratch), each the
+    scratch operand's address or null; their number is what the PTX entry has beyond ours."""
+    extra = compiled.n_ptx_params - n_runtime
+    if not 0 <= extra <= len(scratch_operands):
+        raise CompileError(
+            f"Triton kernel {compiled.entry!r} has {compiled.n_ptx_params} parameters in its PTX, expected "
+            f"{n_runtime} plus up to {len(scratch_operands)} scratch pointers; this Triton version's calling "
+            "convention is not one brainevent knows",
+            kernel=compiled.entry,
+        )
+    out = []
+    for (_, align), operand in zip(compiled.scratch[:extra], scratch_operands[:extra], strict=True):
+        out.append(Param(NULL) if operand is None else Param(SCRATCH, operand, max(align, 1)))
+    return out
+
 
 GridValue = int | tuple[int, ...] | Callable[[dict[str, Any]], Any]
 
@@ -30,33 +272,23 @@ def _grid3(value: Any, name: str) -> tuple[int, int, int]:
     return dims[0], dims[1], dims[2]
 
 
+@dataclass(eq=False)  # hashed by identity, as jax.jit needs
 class TritonCall:
     """The JAX function ``triton_kernel`` returns; see there."""
 
-    def __init__(
-        self,
-        kernel: Any,
-        outs: Any,
-        grid: GridValue,
-        params: dict[str, Any],
-        options: dict[str, Any],
-        compute_capability: Sequence[int] | None,
-        input_output_aliases: dict[int, int] | None,
-        vmap_method: str | None,
-    ) -> None:
+    kernel: Any
+    outs: Any
+    grid: GridValue
+    params: dict[str, Any]
+    options: dict[str, Any]  # for triton.compile
+    capabilities: list[int] | None
+    call_options: dict[str, Any]  # vmap_method and input_output_aliases, for call_target
+
+    def __post_init__(self) -> None:
         from ..calls.results import flatten_outs
 
-        self._kernel = kernel
-        self._specs, self._treedef = flatten_outs(outs)
-        self._grid = grid
-        self._params = params
-        self._options = options
-        self._capabilities = list(compute_capability) if compute_capability else None
-        self._aliases = dict(input_output_aliases) if input_output_aliases else None
-        # The grid and sizes are fixed when the kernel is made, so a launch cannot cover a
-        # batch axis: under vmap it runs once per batch element (as numba_cuda_kernel does).
-        self._vmap_method = "sequential" if vmap_method in ("expand_dims", "broadcast_all") else vmap_method
-        self.__name__ = getattr(kernel, "__name__", "triton_kernel")
+        self.specs, self.treedef = flatten_outs(self.outs)
+        self.__name__ = getattr(self.kernel, "__name__", "triton_kernel")
 
     def __call__(self, *arrays: Any) -> Any:
         import jax
@@ -64,15 +296,14 @@ class TritonCall:
         from ..calls.ffi import call_target
         from ..calls.operands import check_arrays, content_id
         from ..launchers.cubin import launcher_for, register
-        from .triton_compile import bind, compile_for, trailing_params
 
         check_arrays(self.__name__, arrays, "as keywords of triton_kernel")
-        bound = bind(self._kernel, [a.dtype for a in arrays], [s.dtype for s in self._specs], self._params)
-        grid = _grid3(self._grid(dict(bound.values)) if callable(self._grid) else self._grid, self.__name__)
+        bound = bind(self.kernel, [a.dtype for a in arrays], [s.dtype for s in self.specs], self.params)
+        grid = _grid3(self.grid(dict(bound.values)) if callable(self.grid) else self.grid, self.__name__)
         from ..toolchain.cuda_arch import visible_archs
 
         # Triton numbers an arch major * 10 + minor: 90 for sm_90 and sm_90a.
-        capabilities = self._capabilities or [a.cc for a in visible_archs(jax_first=True)]
+        capabilities = self.capabilities or [a.cc for a in visible_archs(jax_first=True)]
         if not capabilities:
             raise KernelCallError(
                 f"{self.__name__}: Triton kernels are compiled for the GPUs present, and neither JAX nor the "
@@ -80,7 +311,7 @@ class TritonCall:
                 "example) to triton_kernel to compile without one",
                 kernel=self.__name__,
             )
-        compiled = {cc: compile_for(self._kernel, bound, cc, self._options) for cc in capabilities}
+        compiled = {cc: compile_for(self.kernel, bound, cc, self.options) for cc in capabilities}
         first = compiled[capabilities[0]]
         shape = (first.entry, first.num_warps, first.n_ptx_params)
         if any((c.entry, c.num_warps, c.n_ptx_params) != shape for c in compiled.values()):
@@ -98,11 +329,11 @@ class TritonCall:
             if size == 0:
                 scratch_operands.append(None)
                 continue
-            scratch_operands.append(len(arrays) + len(self._specs) + len(scratch_specs))
+            scratch_operands.append(len(arrays) + len(self.specs) + len(scratch_specs))
             scratch_specs.append(jax.ShapeDtypeStruct((programs * size + align,), np.uint8))
         params = [*bound.params, *trailing_params(first, len(bound.params), scratch_operands)]
         block = (32 * first.num_warps, 1, 1)
-        n_outputs = len(self._specs) + len(scratch_specs)
+        n_outputs = len(self.specs) + len(scratch_specs)
         launcher = launcher_for(len(arrays), n_outputs)
         images = {cc: c.image for cc, c in compiled.items()}
         layout = repr((grid, block, [(p.kind, p.value, p.size) for p in params], first.cooperative))
@@ -110,10 +341,11 @@ class TritonCall:
         kernel_id = content_id("triton", first.entry, layout, *shared, *(i.code for i in images.values()))
         n_operands, coop = len(arrays) + n_outputs, first.cooperative
         register(launcher, kernel_id, first.entry, grid, block, params, n_operands, images, cooperative=coop)
-        options: dict[str, Any] = {"vmap_method": self._vmap_method, "input_output_aliases": self._aliases}
-        specs = [*self._specs, *scratch_specs]
-        results = call_target(launcher.target, arrays, specs, **options, kernel_id=np.int64(kernel_id))
-        return jax.tree_util.tree_unflatten(self._treedef, results[: len(self._specs)])
+        specs = [*self.specs, *scratch_specs]
+        results = call_target(
+            launcher.target, arrays, specs, **self.call_options, kernel_id=np.int64(kernel_id)
+        )
+        return jax.tree_util.tree_unflatten(self.treedef, results[: len(self.specs)])
 
 
 def triton_kernel(
@@ -190,6 +422,11 @@ def triton_kernel(
         from ..toolchain.cuda_arch import one_arch
 
         capabilities = sorted({one_arch(v).cc for v in values})
-    return TritonCall(
-        kernel, outs, grid, dict(params), options, capabilities, input_output_aliases, vmap_method
-    )
+    # The grid and sizes are fixed when the kernel is made, so a launch cannot cover a
+    # batch axis: under vmap it runs once per batch element (as numba_cuda_kernel does).
+    from ..launchers.launch_config import RANK_CHANGING
+
+    vmap = "sequential" if vmap_method in RANK_CHANGING else vmap_method
+    aliases = dict(input_output_aliases) if input_output_aliases else None
+    call_options = {"vmap_method": vmap, "input_output_aliases": aliases}
+    return TritonCall(kernel, outs, grid, dict(params), options, capabilities, call_options)
