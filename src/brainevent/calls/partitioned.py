@@ -7,7 +7,6 @@ dims together), so ``jit`` with sharded inputs runs on the local shards instead 
 
 from __future__ import annotations
 
-import string
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,36 +33,16 @@ def check_batch_dims(name: str, arrays: Sequence[Any], specs: Sequence[Any], k: 
 
 
 def _shardy_rule(ctx: Any, num_batch_dims: int) -> Any | None:
-    """``b0 b1 x y, b0 b1 z -> b0 b1 w``: batch factors shared, every other dim its own."""
+    """``... x y, ... z -> ... w``: batch factors shared, every other dim its own (JAX's rule for
+    its own batch-partitionable linalg calls); None leaves the call to XLA's partitioner."""
     try:
-        from jax._src.custom_partitioning_sharding_rule import (
-            sdy_sharding_rule_to_mlir,
-            str_to_sdy_sharding_rule,
-        )
-        from jax.interpreters import mlir
-    except ImportError:  # a JAX without Shardy rules: XLA's own partitioner reads the attribute
+        from jax._src.lax.linalg import _build_sdy_sharding_rule
+    except ImportError:
         return None
-    letters = iter(string.ascii_letters)
-    batch = [next(letters) for _ in range(num_batch_dims)]
-
-    def factors(avals: Sequence[Any]) -> str:
-        own = [[next(letters) for _ in range(len(aval.shape) - num_batch_dims)] for aval in avals]
-        return ", ".join(" ".join(batch + dims) for dims in own)
-
     try:
-        text = f"{factors(ctx.avals_in)} -> {factors(ctx.avals_out)}"
-    except StopIteration:
-        return None  # more dims than factor names: leave the call to XLA's own partitioner
-
-    def ir_types(avals: Sequence[Any]) -> list[Any]:
-        convert: Any = mlir.aval_to_ir_type
-        try:
-            return [convert(ctx.module_context, aval) for aval in avals]
-        except TypeError:  # JAX versions whose helper takes the aval alone
-            return [convert(aval) for aval in avals]
-
-    rule = str_to_sdy_sharding_rule(text)
-    return sdy_sharding_rule_to_mlir(rule, ir_types(ctx.avals_in), ir_types(ctx.avals_out))
+        return _build_sdy_sharding_rule(ctx.module_context, num_batch_dims, ctx.avals_in, ctx.avals_out)
+    except RuntimeError:  # more dims than factor names (StopIteration inside a generator)
+        return None
 
 
 def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> dict[str, Any]:
