@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,14 +47,6 @@ _UNKNOWN_NAME = (
     "is not a member of", "undeclared identifier", "no member named",
 )  # fmt: skip
 
-# The optional parts of brainevent/common.h a build may leave out (build/optional_headers.py).
-_LEFT_OUT = {
-    CHECKS_MACRO: "the checking half of brainevent/common.h (BE_CHECK, BE::Error, the dispatch "
-    "macros, BE::Scratch, and with them <string> and <stdexcept>)",
-    COMPLEX_MACRO: "<complex> (BE::complex64, the _FN dispatch macros' complex cases)",
-}
-
-
 # The quoted name of an unknown-name error: g++'s ‘x’, clang's 'x', nvcc's "x".
 _QUOTED = re.compile(r"[‘'\"]([A-Za-z_][A-Za-z0-9_:]*)[’'\"]")
 # What <string> and <stdexcept> (kept out with the checking half) declare that kernels use.
@@ -74,19 +66,25 @@ def unknown_names(lines: Iterable[str]) -> list[tuple[str, str]]:
     return found
 
 
-def _needs_left_out(macro: str, names: Sequence[tuple[str, str]]) -> bool:
-    """Whether an unknown name is one that the left-out part ``macro`` would have declared."""
-    for name, line in names:
-        if name == "BE":  # namespace BE itself unknown: common.h is missing altogether
-            continue
-        if macro == COMPLEX_MACRO and "complex" in name.lower():
-            return True
-        if macro != CHECKS_MACRO:
-            continue
-        in_be = "'BE'" in line or "‘BE’" in line or 'namespace "BE"' in line
-        if name.startswith("BE_") or name in _STD_CHECK_NAMES or (in_be and name not in BE_WITHOUT_CHECKS):
-            return True
-    return False
+def _checks_name(name: str, line: str) -> bool:
+    """Whether the checking half declares ``name``: a BE_ macro, a <string>/<stdexcept> name, BE::other."""
+    in_be = "'BE'" in line or "‘BE’" in line or 'namespace "BE"' in line
+    return name.startswith("BE_") or name in _STD_CHECK_NAMES or (in_be and name not in BE_WITHOUT_CHECKS)
+
+
+# The optional parts of brainevent/common.h a build may leave out (build/optional_headers.py):
+# what each holds, and whether an unknown name (with its error line) is one it declares.
+_LEFT_OUT: dict[str, tuple[str, Callable[[str, str], bool]]] = {
+    CHECKS_MACRO: (
+        "the checking half of brainevent/common.h (BE_CHECK, BE::Error, the dispatch "
+        "macros, BE::Scratch, and with them <string> and <stdexcept>)",
+        _checks_name,
+    ),
+    COMPLEX_MACRO: (
+        "<complex> (BE::complex64, the _FN dispatch macros' complex cases)",
+        lambda name, _: "complex" in name.lower(),
+    ),
+}
 
 
 def _missing_include_hint(names: Sequence[tuple[str, str]], lines: Sequence[str]) -> str:
@@ -103,10 +101,11 @@ def _missing_include_hint(names: Sequence[tuple[str, str]], lines: Sequence[str]
 
 def _left_out_note(log_text: str, names: Sequence[tuple[str, str]]) -> str:
     """Why a name may be missing: an optional header was left out that a header from elsewhere needs."""
+    # An unknown namespace BE itself means common.h is missing altogether, not a part of it.
     left_out = [
         (macro, what)
-        for macro, what in _LEFT_OUT.items()
-        if f"-D{macro}=0" in log_text and _needs_left_out(macro, names)
+        for macro, (what, declares) in _LEFT_OUT.items()
+        if f"-D{macro}=0" in log_text and any(declares(n, line) for n, line in names if n != "BE")
     ]
     if not left_out:
         return ""

@@ -32,19 +32,6 @@ def check_batch_dims(name: str, arrays: Sequence[Any], specs: Sequence[Any], k: 
         )
 
 
-def _shardy_rule(ctx: Any, num_batch_dims: int) -> Any | None:
-    """``... x y, ... z -> ... w``: batch factors shared, every other dim its own (JAX's rule for
-    its own batch-partitionable linalg calls); None leaves the call to XLA's partitioner."""
-    try:
-        from jax._src.lax.linalg import _build_sdy_sharding_rule
-    except ImportError:
-        return None
-    try:
-        return _build_sdy_sharding_rule(ctx.module_context, num_batch_dims, ctx.avals_in, ctx.avals_out)
-    except RuntimeError:  # more dims than factor names (StopIteration inside a generator)
-        return None
-
-
 def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> dict[str, Any]:
     """The lowering's extra attributes; registers ``target`` as batch partitionable once per process."""
     import jax
@@ -58,9 +45,15 @@ def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> di
         "mhlo.frontend_attributes": mlir.ir_attribute({"num_batch_dims": str(num_batch_dims)})
     }
     if getattr(jax.config, "jax_use_shardy_partitioner", False):
-        rule = _shardy_rule(ctx, num_batch_dims)
-        if rule is not None:
+        # JAX's rule for its own batch-partitionable calls: ``... x y, ... z -> ... w``, the batch
+        # factors shared, every other dim its own. Without it XLA's partitioner reads the attribute.
+        try:
+            from jax._src.lax.linalg import _build_sdy_sharding_rule
+
+            rule = _build_sdy_sharding_rule(ctx.module_context, num_batch_dims, ctx.avals_in, ctx.avals_out)
             attributes["sdy.sharding_rule"] = rule
+        except (ImportError, RuntimeError):  # no such rule in this JAX, or more dims than factor names
+            pass
     return attributes
 
 
