@@ -140,21 +140,19 @@ def quote_error_line(error_line: str, sources: Sequence[QuotedSource]) -> str:
     show the line (nvcc never does): the offending line and the one before it (a missing ``;``).
     """
     match = _GCC.match(error_line) or _NVCC.match(error_line)
-    if match is None:
+    source = next((s for s in sources if match is not None and s.name == match["file"]), None)
+    if match is None or source is None:
         return ""
-    source = next((s for s in sources if s.name == match.group("file")), None)
-    if source is None:
-        return ""
-    number = int(match.group("line"))
+    number = int(match["line"])
     lines = source.text.splitlines()
     if not 1 <= number <= len(lines):
         return ""
     where = "the inline source" if source.inline else source.name
     width = len(str(number))
-    shown = []
-    for n in range(max(1, number - 1), number + 1):
-        mark = ">" if n == number else " "
-        shown.append(f"  {mark} {n:>{width}} | {lines[n - 1]}")
+    shown = [
+        f"  {'>' if n == number else ' '} {n:>{width}} | {lines[n - 1]}"
+        for n in range(max(1, number - 1), number + 1)
+    ]
     return f"line {number} of {where}:\n" + "\n".join(shown)
 
 
@@ -209,8 +207,7 @@ def compile_error(
     headline = first_error or "the compiler failed without an error line (see the log)"
     if first_error is not None and "omp.h" in first_error and "No such file" in first_error:
         headline += " (the OpenMP header: install the compiler's OpenMP runtime, e.g. libgomp)"
-    quote = quote_error_line(first_error, sources) if first_error is not None else ""
-    if quote:
+    if quote := quote_error_line(first_error, sources) if first_error is not None else "":
         headline += f"\n{quote}"
     names = unknown_names(lines)
     hints = _missing_include_hint(names, lines) + _left_out_note(log_text, names)

@@ -57,11 +57,6 @@ def _ninja_command(command: Sequence[str]) -> str:
     return line.replace("$", "$$")
 
 
-def _ninja_text(text: str) -> str:
-    first_line = text.splitlines()[0] if text else ""
-    return first_line.replace("$", "$$")
-
-
 def concrete(command: Sequence[str], directory: Path) -> list[str]:
     return [arg.replace(BUILD_DIR, str(directory)) for arg in command]
 
@@ -72,7 +67,7 @@ def render_ninja(steps: Sequence[BuildStep], directory: Path) -> str:
         lines += [
             f"rule step{i}",
             f"  command = {_ninja_command(concrete(step.command, directory))}",
-            f"  description = {_ninja_text(step.description)}",
+            f"  description = {(step.description.splitlines() or [''])[0].replace('$', '$$')}",
             "",
             f"build {_escape(step.output)}: step{i} " + " ".join(_escape(p) for p in step.inputs),
             "",
@@ -102,10 +97,7 @@ def _wait(
     module: str,
 ) -> bool:
     """Waits for ninja, logging "still compiling" now and then; False when it ran past ``timeout``.
-
-    Joins the reader thread, which wakes as soon as the output ends: ``Popen.wait(timeout)``
-    polls with sleeps growing to 50 ms, ending a build 25 ms late on average.
-    """
+    Joins the reader thread, which wakes as soon as the output ends (``Popen.wait`` polls, 25 ms late)."""
     deadline = None if timeout is None else started + timeout
     next_note = started + PROGRESS_INTERVAL_S
     while True:

@@ -7,6 +7,7 @@ dims together), so ``jit`` with sharded inputs runs on the local shards instead 
 
 from __future__ import annotations
 
+import string
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,6 +33,36 @@ def check_batch_dims(name: str, arrays: Sequence[Any], specs: Sequence[Any], k: 
         )
 
 
+def _shardy_rule(ctx: Any, num_batch_dims: int) -> Any | None:
+    """``b0 b1 x y, b0 b1 z -> b0 b1 w``: batch factors shared, every other dim its own. (JAX's
+    own rule for linalg calls writes the batch dims as ``...``, which refuses a size-1 batch
+    dim beside a larger one, as ``vmap``'s ``expand_dims`` gives.)"""
+    try:
+        from jax._src.custom_partitioning_sharding_rule import (
+            sdy_sharding_rule_to_mlir,
+            str_to_sdy_sharding_rule,
+        )
+        from jax.interpreters import mlir
+    except ImportError:  # a JAX without Shardy rules: XLA's own partitioner reads the attribute
+        return None
+    letters = iter(string.ascii_letters)
+    batch = [next(letters) for _ in range(num_batch_dims)]
+
+    def factors(avals: Sequence[Any]) -> str:
+        own = [[next(letters) for _ in range(len(aval.shape) - num_batch_dims)] for aval in avals]
+        return ", ".join(" ".join(batch + dims) for dims in own)
+
+    try:
+        rule = str_to_sdy_sharding_rule(f"{factors(ctx.avals_in)} -> {factors(ctx.avals_out)}")
+    except StopIteration:
+        return None  # more dims than factor names: leave the call to XLA's own partitioner
+    types = [
+        [mlir.aval_to_ir_type(ctx.module_context, a) for a in avals]
+        for avals in (ctx.avals_in, ctx.avals_out)
+    ]
+    return sdy_sharding_rule_to_mlir(rule, *types)
+
+
 def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> dict[str, Any]:
     """The lowering's extra attributes; registers ``target`` as batch partitionable once per process."""
     import jax
@@ -45,15 +76,9 @@ def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> di
         "mhlo.frontend_attributes": mlir.ir_attribute({"num_batch_dims": str(num_batch_dims)})
     }
     if getattr(jax.config, "jax_use_shardy_partitioner", False):
-        # JAX's rule for its own batch-partitionable calls: ``... x y, ... z -> ... w``, the batch
-        # factors shared, every other dim its own. Without it XLA's partitioner reads the attribute.
-        try:
-            from jax._src.lax.linalg import _build_sdy_sharding_rule
-
-            rule = _build_sdy_sharding_rule(ctx.module_context, num_batch_dims, ctx.avals_in, ctx.avals_out)
+        rule = _shardy_rule(ctx, num_batch_dims)
+        if rule is not None:
             attributes["sdy.sharding_rule"] = rule
-        except (ImportError, RuntimeError):  # no such rule in this JAX, or more dims than factor names
-            pass
     return attributes
 
 
