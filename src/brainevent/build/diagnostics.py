@@ -25,20 +25,16 @@ def first_error_index(lines: list[str]) -> int | None:
 
 
 def _compiler_lines(log_text: str) -> list[str]:
-    """The compiler's own output: ninja's progress, FAILED: banners and command echoes dropped."""
-    out: list[str] = []
-    skip_next = False
-    for line in log_text.splitlines():
-        if skip_next:  # the command ninja echoes after "FAILED: <output>"
-            skip_next = False
-            continue
-        if line.startswith("FAILED:"):
-            skip_next = True
-            continue
-        if not line.strip() or line.startswith(("ninja:", "[")):
-            continue
-        out.append(line)
-    return out
+    """The compiler's own output: ninja's progress, FAILED: banners and the commands ninja echoes
+    after them dropped."""
+    lines = log_text.splitlines()
+    return [
+        line
+        for before, line in zip(["", *lines], lines, strict=False)
+        if line.strip()
+        and not before.startswith("FAILED:")
+        and not line.startswith(("FAILED:", "ninja:", "["))
+    ]
 
 
 # What compilers say of a name they do not know (g++, clang, nvcc's front end).
