@@ -28,8 +28,7 @@ def _include_targets(text: str) -> Iterable[tuple[str, bool]]:
 
 
 def _resolve(target: str, quoted: bool, here: Path | None, search: Sequence[Path]) -> Path | None:
-    candidates = ([here] if quoted and here is not None else []) + list(search)
-    for base in candidates:
+    for base in ([here] if quoted and here is not None else []) + list(search):
         candidate = base / target
         try:
             if stat.S_ISREG(os.stat(candidate).st_mode):

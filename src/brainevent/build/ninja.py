@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import shlex
 import shutil
@@ -98,11 +99,11 @@ def _wait(
 ) -> bool:
     """Waits for ninja, logging "still compiling" now and then; False when it ran past ``timeout``.
     Joins the reader thread, which wakes as soon as the output ends (``Popen.wait`` polls, 25 ms late)."""
-    deadline = None if timeout is None else started + timeout
+    deadline = math.inf if timeout is None else started + timeout
     next_note = started + PROGRESS_INTERVAL_S
     while True:
         now = time.monotonic()
-        wake = next_note if deadline is None else min(next_note, deadline)
+        wake = min(next_note, deadline)
         # At most a second per join: ninja may exit while a process it started (a compiler
         # server) still holds its output open.
         reader.join(timeout=min(max(wake - now, 0.01), 1.0))
@@ -111,7 +112,7 @@ def _wait(
             reader.join(timeout=1.0)
             return True
         now = time.monotonic()
-        if deadline is not None and now >= deadline:
+        if now >= deadline:
             return False
         if now >= next_note:
             log.info("still compiling %s (%.0f s)", module, now - started)
