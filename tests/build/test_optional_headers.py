@@ -17,8 +17,9 @@ import pytest
 import brainevent
 from brainevent.build.optional_headers import (
     CHECKS_MACRO,
+    COMPLEX_MACRO,
     names_std_complex,
-    needs_std_complex,
+    needs_headers,
     optional_header_flags,
 )
 from tests.support.kernels import CUDA_VECTOR_ADD
@@ -96,14 +97,14 @@ def test_complex_word_detection(word: str, needs: bool) -> None:
 
 
 def test_complex_detection_reads_code_and_directives_not_comments() -> None:
-    assert not needs_std_complex(["// a complex kernel\n/* std::complex */ void f(float x);\n"])
-    assert needs_std_complex(["void f(std::complex<float> x);"])
-    assert needs_std_complex(["#define MY_DISPATCH BE_DISPATCH_COMPLEX_FN\nvoid f(float x);"])
+    assert not needs_headers(COMPLEX_MACRO, ["// a complex kernel\n/* std::complex */ void f(float x);\n"])
+    assert needs_headers(COMPLEX_MACRO, ["void f(std::complex<float> x);"])
+    assert needs_headers(COMPLEX_MACRO, ["#define MY_DISPATCH BE_DISPATCH_COMPLEX_FN\nvoid f(float x);"])
     # <complex>'s functions whose names do not say so count when called as std::name
-    assert needs_std_complex(["auto g(const T& z) { return std::conj(z); }"])
-    assert needs_std_complex(["auto g(const T& z) { return std::norm(z); }"])
-    assert not needs_std_complex(["float norm(float x); float g(float x) { return norm(x); }"])
-    assert needs_std_complex(["#define BE_STD_COMPLEX 1\nvoid f(float x);"])  # theirs to decide
+    assert needs_headers(COMPLEX_MACRO, ["auto g(const T& z) { return std::conj(z); }"])
+    assert needs_headers(COMPLEX_MACRO, ["auto g(const T& z) { return std::norm(z); }"])
+    assert not needs_headers(COMPLEX_MACRO, ["float norm(float x); float g(float x) { return norm(x); }"])
+    assert needs_headers(COMPLEX_MACRO, ["#define BE_STD_COMPLEX 1\nvoid f(float x);"])  # theirs to decide
 
 
 def test_complex_detection_follows_project_headers(tmp_path: Path) -> None:

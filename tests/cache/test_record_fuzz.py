@@ -31,7 +31,7 @@ from brainevent.cache.manifest import Manifest
 from brainevent.cache.objects import ObjectCache
 from brainevent.cache.store import EntryStore
 from brainevent.custom_kernel import remembered
-from brainevent.distributed import archive, exchange
+from brainevent.distributed import exchange
 from brainevent.distributed.kv import KeyValue
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -260,7 +260,7 @@ def test_distributed_status_and_archive(
 ) -> None:
     import hashlib
 
-    payload = archive.pack(built["entry"])
+    payload = exchange.pack(built["entry"])
     if data.draw(st.booleans()):  # a damaged archive with a matching checksum
         raw = bytearray(payload)
         for _ in range(data.draw(st.integers(1, 8))):

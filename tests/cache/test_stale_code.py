@@ -147,7 +147,7 @@ def test_damaged_shared_decoder_object_is_rebuilt(tmp_path: Path) -> None:
 
 
 def test_build_into_error_is_typed(tmp_path: Path) -> None:
-    from brainevent.bundle.write import write_bundle
+    from brainevent.bundle.command import write_bundle
 
     with pytest.raises(CacheError):
         write_bundle([], tmp_path, tmp_path)

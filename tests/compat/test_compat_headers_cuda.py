@@ -15,7 +15,12 @@ import numpy as np
 import pytest
 
 import brainevent
-from brainevent.build.optional_headers import names_half_type, needs_half_headers, optional_header_flags
+from brainevent.build.optional_headers import (
+    HALF_MACRO,
+    names_half_type,
+    needs_headers,
+    optional_header_flags,
+)
 
 # A 0.2.1-style CUDA source: statement-form dispatch with half and complex cases, the
 # CUDA half types, numel_checked_int() in host code, BE_CHECK_KERNEL_LAUNCH_SYNC().
@@ -207,12 +212,16 @@ def test_half_word_detection(word: str, needs: bool) -> None:
     assert names_half_type(word) is needs
 
 
+def needs_half(texts: list[str]) -> bool:
+    return needs_headers(HALF_MACRO, texts)
+
+
 def test_half_detection_reads_code_and_directives_not_comments() -> None:
-    assert not needs_half_headers(["// half of the rows, __half later\n/* bf16 */ void f(float x);\n"])
-    assert needs_half_headers(["void f(__half x);"])
-    assert needs_half_headers(["#define MY_DISPATCH \\\n    BE_DISPATCH_ALL\nvoid f(float x);"])
-    assert needs_half_headers(["#include <cuda_fp16.h>\nvoid f(float x);"])
-    assert needs_half_headers(["#define BE_CUDA_HALF_TYPES 0\nvoid f(float x);"])  # theirs to decide
+    assert not needs_half(["// half of the rows, __half later\n/* bf16 */ void f(float x);\n"])
+    assert needs_half(["void f(__half x);"])
+    assert needs_half(["#define MY_DISPATCH \\\n    BE_DISPATCH_ALL\nvoid f(float x);"])
+    assert needs_half(["#include <cuda_fp16.h>\nvoid f(float x);"])
+    assert needs_half(["#define BE_CUDA_HALF_TYPES 0\nvoid f(float x);"])  # theirs to decide
 
 
 def test_half_detection_follows_project_headers(tmp_path: Path) -> None:

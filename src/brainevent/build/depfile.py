@@ -7,75 +7,34 @@ records; our own ``#include`` scan is only a hint taken before the build.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+
+# One match per word, separator or line end; whitespace between them is skipped. A word runs
+# until whitespace, a backslash-newline (which continues the rule) or a ":" before whitespace
+# (the targets' end); "\ ", "\#", "\\", "\:" and "$$" in it are escapes.
+_TOKEN = re.compile(
+    r"(?P<word>(?:[^\s\\:$]+|\\[ #\\:]|\$\$?|\\(?![ #\\:\n\r])|:(?!\s|\Z))+)"
+    r"|(?P<colon>:)|\\[\n\r]|(?P<end>\n)"
+)
+_ESCAPE = re.compile(r"\\([ #\\:])|\$(\$)")
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return match[1] or match[2]
 
 
 def _rules(text: str) -> list[list[str]]:
     """Each logical line as a list of words, escapes undone, the targets' ``:`` kept as ``":"``."""
-    plain = text.replace("\\\n", "").replace("\\\r", "")
-    if "$" not in text and "\\" not in plain and "\0" not in text:
-        return _plain_rules(text)
-    return _escaped_rules(text)
-
-
-def _plain_rules(text: str) -> list[list[str]]:
-    """``_rules`` without escapes, by str.split: the loop below took ~10 ms on a large depfile."""
-    rules: list[list[str]] = []
-    # Only "\n" ends a rule, and a backslash before "\n" or "\r" continues it while ending
-    # the word, as below; the NUL left in its place keeps a ":" just before it in the word.
-    joined = text.replace("\\\n", "\0 ").replace("\\\r", "\0 ")
-    for line in joined.split("\n"):
-        words: list[str] = []
-        for word in line.split():
-            marker = word.endswith(":")
-            word = (word[:-1] if marker else word).replace("\0", "")
-            if word:
-                words.append(word)
-            if marker:
-                words.append(":")
-        if words:
-            rules.append(words)
-    return rules
-
-
-def _escaped_rules(text: str) -> list[list[str]]:
-    """``_rules`` of any file, a character at a time."""
     rules: list[list[str]] = [[]]
-    current: list[str] = []
-
-    def end_word() -> None:
-        if current:
-            rules[-1].append("".join(current))
-            current.clear()
-
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        nxt = text[i + 1] if i + 1 < len(text) else ""
-        if ch == "\\" and nxt in (" ", "#", "\\", ":"):
-            current.append(nxt)
-            i += 2
-            continue
-        if ch == "\\" and nxt in ("\n", "\r"):  # line continuation
-            end_word()
-            i += 2
-            continue
-        if ch == "$" and nxt == "$":
-            current.append("$")
-            i += 2
-            continue
-        if ch == ":" and (nxt == "" or nxt.isspace()):
-            end_word()
+    for token in _TOKEN.finditer(text):
+        kind, word = token.lastgroup, token.group()
+        if kind == "word":
+            rules[-1].append(_ESCAPE.sub(_unescape, word) if "\\" in word or "$" in word else word)
+        elif kind == "colon":
             rules[-1].append(":")
-        elif ch == "\n":
-            end_word()
+        elif kind == "end":
             rules.append([])
-        elif ch.isspace():
-            end_word()
-        else:
-            current.append(ch)
-        i += 1
-    end_word()
     return [words for words in rules if words]
 
 

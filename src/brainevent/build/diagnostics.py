@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,20 +25,16 @@ def first_error_index(lines: list[str]) -> int | None:
 
 
 def _compiler_lines(log_text: str) -> list[str]:
-    """The compiler's own output: ninja's progress, FAILED: banners and command echoes dropped."""
-    out: list[str] = []
-    skip_next = False
-    for line in log_text.splitlines():
-        if skip_next:  # the command ninja echoes after "FAILED: <output>"
-            skip_next = False
-            continue
-        if line.startswith("FAILED:"):
-            skip_next = True
-            continue
-        if not line.strip() or line.startswith(("ninja:", "[")):
-            continue
-        out.append(line)
-    return out
+    """The compiler's own output: ninja's progress, FAILED: banners and the commands ninja echoes
+    after them dropped."""
+    lines = log_text.splitlines()
+    return [
+        line
+        for before, line in zip(["", *lines], lines, strict=False)
+        if line.strip()
+        and not before.startswith("FAILED:")
+        and not line.startswith(("FAILED:", "ninja:", "["))
+    ]
 
 
 # What compilers say of a name they do not know (g++, clang, nvcc's front end).
@@ -46,14 +42,6 @@ _UNKNOWN_NAME = (
     "was not declared", "is undefined", "does not name a type", "has not been declared",
     "is not a member of", "undeclared identifier", "no member named",
 )  # fmt: skip
-
-# The optional parts of brainevent/common.h a build may leave out (build/optional_headers.py).
-_LEFT_OUT = {
-    CHECKS_MACRO: "the checking half of brainevent/common.h (BE_CHECK, BE::Error, the dispatch "
-    "macros, BE::Scratch, and with them <string> and <stdexcept>)",
-    COMPLEX_MACRO: "<complex> (BE::complex64, the _FN dispatch macros' complex cases)",
-}
-
 
 # The quoted name of an unknown-name error: g++'s ‘x’, clang's 'x', nvcc's "x".
 _QUOTED = re.compile(r"[‘'\"]([A-Za-z_][A-Za-z0-9_:]*)[’'\"]")
@@ -74,19 +62,25 @@ def unknown_names(lines: Iterable[str]) -> list[tuple[str, str]]:
     return found
 
 
-def _needs_left_out(macro: str, names: Sequence[tuple[str, str]]) -> bool:
-    """Whether an unknown name is one that the left-out part ``macro`` would have declared."""
-    for name, line in names:
-        if name == "BE":  # namespace BE itself unknown: common.h is missing altogether
-            continue
-        if macro == COMPLEX_MACRO and "complex" in name.lower():
-            return True
-        if macro != CHECKS_MACRO:
-            continue
-        in_be = "'BE'" in line or "‘BE’" in line or 'namespace "BE"' in line
-        if name.startswith("BE_") or name in _STD_CHECK_NAMES or (in_be and name not in BE_WITHOUT_CHECKS):
-            return True
-    return False
+def _checks_name(name: str, line: str) -> bool:
+    """Whether the checking half declares ``name``: a BE_ macro, a <string>/<stdexcept> name, BE::other."""
+    in_be = "'BE'" in line or "‘BE’" in line or 'namespace "BE"' in line
+    return name.startswith("BE_") or name in _STD_CHECK_NAMES or (in_be and name not in BE_WITHOUT_CHECKS)
+
+
+# The optional parts of brainevent/common.h a build may leave out (build/optional_headers.py):
+# what each holds, and whether an unknown name (with its error line) is one it declares.
+_LEFT_OUT: dict[str, tuple[str, Callable[[str, str], bool]]] = {
+    CHECKS_MACRO: (
+        "the checking half of brainevent/common.h (BE_CHECK, BE::Error, the dispatch "
+        "macros, BE::Scratch, and with them <string> and <stdexcept>)",
+        _checks_name,
+    ),
+    COMPLEX_MACRO: (
+        "<complex> (BE::complex64, the _FN dispatch macros' complex cases)",
+        lambda name, _: "complex" in name.lower(),
+    ),
+}
 
 
 def _missing_include_hint(names: Sequence[tuple[str, str]], lines: Sequence[str]) -> str:
@@ -103,10 +97,11 @@ def _missing_include_hint(names: Sequence[tuple[str, str]], lines: Sequence[str]
 
 def _left_out_note(log_text: str, names: Sequence[tuple[str, str]]) -> str:
     """Why a name may be missing: an optional header was left out that a header from elsewhere needs."""
+    # An unknown namespace BE itself means common.h is missing altogether, not a part of it.
     left_out = [
         (macro, what)
-        for macro, what in _LEFT_OUT.items()
-        if f"-D{macro}=0" in log_text and _needs_left_out(macro, names)
+        for macro, (what, declares) in _LEFT_OUT.items()
+        if f"-D{macro}=0" in log_text and any(declares(n, line) for n, line in names if n != "BE")
     ]
     if not left_out:
         return ""
@@ -141,21 +136,19 @@ def quote_error_line(error_line: str, sources: Sequence[QuotedSource]) -> str:
     show the line (nvcc never does): the offending line and the one before it (a missing ``;``).
     """
     match = _GCC.match(error_line) or _NVCC.match(error_line)
-    if match is None:
+    source = next((s for s in sources if match is not None and s.name == match["file"]), None)
+    if match is None or source is None:
         return ""
-    source = next((s for s in sources if s.name == match.group("file")), None)
-    if source is None:
-        return ""
-    number = int(match.group("line"))
+    number = int(match["line"])
     lines = source.text.splitlines()
     if not 1 <= number <= len(lines):
         return ""
     where = "the inline source" if source.inline else source.name
     width = len(str(number))
-    shown = []
-    for n in range(max(1, number - 1), number + 1):
-        mark = ">" if n == number else " "
-        shown.append(f"  {mark} {n:>{width}} | {lines[n - 1]}")
+    shown = [
+        f"  {'>' if n == number else ' '} {n:>{width}} | {lines[n - 1]}"
+        for n in range(max(1, number - 1), number + 1)
+    ]
     return f"line {number} of {where}:\n" + "\n".join(shown)
 
 
@@ -210,8 +203,7 @@ def compile_error(
     headline = first_error or "the compiler failed without an error line (see the log)"
     if first_error is not None and "omp.h" in first_error and "No such file" in first_error:
         headline += " (the OpenMP header: install the compiler's OpenMP runtime, e.g. libgomp)"
-    quote = quote_error_line(first_error, sources) if first_error is not None else ""
-    if quote:
+    if quote := quote_error_line(first_error, sources) if first_error is not None else "":
         headline += f"\n{quote}"
     names = unknown_names(lines)
     hints = _missing_include_hint(names, lines) + _left_out_note(log_text, names)

@@ -9,36 +9,26 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..fileio import HEADER_LIMIT, PSEUDO_ROOTS, read_blocks
 
+# ``#include "x"`` or ``#include <x>``, per line (any line ending Python splits on).
+_INCLUDE = re.compile(r'\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
+
 
 def _include_targets(text: str) -> Iterable[tuple[str, bool]]:
     """(path, quoted) for each #include directive."""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line.startswith("#"):
-            continue
-        line = line[1:].lstrip()
-        if not line.startswith("include"):
-            continue
-        rest = line[len("include") :].lstrip()
-        if rest.startswith('"'):
-            end = rest.find('"', 1)
-            if end > 1:
-                yield rest[1:end], True
-        elif rest.startswith("<"):
-            end = rest.find(">", 1)
-            if end > 1:
-                yield rest[1:end], False
+    for line in text.splitlines():
+        if found := _INCLUDE.match(line):
+            yield (found[1], True) if found[1] else (found[2], False)
 
 
 def _resolve(target: str, quoted: bool, here: Path | None, search: Sequence[Path]) -> Path | None:
-    candidates = ([here] if quoted and here is not None else []) + list(search)
-    for base in candidates:
+    for base in ([here] if quoted and here is not None else []) + list(search):
         candidate = base / target
         try:
             if stat.S_ISREG(os.stat(candidate).st_mode):
@@ -48,23 +38,13 @@ def _resolve(target: str, quoted: bool, here: Path | None, search: Sequence[Path
     return None
 
 
-def _read_header(real: str) -> bytes | None:
-    """The file's bytes, or None (a skipped header is still compiled; the compiler reports it)."""
-    if real.startswith(PSEUDO_ROOTS):
-        return None
-    try:
-        return b"".join(read_blocks(real, limit=HEADER_LIMIT))
-    except (OSError, ValueError):
-        return None
-
-
 def header_closure(
     sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path], skip_dirs: Sequence[Path] = ()
 ) -> dict[str, str]:
     """{resolved header path: sha256} for every project header reachable from ``sources``
     ((text, directory of the file or None for inline code))."""
     found = _reachable(sources, search_dirs, skip_dirs)
-    return {real: hashlib.sha256(data).hexdigest() for real, data in sorted(found.items())}
+    return {real: hashlib.sha256(data).hexdigest() for real, data in found.items()}
 
 
 def header_texts(
@@ -72,7 +52,7 @@ def header_texts(
 ) -> dict[str, str]:
     """{resolved header path: text} of the same headers as :func:`header_closure`."""
     found = _reachable(sources, search_dirs, skip_dirs)
-    return {real: data.decode("utf-8", "replace") for real, data in sorted(found.items())}
+    return {real: data.decode("utf-8", "replace") for real, data in found.items()}
 
 
 def scan_includes(
@@ -103,11 +83,11 @@ def _reachable(
             if path is None:
                 continue
             real = os.path.realpath(path)
-            if real in found or real.startswith(skip):
+            if real in found or real.startswith(skip) or real.startswith(PSEUDO_ROOTS):
                 continue
-            data = _read_header(real)
-            if data is None:
+            try:
+                found[real] = b"".join(read_blocks(real, limit=HEADER_LIMIT))
+            except (OSError, ValueError):  # a header skipped here is still compiled: the compiler reports it
                 continue
-            found[real] = data
-            pending.append((data.decode("utf-8", "replace"), Path(real).parent))
-    return found
+            pending.append((found[real].decode("utf-8", "replace"), Path(real).parent))
+    return dict(sorted(found.items()))

@@ -57,10 +57,8 @@ def linker_causes(lines: Sequence[str]) -> list[str]:
         if found := _UNDEFINED.match(line):
             generated = function.startswith(_GENERATED_PREFIX)  # our trampoline calls the user's code
             place = found["where"] + (f" (in {function})" if function and not generated else "")
-            if found["symbol"] not in undefined:
-                causes.append(found["symbol"])  # a placeholder, filled in below
-                undefined[found["symbol"]] = []
-            known = undefined[found["symbol"]]
+            causes.append(found["symbol"])  # a placeholder, filled in below (its first place kept)
+            known = undefined.setdefault(found["symbol"], [])
             if any(p.startswith(found["where"]) for p in known):
                 # One file once: the generated caller's copy (the user's function inlined
                 # into it) gives way to the place that names the user's function.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import shlex
 import shutil
@@ -57,11 +58,6 @@ def _ninja_command(command: Sequence[str]) -> str:
     return line.replace("$", "$$")
 
 
-def _ninja_text(text: str) -> str:
-    first_line = text.splitlines()[0] if text else ""
-    return first_line.replace("$", "$$")
-
-
 def concrete(command: Sequence[str], directory: Path) -> list[str]:
     return [arg.replace(BUILD_DIR, str(directory)) for arg in command]
 
@@ -72,7 +68,7 @@ def render_ninja(steps: Sequence[BuildStep], directory: Path) -> str:
         lines += [
             f"rule step{i}",
             f"  command = {_ninja_command(concrete(step.command, directory))}",
-            f"  description = {_ninja_text(step.description)}",
+            f"  description = {(step.description.splitlines() or [''])[0].replace('$', '$$')}",
             "",
             f"build {_escape(step.output)}: step{i} " + " ".join(_escape(p) for p in step.inputs),
             "",
@@ -102,15 +98,12 @@ def _wait(
     module: str,
 ) -> bool:
     """Waits for ninja, logging "still compiling" now and then; False when it ran past ``timeout``.
-
-    Joins the reader thread, which wakes as soon as the output ends: ``Popen.wait(timeout)``
-    polls with sleeps growing to 50 ms, ending a build 25 ms late on average.
-    """
-    deadline = None if timeout is None else started + timeout
+    Joins the reader thread, which wakes as soon as the output ends (``Popen.wait`` polls, 25 ms late)."""
+    deadline = math.inf if timeout is None else started + timeout
     next_note = started + PROGRESS_INTERVAL_S
     while True:
         now = time.monotonic()
-        wake = next_note if deadline is None else min(next_note, deadline)
+        wake = min(next_note, deadline)
         # At most a second per join: ninja may exit while a process it started (a compiler
         # server) still holds its output open.
         reader.join(timeout=min(max(wake - now, 0.01), 1.0))
@@ -119,7 +112,7 @@ def _wait(
             reader.join(timeout=1.0)
             return True
         now = time.monotonic()
-        if deadline is not None and now >= deadline:
+        if now >= deadline:
             return False
         if now >= next_note:
             log.info("still compiling %s (%.0f s)", module, now - started)

@@ -80,11 +80,6 @@ def _complex_in(tokens: Sequence[Token]) -> bool:
     return False
 
 
-def _lexed(text: str) -> list[Sequence[Token]]:
-    """The tokens of the code and of each directive's body; comments (mere words) left out."""
-    return [lex(part).tokens for part in (text, *_directives(text))]
-
-
 def _checks_in(tokens: Sequence[Token]) -> bool:
     """True for code that may need the checking half of common.h: any ``std`` (a kernel may rely
     on what <string> includes), ``BE_`` macro, ``namespace BE``, or other ``BE::`` name."""
@@ -104,25 +99,28 @@ def _checks_in(tokens: Sequence[Token]) -> bool:
     return False
 
 
-def _needs(
-    texts: Sequence[tuple[str, list[Sequence[Token]]]],
-    macro: str,
-    found_in: Callable[[Sequence[Token]], bool],
-) -> bool:
-    for text, parts in texts:
-        if macro in text:
-            return True  # the user decides; never contradict a define of theirs
-        if any(found_in(tokens) for tokens in parts):
-            return True
-    return False
+# Each optional group's macro, and whether a unit's tokens need the group. The half types are
+# CUDA's alone; the order is that of the flags.
+_FOUND_IN: dict[str, Callable[[Sequence[Token]], bool]] = {
+    COMPLEX_MACRO: _complex_in,
+    CHECKS_MACRO: _checks_in,
+    HALF_MACRO: _half_in,
+}
 
 
-def needs_half_headers(texts: Iterable[str]) -> bool:
-    return _needs([(t, _lexed(t)) for t in texts], HALF_MACRO, _half_in)
+def _lexed(texts: Iterable[str]) -> list[tuple[str, list[Sequence[Token]]]]:
+    """Each text with the tokens of its code and of each directive's body (comments, mere words, left out)."""
+    return [(text, [lex(part).tokens for part in (text, *_directives(text))]) for text in texts]
 
 
-def needs_std_complex(texts: Iterable[str]) -> bool:
-    return _needs([(t, _lexed(t)) for t in texts], COMPLEX_MACRO, _complex_in)
+def _needs(lexed: Sequence[tuple[str, list[Sequence[Token]]]], macro: str) -> bool:
+    # A text that names the macro: the user decides; never contradict a define of theirs.
+    return any(macro in text or any(map(_FOUND_IN[macro], parts)) for text, parts in lexed)
+
+
+def needs_headers(macro: str, texts: Iterable[str]) -> bool:
+    """Whether ``texts`` may need the optional headers ``macro`` leaves out."""
+    return _needs(_lexed(texts), macro)
 
 
 def _directives(text: str) -> Iterable[str]:
@@ -146,12 +144,10 @@ def optional_header_flags(
     ``search`` holds the include directories, those of ``-I`` flags too; a macro named in
     ``extra_cflags`` is the user's to decide.
     """
-    checks = [(COMPLEX_MACRO, _complex_in), (CHECKS_MACRO, _checks_in)]
-    checks += [(HALF_MACRO, _half_in)] if cuda else []
-    checks = [(m, f) for m, f in checks if not any(m in flag for flag in extra_cflags)]
-    if not checks:
+    macros = [m for m in _FOUND_IN if cuda or m != HALF_MACRO]
+    macros = [m for m in macros if not any(m in flag for flag in extra_cflags)]
+    if not macros:
         return []
     dirs = [*search] + ([directory] if directory is not None else [])
-    texts = [text, *header_texts([(text, directory)], dirs, skip_dirs=[INCLUDE_DIR]).values()]
-    lexed = [(t, _lexed(t)) for t in texts]
-    return [f"-D{macro}=0" for macro, found_in in checks if not _needs(lexed, macro, found_in)]
+    lexed = _lexed([text, *header_texts([(text, directory)], dirs, skip_dirs=[INCLUDE_DIR]).values()])
+    return [f"-D{macro}=0" for macro in macros if not _needs(lexed, macro)]

@@ -10,6 +10,7 @@ import logging
 import shutil
 import subprocess
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,16 +24,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("brainevent.build")
 
 
+@dataclass(frozen=True)
 class Preprocessor:
     """``preprocessor(file_name)`` -> the unit's preprocessed text; CompileError on failure."""
 
-    def __init__(
-        self, directory: Path, units: Sequence[SourceUnit], options: LoadOptions, platform: Platform
-    ) -> None:
-        self.directory = directory  # the build's staging directory (scratch files are removed)
-        self.units = {u.display_name: u for u in units}
-        self.options = options
-        self.platform = platform
+    directory: Path  # the build's staging directory (scratch files are removed)
+    units: Sequence[SourceUnit]
+    options: LoadOptions
+    platform: Platform
 
     def __call__(self, file_name: str) -> str:
         # Imported here: only a function made by a macro needs them.
@@ -40,7 +39,7 @@ class Preprocessor:
         from .diagnostics import first_error_index
         from .ninja import concrete
 
-        unit = self.units[file_name]
+        unit = next(u for u in self.units if u.display_name == file_name)
         scratch = self.directory / "preprocess"
         scratch.mkdir(exist_ok=True)
         source, output = f"preprocess/unit{unit.suffix}", "preprocess/unit.i"

@@ -121,12 +121,9 @@ def _elf_machine(path: str | Path) -> tuple[bytes, int] | None:
 
 
 def _headers_changed(directory: Path, inputs: Mapping[str, Any]) -> str | None:
-    """None when every header the bundle records (by content) is unchanged, else why not.
-
-    Only regular files inside the package root the bundle names (the sources' directory
-    or one above it) are read, each at most HEADER_LIMIT bytes: a record pointing
-    elsewhere, at a FIFO or at a pseudo-file refuses the bundle instead of hanging the load.
-    """
+    """None when every header the bundle records (by content) is unchanged, else why not. Only
+    regular files under the package root are read, each at most HEADER_LIMIT bytes: a record
+    pointing elsewhere, at a FIFO or at a pseudo-file refuses the bundle instead of hanging the load."""
     above = inputs.get(PACKAGE_ROOT, ".")  # "." or "../..": nothing else
     if not isinstance(above, str) or any(part not in (".", "..") for part in above.split("/")):
         return f"its package root {above!r} is not a directory above its sources"

@@ -1,17 +1,8 @@
-"""Who may have written a bundle the loader is about to run.
+"""Who may have written a bundle the loader is about to run (the rule and its table: docs/caching.md).
 
-A bundle is code this process will load, so it meets the cache's trust rule
-(docs/caching.md): no other local user may have been able to write anything on the path
-the loader trusts. Bundles live in a package, which is often installed by root or by an
-administrator's account rather than by this user; whoever owns the sources' directory
-already controls the Python code that asks for the bundle, so they are trusted too.
-
-So every directory from ``/`` down to the sources' directory is owned by root, this user
-or the sources' owner and writable by no one else (unless sticky, as ``/tmp``); and
-``_brainevent/``, the bundle's directory, its manifest and its library are owned by one of
-those, are what they claim to be (no symbolic links) and are writable by no one else. A
-bundle that fails is refused with a CacheError naming the path and the fix: another user
-could have swapped it in.
+A bundle is code this process will load, so it meets the cache's trust rule; the owners trusted
+are root, this user and the owner of the sources' directory (who already controls the Python code
+that asks for the bundle). A bundle that fails is refused with a CacheError naming the path and the fix.
 """
 
 from __future__ import annotations

@@ -34,7 +34,9 @@ def check_batch_dims(name: str, arrays: Sequence[Any], specs: Sequence[Any], k: 
 
 
 def _shardy_rule(ctx: Any, num_batch_dims: int) -> Any | None:
-    """``b0 b1 x y, b0 b1 z -> b0 b1 w``: batch factors shared, every other dim its own."""
+    """``b0 b1 x y, b0 b1 z -> b0 b1 w``: batch factors shared, every other dim its own. (JAX's
+    own rule for linalg calls writes the batch dims as ``...``, which refuses a size-1 batch
+    dim beside a larger one, as ``vmap``'s ``expand_dims`` gives.)"""
     try:
         from jax._src.custom_partitioning_sharding_rule import (
             sdy_sharding_rule_to_mlir,
@@ -51,19 +53,14 @@ def _shardy_rule(ctx: Any, num_batch_dims: int) -> Any | None:
         return ", ".join(" ".join(batch + dims) for dims in own)
 
     try:
-        text = f"{factors(ctx.avals_in)} -> {factors(ctx.avals_out)}"
+        rule = str_to_sdy_sharding_rule(f"{factors(ctx.avals_in)} -> {factors(ctx.avals_out)}")
     except StopIteration:
         return None  # more dims than factor names: leave the call to XLA's own partitioner
-
-    def ir_types(avals: Sequence[Any]) -> list[Any]:
-        convert: Any = mlir.aval_to_ir_type
-        try:
-            return [convert(ctx.module_context, aval) for aval in avals]
-        except TypeError:  # JAX versions whose helper takes the aval alone
-            return [convert(aval) for aval in avals]
-
-    rule = str_to_sdy_sharding_rule(text)
-    return sdy_sharding_rule_to_mlir(rule, ir_types(ctx.avals_in), ir_types(ctx.avals_out))
+    types = [
+        [mlir.aval_to_ir_type(ctx.module_context, a) for a in avals]
+        for avals in (ctx.avals_in, ctx.avals_out)
+    ]
+    return sdy_sharding_rule_to_mlir(rule, *types)
 
 
 def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> dict[str, Any]:

@@ -31,10 +31,7 @@ def flatten_outs(outs: Any) -> tuple[list[Any], Any]:
 
 def varying_axes(aval: Any) -> frozenset[Any]:
     """The manual mesh axes a value varies over (empty outside ``shard_map`` or unchecked)."""
-    manual = getattr(aval, "mat", None)  # JAX >= 0.10: ManualAxisType
-    if manual is not None:
-        return frozenset(getattr(manual, "varying", ()))
-    return frozenset(getattr(aval, "vma", ()))  # earlier JAX spelled it vma
+    return frozenset(getattr(getattr(aval, "mat", None), "varying", ()))  # mat: its ManualAxisType
 
 
 def union_of(avals: Sequence[Any]) -> frozenset[Any]:

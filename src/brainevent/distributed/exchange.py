@@ -10,16 +10,19 @@ Keys, under ``brainevent/<module name>/<cache key>/``:
 Only processes that miss in their own cache take part. The builder always writes ``status``,
 its error too; a builder that dies leaves the others waiting ``BRAINEVENT_DISTRIBUTED_TIMEOUT``
 seconds at most. Keys are content addressed, so a later miss in the job receives the outcome at once.
+The entry travels as an uncompressed tar of its regular files; unpacking accepts only plain
+relative names and regular files, so an archive can never write outside the staging directory.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .. import config, errors
@@ -28,7 +31,6 @@ from ..cache.key import CacheKey
 from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry, EntryStore
 from ..errors import BrainEventError, CacheError, CompileError
-from .archive import FALLBACK, pack, unpack
 from .kv import KeyValue, current
 
 log = logging.getLogger("brainevent.distributed")
@@ -38,6 +40,8 @@ log = logging.getLogger("brainevent.distributed")
 # releases or a proxy in between may keep; 4 MiB chunks move at about 100-150 MiB/s on one host.
 CHUNK_BYTES = 4 * 1024 * 1024
 _LOG_EVERY_S = 10.0  # how often a waiting process says that it still waits
+# How every refused transfer ends: the way out.
+FALLBACK = "Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every process."
 
 
 def get_or_build(
@@ -53,7 +57,7 @@ def get_or_build(
         return build()
     prefix = f"brainevent/{store.name}/{key.digest}"
     if kv.claim(f"{prefix}/claim"):
-        return _build_and_share(kv, prefix, store, key, build)
+        return _build_and_share(kv, prefix, store, build)
     try:
         return _receive(kv, prefix, store, key)
     except records.RecordError as exc:
@@ -63,7 +67,7 @@ def get_or_build(
 
 
 def _build_and_share(
-    kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey, build: Callable[[], CacheEntry]
+    kv: KeyValue, prefix: str, store: EntryStore, build: Callable[[], CacheEntry]
 ) -> CacheEntry:
     kv.put(f"{prefix}/builder", str(kv.process_id).encode())
     log.info("building module %s for all %d processes of the job", store.name, kv.num_processes)
@@ -195,3 +199,49 @@ def _rebuild_error(record: dict[str, Any], name: str) -> BrainEventError:
     data = record.get("data")
     # Made as unpickling makes it: a subclass's own __init__ never sees the peer's fields.
     return errors._rebuild(cls, message, data if isinstance(data, dict) else {})
+
+
+def pack(directory: Path) -> bytes:
+    import tarfile  # slow to import: only a job's builder and receivers need it
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path in sorted(directory.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                tar.add(path, arcname=path.relative_to(directory).as_posix(), recursive=False)
+    return buffer.getvalue()
+
+
+def unpack(data: bytes, staging: Path) -> None:
+    """Writes the archive's plain files under ``staging``; CacheError on anything else."""
+    import tarfile
+
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            for member in tar.getmembers():
+                name = PurePosixPath(member.name)
+                if not member.isfile() or name.is_absolute() or ".." in name.parts or not name.parts:
+                    raise CacheError(
+                        f"the module archive received from the job's builder holds {member.name!r}, "
+                        f"which is not a plain file inside the entry; the transfer was refused. {FALLBACK}",
+                        path=member.name,
+                    )
+                target = staging.joinpath(*name.parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                if source is None:  # a regular file always has contents
+                    raise tarfile.TarError(f"no contents for {member.name!r}")
+                target.write_bytes(source.read())
+    except (
+        tarfile.TarError,
+        EOFError,
+        ValueError,
+        NotADirectoryError,
+        IsADirectoryError,
+        FileExistsError,
+    ) as exc:
+        raise CacheError(
+            f"the module archive received from the job's builder is malformed ({type(exc).__name__}: "
+            f"{exc}); the transfer was refused. {FALLBACK}",
+            path=str(staging),
+        ) from None

@@ -57,18 +57,8 @@ class KeyValue:
         return base64.b64decode(text)
 
     def try_get(self, key: str) -> bytes | None:
-        """The value if it is set now, else None; never waits (beyond one round trip)."""
-        name = "key_value_try_get_bytes" if self._binary else "key_value_try_get"
-        method = getattr(self._client, name, None)
-        if method is None:
-            return self.get(key, 0.001)
-        try:
-            value = method(key)
-        except Exception as exc:
-            if "NOT_FOUND" in str(exc):
-                return None
-            raise
-        return bytes(value) if self._binary else base64.b64decode(value)
+        """The value if it is set now, else None (a blocking get that waits a tenth of a second at most)."""
+        return self.get(key, 0.1)
 
 
 def current() -> KeyValue | None:
