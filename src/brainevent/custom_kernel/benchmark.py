@@ -208,7 +208,6 @@ def benchmark_backends(
     platform: str,
     backends: Sequence[str],
     configs: Sequence[BenchmarkConfig],
-    *,
     n_warmup: int,
     n_runs: int,
     n_batch_per_run: int,

@@ -154,6 +154,10 @@ def _is_library_code(code: types.CodeType) -> bool:
     )
 
 
+def _is_plain(obj: Any) -> bool:
+    return isinstance(obj, _PLAIN) or type(obj).__module__ == "numpy"  # NumPy scalars and dtypes
+
+
 def _unwrap(obj: Any) -> types.FunctionType | None:
     """The Python function behind a function or a kernel object, if any."""
     for _ in range(4):
@@ -174,7 +178,7 @@ class _Hasher:
         self._digest.update(raw)
 
     def value(self, obj: Any, depth: int) -> None:
-        if isinstance(obj, _PLAIN):
+        if _is_plain(obj):
             self.put("const", repr(obj))
             return
         if isinstance(obj, (tuple, list)):
@@ -184,9 +188,6 @@ class _Hasher:
             return
         if isinstance(obj, frozenset):
             self.put("set", repr(sorted(map(repr, obj))))
-            return
-        if type(obj).__module__ == "numpy":  # NumPy scalars and dtypes
-            self.put("numpy", repr(obj))
             return
         if id(obj) in self._seen or depth > _MAX_DEPTH:
             self.put("again", type(obj).__qualname__)
@@ -219,7 +220,7 @@ class _Hasher:
         scope = fn.__globals__
         for name in sorted(n for n in names if n in scope):
             found = scope[name]
-            plain = isinstance(found, _PLAIN) or type(found).__module__ == "numpy"
+            plain = _is_plain(found)
             # A module is a library, stood for by its version; other globals only of fn's own module.
             inner = None if plain or isinstance(found, types.ModuleType) else _unwrap(found)
             if plain or (inner is not None and inner.__module__ == fn.__module__):
