@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
@@ -285,8 +286,6 @@ class BackendTable:
         return KernelCallError(f"XLACustomKernel {self.name!r} {text}", kernel=self.name, **data)
 
     def _warn_backend_once(self, message: str) -> None:
-        import warnings
-
         if message not in self._warned:
             self._warned.add(message)
             warnings.warn(message, UserWarning, stacklevel=3)

@@ -37,6 +37,7 @@ from ..cache.key import CacheKey
 from ..cache.store import EntryStore, cache_root
 from ..errors import CacheError
 from ..fileio import read_blocks
+from .benchmark import BenchmarkRecord, BenchmarkResult, _device
 from .kernels import KernelEntry
 from .libraries import LIBRARIES
 
@@ -65,16 +66,6 @@ def key_of(parts: Sequence[Any]) -> CacheKey:
 
 def choice_parts(platform: str, device_kind: str, inputs: Sequence[str], outputs: Sequence[str]) -> list[Any]:
     return ["choice", platform, device_kind, list(inputs), list(outputs)]
-
-
-def device_kind(platform: str) -> str | None:
-    """The kind of ``platform``'s first device (what benchmark() times on), or None without one."""
-    import jax
-
-    try:
-        return str(jax.devices(platform)[0].device_kind)
-    except RuntimeError:
-        return None
 
 
 def read(store: EntryStore, parts: Sequence[Any], *, use: bool = True) -> dict[str, Any] | None:
@@ -119,9 +110,14 @@ def lookup(
     store = store_for(name)
     if not os.path.lexists(store.module_dir):
         return None  # the common case: one lstat
-    kind = device_kind(platform)
+    import jax
+
+    try:
+        kind = str(jax.devices(platform)[0].device_kind)  # the device benchmark() times on
+    except RuntimeError:
+        return None
     ins, outputs = [aval_text(a) for a in avals_in], [aval_text(o) for o in outs]
-    entry = read(store, choice_parts(platform, kind, ins, outputs)) if kind is not None else None
+    entry = read(store, choice_parts(platform, kind, ins, outputs))
     if entry is None or entry["backend"] not in entries or entry["sources"] != sources_fingerprint(entries):
         return None
     return str(entry["backend"])
@@ -305,8 +301,6 @@ class Run:
         cls, primitive: Any, call: Callable[..., Any], platform: str, backends: list[str], configs: list[Any]
     ) -> Run:
         """The run of ``backends`` of ``primitive`` (an XLACustomKernel) on ``configs``."""
-        from .benchmark import _device
-
         entries = primitive._kernels[platform]
         described = [
             {
@@ -321,8 +315,6 @@ class Run:
 
     def result(self, name: str) -> Any:
         """The stored result of this run (``remembered`` set), or None if none is valid."""
-        from .benchmark import BenchmarkRecord, BenchmarkResult
-
         store = store_for(self.name)
         entry = read(store, self.parts)
         if entry is None or entry["sources"] != self.sources:
@@ -371,8 +363,6 @@ def operand_signatures(
 ) -> list[list[list[str]]]:
     """[inputs, outputs] of every distinct bind of ``primitive`` when ``call(*args, **kwargs)``
     is traced: what a lowering of it will see."""
-    import functools
-
     import jax
     from jax.extend.core import subjaxprs
 
