@@ -166,11 +166,10 @@ class XLACustomKernel(BackendTable, Rules):
         prim = self.primitive
         prim.def_impl(partial(dispatch.apply_primitive, prim))
         prim.def_abstract_eval(lambda *avals, outs, **params: abstract_results(avals, outs))
-        for jax_platform in _OF_JAX_PLATFORM:
+        for jax_platform in (*_OF_JAX_PLATFORM, None):  # None: any other platform, to name it in the error
             mlir.register_lowering(
                 prim, partial(self._lower, jax_platform=jax_platform), platform=jax_platform
             )
-        mlir.register_lowering(prim, partial(self._lower, jax_platform=None))
         batching.primitive_batchers[prim] = self._batch
         ad.primitive_jvps[prim] = self._jvp
         ad.primitive_transposes[prim] = self._transpose

@@ -141,13 +141,6 @@ class Rules:
 # -- brainevent 0.2.1's rules for any JAX primitive ------------------------------------------------
 
 
-def _primitive_of(primitive: Any) -> Primitive:
-    inner = getattr(primitive, "primitive", primitive)  # an XLACustomKernel carries one
-    if not isinstance(inner, Primitive):
-        raise TypeError(f"defjvp needs a JAX Primitive or an XLACustomKernel, got {type(primitive).__name__}")
-    return inner
-
-
 def defjvp(primitive: Any, *jvp_rules: Callable[..., Any] | None) -> None:
     """Differentiate ``primitive`` with one rule per input.
 
@@ -156,7 +149,9 @@ def defjvp(primitive: Any, *jvp_rules: Callable[..., Any] | None) -> None:
     ``None`` marks an input that has no tangent. Contributions are summed. A rule count that
     differs from the number of inputs is a ``ValueError`` when the primitive is differentiated.
     """
-    prim = _primitive_of(primitive)
+    prim = getattr(primitive, "primitive", primitive)  # an XLACustomKernel carries one
+    if not isinstance(prim, Primitive):
+        raise TypeError(f"defjvp needs a JAX Primitive or an XLACustomKernel, got {type(primitive).__name__}")
     ad.primitive_jvps[prim] = functools.partial(
         per_input_jvp, checked_rules("defjvp", prim.name, jvp_rules), prim
     )
@@ -199,13 +194,11 @@ def per_input_jvp(
                 f"list of {len(out)} tangents (one per result), got {type(part).__name__}"
             )
         total = [_add(a, b) for a, b in zip(total, part, strict=True)]
-    found = [_zero_like(o) if t is None else t for o, t in zip(outs, total, strict=True)]
+    # None: no rule gave a tangent; JAX's symbolic zero makes no array.
+    found = [
+        ad.Zero(jax.typeof(o).to_tangent_aval()) if t is None else t for o, t in zip(outs, total, strict=True)
+    ]
     return out, found if prim.multiple_results else found[0]
-
-
-def _zero_like(primal: Any) -> Any:
-    """JAX's symbolic zero tangent for ``primal`` (no array is made)."""
-    return ad.Zero(jax.typeof(primal).to_tangent_aval())
 
 
 def _add(a: Any, b: Any) -> Any:
