@@ -137,17 +137,12 @@ _WRAPPED = ("__func__", "py_func", "fn", "func", "__wrapped__")
 def _library_roots() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     roots = {paths.get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    return tuple(sorted(r for r in roots if r))
+    return ("<frozen", *sorted(r for r in roots if r))  # prefixes, for str.startswith
 
 
 def _is_library_code(code: types.CodeType) -> bool:
     name = code.co_filename
-    return (
-        "site-packages" in name
-        or "dist-packages" in name
-        or name.startswith("<frozen")
-        or any(name.startswith(root) for root in _library_roots())
-    )
+    return "site-packages" in name or "dist-packages" in name or name.startswith(_library_roots())
 
 
 def _is_plain(obj: Any) -> bool:
@@ -339,7 +334,12 @@ class Run:
     def store(self, result: Any) -> None:
         """Publishes the run and its winner for each operand signature."""
         store, now = store_for(self.name), time.time()
-        records = [_jsonable(vars(r)) for r in result.records]
+        # As JSON makes them: NumPy scalars as numbers, any other object as its repr.
+        text = json.dumps(
+            [vars(r) for r in result.records],
+            default=lambda v: v.item() if isinstance(v, np.generic) else repr(v),
+        )
+        records = json.loads(text)
         where = f"{self.platform}, {self.device_kind}"
         run = {"backends": self.backends, "sources": self.sources, "records": records, "measured": now}
         write(store, self.parts, self.platform, run, f"run [{where}] of {', '.join(self.backends)}")
@@ -351,11 +351,6 @@ class Run:
             choice.update(platform=self.platform, device_kind=self.device_kind, versions=self.versions)
             what = f"choice [{where}] {', '.join(inputs)} -> {', '.join(outputs)}: {backend}"
             write(store, parts, self.platform, choice, what)
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` as JSON makes it: NumPy scalars as numbers, any other object as its repr."""
-    return json.loads(json.dumps(value, default=lambda v: v.item() if isinstance(v, np.generic) else repr(v)))
 
 
 def operand_signatures(
