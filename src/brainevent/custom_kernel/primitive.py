@@ -320,7 +320,7 @@ class XLACustomKernel(BackendTable, Rules):
         from .remembered import Run
 
         measurement = Run.describe(self, call, resolved, chosen, list(configs)) if remember else None
-        result = measurement.result(self.name) if measurement is not None else None
+        result = measurement.result() if measurement is not None else None
         if result is None:
             timing = (n_warmup, n_runs, n_batch_per_run, compare_results, rtol, atol, catch_errors)
             with verbosity(verbose):

@@ -308,7 +308,7 @@ class Run:
         kind, fingerprint = str(_device(platform).device_kind), sources_fingerprint(entries)
         return cls(primitive.name, platform, kind, backends, fingerprint, versions(list(entries)), described)
 
-    def result(self, name: str) -> Any:
+    def result(self) -> BenchmarkResult | None:
         """The stored result of this run (``remembered`` set), or None if none is valid."""
         store = store_for(self.name)
         entry = read(store, self.parts)
@@ -318,20 +318,21 @@ class Run:
             records = [BenchmarkRecord(**r) for r in entry["records"]]
         except TypeError:  # written by another version of this schema's writer
             return None
-        result = BenchmarkResult(records, primitive_name=name, remembered=True)
+        result = BenchmarkResult(records, primitive_name=self.name, remembered=True)
         # A winner whose entry is gone or untrusted is measured again, with the whole run.
-        winners = self._winners(result)
-        return None if any(read(store, choice) is None for choice, *_ in winners) else result
+        return None if any(read(store, choice) is None for choice, *_ in self._winners(result)) else result
 
-    def _winners(self, result: Any) -> Iterator[tuple[list[Any], str, list[str], list[str], str]]:
+    def _winners(self, result: BenchmarkResult) -> Iterator[tuple[list[Any], str, list[str], list[str], str]]:
         """(choice parts, configuration, inputs, outputs, fastest backend) of every signature measured."""
         for config in self.configs:
             fastest = result.fastest(config["label"])
-            for inputs, outputs in config["signatures"] if fastest is not None else ():
+            if fastest is None:
+                continue
+            for inputs, outputs in config["signatures"]:
                 parts = choice_parts(self.platform, self.device_kind, inputs, outputs)
                 yield parts, config["label"], inputs, outputs, fastest.backend
 
-    def store(self, result: Any) -> None:
+    def store(self, result: BenchmarkResult) -> None:
         """Publishes the run and its winner for each operand signature."""
         store, now = store_for(self.name), time.time()
         # As JSON makes them: NumPy scalars as numbers, any other object as its repr.
