@@ -316,15 +316,14 @@ class TritonCall:
                 scratch_specs.append(jax.ShapeDtypeStruct((programs * size + align,), np.uint8))
         params = [*bound.params, *trailing_params(first, len(bound.params), scratch_operands)]
         block = (32 * first.num_warps, 1, 1)
-        n_outputs = len(self.specs) + len(scratch_specs)
-        launcher = launcher_for(len(arrays), n_outputs)
+        specs = [*self.specs, *scratch_specs]
+        launcher = launcher_for(len(arrays), len(specs))
         images = {cc: c.image for cc, c in compiled.items()}
         layout = repr((grid, block, [(p.kind, p.value, p.size) for p in params], first.cooperative))
         shared = [f"{cc}:{image.shared_mem}" for cc, image in images.items()]
         kernel_id = content_id("triton", first.entry, layout, *shared, *(i.code for i in images.values()))
-        n_operands, coop = len(arrays) + n_outputs, first.cooperative
+        n_operands, coop = len(arrays) + len(specs), first.cooperative
         register(launcher, kernel_id, first.entry, grid, block, params, n_operands, images, cooperative=coop)
-        specs = [*self.specs, *scratch_specs]
         results = call_target(
             launcher.target, arrays, specs, **self.call_options, kernel_id=np.int64(kernel_id)
         )
