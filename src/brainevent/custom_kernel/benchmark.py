@@ -6,15 +6,18 @@ deviation that a few outlier rounds do not inflate)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..errors import KernelCallError
 from ..logs import to_stderr
 
 TABLE_HEADER = ("config", "platform", "backend", "median ms", "noise ms", "mean ms", "min ms", "rounds")
@@ -124,17 +127,11 @@ class BenchmarkResult:
     def best_backend(self) -> str | None:
         """The backend with the lowest geometric mean of its medians over every configuration;
         a backend that failed any configuration is not eligible."""
-        labels = {r.label for r in self.records}
-        scores: dict[str, list[float]] = {}
-        failed: set[str] = set()
+        scores: dict[str, list[float]] = {}  # every backend has one record per configuration
         for r in self.records:
-            if r.success and r.median_ms > 0:
-                scores.setdefault(r.backend, []).append(math.log(r.median_ms))
-            else:
-                failed.add(r.backend)
-        eligible = {
-            b: sum(v) / len(v) for b, v in scores.items() if b not in failed and len(v) == len(labels)
-        }
+            ok = r.success and r.median_ms > 0
+            scores.setdefault(r.backend, []).append(math.log(r.median_ms) if ok else math.inf)
+        eligible = {b: sum(v) / len(v) for b, v in scores.items() if math.inf not in v}
         return min(eligible, key=lambda b: eligible[b]) if eligible else None
 
     def table(self) -> str:
@@ -180,8 +177,6 @@ class BenchmarkResult:
 def _device(platform: str) -> Any:
     import jax
 
-    from ..errors import KernelCallError
-
     try:
         return jax.devices(platform)[0]
     except RuntimeError as exc:
@@ -208,7 +203,6 @@ def benchmark_backends(
     platform: str,
     backends: Sequence[str],
     configs: Sequence[BenchmarkConfig],
-    *,
     n_warmup: int,
     n_runs: int,
     n_batch_per_run: int,
@@ -219,9 +213,6 @@ def benchmark_backends(
 ) -> BenchmarkResult:
     """Times ``call(*config.args, backend=b, **config.kernel_kwargs)`` under ``jax.jit`` for every
     backend ``b`` and configuration, in interleaved rounds on ``platform``'s first device."""
-    import functools
-    import warnings
-
     import jax
 
     device = _device(platform)

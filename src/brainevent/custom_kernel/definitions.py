@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
@@ -26,11 +27,6 @@ def platform_name(platform: object, allowed: Sequence[str] = PLATFORMS) -> str:
         names = sorted(k for k, v in ALIASES.items() if v in allowed)
         raise ValueError(f"platform must be one of {names}, got {platform!r}")
     return resolved
-
-
-def _is_numba_object(value: Any) -> bool:
-    """A Numba dispatcher (``@njit`` / ``@cuda.jit``), told apart from a kernel generator."""
-    return type(value).__module__.split(".")[0] in ("numba", "numba_cuda")
 
 
 class BackendTable:
@@ -199,10 +195,11 @@ class BackendTable:
     def _add_numba(
         self, backend: str, kg: Any, kernel: Any, generator: Any, asdefault: bool, plain: bool, make: Any
     ) -> Self:
-        """``kg`` alone, not a Numba object, is a 0.2.1 kernel generator when ``plain``; else
-        ``make(kernel, generator)`` is the call-site kernel."""
+        """``kg`` alone, not a Numba dispatcher (``@njit`` / ``@cuda.jit``), is a 0.2.1 kernel
+        generator when ``plain``; else ``make(kernel, generator)`` is the call-site kernel."""
         platform = LIBRARIES[backend].platforms[0]
-        if plain and kernel is None and generator is None and not _is_numba_object(kg):
+        numba_object = type(kg).__module__.split(".")[0] in ("numba", "numba_cuda")
+        if plain and kernel is None and generator is None and not numba_object:
             return self.def_kernel(backend, platform, kg, asdefault)
         if kg is not None:
             if kernel is not None:
@@ -285,8 +282,6 @@ class BackendTable:
         return KernelCallError(f"XLACustomKernel {self.name!r} {text}", kernel=self.name, **data)
 
     def _warn_backend_once(self, message: str) -> None:
-        import warnings
-
         if message not in self._warned:
             self._warned.add(message)
             warnings.warn(message, UserWarning, stacklevel=3)

@@ -83,11 +83,8 @@ class GeneratorLowering:
         def traced(*args: Any) -> list[Any]:
             return checked_results(self.backend, kernel(*args), outs)
 
-        # The generated function is per-device code: by the time it is lowered JAX has
-        # checked the types, and its operands are the local blocks. Tracing it with plain
-        # types and no mesh keeps code written for one device (a Pallas kernel, which
-        # refuses mesh axes that are not manual, mixing in invariant constants) working
-        # inside shard_map and under sharded jit.
+        # Per-device code on local blocks: traced with plain types and no mesh, so code for one
+        # device (a Pallas kernel refuses non-manual mesh axes) works in shard_map and sharded jit.
         from jax.core import ShapedArray
         from jax.sharding import AbstractMesh, use_abstract_mesh
 

@@ -38,6 +38,12 @@ def _check_attrs(name: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
     return dict(attrs)
 
 
+def _callable(what: str, fn: Any) -> Callable[..., Any]:
+    if not callable(fn):
+        raise TypeError(f"{what} needs a callable, got {type(fn).__name__}")
+    return cast(Callable[..., Any], fn)
+
+
 class XLACustomKernel(BackendTable, Rules):
     """A named JAX primitive with named backends per platform, chosen when it is lowered.
 
@@ -155,36 +161,29 @@ class XLACustomKernel(BackendTable, Rules):
         from jax._src import dispatch
         from jax.interpreters import ad, batching, mlir
 
+        from ..calls.results import abstract_results
+
         prim = self.primitive
         prim.def_impl(partial(dispatch.apply_primitive, prim))
-        prim.def_abstract_eval(self._abstract_eval)
-        for jax_platform in _OF_JAX_PLATFORM:
+        prim.def_abstract_eval(lambda *avals, outs, **params: abstract_results(avals, outs))
+        for jax_platform in (*_OF_JAX_PLATFORM, None):  # None: any other platform, to name it in the error
             mlir.register_lowering(
                 prim, partial(self._lower, jax_platform=jax_platform), platform=jax_platform
             )
-        mlir.register_lowering(prim, partial(self._lower, jax_platform=None))
         batching.primitive_batchers[prim] = self._batch
         ad.primitive_jvps[prim] = self._jvp
         ad.primitive_transposes[prim] = self._transpose
 
-    @staticmethod
-    def _abstract_eval(*avals: Any, outs: tuple[Any, ...], **params: Any) -> list[Any]:
-        from ..calls.results import abstract_results
-
-        return abstract_results(avals, outs)
-
     def _lower(
         self, ctx: Any, *operands: Any, jax_platform: str | None, outs: tuple[Any, ...], **params: Any
     ) -> Any:
-        platform = _OF_JAX_PLATFORM.get(jax_platform or "")
-        if platform is None:
-            named = jax_platform or ", ".join(getattr(ctx.module_context, "platforms", ())) or "this backend"
-            raise selection.missing_platform(self.name, named, self._kernels)
-        requested = params.pop("backend", None)
-        batch_dims = params.pop("batch_dims", 0)
+        platform = _OF_JAX_PLATFORM.get(jax_platform or "", "")
         entries = self._kernels.get(platform, {})
         if not entries:
-            raise selection.missing_platform(self.name, platform, self._kernels)
+            named = platform or jax_platform or ", ".join(getattr(ctx.module_context, "platforms", ()))
+            raise selection.missing_platform(self.name, named or "this backend", self._kernels)
+        requested = params.pop("backend", None)
+        batch_dims = params.pop("batch_dims", 0)
         self._lowered.add(platform)
         if requested is not None:
             if requested not in entries:
@@ -229,9 +228,7 @@ class XLACustomKernel(BackendTable, Rules):
     def def_call(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """The user-facing function that prepares arguments and calls this primitive; it must
         accept and pass on ``backend=``. :meth:`call` and :meth:`benchmark` use it."""
-        if not callable(fn):
-            raise TypeError(f"def_call needs a callable, got {type(fn).__name__}")
-        self._call_fn = fn
+        self._call_fn = _callable("def_call", fn)
         return fn
 
     def call(self, *args: Any, **kwargs: Any) -> Any:
@@ -252,9 +249,7 @@ class XLACustomKernel(BackendTable, Rules):
 
     def def_benchmark_data(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn(*, platform) -> list[BenchmarkConfig]``: the inputs :meth:`benchmark` times."""
-        if not callable(fn):
-            raise TypeError(f"def_benchmark_data needs a callable, got {type(fn).__name__}")
-        self._benchmark_data_fn = fn
+        self._benchmark_data_fn = _callable("def_benchmark_data", fn)
         return fn
 
     def benchmark(
@@ -325,14 +320,11 @@ class XLACustomKernel(BackendTable, Rules):
         from .remembered import Run
 
         measurement = Run.describe(self, call, resolved, chosen, list(configs)) if remember else None
-        result = measurement.result(self.name) if measurement is not None else None
+        result = measurement.result() if measurement is not None else None
         if result is None:
-            options: dict[str, Any] = {"n_warmup": n_warmup, "n_runs": n_runs, "rtol": rtol, "atol": atol}
-            options.update(n_batch_per_run=n_batch_per_run, compare_results=compare_results)
+            timing = (n_warmup, n_runs, n_batch_per_run, compare_results, rtol, atol, catch_errors)
             with verbosity(verbose):
-                result = benchmark_backends(
-                    self.name, call, resolved, chosen, configs, **options, catch_errors=catch_errors
-                )
+                result = benchmark_backends(self.name, call, resolved, chosen, configs, *timing)
             if measurement is not None:
                 measurement.store(result)
                 if resolved in self._lowered:

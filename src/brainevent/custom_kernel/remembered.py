@@ -37,6 +37,7 @@ from ..cache.key import CacheKey
 from ..cache.store import EntryStore, cache_root
 from ..errors import CacheError
 from ..fileio import read_blocks
+from .benchmark import BenchmarkRecord, BenchmarkResult, _device
 from .kernels import KernelEntry
 from .libraries import LIBRARIES
 
@@ -65,16 +66,6 @@ def key_of(parts: Sequence[Any]) -> CacheKey:
 
 def choice_parts(platform: str, device_kind: str, inputs: Sequence[str], outputs: Sequence[str]) -> list[Any]:
     return ["choice", platform, device_kind, list(inputs), list(outputs)]
-
-
-def device_kind(platform: str) -> str | None:
-    """The kind of ``platform``'s first device (what benchmark() times on), or None without one."""
-    import jax
-
-    try:
-        return str(jax.devices(platform)[0].device_kind)
-    except RuntimeError:
-        return None
 
 
 def read(store: EntryStore, parts: Sequence[Any], *, use: bool = True) -> dict[str, Any] | None:
@@ -119,9 +110,14 @@ def lookup(
     store = store_for(name)
     if not os.path.lexists(store.module_dir):
         return None  # the common case: one lstat
-    kind = device_kind(platform)
+    import jax
+
+    try:
+        kind = str(jax.devices(platform)[0].device_kind)  # the device benchmark() times on
+    except RuntimeError:
+        return None
     ins, outputs = [aval_text(a) for a in avals_in], [aval_text(o) for o in outs]
-    entry = read(store, choice_parts(platform, kind, ins, outputs)) if kind is not None else None
+    entry = read(store, choice_parts(platform, kind, ins, outputs))
     if entry is None or entry["backend"] not in entries or entry["sources"] != sources_fingerprint(entries):
         return None
     return str(entry["backend"])
@@ -141,17 +137,16 @@ _WRAPPED = ("__func__", "py_func", "fn", "func", "__wrapped__")
 def _library_roots() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     roots = {paths.get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    return tuple(sorted(r for r in roots if r))
+    return ("<frozen", *sorted(r for r in roots if r))  # prefixes, for str.startswith
 
 
 def _is_library_code(code: types.CodeType) -> bool:
     name = code.co_filename
-    return (
-        "site-packages" in name
-        or "dist-packages" in name
-        or name.startswith("<frozen")
-        or any(name.startswith(root) for root in _library_roots())
-    )
+    return "site-packages" in name or "dist-packages" in name or name.startswith(_library_roots())
+
+
+def _is_plain(obj: Any) -> bool:
+    return isinstance(obj, _PLAIN) or type(obj).__module__ == "numpy"  # NumPy scalars and dtypes
 
 
 def _unwrap(obj: Any) -> types.FunctionType | None:
@@ -174,7 +169,7 @@ class _Hasher:
         self._digest.update(raw)
 
     def value(self, obj: Any, depth: int) -> None:
-        if isinstance(obj, _PLAIN):
+        if _is_plain(obj):
             self.put("const", repr(obj))
             return
         if isinstance(obj, (tuple, list)):
@@ -184,9 +179,6 @@ class _Hasher:
             return
         if isinstance(obj, frozenset):
             self.put("set", repr(sorted(map(repr, obj))))
-            return
-        if type(obj).__module__ == "numpy":  # NumPy scalars and dtypes
-            self.put("numpy", repr(obj))
             return
         if id(obj) in self._seen or depth > _MAX_DEPTH:
             self.put("again", type(obj).__qualname__)
@@ -219,7 +211,7 @@ class _Hasher:
         scope = fn.__globals__
         for name in sorted(n for n in names if n in scope):
             found = scope[name]
-            plain = isinstance(found, _PLAIN) or type(found).__module__ == "numpy"
+            plain = _is_plain(found)
             # A module is a library, stood for by its version; other globals only of fn's own module.
             inner = None if plain or isinstance(found, types.ModuleType) else _unwrap(found)
             if plain or (inner is not None and inner.__module__ == fn.__module__):
@@ -304,8 +296,6 @@ class Run:
         cls, primitive: Any, call: Callable[..., Any], platform: str, backends: list[str], configs: list[Any]
     ) -> Run:
         """The run of ``backends`` of ``primitive`` (an XLACustomKernel) on ``configs``."""
-        from .benchmark import _device
-
         entries = primitive._kernels[platform]
         described = [
             {
@@ -318,10 +308,8 @@ class Run:
         kind, fingerprint = str(_device(platform).device_kind), sources_fingerprint(entries)
         return cls(primitive.name, platform, kind, backends, fingerprint, versions(list(entries)), described)
 
-    def result(self, name: str) -> Any:
+    def result(self) -> BenchmarkResult | None:
         """The stored result of this run (``remembered`` set), or None if none is valid."""
-        from .benchmark import BenchmarkRecord, BenchmarkResult
-
         store = store_for(self.name)
         entry = read(store, self.parts)
         if entry is None or entry["sources"] != self.sources:
@@ -330,23 +318,29 @@ class Run:
             records = [BenchmarkRecord(**r) for r in entry["records"]]
         except TypeError:  # written by another version of this schema's writer
             return None
-        result = BenchmarkResult(records, primitive_name=name, remembered=True)
+        result = BenchmarkResult(records, primitive_name=self.name, remembered=True)
         # A winner whose entry is gone or untrusted is measured again, with the whole run.
-        winners = self._winners(result)
-        return None if any(read(store, choice) is None for choice, *_ in winners) else result
+        return None if any(read(store, choice) is None for choice, *_ in self._winners(result)) else result
 
-    def _winners(self, result: Any) -> Iterator[tuple[list[Any], str, list[str], list[str], str]]:
+    def _winners(self, result: BenchmarkResult) -> Iterator[tuple[list[Any], str, list[str], list[str], str]]:
         """(choice parts, configuration, inputs, outputs, fastest backend) of every signature measured."""
         for config in self.configs:
             fastest = result.fastest(config["label"])
-            for inputs, outputs in config["signatures"] if fastest is not None else ():
+            if fastest is None:
+                continue
+            for inputs, outputs in config["signatures"]:
                 parts = choice_parts(self.platform, self.device_kind, inputs, outputs)
                 yield parts, config["label"], inputs, outputs, fastest.backend
 
-    def store(self, result: Any) -> None:
+    def store(self, result: BenchmarkResult) -> None:
         """Publishes the run and its winner for each operand signature."""
         store, now = store_for(self.name), time.time()
-        records = [_jsonable(vars(r)) for r in result.records]
+        # As JSON makes them: NumPy scalars as numbers, any other object as its repr.
+        text = json.dumps(
+            [vars(r) for r in result.records],
+            default=lambda v: v.item() if isinstance(v, np.generic) else repr(v),
+        )
+        records = json.loads(text)
         where = f"{self.platform}, {self.device_kind}"
         run = {"backends": self.backends, "sources": self.sources, "records": records, "measured": now}
         write(store, self.parts, self.platform, run, f"run [{where}] of {', '.join(self.backends)}")
@@ -360,18 +354,11 @@ class Run:
             write(store, parts, self.platform, choice, what)
 
 
-def _jsonable(value: Any) -> Any:
-    """``value`` as JSON makes it: NumPy scalars as numbers, any other object as its repr."""
-    return json.loads(json.dumps(value, default=lambda v: v.item() if isinstance(v, np.generic) else repr(v)))
-
-
 def operand_signatures(
     call: Callable[..., Any], primitive: Any, args: Sequence[Any], kwargs: dict[str, Any]
 ) -> list[list[list[str]]]:
     """[inputs, outputs] of every distinct bind of ``primitive`` when ``call(*args, **kwargs)``
     is traced: what a lowering of it will see."""
-    import functools
-
     import jax
     from jax.extend.core import subjaxprs
 

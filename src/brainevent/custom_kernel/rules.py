@@ -87,14 +87,16 @@ class Rules:
         finally:
             self._rule_backend.value = previous
 
+    def _run(self, rule: Callable[..., Any], params: Mapping[str, Any], *args: Any, outs: Any) -> Any:
+        """A user rule called with the kernel's attributes alone, under the call's ``backend=``."""
+        with self._inherit(params.get("backend")):
+            return rule(*args, outs=outs, **_kernel_attrs(params))
+
     def _batch(
         self, args: Sequence[Any], axes: Sequence[Any], *, outs: tuple[Any, ...], **params: Any
     ) -> tuple[list[Any], list[Any]]:
         if self._batching_rule is not None:
-            with self._inherit(params.get("backend")):
-                results, out_axes = self._batching_rule(
-                    list(args), list(axes), outs=outs, **_kernel_attrs(params)
-                )
+            results, out_axes = self._run(self._batching_rule, params, list(args), list(axes), outs=outs)
             return list(results), list(out_axes)
         from ..calls.batching import batch_by_method
 
@@ -116,8 +118,7 @@ class Rules:
             return list(out), list(tangents_out)
         rule = self._defined(self._jvp_rule, "JVP rule", "op.def_jvp_rule(...) to differentiate through it")
         tangents = [ad.instantiate_zeros(t) for t in tangents]
-        with self._inherit(params.get("backend")):
-            primals_out, tangents_out = rule(list(primals), tangents, outs=outs, **_kernel_attrs(params))
+        primals_out, tangents_out = self._run(rule, params, list(primals), tangents, outs=outs)
         return _as_list(primals_out), _as_list(tangents_out)
 
     def _transpose(self, cotangents: Any, *args: Any, outs: tuple[Any, ...], **params: Any) -> list[Any]:
@@ -127,8 +128,7 @@ class Rules:
             "op.def_transpose_rule(...) for reverse-mode differentiation (jax.grad, jax.vjp)",
         )
         cts = [ad.instantiate_zeros(ct) for ct in cotangents]
-        with self._inherit(params.get("backend")):
-            result = _as_list(rule(cts, *args, outs=outs, **_kernel_attrs(params)))
+        result = _as_list(self._run(rule, params, cts, *args, outs=outs))
         if len(result) != len(args):
             raise KernelCallError(
                 f"XLACustomKernel {self.name!r}: the transpose rule returned {len(result)} cotangent(s) "
@@ -141,13 +141,6 @@ class Rules:
 # -- brainevent 0.2.1's rules for any JAX primitive ------------------------------------------------
 
 
-def _primitive_of(primitive: Any) -> Primitive:
-    inner = getattr(primitive, "primitive", primitive)  # an XLACustomKernel carries one
-    if not isinstance(inner, Primitive):
-        raise TypeError(f"defjvp needs a JAX Primitive or an XLACustomKernel, got {type(primitive).__name__}")
-    return inner
-
-
 def defjvp(primitive: Any, *jvp_rules: Callable[..., Any] | None) -> None:
     """Differentiate ``primitive`` with one rule per input.
 
@@ -156,7 +149,9 @@ def defjvp(primitive: Any, *jvp_rules: Callable[..., Any] | None) -> None:
     ``None`` marks an input that has no tangent. Contributions are summed. A rule count that
     differs from the number of inputs is a ``ValueError`` when the primitive is differentiated.
     """
-    prim = _primitive_of(primitive)
+    prim = getattr(primitive, "primitive", primitive)  # an XLACustomKernel carries one
+    if not isinstance(prim, Primitive):
+        raise TypeError(f"defjvp needs a JAX Primitive or an XLACustomKernel, got {type(primitive).__name__}")
     ad.primitive_jvps[prim] = functools.partial(
         per_input_jvp, checked_rules("defjvp", prim.name, jvp_rules), prim
     )
@@ -199,13 +194,11 @@ def per_input_jvp(
                 f"list of {len(out)} tangents (one per result), got {type(part).__name__}"
             )
         total = [_add(a, b) for a, b in zip(total, part, strict=True)]
-    found = [_zero_like(o) if t is None else t for o, t in zip(outs, total, strict=True)]
+    # None: no rule gave a tangent; JAX's symbolic zero makes no array.
+    found = [
+        ad.Zero(jax.typeof(o).to_tangent_aval()) if t is None else t for o, t in zip(outs, total, strict=True)
+    ]
     return out, found if prim.multiple_results else found[0]
-
-
-def _zero_like(primal: Any) -> Any:
-    """JAX's symbolic zero tangent for ``primal`` (no array is made)."""
-    return ad.Zero(jax.typeof(primal).to_tangent_aval())
 
 
 def _add(a: Any, b: Any) -> Any:

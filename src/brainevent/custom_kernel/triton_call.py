@@ -21,23 +21,9 @@ from ..launchers.cubin import NULL, OPERAND, SCALAR, SCRATCH, Image, Param
 from .libraries import require_library
 
 # JAX dtype name -> Triton element type.
-_ELEMENT = {
-    "bool": "i1",
-    "int8": "i8",
-    "int16": "i16",
-    "int32": "i32",
-    "int64": "i64",
-    "uint8": "u8",
-    "uint16": "u16",
-    "uint32": "u32",
-    "uint64": "u64",
-    "float16": "fp16",
-    "bfloat16": "bf16",
-    "float32": "fp32",
-    "float64": "fp64",
-    "float8_e4m3fn": "fp8e4nv",
-    "float8_e5m2": "fp8e5",
-}
+_ELEMENT = {"bool": "i1", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
+_ELEMENT |= {f"{sign}int{bits}": f"{sign[:1] or 'i'}{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)}
+_ELEMENT |= {"float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5"}
 # Triton scalar type -> the NumPy dtype of its bits, as the kernel receives them.
 _SCALAR_DTYPE = {ty: name for name, ty in _ELEMENT.items() if "float8" not in name and name != "bfloat16"}
 _SCALAR_DTYPE |= {"u1": "bool", "bf16": "float32"}  # bf16: the float32's top half (truncated, as Triton does)
@@ -324,24 +310,20 @@ class TritonCall:
         scratch_specs: list[Any] = []
         scratch_operands: list[int | None] = []
         for kind in range(2):  # global scratch, then profile scratch
-            size = max(c.scratch[kind][0] for c in compiled.values())
-            align = max(c.scratch[kind][1] for c in compiled.values())
-            if size == 0:
-                scratch_operands.append(None)
-                continue
-            scratch_operands.append(len(arrays) + len(self.specs) + len(scratch_specs))
-            scratch_specs.append(jax.ShapeDtypeStruct((programs * size + align,), np.uint8))
+            size, align = (max(c.scratch[kind][j] for c in compiled.values()) for j in (0, 1))
+            scratch_operands.append(len(arrays) + len(self.specs) + len(scratch_specs) if size else None)
+            if size:
+                scratch_specs.append(jax.ShapeDtypeStruct((programs * size + align,), np.uint8))
         params = [*bound.params, *trailing_params(first, len(bound.params), scratch_operands)]
         block = (32 * first.num_warps, 1, 1)
-        n_outputs = len(self.specs) + len(scratch_specs)
-        launcher = launcher_for(len(arrays), n_outputs)
+        specs = [*self.specs, *scratch_specs]
+        launcher = launcher_for(len(arrays), len(specs))
         images = {cc: c.image for cc, c in compiled.items()}
         layout = repr((grid, block, [(p.kind, p.value, p.size) for p in params], first.cooperative))
         shared = [f"{cc}:{image.shared_mem}" for cc, image in images.items()]
         kernel_id = content_id("triton", first.entry, layout, *shared, *(i.code for i in images.values()))
-        n_operands, coop = len(arrays) + n_outputs, first.cooperative
+        n_operands, coop = len(arrays) + len(specs), first.cooperative
         register(launcher, kernel_id, first.entry, grid, block, params, n_operands, images, cooperative=coop)
-        specs = [*self.specs, *scratch_specs]
         results = call_target(
             launcher.target, arrays, specs, **self.call_options, kernel_id=np.int64(kernel_id)
         )
