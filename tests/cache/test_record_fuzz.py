@@ -325,3 +325,15 @@ def test_malformed_status_record_is_validated_in_one_place() -> None:
         records.distributed_status(b'{"state": "ok", "chunks": "3"}', "status", 4)
     with pytest.raises(records.RecordError):
         records.distributed_status(b'{"state": "error", "data": {"__class__": 1}}', "status", 4)
+
+
+@pytest.mark.parametrize("measured", [1e300, float("nan"), 2**63])
+def test_remembered_listing_survives_a_timestamp_out_of_range(tmp_path: Path, measured: float) -> None:
+    """`brainevent cache remembered` lists a choice whose time cannot be shown, instead of crashing."""
+    root = tmp_path / "cache"
+    root.mkdir(mode=0o700)
+    store = remembered.store_for("p", root)
+    parts = remembered.choice_parts("cpu", "cpu", ["float32[4]"], ["float32[4]"])
+    remembered.write(store, parts, "cpu", dict(CHOICE, measured=measured), "odd time")
+    text = "\n".join(remembered.describe(root))
+    assert "p [cpu, cpu] float32[4] -> float32[4]: numba" in text and "measured at an unknown time" in text

@@ -398,7 +398,10 @@ def describe(root: Path) -> list[str]:
             if b != entry["backend"]
         )
         best = timings.get(entry["backend"], [float("nan")])[0]
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.get("measured", 0)))
+        try:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.get("measured", 0)))
+        except (OverflowError, OSError, ValueError):  # a damaged record's timestamp: still listed
+            when = "at an unknown time"
         lines.append(
             f"  {entry['primitive']} [{entry['platform']}, {entry['device_kind']}] "
             f"{', '.join(entry['inputs'])} -> {', '.join(entry['outputs'])}: {entry['backend']} "
