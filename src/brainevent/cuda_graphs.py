@@ -1,17 +1,13 @@
 """Make XLA capture brainevent's CUDA handlers in CUDA graphs (command buffers).
 
-Handlers are registered command-buffer compatible (``allow_cuda_graph=True``), and XLA's
-default command-buffer types include custom calls, but XLA builds a graph only for a run of
-at least ``--xla_gpu_graph_min_graph_size`` (default 5) commands: the body of a small
-``fori_loop`` (a custom call and the counter update) never becomes one. On an H200 (JAX
-0.11.2) a 1000-step ``fori_loop`` step of a small kernel costs ~12.7 us with JAX's defaults
-and ~4 us with the minimum graph size at 2.
-
-So ``import brainevent`` (:func:`apply_default`), while JAX's backend has not started,
-*adds* ``CUSTOM_CALL`` to XLA's types and sets the minimum graph size to 2: a loop body is
-two commands, while 1 would graph every one-kernel executable for nothing
-(benchmarks/bench_graph_default.py measures both). Flags the user set are kept;
-``BRAINEVENT_CUDA_GRAPHS=0`` turns this off. Nothing heavy is imported here.
+Handlers are registered command-buffer compatible, but XLA builds a graph only for a run of at
+least ``--xla_gpu_graph_min_graph_size`` (default 5) commands, so the body of a small
+``fori_loop`` (a custom call and the counter update) never becomes one: on an H200 a step of a
+1000-step loop of a small kernel costs ~12.7 us with JAX's defaults, ~4 us with the minimum at 2.
+So ``import brainevent`` (:func:`apply_default`), while JAX's backend has not started, *adds*
+``CUSTOM_CALL`` to XLA's command-buffer types and sets the minimum to 2 (a loop body is two
+commands; 1 would graph every one-kernel executable for nothing: benchmarks/bench_graph_default.py).
+Flags the user set are kept; ``BRAINEVENT_CUDA_GRAPHS=0`` turns this off. Nothing heavy is imported.
 """
 
 from __future__ import annotations
@@ -25,7 +21,6 @@ MIN_GRAPH_FLAG = "--xla_gpu_graph_min_graph_size"
 # where a plain list would replace them.
 DEFAULT_COMMAND_BUFFER_TYPES = ("+CUSTOM_CALL",)
 DEFAULT_MIN_GRAPH_SIZE = 2
-_FLAGFILE = "--flagfile"
 
 # What the import did: one of _ORIGIN's keys (as capture_status tells them), "late" (the
 # backend had started) or "" (not run yet).
@@ -39,23 +34,17 @@ _ORIGIN = {
 
 
 def _flag_value(flags: str, flag: str) -> str | None:
-    """The value of ``flag`` in an ``XLA_FLAGS`` string ("" when given bare), or None."""
-    name = flag.lstrip("-")
-    found = None
-    for token in flags.split():
-        key, _, value = token.lstrip("-").partition("=")
-        if key == name:
-            found = value  # the last occurrence wins, as in XLA's parser
-    return found
+    """The value of ``flag`` in ``XLA_FLAGS`` ("" when bare; the last wins, as in XLA's parser), or None."""
+    found = [v for k, _, v in (t.lstrip("-").partition("=") for t in flags.split()) if k == flag.lstrip("-")]
+    return found[-1] if found else None
 
 
 def _flag_line(flags: str, types: tuple[str, ...], min_graph_size: int) -> str:
     """``flags`` plus whichever of the two flags it does not set already."""
-    if _flag_value(flags, COMMAND_BUFFER_FLAG) is None:
-        flags += f" {COMMAND_BUFFER_FLAG}={','.join(types)}"
-    if _flag_value(flags, MIN_GRAPH_FLAG) is None:
-        flags += f" {MIN_GRAPH_FLAG}={min_graph_size}"
-    return flags.strip()
+    wanted = {COMMAND_BUFFER_FLAG: ",".join(types), MIN_GRAPH_FLAG: min_graph_size}
+    return " ".join(
+        [flags, *(f"{f}={v}" for f, v in wanted.items() if _flag_value(flags, f) is None)]
+    ).strip()
 
 
 def _backends_initialized() -> bool:
@@ -102,10 +91,8 @@ def _add_flags(types: tuple[str, ...], min_graph_size: int, warn_without_gpu: bo
 
 
 def apply_default() -> None:
-    """Called by ``import brainevent``: add the command-buffer flags unless told not to.
-
-    Cheap by design (no JAX import, no logging import on the common path).
-    """
+    """Called by ``import brainevent``: add the command-buffer flags unless told not to (cheap: no
+    JAX import, no logging import on the common path)."""
     global _import_state
     if _import_state:
         return
@@ -118,7 +105,7 @@ def apply_default() -> None:
         enabled = False
     if not enabled:
         _import_state = "disabled"
-    elif _flag_value(os.environ.get("XLA_FLAGS", ""), _FLAGFILE) is not None:
+    elif _flag_value(os.environ.get("XLA_FLAGS", ""), "--flagfile") is not None:
         _import_state = "flagfile"
     else:
         _import_state = _add_flags(DEFAULT_COMMAND_BUFFER_TYPES, DEFAULT_MIN_GRAPH_SIZE, False)

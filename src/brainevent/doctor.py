@@ -70,32 +70,25 @@ def _version(dist: str) -> str | None:
 _SMOKE_CPP = (
     '#include "brainevent/common.h"\nint be_doctor_probe(const BE::Tensor& t) { return (int)t.numel(); }\n'
 )
-_SMOKE_CU = (
-    '#include <cuda_runtime.h>\n#include "brainevent/common.h"\n'
-    "__global__ void be_doctor_kernel(float* p) { p[threadIdx.x] = 1.0f; }\n"
-)
+_KERNEL = "__global__ void be_doctor_kernel(float* p) { p[threadIdx.x] = 1.0f; }\n"
+_SMOKE_CU = f'#include <cuda_runtime.h>\n#include "brainevent/common.h"\n{_KERNEL}'
 
 
-def _smoke_compile(
-    report: Report, command: list[str], source: str, suffix: str, ok: str, broken: str
-) -> bool:
+def _smoke_compile(report: Report, command: list[str], source: str, suffix: str, ok: str, who: str) -> bool:
     """Whether the compiler turns a tiny source into an object; a PROBLEM with its complaint if not."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"probe{suffix}"
-        path.write_text(source)
+        Path(tmp, f"probe{suffix}").write_text(source)
+        command = [*command, "-I", str(INCLUDE_DIR), "-c", f"{tmp}/probe{suffix}", "-o", f"{tmp}/probe.o"]
         try:
-            done = subprocess.run(
-                [*command, "-I", str(INCLUDE_DIR), "-c", str(path), "-o", str(Path(tmp) / "probe.o")],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
             lines = (done.stderr or done.stdout).strip().splitlines()
             failure = None if done.returncode == 0 else (lines or [f"exit status {done.returncode}"])[-1]
         except (OSError, subprocess.TimeoutExpired) as exc:
             failure = str(exc)
     if failure is not None:
-        report.problem(f"{broken}: {failure}")
+        report.problem(
+            f"{who} cannot build a {'CUDA' if suffix == '.cu' else 'brainevent'} source: {failure}"
+        )
     else:
         report.item("smoke compile", ok)
     return failure is None
@@ -194,10 +187,9 @@ def _nvrtc_section(report: Report, compile_checks: bool) -> None:
         "yes for load_cuda_* host code",
     )
     if compile_checks:
-        source = 'extern "C" __global__ void be_doctor_kernel(float* p) { p[threadIdx.x] = 1.0f; }\n'
         try:
             compiled, log = compile_source(
-                source, "doctor.cu", ["be_doctor_kernel"], "sm_80", base_options("sm_80", [])
+                f'extern "C" {_KERNEL}', "doctor.cu", ["be_doctor_kernel"], "sm_80", base_options("sm_80", [])
             )
         except BrainEventError as exc:
             compiled, log = None, str(exc)
@@ -227,8 +219,9 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
         report.item("found_via", cxx.found_via)
         report.item("searched", "; ".join(cxx.searched) or "-")
         if compile_checks:
-            why = "the host compiler cannot build a brainevent source"
-            _smoke_compile(report, [*cxx.command, "-std=c++17"], _SMOKE_CPP, ".cpp", "ok", why)
+            _smoke_compile(
+                report, [*cxx.command, "-std=c++17"], _SMOKE_CPP, ".cpp", "ok", "the host compiler"
+            )
     except BrainEventError as exc:
         if os.environ.get(config.CXX.name) or os.environ.get("CXX"):  # a choice that fails is broken
             report.problem(str(exc))
@@ -291,8 +284,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
                 flags += ["-ccbin", cxx.path, *check_host_compiler(nvcc, cxx.path)]
             except BrainEventError as exc:
                 report.problem(str(exc))
-            why = "nvcc cannot build a CUDA source"
-            cuda_ok = _smoke_compile(report, flags, _SMOKE_CU, ".cu", "ok (sm_80)", why)
+            cuda_ok = _smoke_compile(report, flags, _SMOKE_CU, ".cu", "ok (sm_80)", "nvcc")
     except BrainEventError as exc:
         if config.NVCC.get() is not None:  # named explicitly but unusable: broken
             report.problem(f"{config.NVCC.name} is set, but no usable nvcc: {exc}")
