@@ -2,7 +2,7 @@
 
     LoadRequest (request.py)  ->  ModuleKey (key.py)  ->  cache hit, or on a miss
     BuildPlan (plan.py)  ->  build (execute.py)  ->  the artifact, a published
-    CacheEntry (cache/store.py)  ->  CompiledModule (register.py)
+    CacheEntry (cache/store.py)  ->  CompiledModule (recall.py)
 
 ``load.py`` runs them: ``build(request)`` stops at the artifact, ``load(request)``
 registers it. What differs between platforms is asked of the request's platform object

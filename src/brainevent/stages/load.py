@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..cache.store import CacheEntry, EntryStore, cache_root
 from .key import derive_key
-from .recall import remember, stamps_before
-from .register import register
+from .recall import register, remember, stamps_before
 
 if TYPE_CHECKING:
     from ..runtime.module import CompiledModule
