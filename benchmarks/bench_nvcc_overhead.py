@@ -125,6 +125,10 @@ def main() -> None:
     decoder = "decoder built before" if seed else "decoder built too"
     decoder += ", JAX imported first" if args.with_jax else ", JAX not imported"
     print(f"cold load / nvcc alone: {ratio:.3f}x (target 1.05x, {args.repeat} rounds; {decoder})")
+    # Each round's pair ran back to back: their ratio drifts less with the host's speed.
+    pairs = sorted(o / b for o, b in zip(ours, bare, strict=True))
+    spread = f"min {pairs[0]:.3f}, max {pairs[-1]:.3f}"
+    print(f"per-round ratios: median {statistics.median(pairs):.3f}x ({spread})")
 
 
 if __name__ == "__main__":
