@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib as _importlib
 from typing import TYPE_CHECKING, Any
 
 from . import config  # cheap (no third-party imports); 0.2.1 code uses brainevent.config.*
@@ -97,12 +98,23 @@ _EXPORTS: dict[str, str] = {
     "jaxinfo_to_warpinfo": "custom_kernel.warp_types",
 }
 
+
+def _load_export(package: str, exports: dict[str, str], namespace: dict[str, Any], name: str) -> Any:
+    """The one lazy-export idiom: a package lists ``_EXPORTS = {name: submodule}`` and its
+    ``__getattr__`` calls this, which imports the submodule on first use and stores ``name`` in
+    ``namespace`` (the package's globals). Where an ``if TYPE_CHECKING:`` block re-exports the
+    names, ``__getattr__`` is defined under ``if not TYPE_CHECKING:`` so that a misspelt name is
+    an error for type checkers."""
+    if name in exports:
+        value = namespace[name] = getattr(_importlib.import_module(f"{package}.{exports[name]}"), name)
+        return value
+    raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+
 if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error there
 
     def __getattr__(name: str) -> Any:
-        from .lazy_exports import load_export
-
-        return load_export(__name__, _EXPORTS, globals(), name)
+        return _load_export(__name__, _EXPORTS, globals(), name)
 
 
 __all__ = ["__version__", "config", *_error_names, *_EXPORTS]

@@ -23,9 +23,9 @@ _EXPORTS = {name: module for module, names in _BY_MODULE.items() for name in nam
 
 
 def __getattr__(name: str) -> Any:
-    from ..lazy_exports import load_export
+    from .. import _load_export
 
-    return load_export(__name__, _EXPORTS, globals(), name)
+    return _load_export(__name__, _EXPORTS, globals(), name)
 
 
 __all__ = sorted(_EXPORTS)

@@ -35,9 +35,9 @@ _EXPORTS = {
 if not TYPE_CHECKING:
 
     def __getattr__(name: str) -> Any:
-        from ..lazy_exports import load_export
+        from .. import _load_export
 
-        return load_export(__name__, _EXPORTS, globals(), name)
+        return _load_export(__name__, _EXPORTS, globals(), name)
 
 
 __all__ = sorted(_EXPORTS)
