@@ -71,10 +71,6 @@ class ObjectCache:
             # The object first, then its record: a reader that finds the record finds the object.
             data = source.read_bytes()
             write_private(self.directory / f"{key}.o", data)
-            record = {
-                "dependencies": deps,
-                "since_ns": since_ns,
-                "size": len(data),
-                "sha256": hashlib.sha256(data).hexdigest(),
-            }
+            digest = hashlib.sha256(data).hexdigest()
+            record = {"dependencies": deps, "since_ns": since_ns, "size": len(data), "sha256": digest}
             write_private(self.directory / f"{key}.deps.json", json.dumps(record, sort_keys=True).encode())
