@@ -1,9 +1,8 @@
 """Inspecting and trimming the cache: list, info, clear, prune.
 
-Removal is safe while other processes use the cache: an entry whose build lock is
-held is skipped, and entries are renamed out of the way before they are deleted, so
-a reader sees a whole entry or none (a process that already loaded an artifact keeps
-its mapping).
+Removal is safe while other processes use the cache: an entry whose build lock is held is skipped,
+and entries are renamed out of the way before they are deleted, so a reader sees a whole entry or
+none (a process that already loaded an artifact keeps its mapping).
 """
 
 from __future__ import annotations

@@ -40,8 +40,7 @@ log = logging.getLogger("brainevent.distributed")
 # releases or a proxy in between may keep; 4 MiB chunks move at about 100-150 MiB/s on one host.
 CHUNK_BYTES = 4 * 1024 * 1024
 _LOG_EVERY_S = 10.0  # how often a waiting process says that it still waits
-# How every refused transfer ends: the way out.
-FALLBACK = "Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every process."
+FALLBACK = "Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every process."  # ends every refusal
 
 
 def get_or_build(
@@ -164,11 +163,10 @@ def _publish_status(kv: KeyValue, prefix: str, record: dict[str, Any]) -> None:
 
 
 def _error_record(exc: BaseException) -> dict[str, Any]:
-    if isinstance(exc, BrainEventError):
-        data = {k: v for k, v in exc.data.items() if _plain(v)}
-        return {"state": "error", "type": type(exc).__name__, "message": exc.message, "data": data}
-    message = f"building the module failed with {type(exc).__name__}: {exc}"
-    return {"state": "error", "type": "CompileError", "message": message, "data": {}}
+    if not isinstance(exc, BrainEventError):
+        exc = CompileError(f"building the module failed with {type(exc).__name__}: {exc}")
+    data = {k: v for k, v in exc.data.items() if _plain(v)}
+    return {"state": "error", "type": type(exc).__name__, "message": exc.message, "data": data}
 
 
 def _plain(value: object) -> bool:
@@ -185,9 +183,8 @@ def _rebuild_error(record: dict[str, Any], name: str) -> BrainEventError:
     if not (isinstance(cls, type) and issubclass(cls, BrainEventError)):
         cls = CompileError
     message = f"{record.get('message', '')}\n(raised where module {name!r} was built for this job)"
-    data = record.get("data")
     # Made as unpickling makes it: a subclass's own __init__ never sees the peer's fields.
-    return errors._rebuild(cls, message, data if isinstance(data, dict) else {})
+    return errors._rebuild(cls, message, record.get("data", {}))  # a dict: records.distributed_status
 
 
 def pack(directory: Path) -> bytes:
@@ -218,8 +215,7 @@ def unpack(data: bytes, staging: Path) -> None:
                 target = staging.joinpath(*name.parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 source = tar.extractfile(member)
-                if source is None:  # a regular file always has contents
-                    raise tarfile.TarError(f"no contents for {member.name!r}")
+                assert source is not None  # a regular file always has contents
                 target.write_bytes(source.read())
     except (
         tarfile.TarError,
