@@ -133,8 +133,7 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
 
 def _wait_for_status(kv: KeyValue, prefix: str, name: str, deadline: float, timeout: float) -> dict[str, Any]:
     while True:
-        left = deadline - time.monotonic()
-        raw = kv.get(f"{prefix}/status", min(max(left, 0.001), _LOG_EVERY_S))
+        raw = kv.get(f"{prefix}/status", min(max(deadline - time.monotonic(), 0.001), _LOG_EVERY_S))
         if raw is not None:
             return records.distributed_status(raw, f"{prefix}/status", CHUNK_BYTES)
         raw = kv.get(f"{prefix}/builder", 0.1)  # set by now unless the builder just started
