@@ -19,7 +19,7 @@ def set_cache_dir(path: str | os.PathLike[str]) -> None:
     It wins over ``BRAINEVENT_CACHE_DIR``; modules already loaded stay where they are, and
     nothing is moved. A ``build_directory=`` given to a loader still wins for that call.
     """
-    raw = os.fspath(path) if isinstance(path, str | os.PathLike) and not isinstance(path, bool) else None
+    raw = os.fspath(path) if isinstance(path, str | os.PathLike) else None
     if not isinstance(raw, str) or not raw.strip():
         raise SpecError(
             f"set_cache_dir() needs a directory path (str or os.PathLike, e.g. '~/.cache/brainevent'), "
@@ -45,18 +45,6 @@ def get_cache_dir() -> str:
     return str(config.CACHE_DIR.get())
 
 
-def _check_module_name(name: object) -> str:
-    # A module's entries live in one folder named after it: anything that is not a single
-    # plain path component could reach outside the cache.
-    if not isinstance(name, str) or not name or name != Path(name).name or name.startswith("."):
-        raise SpecError(
-            f"clear_cache(name={name!r}): expected the name of a loaded module (e.g. 'my_kernels'), "
-            "or None to clear every module",
-            value=repr(name),
-        )
-    return name
-
-
 def clear_cache(name: str | None = None) -> int:
     """Remove the cached builds of module ``name`` (of every module when None); returns how
     many were removed.
@@ -66,8 +54,16 @@ def clear_cache(name: str | None = None) -> int:
     """
     from .cache.admin import clear
 
-    module = None if name is None else _check_module_name(name)
-    removed, skipped = clear(config.CACHE_DIR.get(), module)
+    # A module's entries live in one folder named after it: anything that is not a single
+    # plain path component could reach outside the cache.
+    plain = isinstance(name, str) and name[:1] not in ("", ".") and name == Path(name).name
+    if name is not None and not plain:
+        raise SpecError(
+            f"clear_cache(name={name!r}): expected the name of a loaded module (e.g. 'my_kernels'), "
+            "or None to clear every module",
+            value=repr(name),
+        )
+    removed, skipped = clear(config.CACHE_DIR.get(), name)
     if skipped:
         log.warning("clear_cache: %d entries being built were left in place", skipped)
     return removed

@@ -32,7 +32,6 @@ from brainevent.cache.objects import ObjectCache
 from brainevent.cache.store import EntryStore
 from brainevent.custom_kernel import remembered
 from brainevent.distributed import exchange
-from brainevent.distributed.kv import KeyValue
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -244,11 +243,6 @@ class _Store:
             raise RuntimeError("DEADLINE_EXCEEDED")
         return self.values[key]
 
-    def key_value_try_get_bytes(self, key: str) -> bytes:
-        if key not in self.values:
-            raise RuntimeError("NOT_FOUND")
-        return self.values[key]
-
     def key_value_increment(self, key: str, by: int) -> int:
         return 2  # another process claimed the build
 
@@ -287,7 +281,7 @@ def test_distributed_status_and_archive(
     key = CacheKey(built["key"])
     prefix = f"brainevent/kern/{key.digest}"
     values = {f"{prefix}/status": status_bytes, f"{prefix}/chunk/0": payload}
-    monkeypatch.setattr(exchange, "current", lambda: KeyValue(_Store(values), 1, 2))
+    monkeypatch.setattr(exchange, "current", lambda: exchange.KeyValue(_Store(values), 1, 2))
     monkeypatch.setenv("BRAINEVENT_DISTRIBUTED_TIMEOUT", "2")
     built_locally = []
 

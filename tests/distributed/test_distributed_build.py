@@ -309,54 +309,40 @@ def test_two_gpu_processes_compile_once(tmp_path: Path) -> None:
         assert manifest is not None and manifest.verify(entry, manifest.key) is None
 
 
-# The key-value adapter on a real one-process coordination service, with the client's
-# newer methods hidden as older jaxlib releases lack them.
+# The key-value adapter on a real one-process coordination service.
 KV_CHILD = textwrap.dedent(
     """
     import json, sys
     import jax
     jax.distributed.initialize(f"127.0.0.1:{sys.argv[1]}", num_processes=1, process_id=0)
     from jax._src.distributed import global_state
-    from brainevent.distributed.kv import KeyValue, current
+    from brainevent.distributed.exchange import KeyValue, current
 
-    class Older:
-        def __init__(self, client, hidden):
-            self._client, self._hidden = client, hidden
-        def __getattr__(self, name):
-            if name in self._hidden:
-                raise AttributeError(name)
-            return getattr(self._client, name)
-
-    out = {"current": current() is not None}
-    for label, hidden in [("new", ()), ("old", ("key_value_increment", "key_value_set_bytes",
-                          "blocking_key_value_get_bytes", "key_value_try_get_bytes"))]:
-        kv = KeyValue(Older(global_state.client, hidden), 0, 2)
-        blob = bytes(range(256)) * 3
-        kv.put(f"{label}/v", blob)
-        kv.put(f"{label}/v", blob[::-1])  # overwriting is allowed (a retried build)
-        out[label] = {
-            "claims": [kv.claim(f"{label}/claim") for _ in range(3)],
-            "roundtrip": kv.get(f"{label}/v", 5) == blob[::-1],
-            "try_get": kv.try_get(f"{label}/v") == blob[::-1],
-            "missing": [kv.get(f"{label}/none", 0.2), kv.try_get(f"{label}/none")],
-        }
+    kv = KeyValue(global_state.client, 0, 2)
+    blob = bytes(range(256)) * 3
+    kv.put("v", blob)
+    kv.put("v", blob[::-1])  # overwriting is allowed (a retried build)
+    out = {
+        "current": current() is not None,
+        "claims": [kv.claim("claim") for _ in range(3)],
+        "roundtrip": kv.get("v", 5) == blob[::-1],
+        "missing": kv.get("none", 0.2),
+    }
     print("REPORT " + json.dumps(out))
     jax.distributed.shutdown()
     """
 )
 
 
-def test_key_value_adapter_with_and_without_newer_client_methods() -> None:
+def test_key_value_adapter() -> None:
     env = dict(os.environ, PYTHONPATH=SRC_DIR, JAX_PLATFORMS="cpu")
     command = [sys.executable, "-c", KV_CHILD, str(_free_port())]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(next(x for x in done.stdout.splitlines() if x.startswith("REPORT "))[7:])
-    assert report["current"] is False  # a one-process job has nothing to exchange
-    for label in ("new", "old"):
-        assert report[label] == {
-            "claims": [True, False, False],
-            "roundtrip": True,
-            "try_get": True,
-            "missing": [None, None],
-        }, label
+    assert report == {
+        "current": False,  # a one-process job has nothing to exchange
+        "claims": [True, False, False],
+        "roundtrip": True,
+        "missing": None,
+    }

@@ -70,11 +70,10 @@ def build_into(args: argparse.Namespace) -> int:
                 loader = cuda_loaders.load_cuda_file if platform == "cuda" else loaders.load_cpp_file
                 mod = loader(file, **common, **cli_keywords(args, platform))
                 where = write_bundle([file_unit(file, (file.suffix,))], mod.cache_dir, package)
+                print(f"bundled: {mod.name} ({mod.platform}) -> {where}")
             except Exception as exc:  # report every file, then fail
                 failures += 1
                 print(f"FAILED {file}: {exc}", file=sys.stderr)
-                continue
-            print(f"bundled: {mod.name} ({mod.platform}) -> {where}")
     return 1 if failures else 0
 
 
@@ -111,7 +110,7 @@ def write_bundle(units: Sequence[SourceUnit], entry_dir: Path, package_dir: Path
     manifest.artifact_size = manifest.artifact_mtime_ns = -1  # every load checks the sha256
     final = bundle_path(directory, manifest.name, manifest.platform)
     # Modes are set exactly, whatever the umask: a loader refuses a bundle any part of which
-    # another user could write (bundle/trust.py), and others need only read it.
+    # another user could write (bundle/layout.py), and others need only read it.
     final.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(final.parent, stat.S_IMODE(os.stat(final.parent).st_mode) & ~0o022 | 0o755)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))

@@ -4,21 +4,27 @@ The key leaves out what differs between the machine that built the package and t
 that runs it: the toolchain (absent at run time), the sources' absolute paths (only paths
 relative to their directory count), and the include paths (absolute where the package
 computes them from ``__file__``). Headers inside the package are checked by content instead.
+
+A bundle is code this process will load, so it meets the cache's trust rule (docs/caching.md);
+the owners trusted are root, this user and the owner of the sources' directory (who already
+controls the Python code that asks for the bundle).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..cache.deps import sha256_or_none
 from ..cache.key import CacheKey, KeyBuilder
-from ..cache.manifest import Manifest
+from ..cache.manifest import MANIFEST_NAME, Manifest
 from ..cache.store import CacheEntry
-from ..fileio import HEADER_LIMIT, sha256_plain_file
+from ..errors import CacheError
 from ..load_options import BUNDLE_KEYED, SourceUnit
 
 log = logging.getLogger("brainevent.bundle")
@@ -64,27 +70,20 @@ def lookup(
     path = bundle_path(directory, name, platform)
     if not path.is_dir():
         return None
-    from .trust import check_bundle
-
     check_bundle(directory, path)
     manifest = Manifest.load(path)
-    if manifest is None:
-        log.info("bundled module %s at %s has no readable manifest; not used", name, path)
-        return None
-    key = bundle_key(units, record, platform)
-    why = (
-        "it was built from other sources, options or brainevent version"
-        if manifest.key != key.digest
-        else _unusable(path, manifest, needs)
-    )
-    if why is not None:
+    key = bundle_key(units, record, platform).digest
+    why = "it has no readable manifest" if manifest is None else _unusable(path, manifest, key, needs)
+    if manifest is None or why is not None:
         log.info("bundled module %s at %s is not used: %s", name, path, why)
         return None
     log.debug("loading the bundled module %s from %s", name, path)
     return CacheEntry(path, manifest, built_now=False)
 
 
-def _unusable(path: Path, manifest: Manifest, needs: Mapping[str, Any]) -> str | None:
+def _unusable(path: Path, manifest: Manifest, key: str, needs: Mapping[str, Any]) -> str | None:
+    if manifest.key != key:
+        return "it was built from other sources, options or brainevent version"
     for what, wanted in needs.items():
         has = manifest.inputs.get(what)
         if isinstance(wanted, list):
@@ -96,8 +95,6 @@ def _unusable(path: Path, manifest: Manifest, needs: Mapping[str, Any]) -> str |
     artifact = path / manifest.artifact
     if "/" in manifest.artifact or not artifact.is_file():
         return "its library is missing"
-    from .trust import check_bundle_file
-
     check_bundle_file(path.parent.parent, artifact)
     # A wheel built on x86-64 installed on an aarch64 node, say: the library is loaded into
     # this interpreter, so the interpreter's ELF header is the reference.
@@ -122,26 +119,65 @@ def _elf_machine(path: str | Path) -> tuple[bytes, int] | None:
 
 def _headers_changed(directory: Path, inputs: Mapping[str, Any]) -> str | None:
     """None when every header the bundle records (by content) is unchanged, else why not. Only
-    regular files under the package root are read, each at most HEADER_LIMIT bytes: a record
-    pointing elsewhere, at a FIFO or at a pseudo-file refuses the bundle instead of hanging the load."""
+    regular files under the package root are read, each at most HEADER_LIMIT bytes (cache/deps.py):
+    a record pointing elsewhere, at a FIFO or at a pseudo-file refuses the bundle instead of hanging."""
     above = inputs.get(PACKAGE_ROOT, ".")  # "." or "../..": nothing else
     if not isinstance(above, str) or any(part not in (".", "..") for part in above.split("/")):
         return f"its package root {above!r} is not a directory above its sources"
-    root = os.path.normpath(os.path.join(directory, above))
-    real_root = os.path.realpath(root)
+    root = Path(os.path.normpath(os.path.join(directory, above)))
+    real_root = root.resolve()
     for relative, digest in dict(inputs.get(HEADERS) or {}).items():
-        header = os.path.normpath(os.path.join(directory, relative))
-        real = os.path.realpath(header)
-        if os.path.isabs(relative) or not (_inside(header, root) and _inside(real, real_root)):
+        header = Path(os.path.normpath(os.path.join(directory, relative)))
+        real = header.resolve()
+        if os.path.isabs(relative) or not (header.is_relative_to(root) and real.is_relative_to(real_root)):
             return f"its header record {relative!r} points outside the package"
-        try:
-            same = sha256_plain_file(real, limit=HEADER_LIMIT) == digest
-        except (OSError, ValueError):
-            same = False
-        if not same:
+        if sha256_or_none(str(real)) != digest:
             return f"header {relative} changed since the bundle was built (or is not a plain file)"
     return None
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+def _refuse(path: Path, why: str) -> CacheError:
+    return CacheError(
+        f"refusing to load the bundled module at {path}: it {why}. If you built it, run `chmod go-w "
+        f"{path}` (or build it again with `brainevent build --into`, which writes safe modes); otherwise "
+        "remove the package's _brainevent directory, and the module is compiled from its sources.",
+        path=str(path),
+    )
+
+
+def _owners(directory: Path) -> set[int]:
+    return {0, os.getuid(), os.stat(directory).st_uid}
+
+
+def _check(path: Path, st: os.stat_result, owners: set[int], *, allow_sticky: bool) -> None:
+    if st.st_uid not in owners:
+        raise _refuse(path, f"is owned by uid {st.st_uid}, neither you, root, nor the owner of the sources")
+    open_to_others = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if open_to_others and not (allow_sticky and st.st_mode & stat.S_ISVTX):
+        raise _refuse(path, f"is writable by other users (mode {stat.S_IMODE(st.st_mode):o})")
+
+
+def check_bundle(directory: Path, bundle: Path) -> None:
+    """The directories from ``/`` to ``bundle`` (a directory under ``directory``/_brainevent)
+    and its manifest; raises CacheError on anything another user could have written."""
+    owners = _owners(directory)
+    real = Path(os.path.realpath(directory))
+    for parent in [*reversed(real.parents), real]:
+        _check(parent, os.stat(parent), owners, allow_sticky=True)
+    for inner in (directory / bundle.parent.name, bundle):
+        st = os.lstat(inner)
+        if not stat.S_ISDIR(st.st_mode):
+            raise _refuse(inner, "is not a directory (a symbolic link?)")
+        _check(inner, st, owners, allow_sticky=False)
+    check_bundle_file(directory, bundle / MANIFEST_NAME)
+
+
+def check_bundle_file(directory: Path, path: Path) -> None:
+    """One file of a bundle: a regular file (not a link) nobody else could have written."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return  # absent: the caller reports the bundle as unusable
+    if not stat.S_ISREG(st.st_mode):
+        raise _refuse(path, "is not a regular file (a symbolic link or a special file)")
+    _check(path, st, _owners(directory), allow_sticky=False)

@@ -1,9 +1,8 @@
 """Inspecting and trimming the cache: list, info, clear, prune.
 
-Removal is safe while other processes use the cache: an entry whose build lock is
-held is skipped, and entries are renamed out of the way before they are deleted, so
-a reader sees a whole entry or none (a process that already loaded an artifact keeps
-its mapping).
+Removal is safe while other processes use the cache: an entry whose build lock is held is skipped,
+and entries are renamed out of the way before they are deleted, so a reader sees a whole entry or
+none (a process that already loaded an artifact keeps its mapping).
 """
 
 from __future__ import annotations
@@ -92,8 +91,6 @@ def _writable(root: Path) -> None:
     if not layout.is_dir():
         return  # nothing to remove
     try:
-        if not os.access(layout, os.W_OK):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
         os.rmdir(tempfile.mkdtemp(prefix=".write-test-", dir=layout))
     except OSError as exc:
         if exc.errno in _READ_ONLY:
@@ -108,7 +105,7 @@ def remove_entry(entry: EntryInfo) -> bool:
     path = entry.directory.parent / f"{entry.directory.name}.lock"
     lock = filelock.FileLock(str(path), mode=0o600)
     try:
-        lock.acquire(timeout=0)
+        held = lock.acquire(timeout=0)
     except filelock.Timeout:
         return False
     except OSError as exc:  # not a Timeout: e.g. a symbolic link planted where the lock goes
@@ -117,14 +114,12 @@ def remove_entry(entry: EntryInfo) -> bool:
         raise CacheError(
             f"cannot take the lock {path}: {exc.strerror or exc}. Remove that file by hand.", path=str(path)
         ) from None
-    try:
+    with held:  # released on leaving
         trash = Path(tempfile.mkdtemp(prefix=".trash-", dir=entry.directory.parent))
         with contextlib.suppress(FileNotFoundError):
             os.rename(entry.directory, trash / "entry")
         shutil.rmtree(trash, ignore_errors=True)
-        return True
-    finally:
-        lock.release()
+    return True
 
 
 def _remove_all(entries: list[EntryInfo]) -> tuple[set[Path], int]:
@@ -160,12 +155,8 @@ VARIANT_INPUTS = ("functions", *VARIANT_KEYED, "remembered")
 
 
 def superseded(entries: Iterable[EntryInfo], keep: int) -> list[EntryInfo]:
-    """Entries beyond the ``keep`` most recently used versions of each build of a module.
-
-    A damaged entry (no readable manifest) never loads as it is, so it is always included.
-    """
-    if keep < 1:
-        raise ValueError(f"keep must be at least 1, got {keep}: `cache clear` removes every entry")
+    """Entries beyond the ``keep`` (at least 1) most recently used versions of each build of a
+    module; a damaged entry (no readable manifest) never loads as it is, so it is always included."""
     versions: dict[tuple[str, str, str], list[EntryInfo]] = {}
     old = []
     for entry in entries:

@@ -33,34 +33,23 @@ Identity = tuple[int, int, int, int]
 DependencyRecord = dict[str, list]  # path -> [size, mtime_ns, sha256 or None]
 
 
-def _regular_stat(path: str) -> os.stat_result | None:
-    """``os.stat`` of a regular file; None for anything else (a FIFO could block for ever)."""
+def identity_of(path: str) -> Identity | None:
+    """:data:`Identity` of a regular file; None for anything else (a FIFO could block for ever)."""
     if path.startswith(PSEUDO_ROOTS):
         return None
     try:
         st = os.stat(path)
     except (OSError, ValueError):
         return None
-    return st if stat.S_ISREG(st.st_mode) else None
-
-
-def identity_of(path: str) -> Identity | None:
-    """:data:`Identity` of a regular file; None as :func:`_regular_stat`."""
-    st = _regular_stat(path)
-    return None if st is None else (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) if stat.S_ISREG(st.st_mode) else None
 
 
 def snapshot(paths: Iterable[str]) -> dict[str, Identity]:
     """The identity of each existing file, by real path, taken before a build starts."""
-    found = {}
-    for path in paths:
-        st = identity_of(path)
-        if st is not None:
-            found[os.path.realpath(path)] = st
-    return found
+    return {os.path.realpath(p): st for p in paths if (st := identity_of(p)) is not None}
 
 
-def _sha256(path: str) -> str | None:
+def sha256_or_none(path: str) -> str | None:
     """The file's digest; None for what is not a plain file on a disk (bounded work always)."""
     try:
         return sha256_plain_file(path, limit=HEADER_LIMIT)
@@ -68,19 +57,12 @@ def _sha256(path: str) -> str | None:
         return None
 
 
-def _under(real: str, dirs: Sequence[str]) -> bool:
-    """True for a (resolved) file under one of ``dirs``."""
-    return any(real == d or real.startswith(d + os.sep) for d in dirs)
-
-
 def _real_path(path: str, real_dirs: dict[str, str]) -> str:
-    """``path`` resolved; ``real_dirs`` memoises resolved directories (a build reads hundreds of
-    headers from a handful of them)."""
+    """``path`` resolved; ``real_dirs`` memoises directories (hundreds of headers, a handful of dirs)."""
     head, tail = os.path.split(path)
-    real_head = real_dirs.get(head)
-    if real_head is None:
-        real_head = real_dirs[head] = os.path.realpath(head)
-    candidate = os.path.join(real_head, tail)
+    if head not in real_dirs:
+        real_dirs[head] = os.path.realpath(head)
+    candidate = os.path.join(real_dirs[head], tail)
     return os.path.realpath(candidate) if os.path.islink(candidate) else candidate
 
 
@@ -98,10 +80,10 @@ def record(
     real_dirs: dict[str, str] = {}
     for path in paths:
         real = _real_path(path, real_dirs)
-        if _under(real, skip_dirs):
+        if any(real == d or real.startswith(d + os.sep) for d in skip_dirs):
             continue
         first = identity_of(path)
-        digest = _sha256(path) if first is not None else None
+        digest = sha256_or_none(path) if first is not None else None
         last = identity_of(path)
         if first is None or last != first or digest is None:
             result[path] = [-1, -1, None]  # vanished or being written: unverified
@@ -125,6 +107,6 @@ def first_stale(record_: Mapping[str, Sequence], recorded_ns: int) -> str | None
             return f"{path} changed"
         if now[1] == mtime_ns and mtime_ns < racy_after:
             continue  # not written since it was recorded
-        if _sha256(path) != digest:
+        if sha256_or_none(path) != digest:
             return f"{path} changed (or is no longer a plain file)"
     return None

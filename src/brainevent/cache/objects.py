@@ -41,10 +41,8 @@ class ObjectCache:
         return digest.hexdigest()[:40]
 
     def fetch(self, key: str, destination: Path) -> DependencyRecord | None:
-        """Copies the object to ``destination`` and returns its dependency record, or None
-        when there is no such object or a file it was compiled from has changed. An object
-        or record that another user could have written is refused (CacheError): linking it
-        would run their code."""
+        """Copies the object to ``destination`` and returns its dependency record; None when absent
+        or a file it was compiled from changed. CacheError when another user could have written it."""
         obj, record = self.directory / f"{key}.o", self.directory / f"{key}.deps.json"
         if not (private_dir(self.directory, create=False) and private_file(record) and private_file(obj)):
             return None
@@ -71,10 +69,6 @@ class ObjectCache:
             # The object first, then its record: a reader that finds the record finds the object.
             data = source.read_bytes()
             write_private(self.directory / f"{key}.o", data)
-            record = {
-                "dependencies": deps,
-                "since_ns": since_ns,
-                "size": len(data),
-                "sha256": hashlib.sha256(data).hexdigest(),
-            }
+            digest = hashlib.sha256(data).hexdigest()
+            record = {"dependencies": deps, "since_ns": since_ns, "size": len(data), "sha256": digest}
             write_private(self.directory / f"{key}.deps.json", json.dumps(record, sort_keys=True).encode())

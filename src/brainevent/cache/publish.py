@@ -101,13 +101,11 @@ def disk_full_error(exc: OSError, store: EntryStore, module: str) -> CacheError 
 
 def publish(store: EntryStore, slot: BuildSlot, manifest: Manifest) -> CacheEntry:
     """Writes ``manifest`` into the slot's staging directory and moves it into place."""
-    if slot.staging is None:
-        raise ValueError("this build slot holds an entry another process published; nothing to publish")
     staging, key = slot.staging, slot.key
+    assert staging is not None, "the slot holds an entry another process published"
+    manifest.record_artifact(staging)  # rename and chmod keep size and mtime
     manifest.dump(staging)
     harden_tree(staging, executable=manifest.artifact)  # whatever the umask
-    manifest.record_artifact(staging)  # rename keeps size and mtime
-    manifest.dump(staging)
     _publish(store, staging, store.entry_dir(key), key, replace=slot.replace)
     # What was just built is what this process asked for, even if a file it read changed
     # meanwhile (then the entry records that, and the next load rebuilds).
@@ -122,12 +120,8 @@ def publish(store: EntryStore, slot: BuildSlot, manifest: Manifest) -> CacheEntr
 
 
 def _publish(store: EntryStore, staging: Path, final: Path, key: CacheKey, *, replace: bool) -> None:
-    """Move a finished build into place; an intact entry already there always wins.
-
-    Safe without the lock (e.g. a cache on a network filesystem with node-local
-    locks): content addressing makes concurrent builds of one key equivalent, so
-    losing the race only wastes the loser's work.
-    """
+    """Move a finished build into place; an intact entry already there always wins. Safe without
+    the lock (node-local locks on a network filesystem): builds of one key are equivalent."""
     with contextlib.suppress(OSError):  # when the final directory exists
         os.rename(staging, final)
         return

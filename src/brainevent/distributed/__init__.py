@@ -1,10 +1,6 @@
-"""Compile once per ``jax.distributed`` job.
-
-The processes that miss a module in their own cache elect one builder (the first to claim
-the module's key in the coordination service); it publishes the entry through the service's
-key-value store, and the others verify it and publish it into their own caches. No shared
-filesystem is needed. :func:`get_or_build` wraps the load's local build (``stages/load.py``).
-"""
+"""Compile once per ``jax.distributed`` job: the processes that miss elect one builder, which shares
+the entry through the coordination service, no shared filesystem needed (exchange.py has the protocol).
+:func:`get_or_build` wraps the load's local build (``stages/load.py``)."""
 
 from __future__ import annotations
 

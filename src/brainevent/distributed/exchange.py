@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import logging
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -31,7 +32,6 @@ from ..cache.key import CacheKey
 from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry, EntryStore
 from ..errors import BrainEventError, CacheError, CompileError
-from .kv import KeyValue, current
 
 log = logging.getLogger("brainevent.distributed")
 
@@ -40,8 +40,7 @@ log = logging.getLogger("brainevent.distributed")
 # releases or a proxy in between may keep; 4 MiB chunks move at about 100-150 MiB/s on one host.
 CHUNK_BYTES = 4 * 1024 * 1024
 _LOG_EVERY_S = 10.0  # how often a waiting process says that it still waits
-# How every refused transfer ends: the way out.
-FALLBACK = "Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every process."
+FALLBACK = "Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every process."  # ends every refusal
 
 
 def get_or_build(
@@ -99,34 +98,28 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
     if status.get("state") != "ok":
         raise _rebuild_error(status, store.name)
 
-    def fill(staging: Path) -> Manifest:
+    def refused(why: str) -> CacheError:
+        return CacheError(f"module {store.name!r} {why}. {FALLBACK}", module=store.name)
+
+    def fill(staging: Path | None) -> Manifest:
+        assert staging is not None  # a slot holds an existing entry or a staging directory
         started = time.monotonic()
         pieces = []
         for i in range(int(status["chunks"])):
             piece = kv.get(f"{prefix}/chunk/{i}", max(deadline - time.monotonic(), 1.0))
             if piece is None:
-                raise CacheError(
-                    f"part {i} of module {store.name!r} is missing from the job's key-value store "
-                    f"although its builder announced it. {FALLBACK}",
-                    module=store.name,
-                )
+                raise refused(f"lacks part {i} in the job's key-value store, announced by its builder")
             pieces.append(piece)
         data = b"".join(pieces)
         digest = hashlib.sha256(data).hexdigest()
         if len(data) != status["size"] or digest != status["sha256"]:
-            raise CacheError(
-                f"module {store.name!r} arrived damaged from the job's builder (sha256 {digest[:16]}, "
-                f"expected {str(status['sha256'])[:16]}). {FALLBACK}",
-                module=store.name,
-            )
+            why = f"sha256 {digest[:16]}, expected {str(status['sha256'])[:16]}"
+            raise refused(f"arrived damaged from the job's builder ({why})")
         unpack(data, staging)
         manifest = Manifest.load(staging)
         problem = "its manifest is missing" if manifest is None else manifest.verify(staging, key.digest)
         if manifest is None or problem is not None:
-            raise CacheError(
-                f"module {store.name!r} from the job's builder does not verify: {problem}. {FALLBACK}",
-                module=store.name,
-            )
+            raise refused(f"from the job's builder does not verify: {problem}")
         took = time.monotonic() - started
         log.info("received module %s from the job's builder: %d bytes in %.2f s", store.name, len(data), took)
         return manifest
@@ -134,22 +127,16 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
     # The normal publish path (lock, staging, atomic rename): in a cache shared with the
     # builder the entry is already there and nothing is written.
     with build_slot(store, key) as slot:
-        if slot.staging is None:  # the cache is shared with the builder: already there
-            assert slot.existing is not None
-            entry = slot.existing
-        else:
-            entry = publish(store, slot, fill(slot.staging))
+        entry = slot.existing or publish(store, slot, fill(slot.staging))
     return CacheEntry(entry.directory, entry.manifest, built_now=False)  # not compiled here
 
 
 def _wait_for_status(kv: KeyValue, prefix: str, name: str, deadline: float, timeout: float) -> dict[str, Any]:
-    started = time.monotonic()
     while True:
-        left = deadline - time.monotonic()
-        raw = kv.get(f"{prefix}/status", min(max(left, 0.001), _LOG_EVERY_S))
+        raw = kv.get(f"{prefix}/status", min(max(deadline - time.monotonic(), 0.001), _LOG_EVERY_S))
         if raw is not None:
             return records.distributed_status(raw, f"{prefix}/status", CHUNK_BYTES)
-        raw = kv.try_get(f"{prefix}/builder")
+        raw = kv.get(f"{prefix}/builder", 0.1)  # set by now unless the builder just started
         builder = f"process {raw.decode(errors='replace')}" if raw else "the job's builder"
         if time.monotonic() >= deadline:
             raise CompileError(
@@ -161,7 +148,7 @@ def _wait_for_status(kv: KeyValue, prefix: str, name: str, deadline: float, time
                 timed_out=True,
                 timeout_s=timeout,
             )
-        so_far = time.monotonic() - started
+        so_far = timeout - (deadline - time.monotonic())
         log.info(
             "waiting for %s to build module %s (%.0f s so far, of %.0f s)", builder, name, so_far, timeout
         )
@@ -175,11 +162,10 @@ def _publish_status(kv: KeyValue, prefix: str, record: dict[str, Any]) -> None:
 
 
 def _error_record(exc: BaseException) -> dict[str, Any]:
-    if isinstance(exc, BrainEventError):
-        data = {k: v for k, v in exc.data.items() if _plain(v)}
-        return {"state": "error", "type": type(exc).__name__, "message": exc.message, "data": data}
-    message = f"building the module failed with {type(exc).__name__}: {exc}"
-    return {"state": "error", "type": "CompileError", "message": message, "data": {}}
+    if not isinstance(exc, BrainEventError):
+        exc = CompileError(f"building the module failed with {type(exc).__name__}: {exc}")
+    data = {k: v for k, v in exc.data.items() if _plain(v)}
+    return {"state": "error", "type": type(exc).__name__, "message": exc.message, "data": data}
 
 
 def _plain(value: object) -> bool:
@@ -196,9 +182,8 @@ def _rebuild_error(record: dict[str, Any], name: str) -> BrainEventError:
     if not (isinstance(cls, type) and issubclass(cls, BrainEventError)):
         cls = CompileError
     message = f"{record.get('message', '')}\n(raised where module {name!r} was built for this job)"
-    data = record.get("data")
     # Made as unpickling makes it: a subclass's own __init__ never sees the peer's fields.
-    return errors._rebuild(cls, message, data if isinstance(data, dict) else {})
+    return errors._rebuild(cls, message, record.get("data", {}))  # a dict: records.distributed_status
 
 
 def pack(directory: Path) -> bytes:
@@ -229,8 +214,7 @@ def unpack(data: bytes, staging: Path) -> None:
                 target = staging.joinpath(*name.parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 source = tar.extractfile(member)
-                if source is None:  # a regular file always has contents
-                    raise tarfile.TarError(f"no contents for {member.name!r}")
+                assert source is not None  # a regular file always has contents
                 target.write_bytes(source.read())
     except (
         tarfile.TarError,
@@ -245,3 +229,40 @@ def unpack(data: bytes, staging: Path) -> None:
             f"{exc}); the transfer was refused. {FALLBACK}",
             path=str(staging),
         ) from None
+
+
+class KeyValue:
+    """One process's view of the job's key-value store (found without initialising anything).
+    Every supported jaxlib (jax >= 0.10.2) has bytes values and an atomic increment."""
+
+    def __init__(self, client: Any, process_id: int, num_processes: int) -> None:
+        self._client = client
+        self.process_id = process_id
+        self.num_processes = num_processes
+
+    def claim(self, key: str) -> bool:
+        """True for exactly one caller per key over the whole job: the first to ask."""
+        return int(self._client.key_value_increment(key, 1)) == 1
+
+    def put(self, key: str, value: bytes) -> None:
+        self._client.key_value_set_bytes(key, value, allow_overwrite=True)
+
+    def get(self, key: str, timeout_s: float) -> bytes | None:
+        """The value, waiting up to ``timeout_s`` for it to be set; None if it was not."""
+        try:
+            return bytes(self._client.blocking_key_value_get_bytes(key, max(1, int(timeout_s * 1000))))
+        except Exception as exc:  # jaxlib raises its own runtime error type
+            if "DEADLINE_EXCEEDED" in str(exc):
+                return None
+            raise
+
+
+def current() -> KeyValue | None:
+    """The running job's store, or None outside a multi-process ``jax.distributed`` job."""
+    # None unless JAX imported its distributed runtime (nothing is initialised here).
+    state = getattr(sys.modules.get("jax._src.distributed"), "global_state", None)
+    client = getattr(state, "client", None)
+    count = getattr(state, "num_processes", None)
+    if client is None or not isinstance(count, int) or count < 2:
+        return None
+    return KeyValue(client, int(getattr(state, "process_id", 0) or 0), count)
