@@ -12,11 +12,11 @@ Rows are records (``brainevent.records``), not dataclasses: a cache hit imports 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .config import DEBUG
 from .errors import SpecError
 from .platforms.devices import BUILD_PLATFORMS, CUDA_PLATFORM, HOST_PLATFORM
 from .records import Record
@@ -159,15 +159,16 @@ def _libraries(value: Any, keyword: str) -> tuple[str, ...]:
 # Debug builds (``debug=True``, or BRAINEVENT_DEBUG=1 for every load) add each platform's debug
 # flags (-DBE_DEBUG=1, -g or -lineinfo, -O0...); the flags key the cache, so debug and release
 # builds live side by side.
-DEBUG_ENV = "BRAINEVENT_DEBUG"
 DEBUG_FLAGS = {build: p.debug_flags for build, p in BUILD_PLATFORMS.items()}
 
 
 def _debug(value: Any, keyword: str) -> bool:
     if value is None:
-        return os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+        return DEBUG.get()
     if not isinstance(value, bool):
-        raise SpecError(f"debug={value!r} must be True, False or None (None: read {DEBUG_ENV}).", value=value)
+        raise SpecError(
+            f"debug={value!r} must be True, False or None (None: read {DEBUG.name}).", value=value
+        )
     return value
 
 
