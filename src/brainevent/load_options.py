@@ -265,6 +265,11 @@ def check_keywords(caller: str, kwargs: Mapping[str, Any], platform: str) -> dic
     return dict(kwargs)
 
 
+# The spellings of "use OpenMP" a user may already write in the flag lists: each becomes
+# openmp=True (and leaves the list), so both ways build, and key, the same module.
+_OPENMP_FLAGS = frozenset({"-fopenmp", "-Xcompiler=-fopenmp", "--compiler-options=-fopenmp", "-lgomp"})
+
+
 def make_options(name: Any, keywords: Mapping[str, Any], platform: str = CPU) -> LoadOptions:
     """Checked options from a loader's keywords; an option not given takes its default."""
     values: dict[str, Any] = {}
@@ -285,15 +290,6 @@ def make_options(name: Any, keywords: Mapping[str, Any], platform: str = CPU) ->
             "statically) and its headers; remove 'cudart' from extra_libraries.",
             value="cudart",
         )
-    return _openmp_from_flags(values)
-
-
-# The spellings of "use OpenMP" a user may already write in the flag lists: each becomes
-# openmp=True (and leaves the list), so both ways build, and key, the same module.
-_OPENMP_FLAGS = frozenset({"-fopenmp", "-Xcompiler=-fopenmp", "--compiler-options=-fopenmp", "-lgomp"})
-
-
-def _openmp_from_flags(values: dict[str, Any]) -> LoadOptions:
     for field in ("extra_cflags", "extra_ldflags"):
         if any(f in _OPENMP_FLAGS for f in values[field]):
             values["openmp"] = True
@@ -304,14 +300,10 @@ def _openmp_from_flags(values: dict[str, Any]) -> LoadOptions:
 def key_record(options: LoadOptions) -> dict[str, Any]:
     """The options' entries of a cache key's record (the platform records ``archs``)."""
     return {
-        o.record: _keyable(getattr(options, o.field))
+        o.record: list(v) if isinstance(v := getattr(options, o.field), tuple) else v
         for o in OPTIONS
         if "cache" in o.keys and o.record == o.field
     }
-
-
-def _keyable(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
 
 
 def add_cli_flags(parser: argparse.ArgumentParser) -> None:
