@@ -106,6 +106,11 @@ def _default_cache_dir() -> Path:
     return base / "brainevent"
 
 
+def _switch(name: str, default: bool, help: str) -> EnvVar[bool]:
+    """A boolean variable: 1/0, true/false, yes/no or on/off."""
+    return EnvVar(name, _bool, lambda: default, help)
+
+
 CACHE_DIR: EnvVar[Path] = EnvVar(
     "BRAINEVENT_CACHE_DIR",
     lambda raw: Path(raw).expanduser(),
@@ -143,40 +148,35 @@ COMPILE_TIMEOUT: EnvVar[float] = EnvVar(
     lambda: 900.0,
     "Seconds a single build may run before it is stopped and reported.",
 )
-USE_LOCKS: EnvVar[bool] = EnvVar(
+USE_LOCKS = _switch(
     "BRAINEVENT_USE_LOCKS",
-    _bool,
-    lambda: True,
+    True,
     "Set to 0 where file locks are unreliable (some network filesystems): concurrent builders "
     "of one module then may duplicate work, but never corrupt the cache.",
 )
-ALLOW_UNSUPPORTED_COMPILER: EnvVar[bool] = EnvVar(
+ALLOW_UNSUPPORTED_COMPILER = _switch(
     "BRAINEVENT_ALLOW_UNSUPPORTED_COMPILER",
-    _bool,
-    lambda: False,
+    False,
     "Pass -allow-unsupported-compiler to nvcc when the host compiler is newer than it accepts.",
 )
-CUDA_GRAPHS: EnvVar[bool] = EnvVar(
+CUDA_GRAPHS = _switch(
     "BRAINEVENT_CUDA_GRAPHS",
-    _bool,
-    lambda: True,
+    True,
     "Set to 0 to keep `import brainevent` from adding --xla_gpu_enable_command_buffer=+CUSTOM_CALL "
     "and --xla_gpu_graph_min_graph_size=2 to XLA_FLAGS (it does so only before JAX starts its "
     "backend, and never over flags already set), which lets small graphs such as a fori_loop "
     "body with custom calls run as CUDA graphs.",
 )
-OPENMP_PASSIVE: EnvVar[bool] = EnvVar(
+OPENMP_PASSIVE = _switch(
     "BRAINEVENT_OPENMP_PASSIVE",
-    _bool,
-    lambda: True,
+    True,
     "Before the first module that links OpenMP is loaded, set OMP_WAIT_POLICY=PASSIVE unless "
     "OMP_WAIT_POLICY or GOMP_SPINCOUNT is set already: spinning OpenMP threads fight XLA's CPU "
     "thread pool. Set to 0 to leave the runtime's default.",
 )
-DISTRIBUTED_BUILD: EnvVar[bool] = EnvVar(
+DISTRIBUTED_BUILD = _switch(
     "BRAINEVENT_DISTRIBUTED_BUILD",
-    _bool,
-    lambda: True,
+    True,
     "In a jax.distributed job, compile each module in one process and send the result to the "
     "others through JAX's coordination service; set to 0 to let every process compile for itself.",
 )
@@ -187,12 +187,17 @@ DISTRIBUTED_TIMEOUT: EnvVar[float] = EnvVar(
     "Seconds a process of a jax.distributed job waits for the process that builds a module for "
     "the job before raising CompileError (default: BRAINEVENT_COMPILE_TIMEOUT + 300).",
 )
-REQUIRE_ALL_TESTS: EnvVar[bool] = EnvVar(
+REQUIRE_ALL_TESTS = _switch(
     "BRAINEVENT_REQUIRE_ALL_TESTS",
-    _bool,
-    lambda: False,
+    False,
     "Test suite only: fail instead of skipping tests that lack what they need (compiler, GPU, "
     "optional package); tests that cannot apply to the machine still skip.",
+)
+
+DEBUG = _switch(
+    "BRAINEVENT_DEBUG",
+    False,
+    "Set to 1 to build every module in debug mode (the loaders' debug=None reads it).",
 )
 
 # Every variable, in the order declared above.

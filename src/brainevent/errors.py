@@ -163,11 +163,7 @@ class UnsupportedArchError(ToolchainError):
 
 
 class CompileError(KernelCompilationError, RuntimeError):
-    """The compiler rejected the sources. ``log_path`` holds the full log.
-
-    ``compiler_output``, ``command`` and ``stage`` are there for code written for 0.2.1's
-    ``CompilationError``: the build log, the failing command when known, and "compile".
-    """
+    """The compiler rejected the sources; ``log_path`` holds the full log (0.2.1 fields kept)."""
 
     stage: ClassVar[str] = "compile"
     command: str | Sequence[str] = ""
@@ -234,11 +230,7 @@ class RegistrationError(KernelRegistrationError, RuntimeError):
 
 
 class KernelTypeError(KernelError, TypeError, AssertionError):
-    """The object given as a kernel is not one of the kind expected.
-
-    A ``TypeError`` (what 0.2.1 raised) and an ``AssertionError`` (what its documentation
-    names), so either ``except`` clause catches it.
-    """
+    """The object given as a kernel is not of the kind expected (0.2.1 raised either base)."""
 
     kernel: str | None = None
 
@@ -262,28 +254,21 @@ class KernelCallError(KernelError, ValueError):
 
 
 class ArchError(ToolchainError, KernelCallError):
-    """A value that names no GPU architecture (an argument, or ``variable``'s setting); the
-    message lists the accepted forms."""
+    """A value (an argument, or ``variable``'s setting) names no GPU architecture."""
 
 
 class UnhashableAttributeError(KernelCallError, TypeError):
-    """An ``XLACustomKernel`` call got an attribute value JAX cannot use as a primitive
-    parameter (parameters are part of JAX's trace cache key, so they must be hashable)."""
+    """An ``XLACustomKernel`` attribute value is unhashable (JAX's trace cache key needs it)."""
 
 
 class KernelFallbackExhaustedError(KernelCallError):
-    """No backend of an ``XLACustomKernel`` gave a kernel for the platform being compiled for.
-
-    ``tried`` lists ``(backend, reason)`` pairs in the order they were tried; it is empty
-    when the platform has no kernel at all, or the requested backend is not defined.
-    """
+    """No backend gave a kernel for the platform; ``tried`` lists ``(backend, reason)`` pairs."""
 
     tried: list[tuple[str, str]] | None = None
 
 
 class BackendNotInstalledError(KernelNotAvailableError, ImportError):
-    """A kernel backend (Warp, Triton, Pallas, Numba) needs a library that is not installed;
-    ``package`` is what to ``pip install``."""
+    """A kernel backend needs a library that is not installed; ``package`` is what to install."""
 
     backend: str | None = None
     package: str | None = None  # ``module`` (inherited) names what failed to import

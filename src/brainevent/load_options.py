@@ -12,11 +12,11 @@ Rows are records (``brainevent.records``), not dataclasses: a cache hit imports 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .config import DEBUG
 from .errors import SpecError
 from .platforms.devices import BUILD_PLATFORMS, CUDA_PLATFORM, HOST_PLATFORM
 from .records import Record
@@ -159,15 +159,16 @@ def _libraries(value: Any, keyword: str) -> tuple[str, ...]:
 # Debug builds (``debug=True``, or BRAINEVENT_DEBUG=1 for every load) add each platform's debug
 # flags (-DBE_DEBUG=1, -g or -lineinfo, -O0...); the flags key the cache, so debug and release
 # builds live side by side.
-DEBUG_ENV = "BRAINEVENT_DEBUG"
 DEBUG_FLAGS = {build: p.debug_flags for build, p in BUILD_PLATFORMS.items()}
 
 
 def _debug(value: Any, keyword: str) -> bool:
     if value is None:
-        return os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+        return DEBUG.get()
     if not isinstance(value, bool):
-        raise SpecError(f"debug={value!r} must be True, False or None (None: read {DEBUG_ENV}).", value=value)
+        raise SpecError(
+            f"debug={value!r} must be True, False or None (None: read {DEBUG.name}).", value=value
+        )
     return value
 
 
@@ -264,6 +265,11 @@ def check_keywords(caller: str, kwargs: Mapping[str, Any], platform: str) -> dic
     return dict(kwargs)
 
 
+# The spellings of "use OpenMP" a user may already write in the flag lists: each becomes
+# openmp=True (and leaves the list), so both ways build, and key, the same module.
+_OPENMP_FLAGS = frozenset({"-fopenmp", "-Xcompiler=-fopenmp", "--compiler-options=-fopenmp", "-lgomp"})
+
+
 def make_options(name: Any, keywords: Mapping[str, Any], platform: str = CPU) -> LoadOptions:
     """Checked options from a loader's keywords; an option not given takes its default."""
     values: dict[str, Any] = {}
@@ -284,15 +290,6 @@ def make_options(name: Any, keywords: Mapping[str, Any], platform: str = CPU) ->
             "statically) and its headers; remove 'cudart' from extra_libraries.",
             value="cudart",
         )
-    return _openmp_from_flags(values)
-
-
-# The spellings of "use OpenMP" a user may already write in the flag lists: each becomes
-# openmp=True (and leaves the list), so both ways build, and key, the same module.
-_OPENMP_FLAGS = frozenset({"-fopenmp", "-Xcompiler=-fopenmp", "--compiler-options=-fopenmp", "-lgomp"})
-
-
-def _openmp_from_flags(values: dict[str, Any]) -> LoadOptions:
     for field in ("extra_cflags", "extra_ldflags"):
         if any(f in _OPENMP_FLAGS for f in values[field]):
             values["openmp"] = True
@@ -303,14 +300,10 @@ def _openmp_from_flags(values: dict[str, Any]) -> LoadOptions:
 def key_record(options: LoadOptions) -> dict[str, Any]:
     """The options' entries of a cache key's record (the platform records ``archs``)."""
     return {
-        o.record: _keyable(getattr(options, o.field))
+        o.record: list(v) if isinstance(v := getattr(options, o.field), tuple) else v
         for o in OPTIONS
         if "cache" in o.keys and o.record == o.field
     }
-
-
-def _keyable(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
 
 
 def add_cli_flags(parser: argparse.ArgumentParser) -> None:

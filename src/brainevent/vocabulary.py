@@ -137,11 +137,7 @@ def builtin_target(tag: str) -> BindingTarget:
 
 
 def unhandled(value: Never, where: str) -> NoReturn:
-    """The default branch of an exhaustive match over a vocabulary value.
-
-    Typed so that mypy reports a branch missing for a new member; at run time it raises
-    instead of letting the value fall into some other branch.
-    """
+    """An exhaustive match's default branch: mypy flags a missing member, run time raises."""
     raise ValueError(
         f"{where}: unhandled binding value {value!r}; every role / dtype / platform in "
         "brainevent.vocabulary needs a branch here (see docs/architecture.md, 'a new arg_spec token')"

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import brainevent
+from brainevent.config import ConfigError
 from brainevent.errors import SpecError
 
 # An off-by-one loop: it writes out[numel()], one element past the result.
@@ -54,6 +55,16 @@ def test_debug_env_variable_turns_debug_on(monkeypatch):
 def test_debug_must_be_a_bool():
     with pytest.raises(SpecError, match=r"debug='yes' must be True, False or None"):
         brainevent.load_cpp_inline(name="debug_bad", cpp_sources=OFF_BY_ONE, debug="yes")
+
+
+@pytest.mark.unit
+def test_a_bad_debug_env_value_is_a_config_error(monkeypatch):
+    monkeypatch.setenv("BRAINEVENT_DEBUG", "maybe")
+    with pytest.raises(ConfigError) as info:
+        brainevent.load_cpp_inline(name="debug_env_bad", cpp_sources=OFF_BY_ONE)
+    assert info.value.variable == "BRAINEVENT_DEBUG" and info.value.value == "maybe"
+    for word in ("BRAINEVENT_DEBUG='maybe'", "true/false", "yes/no"):
+        assert word in str(info.value), (word, str(info.value))
 
 
 def _gcc_runtime(name: str) -> str | None:
