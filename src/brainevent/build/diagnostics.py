@@ -25,8 +25,7 @@ def first_error_index(lines: list[str]) -> int | None:
 
 
 def _compiler_lines(log_text: str) -> list[str]:
-    """The compiler's own output: ninja's progress, FAILED: banners and the commands ninja echoes
-    after them dropped."""
+    """The compiler's own output, without ninja's progress, FAILED: banners and echoed commands."""
     lines = log_text.splitlines()
     return [
         line
@@ -130,11 +129,7 @@ class QuotedSource:
 
 
 def quote_error_line(error_line: str, sources: Sequence[QuotedSource]) -> str:
-    """The lines around ``error_line``'s location, numbered, or "" when it is not in ``sources``.
-
-    Inline sources compile under a virtual name (``#line 1 "mod.cpp"``), so the compiler cannot
-    show the line (nvcc never does): the offending line and the one before it (a missing ``;``).
-    """
+    """The numbered lines around ``error_line`` (and the one before: a missing ``;``), or ""."""
     match = _GCC.match(error_line) or _NVCC.match(error_line)
     source = next((s for s in sources if match is not None and s.name == match["file"]), None)
     if match is None or source is None:
