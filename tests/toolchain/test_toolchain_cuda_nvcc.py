@@ -463,3 +463,18 @@ def test_plugin_older_nvcc_warns_too(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.warns(ToolchainWarning, match="two CUDA runtimes"):
         check_jax_plugin_match(_fake_nvcc((12, 9)))
+
+
+def test_a_new_ld_library_path_is_a_new_search(
+    real_nvcc: NvccInfo, bare_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The loader's answer (pathfinder's last step) depends on LD_LIBRARY_PATH, so the memo must too.
+    monkeypatch.setenv("CUDA_HOME", real_nvcc.root)
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path / "a"))
+    find_nvcc(default_roots=())
+    misses = nvcc_mod._find_in_context.cache_info().misses
+    find_nvcc(default_roots=())
+    assert nvcc_mod._find_in_context.cache_info().misses == misses
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path / "b"))
+    assert find_nvcc(default_roots=()).found_via == "env:CUDA_HOME"
+    assert nvcc_mod._find_in_context.cache_info().misses == misses + 1

@@ -243,6 +243,9 @@ class SearchContext:
     default_roots: tuple[str, ...]
     prefer: str
     pathfinder: bool
+    # The loader's inputs: pathfinder's lookup depends on them, so a change to either is a new search.
+    ld_library_path: str | None
+    ld_cache_stamp: str
 
 
 def _nvcc_in(root: str) -> str:
@@ -288,7 +291,7 @@ def _step_pathfinder(ctx: SearchContext) -> list[Candidate]:
     # remembered, keyed by the places it looks at and their stamps (installing
     # or removing a wheel or a toolkit changes one); an answer since vanished is asked again.
     dirs = [*ctx.site_dirs, *(os.path.join(r, "bin") for _, r in ctx.env_roots), "/etc/ld.so.cache"]
-    places = f"{file_stamps(dirs)}\0{os.environ.get('LD_LIBRARY_PATH')}"
+    places = f"{file_stamps(dirs)}\0{ctx.ld_library_path}"
     try:
         path = remembered("nvcc-pathfinder", places, _ask_pathfinder)
         if not os.path.isfile(path):
@@ -369,6 +372,8 @@ def find_nvcc(
         default_roots=tuple(default_roots),
         prefer=config.NVCC_PREFER.get(),
         pathfinder=pathfinder,
+        ld_library_path=env.get("LD_LIBRARY_PATH"),
+        ld_cache_stamp=file_stamps(["/etc/ld.so.cache"]),
     )
     return _find_in_context(ctx)
 
