@@ -42,9 +42,8 @@ def _flag_value(flags: str, flag: str) -> str | None:
 def _flag_line(flags: str, types: tuple[str, ...], min_graph_size: int) -> str:
     """``flags`` plus whichever of the two flags it does not set already."""
     wanted = {COMMAND_BUFFER_FLAG: ",".join(types), MIN_GRAPH_FLAG: min_graph_size}
-    return " ".join(
-        [flags, *(f"{f}={v}" for f, v in wanted.items() if _flag_value(flags, f) is None)]
-    ).strip()
+    added = [f"{flag}={value}" for flag, value in wanted.items() if _flag_value(flags, flag) is None]
+    return " ".join([flags, *added]).strip()
 
 
 def _backends_initialized() -> bool:

@@ -157,6 +157,8 @@ VARIANT_INPUTS = ("functions", *VARIANT_KEYED, "remembered")
 def superseded(entries: Iterable[EntryInfo], keep: int) -> list[EntryInfo]:
     """Entries beyond the ``keep`` (at least 1) most recently used versions of each build of a
     module; a damaged entry (no readable manifest) never loads as it is, so it is always included."""
+    if keep < 1:
+        raise ValueError(f"keep must be at least 1, got {keep}: `cache clear` removes every entry")
     versions: dict[tuple[str, str, str], list[EntryInfo]] = {}
     old = []
     for entry in entries:

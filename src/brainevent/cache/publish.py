@@ -101,8 +101,9 @@ def disk_full_error(exc: OSError, store: EntryStore, module: str) -> CacheError 
 
 def publish(store: EntryStore, slot: BuildSlot, manifest: Manifest) -> CacheEntry:
     """Writes ``manifest`` into the slot's staging directory and moves it into place."""
+    if slot.staging is None:
+        raise ValueError("this build slot holds an entry another process published; nothing to publish")
     staging, key = slot.staging, slot.key
-    assert staging is not None, "the slot holds an entry another process published"
     manifest.record_artifact(staging)  # rename and chmod keep size and mtime
     manifest.dump(staging)
     harden_tree(staging, executable=manifest.artifact)  # whatever the umask

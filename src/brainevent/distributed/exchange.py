@@ -101,8 +101,7 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
     def refused(why: str) -> CacheError:
         return CacheError(f"module {store.name!r} {why}. {FALLBACK}", module=store.name)
 
-    def fill(staging: Path | None) -> Manifest:
-        assert staging is not None  # a slot holds an existing entry or a staging directory
+    def fill(staging: Path) -> Manifest:
         started = time.monotonic()
         pieces = []
         for i in range(int(status["chunks"])):
@@ -127,7 +126,11 @@ def _receive(kv: KeyValue, prefix: str, store: EntryStore, key: CacheKey) -> Cac
     # The normal publish path (lock, staging, atomic rename): in a cache shared with the
     # builder the entry is already there and nothing is written.
     with build_slot(store, key) as slot:
-        entry = slot.existing or publish(store, slot, fill(slot.staging))
+        if slot.staging is None:  # the cache is shared with the builder: already there
+            assert slot.existing is not None
+            entry = slot.existing
+        else:
+            entry = publish(store, slot, fill(slot.staging))
     return CacheEntry(entry.directory, entry.manifest, built_now=False)  # not compiled here
 
 
