@@ -42,6 +42,10 @@ def spec_of(v: Any) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(v.shape, v.dtype)
 
 
+# Steps of the slow path: enough that the fast path wins by far more than a loaded host's noise.
+SLOW_STEPS = 4000
+
+
 def looped(v: Any, steps: int) -> Any:
     """2 * v the long way round: ``steps`` additions of 2 * v / steps."""
     return jax.lax.fori_loop(0, steps, lambda i, acc: acc + v * (2.0 / steps), jnp.zeros_like(v))
@@ -52,11 +56,11 @@ def shape_dependent(calls: dict[str, int]) -> XLACustomKernel:
 
     def gen_a(outs: Any) -> Any:
         calls["a"] += 1
-        return lambda v: (looped(v, 600) if outs[0].shape[0] == 1000 else v * 2.0,)
+        return lambda v: (looped(v, SLOW_STEPS) if outs[0].shape[0] == 1000 else v * 2.0,)
 
     def gen_b(outs: Any) -> Any:
         calls["b"] += 1
-        return lambda v: (looped(v, 600) if outs[0].shape[0] == 2000 else v * 2.0,)
+        return lambda v: (looped(v, SLOW_STEPS) if outs[0].shape[0] == 2000 else v * 2.0,)
 
     op = XLACustomKernel(f"rem_shapes_{next(_ids)}", outs=spec_of)
     op.def_kernel("a", "cpu", gen_a)
