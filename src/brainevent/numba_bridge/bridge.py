@@ -20,8 +20,9 @@ Preparer = Callable[[Signature], tuple[str, int]]
 # The FFI target, the kernel id, and what the entry keeps alive (the kernel, so that its id() in
 # a key is not reused while the entry lives, and anything the registered launcher points into).
 Made = tuple[str, int, tuple[Any, ...]]
-# ``(FFI target, kernel id)`` for a call's operands and result specs; None: zeros, nothing launched.
-CallPreparer = Callable[[tuple[Any, ...], list[Any]], "tuple[str, int] | None"]
+# ``(FFI target, kernel id)`` for a call's operands and result specs, optionally with the specs of
+# scratch buffers the kernel writes after its results (Triton's); None: zeros, nothing launched.
+CallPreparer = Callable[[tuple[Any, ...], list[Any]], "tuple[str, int] | tuple[str, int, list[Any]] | None"]
 
 _prepared: dict[Hashable, Made] = {}  # this process's prepared kernels, by (key, signature)
 
@@ -142,19 +143,20 @@ class BridgedFunction:
             import jax.numpy as jnp
 
             return vary_like([jnp.zeros(s.shape, s.dtype) for s in specs], args)
-        target, kernel_id = prepared
+        target, kernel_id, *scratch = prepared
         if self._batch_dims:
             attrs = {"kernel_id": np.int64(kernel_id)}
             return partitioned_call(target, args, specs, self._batch_dims, self._given_vmap_method, attrs)
         method = None if self._rank_changing else self._vmap_method
-        return call_target(
+        results = call_target(
             target,
             args,
-            specs,
+            [*specs, *(scratch[0] if scratch else ())],
             vmap_method=method,
             input_output_aliases=self._aliases,
             kernel_id=np.int64(kernel_id),
         )
+        return results[: len(specs)]
 
     def _batchable(self, specs: tuple[Any, ...]) -> Callable[..., Any]:
         """A custom_vmap function for these result specs; batching re-enters with batched specs."""
