@@ -133,17 +133,13 @@ def bind(kernel: Any, in_dtypes: Sequence[Any], out_dtypes: Sequence[Any], given
             attrs[(i,)] = [["tt.divisibility", POINTER_ALIGN]]
             laid_out.append(Param(OPERAND, i, POINTER_ALIGN))
             continue
-        if param.name in given:
-            value = given[param.name]
-        elif param.has_default:
-            value = param.default
-        else:
+        if param.name not in given and not param.has_default:
             raise KernelCallError(
                 f"Triton kernel {name!r}: parameter {param.name!r} has no value; pass {param.name}=... "
                 "to triton_kernel",
                 kernel=name,
             )
-        values[param.name] = value
+        value = values[param.name] = given.get(param.name, param.default)
         if param.is_constexpr:
             signature[param.name] = "constexpr"
             constexprs[param.name] = value
@@ -183,16 +179,15 @@ def compile_for(kernel: Any, bound: Bound, cc: int, options: Mapping[str, Any]) 
     from triton.compiler import ASTSource
 
     source = ASTSource(kernel, dict(bound.signature), dict(bound.constexprs), dict(bound.attrs))
+    name = getattr(kernel, "__name__", "kernel")
     try:
         result = triton.compile(source, target=GPUTarget("cuda", cc, 32), options=dict(options))
     except Exception as exc:
         raise CompileError(
-            f"Triton could not compile {getattr(kernel, '__name__', kernel)!r} for sm_{cc}: "
-            f"{type(exc).__name__}: {exc}",
-            kernel=getattr(kernel, "__name__", ""),
+            f"Triton could not compile {name!r} for sm_{cc}: {type(exc).__name__}: {exc}", kernel=name
         ) from exc
     meta = result.metadata
-    _check_supported(meta, getattr(kernel, "__name__", "kernel"))
+    _check_supported(meta, name)
     found = _ENTRY.search(result.asm["ptx"])  # the entry's parameters, Triton's trailing ones included
     if found is None:
         raise CompileError("Triton produced PTX without a kernel entry")
@@ -386,12 +381,11 @@ def triton_kernel(
     if not callable(grid):
         _grid3(grid, name)  # fail early on a fixed grid
     options = {"num_warps": num_warps, "num_stages": num_stages, **dict(compile_options or {})}
+    from ..toolchain.cuda_arch import parse_compute_capability
+
     capabilities = None
     if compute_capability is not None:
-        values = compute_capability if isinstance(compute_capability, (list, tuple)) else [compute_capability]
-        from ..toolchain.cuda_arch import one_arch
-
-        capabilities = sorted({one_arch(v).cc for v in values})
+        capabilities = sorted({a.cc for a in parse_compute_capability(compute_capability)})
     from ..calls.operands import check_arrays
     from ..numba_bridge.bridge import BridgedFunction
 

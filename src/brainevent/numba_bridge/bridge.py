@@ -58,12 +58,8 @@ _ABI_TAG = re.compile(rb"B(\d+)v(\d+)")
 
 
 def stable_text(text: str | bytes) -> bytes:
-    """Numba's output with its per-process counters renumbered, for ids that match across processes.
-
-    Numba's ABI tag ``B<n>v<uid>`` counts the functions defined so far in the process, so
-    another process (a ``jax.export`` artifact, a persistent-cache hit) gets other uids. Each
-    uid becomes the order of its first appearance: two different functions stay different.
-    """
+    """Numba's output with the uids of its ABI tags ``B<n>v<uid>`` (a per-process counter) renumbered
+    by first appearance, so that kernel ids match across processes and different functions differ."""
     data = text.encode() if isinstance(text, str) else text
     order: dict[bytes, int] = {}
 
@@ -78,13 +74,11 @@ def stable_text(text: str | bytes) -> bytes:
 
 
 class BridgedFunction:
-    """Calls a prepared kernel through ``jax.ffi.ffi_call``; ``prepare(args, specs)`` compiles and
-    registers it for a call and returns ``(target, kernel id)``, or None (the results are zeros).
+    """Calls the kernel that ``prepare(args, specs)`` compiles and registers (a ``CallPreparer``).
 
-    ``launcher_for(n_in, n_out)`` gives the launcher (its target) without compiling, for a
-    rank-changing vmap's unbatched trace; without it, a batching ``vmap_method`` runs the unbatched
-    kernel once per batch element. ``check_args`` sees every call's arguments first.
-    ``batch_dims``: the first dims of every operand are independent problems (``partitioned_call``).
+    ``launcher_for(n_in, n_out)``: the launcher without compiling, for a rank-changing vmap's
+    unbatched trace (without it a batching ``vmap_method`` runs per batch element); ``check_args``
+    sees every call's arguments first; ``batch_dims``: see ``partitioned_call``.
     """
 
     def __init__(
