@@ -247,10 +247,13 @@ class BackendTable:
     def _set_default(self, platform: str, backend: str, *, pin: bool) -> None:
         resolved = platform_name(platform)
         defined = self.available_backends(resolved)
+        if not defined:
+            raise self._error(
+                f"has no kernels for platform {platform!r}; define one first", platform=platform
+            )
         if backend not in defined:
             raise self._error(
-                f"has no backend {backend!r} for {platform!r}; defined: {defined or 'none, define one'}",
-                backend=backend,
+                f"has no backend {backend!r} for {platform!r}; defined: {defined}", backend=backend
             )
         if pin:
             self._pinned.add(resolved)
