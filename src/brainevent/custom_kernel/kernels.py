@@ -197,14 +197,9 @@ class NumbaCpuKernel(CallSiteKernel):
         self._kernel_for = _kernel_for(kernel, generator, "def_numba_kernel")
 
     def prepare(self, call: LoweringCall) -> tuple[str, int]:
-        import numba
-        from numba.core.dispatcher import Dispatcher
+        from ..numba_bridge.cpu_kernel import jitted, preparer
 
-        from ..numba_bridge.cpu_kernel import preparer
-
-        func = self._kernel_for(call.attrs)
-        if not isinstance(func, Dispatcher):
-            func = numba.njit(func)
+        func = jitted(self._kernel_for(call.attrs), "def_numba_kernel")
         return preparer(func)(signature_of(tuple(call.ins), list(call.outs)))
 
 
@@ -218,29 +213,22 @@ class NumbaCudaKernel(CallSiteKernel):
     def __init__(self, kernel: Any, generator: Callable[..., Any] | None, launch: tuple[Any, ...]) -> None:
         """``launch``: grid, block, launch_dims, threads_per_block, shared_mem."""
         from ..launchers.launch_config import resolve_launch
-        from ..numba_bridge.cuda_kernel import require_numba_cuda
+        from ..numba_bridge.cuda_kernel import cuda_dispatcher, require_numba_cuda
 
-        _, dispatcher_type = require_numba_cuda()
-        if kernel is not None and not isinstance(kernel, dispatcher_type):
-            raise AssertionError(
-                f"kernel must be a @numba.cuda.jit kernel (CUDADispatcher), got {type(kernel).__name__}"
-            )
+        require_numba_cuda()
+        if kernel is not None:
+            cuda_dispatcher(kernel)
         self._kernel_for = _kernel_for(kernel, generator, "def_numba_cuda_kernel")
         self._launch = launch
         if not any(callable(v) for v in launch):
             resolve_launch(*launch)  # fail early
-        self._dispatcher_type = dispatcher_type
 
     def prepare(self, call: LoweringCall) -> tuple[str, int]:
         from ..launchers.launch_config import resolve_launch
-        from ..numba_bridge.cuda_kernel import preparer
+        from ..numba_bridge.cuda_kernel import cuda_dispatcher, preparer
 
         ins, outs = call.ins, call.outs
-        kernel = self._kernel_for(call.attrs)
-        if not isinstance(kernel, self._dispatcher_type):
-            raise AssertionError(
-                f"the generator must return a @numba.cuda.jit kernel, got {type(kernel).__name__}"
-            )
+        kernel = cuda_dispatcher(self._kernel_for(call.attrs), "the generator's result")
         config = resolve_launch(*(v(ins, outs) if callable(v) else v for v in self._launch))
         return preparer(kernel, config)(signature_of(tuple(ins), list(outs)))
 

@@ -8,6 +8,7 @@ of them is caught instead of launched wrongly."""
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -132,17 +133,13 @@ def bind(kernel: Any, in_dtypes: Sequence[Any], out_dtypes: Sequence[Any], given
             attrs[(i,)] = [["tt.divisibility", POINTER_ALIGN]]
             laid_out.append(Param(OPERAND, i, POINTER_ALIGN))
             continue
-        if param.name in given:
-            value = given[param.name]
-        elif param.has_default:
-            value = param.default
-        else:
+        if param.name not in given and not param.has_default:
             raise KernelCallError(
                 f"Triton kernel {name!r}: parameter {param.name!r} has no value; pass {param.name}=... "
                 "to triton_kernel",
                 kernel=name,
             )
-        values[param.name] = value
+        value = values[param.name] = given.get(param.name, param.default)
         if param.is_constexpr:
             signature[param.name] = "constexpr"
             constexprs[param.name] = value
@@ -182,16 +179,15 @@ def compile_for(kernel: Any, bound: Bound, cc: int, options: Mapping[str, Any]) 
     from triton.compiler import ASTSource
 
     source = ASTSource(kernel, dict(bound.signature), dict(bound.constexprs), dict(bound.attrs))
+    name = getattr(kernel, "__name__", "kernel")
     try:
         result = triton.compile(source, target=GPUTarget("cuda", cc, 32), options=dict(options))
     except Exception as exc:
         raise CompileError(
-            f"Triton could not compile {getattr(kernel, '__name__', kernel)!r} for sm_{cc}: "
-            f"{type(exc).__name__}: {exc}",
-            kernel=getattr(kernel, "__name__", ""),
+            f"Triton could not compile {name!r} for sm_{cc}: {type(exc).__name__}: {exc}", kernel=name
         ) from exc
     meta = result.metadata
-    _check_supported(meta, getattr(kernel, "__name__", "kernel"))
+    _check_supported(meta, name)
     found = _ENTRY.search(result.asm["ptx"])  # the entry's parameters, Triton's trailing ones included
     if found is None:
         raise CompileError("Triton produced PTX without a kernel entry")
@@ -258,76 +254,63 @@ def _grid3(value: Any, name: str) -> tuple[int, int, int]:
     return dims[0], dims[1], dims[2]
 
 
-@dataclass(eq=False)  # hashed by identity, as jax.jit needs
-class TritonCall:
-    """The JAX function ``triton_kernel`` returns; see there."""
+def _prepare(
+    kernel: Any,
+    grid: GridValue,
+    given: dict[str, Any],
+    options: dict[str, Any],
+    archs: list[int] | None,
+    arrays: tuple[Any, ...],
+    out_specs: list[Any],
+) -> tuple[str, int, list[Any]]:
+    """For ``BridgedFunction``: compiles ``kernel`` for the call and registers it; returns the
+    target, the kernel id and the scratch buffers to allocate after the results."""
+    import jax
 
-    kernel: Any
-    outs: Any
-    grid: GridValue
-    params: dict[str, Any]
-    options: dict[str, Any]  # for triton.compile
-    capabilities: list[int] | None
-    call_options: dict[str, Any]  # vmap_method and input_output_aliases, for call_target
+    from ..calls.operands import content_id
+    from ..launchers.cubin import launcher_for, register
+    from ..toolchain.cuda_arch import visible_archs
 
-    def __post_init__(self) -> None:
-        from ..calls.results import flatten_outs
-
-        self.specs, self.treedef = flatten_outs(self.outs)
-        self.__name__ = getattr(self.kernel, "__name__", "triton_kernel")
-
-    def __call__(self, *arrays: Any) -> Any:
-        import jax
-
-        from ..calls.ffi import call_target
-        from ..calls.operands import check_arrays, content_id
-        from ..launchers.cubin import launcher_for, register
-
-        check_arrays(self.__name__, arrays, "as keywords of triton_kernel")
-        bound = bind(self.kernel, [a.dtype for a in arrays], [s.dtype for s in self.specs], self.params)
-        grid = _grid3(self.grid(dict(bound.values)) if callable(self.grid) else self.grid, self.__name__)
-        from ..toolchain.cuda_arch import visible_archs
-
-        # Triton numbers an arch major * 10 + minor: 90 for sm_90 and sm_90a.
-        capabilities = self.capabilities or [a.cc for a in visible_archs(jax_first=True)]
-        if not capabilities:
-            raise KernelCallError(
-                f"{self.__name__}: Triton kernels are compiled for the GPUs present, and neither JAX nor the "
-                "CUDA driver reports one; run on a GPU machine, or pass compute_capability='sm_90' (for "
-                "example) to triton_kernel to compile without one",
-                kernel=self.__name__,
-            )
-        compiled = {cc: compile_for(self.kernel, bound, cc, self.options) for cc in capabilities}
-        first = compiled[capabilities[0]]
-        shape = (first.entry, first.num_warps, first.n_ptx_params)
-        if any((c.entry, c.num_warps, c.n_ptx_params) != shape for c in compiled.values()):
-            raise KernelCallError(
-                f"{self.__name__}: Triton compiled different entry points for {capabilities}; use one "
-                "GPU architecture (CUDA_VISIBLE_DEVICES) or pass compute_capability=",
-                kernel=self.__name__,
-            )
-        programs = grid[0] * grid[1] * grid[2]
-        scratch_specs: list[Any] = []
-        scratch_operands: list[int | None] = []
-        for kind in range(2):  # global scratch, then profile scratch
-            size, align = (max(c.scratch[kind][j] for c in compiled.values()) for j in (0, 1))
-            scratch_operands.append(len(arrays) + len(self.specs) + len(scratch_specs) if size else None)
-            if size:
-                scratch_specs.append(jax.ShapeDtypeStruct((programs * size + align,), np.uint8))
-        params = [*bound.params, *trailing_params(first, len(bound.params), scratch_operands)]
-        block = (32 * first.num_warps, 1, 1)
-        specs = [*self.specs, *scratch_specs]
-        launcher = launcher_for(len(arrays), len(specs))
-        images = {cc: c.image for cc, c in compiled.items()}
-        layout = repr((grid, block, [(p.kind, p.value, p.size) for p in params], first.cooperative))
-        shared = [f"{cc}:{image.shared_mem}" for cc, image in images.items()]
-        kernel_id = content_id("triton", first.entry, layout, *shared, *(i.code for i in images.values()))
-        n_operands, coop = len(arrays) + len(specs), first.cooperative
-        register(launcher, kernel_id, first.entry, grid, block, params, n_operands, images, cooperative=coop)
-        results = call_target(
-            launcher.target, arrays, specs, **self.call_options, kernel_id=np.int64(kernel_id)
+    name = getattr(kernel, "__name__", "triton_kernel")
+    bound = bind(kernel, [a.dtype for a in arrays], [s.dtype for s in out_specs], given)
+    dims = _grid3(grid(dict(bound.values)) if callable(grid) else grid, name)
+    # Triton numbers an arch major * 10 + minor: 90 for sm_90 and sm_90a.
+    ccs = archs or [a.cc for a in visible_archs(jax_first=True)]
+    if not ccs:
+        raise KernelCallError(
+            f"{name}: Triton kernels are compiled for the GPUs present, and neither JAX nor the "
+            "CUDA driver reports one; run on a GPU machine, or pass compute_capability='sm_90' (for "
+            "example) to triton_kernel to compile without one",
+            kernel=name,
         )
-        return jax.tree_util.tree_unflatten(self.treedef, results[: len(self.specs)])
+    compiled = {cc: compile_for(kernel, bound, cc, options) for cc in ccs}
+    first = compiled[ccs[0]]
+    shape = (first.entry, first.num_warps, first.n_ptx_params)
+    if any((c.entry, c.num_warps, c.n_ptx_params) != shape for c in compiled.values()):
+        raise KernelCallError(
+            f"{name}: Triton compiled different entry points for {ccs}; use one "
+            "GPU architecture (CUDA_VISIBLE_DEVICES) or pass compute_capability=",
+            kernel=name,
+        )
+    programs = dims[0] * dims[1] * dims[2]
+    scratch: list[Any] = []
+    scratch_operands: list[int | None] = []
+    for kind in range(2):  # global scratch, then profile scratch
+        size, align = (max(c.scratch[kind][j] for c in compiled.values()) for j in (0, 1))
+        scratch_operands.append(len(arrays) + len(out_specs) + len(scratch) if size else None)
+        if size:
+            scratch.append(jax.ShapeDtypeStruct((programs * size + align,), np.uint8))
+    params = [*bound.params, *trailing_params(first, len(bound.params), scratch_operands)]
+    block = (32 * first.num_warps, 1, 1)
+    n_outs = len(out_specs) + len(scratch)
+    launcher = launcher_for(len(arrays), n_outs)
+    images = {cc: c.image for cc, c in compiled.items()}
+    layout = repr((dims, block, [(p.kind, p.value, p.size) for p in params], first.cooperative))
+    shared = [f"{cc}:{image.shared_mem}" for cc, image in images.items()]
+    kernel_id = content_id("triton", first.entry, layout, *shared, *(i.code for i in images.values()))
+    n_operands, coop = len(arrays) + n_outs, first.cooperative
+    register(launcher, kernel_id, first.entry, dims, block, params, n_operands, images, cooperative=coop)
+    return launcher.target, kernel_id, scratch
 
 
 def triton_kernel(
@@ -398,17 +381,16 @@ def triton_kernel(
     if not callable(grid):
         _grid3(grid, name)  # fail early on a fixed grid
     options = {"num_warps": num_warps, "num_stages": num_stages, **dict(compile_options or {})}
+    from ..toolchain.cuda_arch import parse_compute_capability
+
     capabilities = None
     if compute_capability is not None:
-        values = compute_capability if isinstance(compute_capability, (list, tuple)) else [compute_capability]
-        from ..toolchain.cuda_arch import one_arch
+        capabilities = sorted({a.cc for a in parse_compute_capability(compute_capability)})
+    from ..calls.operands import check_arrays
+    from ..numba_bridge.bridge import BridgedFunction
 
-        capabilities = sorted({one_arch(v).cc for v in values})
-    # The grid and sizes are fixed when the kernel is made, so a launch cannot cover a
-    # batch axis: under vmap it runs once per batch element (as numba_cuda_kernel does).
-    from ..launchers.launch_config import RANK_CHANGING
-
-    vmap = "sequential" if vmap_method in RANK_CHANGING else vmap_method
-    aliases = dict(input_output_aliases) if input_output_aliases else None
-    call_options = {"vmap_method": vmap, "input_output_aliases": aliases}
-    return TritonCall(kernel, outs, grid, dict(params), options, capabilities, call_options)
+    check = functools.partial(check_arrays, name, scalars_go="as keywords of triton_kernel")
+    prepare = functools.partial(_prepare, kernel, grid, dict(params), options, capabilities)
+    # No launcher_for: the grid and sizes are fixed when the kernel is made, so under a batching
+    # vmap it runs once per batch element (as numba_cuda_kernel does).
+    return BridgedFunction(prepare, outs, vmap_method, input_output_aliases, name, check_args=check)

@@ -20,8 +20,9 @@ Preparer = Callable[[Signature], tuple[str, int]]
 # The FFI target, the kernel id, and what the entry keeps alive (the kernel, so that its id() in
 # a key is not reused while the entry lives, and anything the registered launcher points into).
 Made = tuple[str, int, tuple[Any, ...]]
-# ``(FFI target, kernel id)`` for a call's operands and result specs; None: zeros, nothing launched.
-CallPreparer = Callable[[tuple[Any, ...], list[Any]], "tuple[str, int] | None"]
+# ``(FFI target, kernel id)`` for a call's operands and result specs, optionally with the specs of
+# scratch buffers the kernel writes after its results (Triton's); None: zeros, nothing launched.
+CallPreparer = Callable[[tuple[Any, ...], list[Any]], "tuple[str, int] | tuple[str, int, list[Any]] | None"]
 
 _prepared: dict[Hashable, Made] = {}  # this process's prepared kernels, by (key, signature)
 
@@ -57,12 +58,8 @@ _ABI_TAG = re.compile(rb"B(\d+)v(\d+)")
 
 
 def stable_text(text: str | bytes) -> bytes:
-    """Numba's output with its per-process counters renumbered, for ids that match across processes.
-
-    Numba's ABI tag ``B<n>v<uid>`` counts the functions defined so far in the process, so
-    another process (a ``jax.export`` artifact, a persistent-cache hit) gets other uids. Each
-    uid becomes the order of its first appearance: two different functions stay different.
-    """
+    """Numba's output with the uids of its ABI tags ``B<n>v<uid>`` (a per-process counter) renumbered
+    by first appearance, so that kernel ids match across processes and different functions differ."""
     data = text.encode() if isinstance(text, str) else text
     order: dict[bytes, int] = {}
 
@@ -77,13 +74,11 @@ def stable_text(text: str | bytes) -> bytes:
 
 
 class BridgedFunction:
-    """Calls a prepared kernel through ``jax.ffi.ffi_call``; ``prepare(args, specs)`` compiles and
-    registers it for a call and returns ``(target, kernel id)``, or None (the results are zeros).
+    """Calls the kernel that ``prepare(args, specs)`` compiles and registers (a ``CallPreparer``).
 
-    ``launcher_for(n_in, n_out)`` gives the launcher (its target) without compiling, for a
-    rank-changing vmap's unbatched trace; without it, a batching ``vmap_method`` runs the unbatched
-    kernel once per batch element. ``check_args`` sees every call's arguments first.
-    ``batch_dims``: the first dims of every operand are independent problems (``partitioned_call``).
+    ``launcher_for(n_in, n_out)``: the launcher without compiling, for a rank-changing vmap's
+    unbatched trace (without it a batching ``vmap_method`` runs per batch element); ``check_args``
+    sees every call's arguments first; ``batch_dims``: see ``partitioned_call``.
     """
 
     def __init__(
@@ -142,19 +137,20 @@ class BridgedFunction:
             import jax.numpy as jnp
 
             return vary_like([jnp.zeros(s.shape, s.dtype) for s in specs], args)
-        target, kernel_id = prepared
+        target, kernel_id, *scratch = prepared
         if self._batch_dims:
             attrs = {"kernel_id": np.int64(kernel_id)}
             return partitioned_call(target, args, specs, self._batch_dims, self._given_vmap_method, attrs)
         method = None if self._rank_changing else self._vmap_method
-        return call_target(
+        results = call_target(
             target,
             args,
-            specs,
+            [*specs, *(scratch[0] if scratch else ())],
             vmap_method=method,
             input_output_aliases=self._aliases,
             kernel_id=np.int64(kernel_id),
         )
+        return results[: len(specs)]
 
     def _batchable(self, specs: tuple[Any, ...]) -> Callable[..., Any]:
         """A custom_vmap function for these result specs; batching re-enters with batched specs."""

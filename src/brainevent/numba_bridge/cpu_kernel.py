@@ -43,6 +43,18 @@ def require_numba() -> Any:
     return numba
 
 
+def jitted(func: Any, what: str) -> Any:
+    """``func`` as a Numba dispatcher: a plain function is compiled with ``njit``."""
+    numba = require_numba()
+    from numba.core.dispatcher import Dispatcher
+
+    if isinstance(func, Dispatcher):
+        return func
+    if not callable(func):
+        raise TypeError(f"{what} needs a function, got {type(func).__name__}")
+    return numba.njit(func)
+
+
 def preparer(func: Any) -> Preparer:
     def make(signature: Signature) -> Made:
         launcher = cpu_launcher_for(len(signature.inputs), len(signature.outputs))
@@ -81,13 +93,7 @@ def numba_kernel(
     Raises:
         ImportError: Numba is not installed.
     """
-    numba = require_numba()
-    from numba.core.dispatcher import Dispatcher
-
-    if not isinstance(func, Dispatcher):
-        if not callable(func):
-            raise TypeError(f"numba_kernel needs a function, got {type(func).__name__}")
-        func = numba.njit(func)
+    func = jitted(func, "numba_kernel")
     name = getattr(func, "__name__", "numba_kernel")
     prepare = on_signature(preparer(func))
     return BridgedFunction(

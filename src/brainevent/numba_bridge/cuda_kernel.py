@@ -17,16 +17,26 @@ from .bridge import BridgedFunction, Made, Preparer, memoized, on_signature, sta
 
 
 def require_numba_cuda() -> Any:
+    """Numba-CUDA's kernel type (``CUDADispatcher``), or an ImportError saying what to install."""
     ensure_numba_cuda_numpy_compat()
     try:
-        from numba import cuda
         from numba.cuda.dispatcher import CUDADispatcher
     except ImportError as exc:
         raise ImportError(
             "numba_cuda_kernel needs Numba with CUDA support: pip install numba numba-cuda "
             f"(import failed: {exc})"
         ) from exc
-    return cuda, CUDADispatcher
+    return CUDADispatcher
+
+
+def cuda_dispatcher(kernel: Any, what: str = "kernel") -> Any:
+    """``kernel`` if it is a ``@numba.cuda.jit`` kernel, else a KernelTypeError."""
+    if not isinstance(kernel, require_numba_cuda()):
+        raise KernelTypeError(
+            f"{what} must be a @numba.cuda.jit kernel (CUDADispatcher), got {type(kernel).__name__}",
+            kernel=type(kernel).__name__,
+        )
+    return kernel
 
 
 def preparer(kernel: Any, config: LaunchConfig) -> Preparer:
@@ -100,12 +110,7 @@ def numba_cuda_kernel(
     check_vmap_method(vmap_method)
     specs, _ = flatten_outs(outs)
     _refuse_bfloat16([s.dtype for s in specs], "output")
-    _, dispatcher_type = require_numba_cuda()
-    if not isinstance(kernel, dispatcher_type):
-        raise KernelTypeError(
-            f"kernel must be a @numba.cuda.jit kernel (CUDADispatcher), got {type(kernel).__name__}",
-            kernel=type(kernel).__name__,
-        )
+    cuda_dispatcher(kernel)
     name = getattr(kernel, "__name__", "numba_cuda_kernel")
     prepare = on_signature(preparer(kernel, config), launch=not config.empty)
     # No launcher_for: a batching vmap launches the kernel once per batch element.
