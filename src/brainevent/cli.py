@@ -19,7 +19,7 @@ from .platforms.devices import BUILD_PLATFORMS
 
 if TYPE_CHECKING:
     from .cache.admin import EntryInfo
-    from .stages import LoadRequest
+    from .stages.request import LoadRequest
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -260,7 +260,7 @@ def _cmd_includes(args: argparse.Namespace) -> int:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from .stages import build
+    from .stages.load import build
 
     if args.into is not None:
         from .bundle.command import build_into

@@ -17,7 +17,7 @@ from brainevent.cache import admin
 from brainevent.cli import _parser
 from brainevent.cli import main as cli_main
 from brainevent.load_options import CPU, CUDA, OPTIONS, make_options
-from brainevent.stages import derive_key
+from brainevent.stages.key import derive_key
 from brainevent.stages.request import file_unit, make_request
 
 KERNEL = r"""
