@@ -5,26 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..toolchain.host import find_host_compiler, host_key_inputs
-from .base import PlatformBase, UnitCommand
+from ..toolchain.host import find_host_compiler
+from .base import Platform, UnitCommand
 
 if TYPE_CHECKING:
-    from ..load_options import LoadOptions, SourceUnit
+    from ..load_options import LoadOptions
 
 
-class CpuPlatform(PlatformBase):
+class CpuPlatform(Platform):
     name = "cpu"  # its row of the platform table (devices.py) says the rest
 
-    def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
-        return {}
-
-    def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
-        return host_key_inputs()
-
-    def _unit_commands(self, options: LoadOptions, units: int) -> tuple[UnitCommand, UnitCommand]:
+    def _unit_commands(self, options: LoadOptions, units: int) -> UnitCommand:
         from .steps import host_unit_command  # build-only, as languages.py below
 
-        return (lambda i, unit: host_unit_command(options, unit, options.extra_cflags)), (lambda i, unit: ())
+        return lambda i, unit: (host_unit_command(options, unit, options.extra_cflags), ())
 
     def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
         from .languages import HOST_LINK_CHECKS, openmp_flags
@@ -36,17 +30,6 @@ class CpuPlatform(PlatformBase):
             link_flags,
             (*library_link_flags(options), *options.extra_ldflags),
         )
-
-    def preprocess_command(
-        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
-    ) -> list[str]:
-        """The unit's compile command with -E: what the compiler sees after macro expansion."""
-        from .steps import host_unit_command
-
-        return [*host_unit_command(options, unit, options.extra_cflags), "-E", source, "-o", output]
-
-    def can_register(self) -> str | None:
-        return None
 
     @staticmethod
     def check_inputs(target: str, arrays: Sequence[Any]) -> None:

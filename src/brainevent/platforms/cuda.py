@@ -19,7 +19,7 @@ from ..errors import ToolchainError
 from ..fileio import file_identity, file_stamps
 from ..toolchain.host import find_host_compiler, host_key_inputs
 from ..toolchain.memo import remembered
-from .base import PlatformBase, UnitCommand
+from .base import Platform, UnitCommand
 
 # The build steps, nvcc's search and the arch tables are imported inside the methods that
 # build: a cache hit reads what it keys from the toolchain memo (see CudaPlatform).
@@ -34,7 +34,7 @@ _warned_mismatch: set[str] = set()  # the nvcc paths checked against JAX's CUDA 
 _DEBUG_FLAGS = ("-g", "-G", "--device-debug", "-lineinfo", "--generate-line-info", "-Xcompiler=-g")
 
 
-class CudaPlatform(PlatformBase):
+class CudaPlatform(Platform):
     """``compute_capability`` picks the target archs (detected from the GPUs when None).
 
     What keys a build (nvcc's identity and version, the archs) is remembered on disk per
@@ -155,25 +155,23 @@ class CudaPlatform(PlatformBase):
             flags.append("--use_fast_math")
         return flags
 
-    def _unit_commands(self, options: LoadOptions, units: int) -> tuple[UnitCommand, UnitCommand]:
+    def _unit_commands(self, options: LoadOptions, units: int) -> UnitCommand:
         from ..build import BUILD_DIR
         from . import languages
 
         nvcc_flags = self._nvcc_flags(options)
         threads = arch_thread_flags(len(self.archs), units)
 
-        def command(i: int, unit: SourceUnit) -> tuple[str, ...]:
+        def command(i: int, unit: SourceUnit) -> tuple[tuple[str, ...], tuple[str, ...]]:
             if languages.is_c_unit(unit):  # C goes to the host C compiler, not through nvcc
-                return self._c_unit_command(options, unit)
+                return self._c_unit_command(options, unit), ()
             # Kept intermediates are named after the unit, unlike nvcc's default temporary
             # files (tmpxft_<pid>_...), whose names end up in the symbol table.
             keep = f"--keep-dir={BUILD_DIR}/{_KEEP_ROOT}/k{i}"
-            return (self.nvcc.path, *nvcc_flags, "--keep", keep, *threads, *self._unit_flags(options, unit))
+            flags = (*nvcc_flags, "--keep", keep, *threads, *self._unit_flags(options, unit))
+            return (self.nvcc.path, *flags), (f"{_KEEP_ROOT}/k{i}",)
 
-        def workdirs(i: int, unit: SourceUnit) -> tuple[str, ...]:
-            return () if languages.is_c_unit(unit) else (f"{_KEEP_ROOT}/k{i}",)
-
-        return command, workdirs
+        return command
 
     def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
         from .languages import NVCC_LINK_CHECKS, openmp_flags

@@ -16,7 +16,6 @@ from .sources import GeneratedSources
 if TYPE_CHECKING:
     from ..build.step import BuildStep
     from ..load_options import LoadOptions, SourceUnit
-    from .protocol import Platform
 
 
 def host_decoder_step(cxx: Sequence[str], source: str, output: str) -> BuildStep:
@@ -37,9 +36,9 @@ def binding_include_flags() -> tuple[str, ...]:
     return ("-I", str(INCLUDE_DIR), "-isystem", str(xla_include_dir()))
 
 
-def decoder_salt(platform: Platform) -> dict[str, Any]:
-    """What a decoder object depends on beyond its command and source: the host compiler,
-    XLA's C API and our headers (the object cache keys it with these)."""
+def decoder_salt(platform: str) -> dict[str, Any]:
+    """What a decoder object of build platform ``platform`` depends on beyond its command and
+    source: the host compiler, XLA's C API and our headers (the object cache keys it with these)."""
     from .._version import BINDING_SCHEMA, __version__
     from ..headers import package_headers_digest
 
@@ -48,7 +47,7 @@ def decoder_salt(platform: Platform) -> dict[str, Any]:
         "package": __version__,
         "binding_schema": BINDING_SCHEMA,
         "package_headers": package_headers_digest(),
-        "platform": platform.name,
+        "platform": platform,
     }
 
 
@@ -57,12 +56,14 @@ def depfile_flags(obj: str) -> tuple[str, ...]:
     return ("-MD", "-MF", f"{obj}.d")
 
 
-def unit_step(obj: str, path: str, unit: SourceUnit, command: Sequence[str], **extra: Any) -> BuildStep:
+def unit_step(
+    obj: str, path: str, unit: SourceUnit, command: Sequence[str], workdirs: tuple[str, ...]
+) -> BuildStep:
     """Compile one kernel unit with ``command`` (everything but the output and depfile flags)."""
     from ..build.step import BuildStep
 
     full = (*command, *depfile_flags(obj), "-c", path, "-o", obj)
-    return BuildStep(obj, (path,), full, unit.display_name, depfile=f"{obj}.d", **extra)
+    return BuildStep(obj, (path,), full, unit.display_name, depfile=f"{obj}.d", workdirs=workdirs)
 
 
 def one_call_step(
