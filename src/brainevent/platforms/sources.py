@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..load_options import SourceUnit
 
 
+@dataclass(frozen=True)
 class GeneratedSources:
     """What the plan stage wrote for a platform to compile (paths relative to the build directory).
 
@@ -17,19 +19,10 @@ class GeneratedSources:
     names its translation unit, to compile into ``decoder`` in this build.
     """
 
-    __slots__ = ("decoder", "decoder_source", "kernel_units", "library")
-
-    def __init__(
-        self,
-        kernel_units: tuple[tuple[str, SourceUnit], ...],
-        decoder: str,
-        decoder_source: str | None,
-        library: str,
-    ) -> None:
-        self.kernel_units = kernel_units  # (generated unit, the user's unit it wraps)
-        self.decoder = decoder  # the decoder object every link takes
-        self.decoder_source = decoder_source  # None: `decoder` is in place already
-        self.library = library  # the file the link writes
+    kernel_units: tuple[tuple[str, SourceUnit], ...]  # (generated unit, the user's unit it wraps)
+    decoder: str  # the decoder object every link takes
+    decoder_source: str | None  # None: `decoder` is in place already
+    library: str  # the file the link writes
 
     @property
     def one_call(self) -> bool:
