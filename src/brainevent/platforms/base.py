@@ -69,16 +69,14 @@ class Platform:
         library with the decoder; a single unit with the decoder at hand is one compiler call
         (``sources.one_call``). A compile step's depfile lists what its compiler read."""
         from ..build.step import BuildStep
-        from .steps import one_call_step, unit_step
+        from .steps import unit_step
 
         commands = self._unit_commands(options, len(sources.kernel_units))
         linker, link_flags, ldflags = self._link_parts(options)
         if sources.one_call:  # a single unit is never C: entry points need C++
-            command, workdirs = commands(0, sources.kernel_units[0][1])
-            return [one_call_step(sources, command, link_flags, ldflags, workdirs=workdirs)]
+            return [unit_step(sources, 0, *commands(0, sources.kernel_units[0][1]), (link_flags, ldflags))]
         steps = [
-            unit_step(f"k{i}.o", path, unit, *commands(i, unit))
-            for i, (path, unit) in enumerate(sources.kernel_units)
+            unit_step(sources, i, *commands(i, unit)) for i, (_, unit) in enumerate(sources.kernel_units)
         ]
         if sources.decoder_source is not None:
             steps.append(self.decoder_step(sources))

@@ -133,27 +133,22 @@ class CudaPlatform(Platform):
         }
 
     def _nvcc_flags(self, options: LoadOptions) -> list[str]:
-        from ..build import BUILD_DIR
         from ..toolchain.cuda_arch import gencode_flags
         from ..toolchain.host_compat import check_host_compiler
+        from .languages import HOST_COMMON_FLAGS
 
-        cxx = find_host_compiler()
-        level = options.optimization_level
-        flags = [
+        cxx, level = find_host_compiler(), options.optimization_level
+        return [
             "-std=c++17",
             f"-O{level}",
             f"-Xptxas=-O{level}",
             "-ccbin",
             cxx.path,
             *check_host_compiler(self.nvcc, cxx.path),
-            "-Xcompiler=-fPIC",
-            "-Xcompiler=-fvisibility=hidden",
-            f"-Xcompiler=-ffile-prefix-map={BUILD_DIR}=.",
+            *(f"-Xcompiler={flag}" for flag in HOST_COMMON_FLAGS),
             *gencode_flags(self.archs),
+            *(["--use_fast_math"] if options.use_fast_math else []),
         ]
-        if options.use_fast_math:
-            flags.append("--use_fast_math")
-        return flags
 
     def _unit_commands(self, options: LoadOptions, units: int) -> UnitCommand:
         from ..build import BUILD_DIR

@@ -51,38 +51,28 @@ def decoder_salt(platform: str) -> dict[str, Any]:
     }
 
 
-def depfile_flags(obj: str) -> tuple[str, ...]:
-    """The compiler lists every file its preprocessor opened: the cache records them."""
-    return ("-MD", "-MF", f"{obj}.d")
-
-
 def unit_step(
-    obj: str, path: str, unit: SourceUnit, command: Sequence[str], workdirs: tuple[str, ...]
-) -> BuildStep:
-    """Compile one kernel unit with ``command`` (everything but the output and depfile flags)."""
-    from ..build.step import BuildStep
-
-    full = (*command, *depfile_flags(obj), "-c", path, "-o", obj)
-    return BuildStep(obj, (path,), full, unit.display_name, depfile=f"{obj}.d", workdirs=workdirs)
-
-
-def one_call_step(
     sources: GeneratedSources,
+    i: int,
     command: Sequence[str],
-    link_flags: Sequence[str],
-    ldflags: Sequence[str],
-    **extra: Any,
+    workdirs: tuple[str, ...],
+    link: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> BuildStep:
-    """Compile the only kernel unit and link it with the decoder, in one compiler call.
-
-    ``command`` is the unit's compile command without ``-c``; ``link_flags`` are the link's own
-    (``-shared``); ``ldflags`` the user's, after the inputs, where libraries must come.
-    """
+    """Compile kernel unit ``i`` (``command``: all but the output and depfile flags) to ``k<i>.o``;
+    with ``link`` (the link's own flags, and the user's, which come after the inputs) compile the
+    only unit and link it with the decoder, in one compiler call. The compiler lists every file its
+    preprocessor opened in the depfile: the cache records them."""
     from ..build.step import BuildStep
 
-    (path, unit), library = sources.kernel_units[0], sources.library
-    full = (*command, *depfile_flags("k0"), *link_flags, path, sources.decoder, "-o", library, *ldflags)
-    return BuildStep(library, (path, sources.decoder), full, unit.display_name, depfile="k0.d", **extra)
+    path, unit = sources.kernel_units[i]
+    inputs: tuple[str, ...] = (path,)
+    tail: tuple[str, ...] = ("-c", path, "-o", f"k{i}.o")
+    output = stem = f"k{i}.o"
+    if link is not None:
+        inputs, output, stem = (path, sources.decoder), sources.library, f"k{i}"
+        tail = (*link[0], path, sources.decoder, "-o", output, *link[1])
+    full = (*command, "-MD", "-MF", f"{stem}.d", *tail)
+    return BuildStep(output, inputs, full, unit.display_name, depfile=f"{stem}.d", workdirs=workdirs)
 
 
 def toolchain_header_dirs() -> list[str]:
