@@ -100,7 +100,7 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> tuple[Compiled
         options = [*base_options(arch, [*source.search_dirs(), *runtime_include_dirs()]), *source.options]
         compiled, log = compile_source(source.text, source.program_name, names, arch, options)
         if compiled is None:
-            raise compile_error(log, source.text, source.program_name, source.where, arch, ", ".join(names))
+            raise compile_error(log, source, arch, ", ".join(names))
         artifact = f"kernel.{compiled.kind}"
         (slot.staging / artifact).write_bytes(compiled.code)
         (slot.staging / "build.log").write_text(compiled.log)

@@ -38,7 +38,7 @@ class CpuPlatform(Platform):
 
         for i, array in enumerate(arrays):
             devices = getattr(array, "devices", None)
-            if devices is None or not callable(devices):
+            if not callable(devices):
                 continue
             try:
                 platforms = {d.platform for d in devices()}
@@ -46,8 +46,7 @@ class CpuPlatform(Platform):
                 continue
             if platforms - {"cpu"}:
                 raise KernelCallError(
-                    f"{target} is a C++ (CPU) kernel but input {i} lives on {sorted(platforms)}. "
-                    "Put the "
+                    f"{target} is a C++ (CPU) kernel but input {i} lives on {sorted(platforms)}. Put the "
                     "inputs on the CPU (jax.device_put(x, jax.devices('cpu')[0])) or run under "
                     "`with jax.default_device(jax.devices('cpu')[0]):`.",
                     target=target,
