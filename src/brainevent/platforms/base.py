@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..build.step import BuildStep
     from ..load_options import LoadOptions, SourceUnit
     from ..vocabulary import BindingTarget
-    from .sources import GeneratedSources
+    from .steps import GeneratedSources
 
 # (index, unit) -> the unit's compile command (no output) and the directories its compiler writes to.
 UnitCommand = Callable[[int, "SourceUnit"], tuple[tuple[str, ...], tuple[str, ...]]]

@@ -58,8 +58,7 @@ def prepare_decoder(staging: Path, request: LoadRequest) -> tuple[str | None, De
 
     Returns (the decoder source for GeneratedSources, None when the object was fetched; the plan).
     """
-    from ..platforms.sources import GeneratedSources
-    from ..platforms.steps import decoder_salt
+    from ..platforms.steps import GeneratedSources, decoder_salt
 
     platform = request.platform
     (staging / DECODER_SOURCE).write_text(render_decoder(target=platform.binding_target))
