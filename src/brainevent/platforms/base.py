@@ -27,8 +27,7 @@ class Platform:
     name: ClassVar[str]  # the artifact's kind: manifests and CompiledModule.platform carry it
     jax_platform: ClassVar[str]  # the platform name given to jax.ffi.register_ffi_target
     spellings: ClassVar[tuple[str, ...]]  # what register_ffi_target(platform=) accepts for it
-    binding_tag: ClassVar[str]  # the binding's name for the platform (vocabulary.PLATFORM_ENUM)
-    binding_defines: ClassVar[tuple[str, ...]]
+    binding_defines: ClassVar[tuple[str, ...]]  # the binding names the platform by its name
     # Directories under the build directory that compile steps leave behind: removed before
     # the entry is published.
     scratch_dirs: ClassVar[tuple[str, ...]] = ()
@@ -40,8 +39,7 @@ class Platform:
         super().__init_subclass__(**kwargs)
         row = BUILD_PLATFORMS[cls.name]
         cls.jax_platform, cls.spellings = row.ffi_platform, row.ffi_spellings
-        cls.binding_tag, cls.binding_defines = cls.name, row.binding_defines
-        cls.graph_capture = row.graph_capture
+        cls.binding_defines, cls.graph_capture = row.binding_defines, row.graph_capture
 
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
         """Everything that keys a build, the toolchain's identity included (here the host
@@ -118,7 +116,7 @@ class Platform:
         """What the binding generator is told about this platform."""
         from ..vocabulary import BindingTarget  # build-only: a cache hit never reads the vocabulary
 
-        return BindingTarget(self.binding_tag, self.binding_defines)
+        return BindingTarget(self.name, self.binding_defines)
 
     @staticmethod
     def unregistered_help() -> tuple[str, str]:
