@@ -114,20 +114,12 @@ def flag_include_dirs(flags: Sequence[str]) -> list[Path]:
     """The directories ``-I DIR`` / ``-IDIR`` / ``-isystem DIR`` / ``--include-path=DIR`` ... of
     a flag list, those in nvcc's ``-Xcompiler`` lists too (the host compiler searches them)."""
     dirs: list[Path] = []
-    pending = False
-    for word, _ in _host_lists(flags):
-        if pending:
-            dirs.append(Path(word))
-            pending = False
-            continue
+    words = (word for word, _ in _host_lists(flags))
+    for word in words:
         option = next((o for o in _INCLUDE_OPTIONS if word.startswith(o)), None)
-        if option is None:
-            continue
-        rest = word[len(option) :].lstrip("=")
-        if rest:
-            dirs.append(Path(rest))
-        else:
-            pending = True
+        value = (word[len(option) :].lstrip("=") or next(words, "")) if option else ""
+        if value:
+            dirs.append(Path(value))
     return dirs
 
 
