@@ -34,6 +34,7 @@ class Platform:
     # Whether XLA may capture custom calls into graphs that replay kernels without calling
     # the handler again (CUDA graphs): a reloaded module then needs fresh executables.
     graph_capture: ClassVar[bool]
+    nvcc_link: ClassVar[bool] = False  # nvcc drives the link: OpenMP and library flags spelled for it
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -67,10 +68,13 @@ class Platform:
         library with the decoder; a single unit with the decoder at hand is one compiler call
         (``sources.one_call``). A compile step's depfile lists what its compiler read."""
         from ..build.step import BuildStep
-        from .steps import unit_step
+        from .languages import openmp_flags
+        from .steps import library_link_flags, unit_step
 
         commands = self._unit_commands(options, len(sources.kernel_units))
-        linker, link_flags, ldflags = self._link_parts(options)
+        linker, own_flags = self._link_parts(options)
+        link_flags = (*own_flags, *openmp_flags(options, nvcc=self.nvcc_link))
+        ldflags = (*library_link_flags(options, nvcc=self.nvcc_link), *options.extra_ldflags)
         if sources.one_call:  # a single unit is never C: entry points need C++
             return [unit_step(sources, 0, *commands(0, sources.kernel_units[0][1]), (link_flags, ldflags))]
         steps = [
@@ -86,8 +90,8 @@ class Platform:
     def _unit_commands(self, options: LoadOptions, units: int) -> UnitCommand:
         raise NotImplementedError
 
-    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
-        """The linker, the link's own flags (``-shared``...) and the user's, after the inputs."""
+    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str]]:
+        """The linker and the link's own flags (``-shared``...)."""
         raise NotImplementedError
 
     def covered_dirs(self) -> list[str]:

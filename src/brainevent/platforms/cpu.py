@@ -20,16 +20,10 @@ class CpuPlatform(Platform):
 
         return lambda i, unit: (host_unit_command(options, unit, options.extra_cflags), ())
 
-    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
-        from .languages import HOST_LINK_CHECKS, openmp_flags
-        from .steps import library_link_flags
+    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str]]:
+        from .languages import HOST_LINK_CHECKS
 
-        link_flags = ("-shared", *HOST_LINK_CHECKS, *openmp_flags(options))
-        return (
-            find_host_compiler().command,
-            link_flags,
-            (*library_link_flags(options), *options.extra_ldflags),
-        )
+        return find_host_compiler().command, ("-shared", *HOST_LINK_CHECKS)
 
     @staticmethod
     def check_inputs(target: str, arrays: Sequence[Any]) -> None:

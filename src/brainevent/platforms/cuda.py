@@ -45,6 +45,7 @@ class CudaPlatform(Platform):
 
     name = "cuda"  # its row of the platform table (devices.py) says the rest
     scratch_dirs = (_KEEP_ROOT,)
+    nvcc_link = True
 
     def __init__(self, compute_capability: object = None) -> None:
         # Without nvcc, modules built ahead of time can still be loaded (see key_inputs).
@@ -168,19 +169,11 @@ class CudaPlatform(Platform):
 
         return command
 
-    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
-        from .languages import NVCC_LINK_CHECKS, openmp_flags
-        from .steps import library_link_flags
+    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str]]:
+        from .languages import NVCC_LINK_CHECKS
 
         linker = (self.nvcc.path, "-ccbin", find_host_compiler().path)
-        link_flags = (
-            "-shared",
-            "-nodlink",
-            *_strip_flags(options),
-            *NVCC_LINK_CHECKS,
-            *openmp_flags(options, nvcc=True),
-        )
-        return linker, link_flags, (*library_link_flags(options, nvcc=True), *options.extra_ldflags)
+        return linker, ("-shared", "-nodlink", *_strip_flags(options), *NVCC_LINK_CHECKS)
 
     def covered_dirs(self) -> list[str]:
         return [*super().covered_dirs(), os.path.realpath(self.nvcc.root)]
