@@ -27,7 +27,7 @@ class Platform:
     name: ClassVar[str]  # the artifact's kind: manifests and CompiledModule.platform carry it
     jax_platform: ClassVar[str]  # the platform name given to jax.ffi.register_ffi_target
     spellings: ClassVar[tuple[str, ...]]  # what register_ffi_target(platform=) accepts for it
-    binding_defines: ClassVar[tuple[str, ...]]  # the binding names the platform by its name
+    binding_defines: ClassVar[tuple[str, ...]]  # the decoder's macros (the binding's tag is `name`)
     # Directories under the build directory that compile steps leave behind: removed before
     # the entry is published.
     scratch_dirs: ClassVar[tuple[str, ...]] = ()
@@ -43,9 +43,8 @@ class Platform:
         cls.binding_defines, cls.graph_capture = row.binding_defines, row.graph_capture
 
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
-        """Everything that keys a build, the toolchain's identity included (here the host
-        compiler's); ToolchainError when the toolchain is missing (then only an ahead-of-time
-        build can load)."""
+        """Everything that keys a build, the toolchain's identity included; ToolchainError when
+        the toolchain is missing (then only an ahead-of-time build can load)."""
         return host_key_inputs()
 
     def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
@@ -71,15 +70,14 @@ class Platform:
         from .languages import openmp_flags
         from .steps import library_link_flags, unit_step
 
-        commands = self._unit_commands(options, len(sources.kernel_units))
+        units = sources.kernel_units
+        commands = self._unit_commands(options, len(units))
         linker, own_flags = self._link_parts(options)
         link_flags = (*own_flags, *openmp_flags(options, nvcc=self.nvcc_link))
         ldflags = (*library_link_flags(options, nvcc=self.nvcc_link), *options.extra_ldflags)
         if sources.one_call:  # a single unit is never C: entry points need C++
-            return [unit_step(sources, 0, *commands(0, sources.kernel_units[0][1]), (link_flags, ldflags))]
-        steps = [
-            unit_step(sources, i, *commands(i, unit)) for i, (_, unit) in enumerate(sources.kernel_units)
-        ]
+            return [unit_step(sources, 0, *commands(0, units[0][1]), (link_flags, ldflags))]
+        steps = [unit_step(sources, i, *commands(i, unit)) for i, (_, unit) in enumerate(units)]
         if sources.decoder_source is not None:
             steps.append(self.decoder_step(sources))
         objects = (*(step.output for step in steps if step.output != sources.decoder), sources.decoder)

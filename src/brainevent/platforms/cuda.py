@@ -188,16 +188,14 @@ class CudaPlatform(Platform):
 
     def _unit_flags(self, options: LoadOptions, unit: SourceUnit) -> list[str]:
         from . import languages
-        from .steps import library_include_flags, user_include_flags
+        from .steps import unit_include_flags
 
-        includes = user_include_flags(options, unit)
         # nvcc has no -iquote; the unit's directory goes on -I. .cpp units go through
         # nvcc as well (it hands them to the host compiler), so extra_cuda_cflags mean
         # the same for every unit and the CUDA headers are on the path.
-        includes = [("-I" if f == "-iquote" else f) for f in includes]
+        includes = [("-I" if f == "-iquote" else f) for f in unit_include_flags(options, unit)]
         return [
             *includes,
-            *library_include_flags(options),
             *languages.optional_header_flags(options, unit, cuda=unit.suffix == ".cu"),
             *languages.openmp_flags(options, nvcc=True),
             *languages.cxx_flags(options.extra_cflags),

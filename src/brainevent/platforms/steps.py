@@ -102,12 +102,16 @@ def toolchain_header_dirs() -> list[str]:
     return [os.path.realpath(d) for d in dirs]
 
 
-def user_include_flags(options: LoadOptions, unit: SourceUnit) -> list[str]:
+def unit_include_flags(options: LoadOptions, unit: SourceUnit) -> list[str]:
     flags = list(binding_include_flags())  # the appended handlers include XLA's c_api.h
     if unit.directory is not None:  # a file's own directory, as if compiled in place
         flags += ["-iquote", str(unit.directory)]
     for path in options.extra_include_paths:
         flags += ["-I", path]
+    if options.extra_libraries:  # -isystem for the headers of the NVIDIA libraries named
+        from ..toolchain.nvidia_libs import include_flags
+
+        flags += include_flags(options.extra_libraries)
     return flags
 
 
@@ -131,19 +135,9 @@ def host_unit_command(options: LoadOptions, unit: SourceUnit, cflags: Sequence[s
         f"-O{options.optimization_level}",
         *(["-ffast-math"] if options.use_fast_math else []),
         *languages.openmp_flags(options),
-        *user_include_flags(options, unit),
-        *library_include_flags(options),
+        *unit_include_flags(options, unit),
         *user,
     )
-
-
-def library_include_flags(options: LoadOptions) -> list[str]:
-    """``-isystem`` for the headers of the NVIDIA libraries in ``extra_libraries``."""
-    if not options.extra_libraries:
-        return []
-    from ..toolchain.nvidia_libs import include_flags
-
-    return include_flags(options.extra_libraries)
 
 
 def library_link_flags(options: LoadOptions, *, nvcc: bool = False) -> list[str]:
