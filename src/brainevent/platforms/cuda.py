@@ -154,13 +154,15 @@ class CudaPlatform(Platform):
     def _unit_commands(self, options: LoadOptions, units: int) -> UnitCommand:
         from ..build import BUILD_DIR
         from . import languages
+        from .steps import host_unit_command
 
         nvcc_flags = self._nvcc_flags(options)
         threads = arch_thread_flags(len(self.archs), units)
+        c_flags = languages.host_flags_from_nvcc(options.extra_cflags)  # the host share of the nvcc flags
 
         def command(i: int, unit: SourceUnit) -> tuple[tuple[str, ...], tuple[str, ...]]:
             if languages.is_c_unit(unit):  # C goes to the host C compiler, not through nvcc
-                return self._c_unit_command(options, unit), ()
+                return host_unit_command(options, unit, c_flags), ()
             # Kept intermediates are named after the unit, unlike nvcc's default temporary
             # files (tmpxft_<pid>_...), whose names end up in the symbol table.
             keep = f"--keep-dir={BUILD_DIR}/{_KEEP_ROOT}/k{i}"
@@ -177,14 +179,6 @@ class CudaPlatform(Platform):
 
     def covered_dirs(self) -> list[str]:
         return [*super().covered_dirs(), os.path.realpath(self.nvcc.root)]
-
-    @staticmethod
-    def _c_unit_command(options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
-        """A ``.c`` unit: the host C compiler with the host share of the nvcc flags."""
-        from .languages import host_flags_from_nvcc
-        from .steps import host_unit_command
-
-        return host_unit_command(options, unit, host_flags_from_nvcc(options.extra_cflags))
 
     def _unit_flags(self, options: LoadOptions, unit: SourceUnit) -> list[str]:
         from . import languages
@@ -209,7 +203,7 @@ class CudaPlatform(Platform):
         from . import languages
 
         if languages.is_c_unit(unit):
-            return [*self._c_unit_command(options, unit), "-E", source, "-o", output]
+            return super().preprocess_command(options, unit, source, output)
         flags = [*self._nvcc_flags(options), *self._unit_flags(options, unit)]
         return [self.nvcc.path, *flags, "-Xcompiler=-U__CUDA_ARCH__", "-E", source, "-o", output]
 
