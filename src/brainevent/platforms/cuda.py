@@ -118,7 +118,6 @@ class CudaPlatform(Platform):
         return [*host, self._known["nvcc"]]
 
     def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
-        """What keys a build apart from the toolchain's identity: the archs."""
         return {"archs": self._known["archs"] if self._known else [a.sm for a in self.archs]}
 
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
@@ -208,7 +207,6 @@ class CudaPlatform(Platform):
         return [self.nvcc.path, *flags, "-Xcompiler=-U__CUDA_ARCH__", "-E", source, "-o", output]
 
     def can_register(self) -> str | None:
-        """None when this process's JAX can run CUDA targets, else why it cannot."""
         from ..runtime.registry import running_platforms
 
         platforms = running_platforms()
