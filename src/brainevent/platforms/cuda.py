@@ -256,12 +256,11 @@ def _search_context(compute_capability: object) -> str | None:
     arch = config.CUDA_ARCH.get() if compute_capability is None else compute_capability
     if arch is None:
         return None
-    env = os.environ
     parts = (
         repr(arch),
         config.NVCC.get(),
         config.NVCC_PREFER.get(),
-        *(env.get(name) for name in ("CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "PATH")),
+        *(os.environ.get(name) for name in ("CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "PATH")),
         sys.prefix,
         *sys.path,
         file_stamps([entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))]),
