@@ -86,11 +86,10 @@ class KernelDef:
     ) -> KernelDef:
         """What can be checked before a call: a fixed launch, the name, and, when ``scalars``
         are ``all_scalars`` (cuda_kernel: no call adds any), that a fixed name binds them all."""
-        grid, block = launch[:2]
         if not any(callable(v) for v in launch):
             resolve_config(*launch, vmap_method=vmap_method)  # fail early on a fixed configuration
-        elif vmap_method in RANK_CHANGING and (grid is not None or block is not None):
-            resolve_config(grid, block, None, *launch[3:], vmap_method=vmap_method)
+        elif vmap_method in RANK_CHANGING and launch[:2] != (None, None):  # needs launch_dims, not a grid
+            resolve_config(*launch[:2], None, *launch[3:], vmap_method=vmap_method)
         source = KernelSource.read(source_or_path, options, include_dirs)
         if isinstance(name, str) and all_scalars:
             from .launch import check_scalar_names, signature_for
