@@ -41,7 +41,7 @@ def _build(request: object, cache: Path) -> bool:
     from brainevent.nvrtc.cache import compile_cached, forget_process_memo
 
     forget_process_memo()  # each call must go to the disk cache, as a new process would
-    return compile_cached(request, build_directory=str(cache)).built_now  # type: ignore[arg-type]
+    return compile_cached(request, build_directory=str(cache))[1]  # type: ignore[arg-type]
 
 
 NO_NVCC = r"""

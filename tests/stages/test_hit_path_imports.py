@@ -77,7 +77,6 @@ BUILD_ONLY = (
     "brainevent.build",
     "brainevent.platforms.steps",
     "brainevent.platforms.languages",
-    "brainevent.platforms.protocol",
     "brainevent.cache.publish",
     "brainevent.distributed",
     "brainevent.bundle",

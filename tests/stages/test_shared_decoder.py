@@ -133,7 +133,7 @@ def test_a_multi_file_module_still_reuses_its_unchanged_objects(
 
 
 def test_decoder_key_differs_per_platform() -> None:
-    cpu = decoder_salt(create("cpu"))
+    cpu = decoder_salt(create("cpu").name)
     assert cpu["platform"] == "cpu" and cpu["binding_schema"] >= 9 and len(cpu["package_headers"]) == 64
     assert {"cxx", "cxx_identity", "xla_c_api", "package"} <= set(cpu)
 

@@ -19,7 +19,7 @@ from ..errors import CompileError
 
 if TYPE_CHECKING:
     from ..load_options import LoadOptions, SourceUnit
-    from ..platforms.protocol import Platform
+    from ..platforms.base import Platform
 
 log = logging.getLogger("brainevent.build")
 

@@ -47,7 +47,7 @@ def compile(
 
     names = (name_expressions,) if isinstance(name_expressions, str) else tuple(name_expressions)
     request = Request(KernelSource.read(source_or_path, options, include_dirs), names, parse_arch(arch))
-    return compile_cached(request, build_directory=build_directory).compiled
+    return compile_cached(request, build_directory=build_directory)[0]
 
 
 _EXPORTS = {"cuda_kernel": "kernel"}  # loads Warp/JAX glue: on first use

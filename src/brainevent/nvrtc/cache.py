@@ -28,12 +28,6 @@ class Request:
     arch: str  # "sm_90" (cubin) or "compute_90" (PTX)
 
 
-@dataclass(frozen=True)
-class Result:
-    compiled: Compiled
-    built_now: bool  # False on a cache hit (NVRTC was not used)
-
-
 def key_of(request: Request) -> CacheKey:
     from ..build.includes import scan_includes
     from .toolkit import nvrtc_identity
@@ -71,19 +65,19 @@ def _toolkit_headers(names: list[str]) -> dict[str, str]:
 _memo: dict[tuple[str, str], Compiled] = {}
 
 
-def compile_cached(request: Request, *, build_directory: str | None = None) -> Result:
-    """The compiled kernel for ``request``, from this process, the disk cache, or NVRTC."""
+def compile_cached(request: Request, *, build_directory: str | None = None) -> tuple[Compiled, bool]:
+    """``(compiled kernel, built now)`` for ``request``, from this process, the disk cache, or NVRTC."""
     key = key_of(request)
     root = cache_root(build_directory)
     memo_key = (str(root), key.digest)
     found = _memo.get(memo_key)
     if found is not None:
-        return Result(found, False)
+        return found, False
     store = EntryStore(root, STORE_NAME)
     entry = store.hit(key)
-    result = _build(store, key, request) if entry is None else Result(_read_entry(entry), False)
-    _memo[memo_key] = result.compiled
-    return result
+    compiled, built_now = _build(store, key, request) if entry is None else (_read_entry(entry), False)
+    _memo[memo_key] = compiled
+    return compiled, built_now
 
 
 def _read_entry(entry: CacheEntry) -> Compiled:
@@ -91,7 +85,7 @@ def _read_entry(entry: CacheEntry) -> Compiled:
     return Compiled(entry.library.read_bytes(), str(kind), dict(lowered) if isinstance(lowered, dict) else {})
 
 
-def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
+def _build(store: EntryStore, key: CacheKey, request: Request) -> tuple[Compiled, bool]:
     from ..cache.manifest import Manifest
     from ..cache.publish import build_slot, publish
     from .compiler import base_options, compile_error, compile_source
@@ -99,14 +93,14 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
 
     with build_slot(store, key) as slot:
         if slot.staging is None and slot.existing is not None:  # another process built it meanwhile
-            return Result(_read_entry(slot.existing), False)
+            return _read_entry(slot.existing), False
         assert slot.staging is not None
         started = time.monotonic()
         source, names, arch = request.source, request.name_expressions, request.arch
         options = [*base_options(arch, [*source.search_dirs(), *runtime_include_dirs()]), *source.options]
         compiled, log = compile_source(source.text, source.program_name, names, arch, options)
         if compiled is None:
-            raise compile_error(log, source.text, source.program_name, source.where, arch, ", ".join(names))
+            raise compile_error(log, source, arch, ", ".join(names))
         artifact = f"kernel.{compiled.kind}"
         (slot.staging / artifact).write_bytes(compiled.code)
         (slot.staging / "build.log").write_text(compiled.log)
@@ -129,7 +123,7 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> Result:
             build_seconds=time.monotonic() - started,
         )
         publish(store, slot, manifest)
-    return Result(compiled, True)
+    return compiled, True
 
 
 def forget_process_memo() -> None:

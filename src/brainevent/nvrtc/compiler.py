@@ -10,10 +10,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError, ToolchainError
 from ..toolchain.cuda_arch import nvrtc_arch
+
+if TYPE_CHECKING:
+    from .source import KernelSource
 
 
 @dataclass(frozen=True)
@@ -91,12 +94,13 @@ _PLACE = re.compile(
 )
 
 
-def _where(found: re.Match[str], program_name: str, source: str, display_name: str) -> str:
+def _where(found: re.Match[str], source: KernelSource) -> str:
     """``<file>, line <n>: <error>``, then the offending line with one line on each side."""
     file, number = found.group("file"), int(found.group("line"))
-    where = f"{display_name if file == program_name else file}, line {number}: {found['kind']}{found['rest']}"
+    ours = file == source.program_name
+    where = f"{source.where if ours else file}, line {number}: {found['kind']}{found['rest']}"
     try:
-        lines = (source if file == program_name else Path(file).read_text(errors="replace")).splitlines()
+        lines = (source.text if ours else Path(file).read_text(errors="replace")).splitlines()
     except OSError:
         return where
     if not 1 <= number <= len(lines):
@@ -109,18 +113,15 @@ def _where(found: re.Match[str], program_name: str, source: str, display_name: s
     return where + "\n" + "\n".join(quoted)
 
 
-def compile_error(
-    log: str, source: str, program_name: str, display_name: str, arch: str, kernel: str
-) -> CompileError:
-    """The error for a failed compile of ``source`` (``display_name`` is how the user knows it:
-    their file's path, or "the inline source")."""
+def compile_error(log: str, source: KernelSource, arch: str, kernel: str) -> CompileError:
+    """The error for a failed compile of ``source``, naming it as the user knows it."""
     found = next((m for raw in log.splitlines() if (m := _PLACE.match(raw.strip()))), None)
     if found is not None:
-        first = _where(found, program_name, source, display_name)
+        first = _where(found, source)
     else:
         first = (log.strip().splitlines() or ["(NVRTC gave no log)"])[0]
     message = (
-        f"NVRTC could not compile {display_name} for {arch} (kernel {kernel!r}):\n{first}\n\n"
+        f"NVRTC could not compile {source.where} for {arch} (kernel {kernel!r}):\n{first}\n\n"
         f"NVRTC's log:\n{log.rstrip()}"
     )
     return CompileError(message, log=log, first_error=first, kernel=kernel, backend="nvrtc", platform="cuda")

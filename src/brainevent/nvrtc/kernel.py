@@ -86,11 +86,10 @@ class KernelDef:
     ) -> KernelDef:
         """What can be checked before a call: a fixed launch, the name, and, when ``scalars``
         are ``all_scalars`` (cuda_kernel: no call adds any), that a fixed name binds them all."""
-        grid, block = launch[:2]
         if not any(callable(v) for v in launch):
             resolve_config(*launch, vmap_method=vmap_method)  # fail early on a fixed configuration
-        elif vmap_method in RANK_CHANGING and (grid is not None or block is not None):
-            resolve_config(grid, block, None, *launch[3:], vmap_method=vmap_method)
+        elif vmap_method in RANK_CHANGING and launch[:2] != (None, None):  # needs launch_dims, not a grid
+            resolve_config(*launch[:2], None, *launch[3:], vmap_method=vmap_method)
         source = KernelSource.read(source_or_path, options, include_dirs)
         if isinstance(name, str) and all_scalars:
             from .launch import check_scalar_names, signature_for
@@ -132,21 +131,19 @@ class KernelDef:
         return expression, config, {**scalars, **extra}
 
 
-def _call_preparer(kernel: KernelDef, vmap_method: str | None, batch_dims: int) -> Any:
-    """``prepare(arrays, specs)`` for ``BridgedFunction``: binds the call's abstract operands (one
-    batch element of each, with batch dims) and prepares the launch; None when nothing is launched."""
+def _prepare_call(
+    kernel: KernelDef, vmap_method: str | None, batch_dims: int, arrays: tuple[Any, ...], specs: list[Any]
+) -> tuple[str, int] | None:
+    """``BridgedFunction``'s ``prepare``: binds the call's abstract operands (one batch element of
+    each, with batch dims) and prepares the launch; None when nothing is launched."""
+    from ..numba_bridge.bridge import has_work
+    from .launch import element_avals, prepare
 
-    def prepare(arrays: tuple[Any, ...], specs: list[Any]) -> tuple[str, int] | None:
-        from ..numba_bridge.bridge import has_work
-        from .launch import element_avals, prepare
-
-        ins, outs = element_avals(arrays, batch_dims), element_avals(specs, batch_dims)
-        expression, config, scalars = kernel.bind(ins, {}, vmap_method)
-        if config.empty or not has_work(outs):
-            return None
-        return prepare(kernel.source, expression, ins, outs, scalars, config, kernel.archs, batch_dims > 0)
-
-    return prepare
+    ins, outs = element_avals(arrays, batch_dims), element_avals(specs, batch_dims)
+    expression, config, scalars = kernel.bind(ins, {}, vmap_method)
+    if config.empty or not has_work(outs):
+        return None
+    return prepare(kernel.source, expression, ins, outs, scalars, config, kernel.archs, batch_dims > 0)
 
 
 def cuda_kernel(
@@ -240,7 +237,7 @@ def cuda_kernel(
     batch_dims = num_batch_dims or 0
     check = functools.partial(check_arrays, title, scalars_go="as keywords of cuda_kernel")
     # No launcher_for: the grid and scalars are fixed at trace time; a batching vmap runs per element.
-    prepare = _call_preparer(kernel, vmap_method, batch_dims)
+    prepare = functools.partial(_prepare_call, kernel, vmap_method, batch_dims)
     return BridgedFunction(
         prepare, outs, vmap_method, input_output_aliases, title, check_args=check, batch_dims=batch_dims
     )

@@ -172,7 +172,7 @@ def prepare(
     params = operand_params(sig, expression, [*inputs, *outputs], len(inputs), scalars)
     images: dict[int, Image] = {}
     for arch in architectures(archs):  # sm_XX only: cubins, whose kernel has the same symbol in each
-        compiled = compile_cached(Request(source, (expression,), arch)).compiled
+        compiled, _ = compile_cached(Request(source, (expression,), arch))
         images[one_arch(arch).cc] = Image(compiled.code, config.shared_mem)
     entry = compiled.lowered[expression]
     launcher = launcher_for(len(inputs), len(outputs))

@@ -1,6 +1,6 @@
 """The platforms a module can be built for: one module each, registered here by name.
 
-A new platform is a module with a class that follows :class:`~.protocol.Platform` plus a row
+A new platform is a module with a subclass of :class:`~.base.Platform` plus a row
 of the platform table (devices.py). Platform modules are imported on first use, so naming one costs nothing.
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .devices import BUILD_PLATFORMS, HOST_PLATFORM
 
 if TYPE_CHECKING:  # the platform modules (and what they import) load on first use
-    from .protocol import Platform
+    from .base import Platform
 
 _classes: dict[str, type[Platform]] = {}
 

@@ -1,6 +1,5 @@
-"""The defaults every platform shares; the interface the stages program against is the
-``Platform`` protocol (protocol.py), which documents each method. A cache hit imports this
-module, a build steps.py as well."""
+"""``Platform``: what the shared stages ask of a platform object, and the defaults every
+platform shares. A cache hit imports this module, a build steps.py as well."""
 
 from __future__ import annotations
 
@@ -8,50 +7,77 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ToolchainError
-from ..toolchain.host import find_host_c_compiler, find_host_compiler
+from ..toolchain.host import find_host_c_compiler, find_host_compiler, host_key_inputs
 from .devices import BUILD_PLATFORMS
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
     from ..load_options import LoadOptions, SourceUnit
     from ..vocabulary import BindingTarget
-    from .sources import GeneratedSources
+    from .steps import GeneratedSources
 
-# (index, unit) -> the unit's compile command, or the directories its compiler writes to.
-UnitCommand = Callable[[int, "SourceUnit"], tuple[str, ...]]
+# (index, unit) -> the unit's compile command (no output) and the directories its compiler writes to.
+UnitCommand = Callable[[int, "SourceUnit"], tuple[tuple[str, ...], tuple[str, ...]]]
 
 
-class PlatformBase:
-    """Defaults and the binding description the platforms share."""
+class Platform:
+    """One kind of artifact: its compilers, flags and link, and how JAX runs it. A subclass
+    names its row of the platform table (devices.py); ``__init_subclass__`` reads the rest."""
 
-    name: ClassVar[str]  # a build platform of the platform table (devices.py): the rest is read there
-    jax_platform: ClassVar[str]
-    spellings: ClassVar[tuple[str, ...]]
-    binding_tag: ClassVar[str]  # the binding's name for the platform (vocabulary.PLATFORM_ENUM)
-    binding_defines: ClassVar[tuple[str, ...]]
+    name: ClassVar[str]  # the artifact's kind: manifests and CompiledModule.platform carry it
+    jax_platform: ClassVar[str]  # the platform name given to jax.ffi.register_ffi_target
+    spellings: ClassVar[tuple[str, ...]]  # what register_ffi_target(platform=) accepts for it
+    binding_defines: ClassVar[tuple[str, ...]]  # the decoder's macros (the binding's tag is `name`)
+    # Directories under the build directory that compile steps leave behind: removed before
+    # the entry is published.
     scratch_dirs: ClassVar[tuple[str, ...]] = ()
+    # Whether XLA may capture custom calls into graphs that replay kernels without calling
+    # the handler again (CUDA graphs): a reloaded module then needs fresh executables.
     graph_capture: ClassVar[bool]
+    nvcc_link: ClassVar[bool] = False  # nvcc drives the link: OpenMP and library flags spelled for it
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         row = BUILD_PLATFORMS[cls.name]
         cls.jax_platform, cls.spellings = row.ffi_platform, row.ffi_spellings
-        cls.binding_tag, cls.binding_defines = cls.name, row.binding_defines
-        cls.graph_capture = row.graph_capture
+        cls.binding_defines, cls.graph_capture = row.binding_defines, row.graph_capture
+
+    def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
+        """Everything that keys a build, the toolchain's identity included; ToolchainError when
+        the toolchain is missing (then only an ahead-of-time build can load)."""
+        return host_key_inputs()
+
+    def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
+        """What keys a build apart from the toolchain's identity (found by ahead-of-time aliases)."""
+        return {}
+
+    def can_register(self) -> str | None:
+        """None if this process's JAX can run the artifact, else why not."""
+        return None
+
+    def preprocess_command(
+        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
+    ) -> list[str]:
+        """The unit's compile command with -E instead of -c (see build/preprocess.py)."""
+        command, _ = self._unit_commands(options, 1)(0, unit)
+        return [*command, "-E", source, "-o", output]
 
     def compile_steps(self, options: LoadOptions, sources: GeneratedSources) -> list[BuildStep]:
+        """Compile each kernel unit (and the decoder when it is not at hand yet), then link the
+        library with the decoder; a single unit with the decoder at hand is one compiler call
+        (``sources.one_call``). A compile step's depfile lists what its compiler read."""
         from ..build.step import BuildStep
-        from .steps import one_call_step, unit_step
+        from .languages import openmp_flags
+        from .steps import library_link_flags, unit_step
 
-        command, workdirs = self._unit_commands(options, len(sources.kernel_units))
-        linker, link_flags, ldflags = self._link_parts(options)
+        units = sources.kernel_units
+        commands = self._unit_commands(options, len(units))
+        linker, own_flags = self._link_parts(options)
+        link_flags = (*own_flags, *openmp_flags(options, nvcc=self.nvcc_link))
+        ldflags = (*library_link_flags(options, nvcc=self.nvcc_link), *options.extra_ldflags)
         if sources.one_call:  # a single unit is never C: entry points need C++
-            unit = sources.kernel_units[0][1]
-            return [one_call_step(sources, command(0, unit), link_flags, ldflags, workdirs=workdirs(0, unit))]
-        steps = [
-            unit_step(f"k{i}.o", path, unit, command(i, unit), workdirs=workdirs(i, unit))
-            for i, (path, unit) in enumerate(sources.kernel_units)
-        ]
+            return [unit_step(sources, 0, *commands(0, units[0][1]), (link_flags, ldflags))]
+        steps = [unit_step(sources, i, *commands(i, unit)) for i, (_, unit) in enumerate(units)]
         if sources.decoder_source is not None:
             steps.append(self.decoder_step(sources))
         objects = (*(step.output for step in steps if step.output != sources.decoder), sources.decoder)
@@ -59,26 +85,29 @@ class PlatformBase:
         steps.append(BuildStep(sources.library, objects, link, f"link {sources.library}"))
         return steps
 
-    def _unit_commands(self, options: LoadOptions, units: int) -> tuple[UnitCommand, UnitCommand]:
+    def _unit_commands(self, options: LoadOptions, units: int) -> UnitCommand:
         raise NotImplementedError
 
-    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
-        """The linker, the link's own flags (``-shared``...) and the user's, after the inputs."""
+    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str]]:
+        """The linker and the link's own flags (``-shared``...)."""
         raise NotImplementedError
 
     def covered_dirs(self) -> list[str]:
+        """Header directories whose contents the toolchain's identity already covers."""
         from .steps import toolchain_header_dirs
 
         return toolchain_header_dirs()
 
     def decoder_step(self, sources: GeneratedSources) -> BuildStep:
-        """The host compiler compiles the decoder for every platform (it needs no CUDA header)."""
+        """The shared decoder, by the host compiler on every platform (it needs no CUDA header);
+        it must depend only on what :func:`~.steps.decoder_salt` keys."""
         from .steps import host_decoder_step
 
         assert sources.decoder_source is not None
         return host_decoder_step(find_host_compiler().command, sources.decoder_source, sources.decoder)
 
     def recall_files(self) -> list[str] | None:
+        """The toolchain files a recalled load's stamps cover; None: never recall (stages/recall.py)."""
         try:
             return [find_host_compiler().path, find_host_c_compiler().path]
         except ToolchainError:
@@ -86,18 +115,23 @@ class PlatformBase:
 
     @property
     def binding_target(self) -> BindingTarget:
+        """What the binding generator is told about this platform."""
         from ..vocabulary import BindingTarget  # build-only: a cache hit never reads the vocabulary
 
-        return BindingTarget(self.binding_tag, self.binding_defines)
+        return BindingTarget(self.name, self.binding_defines)
 
     @staticmethod
     def unregistered_help() -> tuple[str, str]:
+        """(what the artifact is built for, in words; how to make it callable) for the error a
+        call to a built-but-unregistered module raises."""
         return "this platform", "Load it again where it can be registered."
 
     @staticmethod
     def check_inputs(target: str, arrays: Sequence[Any]) -> None:
+        """Raise a KernelCallError for inputs a call cannot use (e.g. on the wrong device)."""
         return None
 
     @staticmethod
     def describe_artifact(library: str, inputs: dict[str, Any]) -> list[tuple[str, str]]:
+        """Extra (label, value) lines `brainevent cache info` shows for an entry."""
         return []

@@ -5,48 +5,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..toolchain.host import find_host_compiler, host_key_inputs
-from .base import PlatformBase, UnitCommand
+from ..toolchain.host import find_host_compiler
+from .base import Platform, UnitCommand
 
 if TYPE_CHECKING:
-    from ..load_options import LoadOptions, SourceUnit
+    from ..load_options import LoadOptions
 
 
-class CpuPlatform(PlatformBase):
+class CpuPlatform(Platform):
     name = "cpu"  # its row of the platform table (devices.py) says the rest
 
-    def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
-        return {}
-
-    def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
-        return host_key_inputs()
-
-    def _unit_commands(self, options: LoadOptions, units: int) -> tuple[UnitCommand, UnitCommand]:
+    def _unit_commands(self, options: LoadOptions, units: int) -> UnitCommand:
         from .steps import host_unit_command  # build-only, as languages.py below
 
-        return (lambda i, unit: host_unit_command(options, unit, options.extra_cflags)), (lambda i, unit: ())
+        return lambda i, unit: (host_unit_command(options, unit, options.extra_cflags), ())
 
-    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
-        from .languages import HOST_LINK_CHECKS, openmp_flags
-        from .steps import library_link_flags
+    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str]]:
+        from .languages import HOST_LINK_CHECKS
 
-        link_flags = ("-shared", *HOST_LINK_CHECKS, *openmp_flags(options))
-        return (
-            find_host_compiler().command,
-            link_flags,
-            (*library_link_flags(options), *options.extra_ldflags),
-        )
-
-    def preprocess_command(
-        self, options: LoadOptions, unit: SourceUnit, source: str, output: str
-    ) -> list[str]:
-        """The unit's compile command with -E: what the compiler sees after macro expansion."""
-        from .steps import host_unit_command
-
-        return [*host_unit_command(options, unit, options.extra_cflags), "-E", source, "-o", output]
-
-    def can_register(self) -> str | None:
-        return None
+        return find_host_compiler().command, ("-shared", *HOST_LINK_CHECKS)
 
     @staticmethod
     def check_inputs(target: str, arrays: Sequence[Any]) -> None:
@@ -55,7 +32,7 @@ class CpuPlatform(PlatformBase):
 
         for i, array in enumerate(arrays):
             devices = getattr(array, "devices", None)
-            if devices is None or not callable(devices):
+            if not callable(devices):
                 continue
             try:
                 platforms = {d.platform for d in devices()}
@@ -63,8 +40,7 @@ class CpuPlatform(PlatformBase):
                 continue
             if platforms - {"cpu"}:
                 raise KernelCallError(
-                    f"{target} is a C++ (CPU) kernel but input {i} lives on {sorted(platforms)}. "
-                    "Put the "
+                    f"{target} is a C++ (CPU) kernel but input {i} lives on {sorted(platforms)}. Put the "
                     "inputs on the CPU (jax.device_put(x, jax.devices('cpu')[0])) or run under "
                     "`with jax.default_device(jax.devices('cpu')[0]):`.",
                     target=target,

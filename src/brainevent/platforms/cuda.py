@@ -19,7 +19,7 @@ from ..errors import ToolchainError
 from ..fileio import file_identity, file_stamps
 from ..toolchain.host import find_host_compiler, host_key_inputs
 from ..toolchain.memo import remembered
-from .base import PlatformBase, UnitCommand
+from .base import Platform, UnitCommand
 
 # The build steps, nvcc's search and the arch tables are imported inside the methods that
 # build: a cache hit reads what it keys from the toolchain memo (see CudaPlatform).
@@ -34,7 +34,7 @@ _warned_mismatch: set[str] = set()  # the nvcc paths checked against JAX's CUDA 
 _DEBUG_FLAGS = ("-g", "-G", "--device-debug", "-lineinfo", "--generate-line-info", "-Xcompiler=-g")
 
 
-class CudaPlatform(PlatformBase):
+class CudaPlatform(Platform):
     """``compute_capability`` picks the target archs (detected from the GPUs when None).
 
     What keys a build (nvcc's identity and version, the archs) is remembered on disk per
@@ -45,6 +45,7 @@ class CudaPlatform(PlatformBase):
 
     name = "cuda"  # its row of the platform table (devices.py) says the rest
     scratch_dirs = (_KEEP_ROOT,)
+    nvcc_link = True
 
     def __init__(self, compute_capability: object = None) -> None:
         # Without nvcc, modules built ahead of time can still be loaded (see key_inputs).
@@ -117,7 +118,6 @@ class CudaPlatform(PlatformBase):
         return [*host, self._known["nvcc"]]
 
     def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
-        """What keys a build apart from the toolchain's identity: the archs."""
         return {"archs": self._known["archs"] if self._known else [a.sm for a in self.archs]}
 
     def key_inputs(self, options: LoadOptions) -> dict[str, Any]:
@@ -133,85 +133,62 @@ class CudaPlatform(PlatformBase):
         }
 
     def _nvcc_flags(self, options: LoadOptions) -> list[str]:
-        from ..build import BUILD_DIR
         from ..toolchain.cuda_arch import gencode_flags
         from ..toolchain.host_compat import check_host_compiler
+        from .languages import HOST_COMMON_FLAGS
 
-        cxx = find_host_compiler()
-        level = options.optimization_level
-        flags = [
+        cxx, level = find_host_compiler(), options.optimization_level
+        return [
             "-std=c++17",
             f"-O{level}",
             f"-Xptxas=-O{level}",
             "-ccbin",
             cxx.path,
             *check_host_compiler(self.nvcc, cxx.path),
-            "-Xcompiler=-fPIC",
-            "-Xcompiler=-fvisibility=hidden",
-            f"-Xcompiler=-ffile-prefix-map={BUILD_DIR}=.",
+            *(f"-Xcompiler={flag}" for flag in HOST_COMMON_FLAGS),
             *gencode_flags(self.archs),
+            *(["--use_fast_math"] if options.use_fast_math else []),
         ]
-        if options.use_fast_math:
-            flags.append("--use_fast_math")
-        return flags
 
-    def _unit_commands(self, options: LoadOptions, units: int) -> tuple[UnitCommand, UnitCommand]:
+    def _unit_commands(self, options: LoadOptions, units: int) -> UnitCommand:
         from ..build import BUILD_DIR
         from . import languages
+        from .steps import host_unit_command
 
         nvcc_flags = self._nvcc_flags(options)
         threads = arch_thread_flags(len(self.archs), units)
+        c_flags = languages.host_flags_from_nvcc(options.extra_cflags)  # the host share of the nvcc flags
 
-        def command(i: int, unit: SourceUnit) -> tuple[str, ...]:
+        def command(i: int, unit: SourceUnit) -> tuple[tuple[str, ...], tuple[str, ...]]:
             if languages.is_c_unit(unit):  # C goes to the host C compiler, not through nvcc
-                return self._c_unit_command(options, unit)
+                return host_unit_command(options, unit, c_flags), ()
             # Kept intermediates are named after the unit, unlike nvcc's default temporary
             # files (tmpxft_<pid>_...), whose names end up in the symbol table.
             keep = f"--keep-dir={BUILD_DIR}/{_KEEP_ROOT}/k{i}"
-            return (self.nvcc.path, *nvcc_flags, "--keep", keep, *threads, *self._unit_flags(options, unit))
+            flags = (*nvcc_flags, "--keep", keep, *threads, *self._unit_flags(options, unit))
+            return (self.nvcc.path, *flags), (f"{_KEEP_ROOT}/k{i}",)
 
-        def workdirs(i: int, unit: SourceUnit) -> tuple[str, ...]:
-            return () if languages.is_c_unit(unit) else (f"{_KEEP_ROOT}/k{i}",)
+        return command
 
-        return command, workdirs
-
-    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
-        from .languages import NVCC_LINK_CHECKS, openmp_flags
-        from .steps import library_link_flags
+    def _link_parts(self, options: LoadOptions) -> tuple[Sequence[str], Sequence[str]]:
+        from .languages import NVCC_LINK_CHECKS
 
         linker = (self.nvcc.path, "-ccbin", find_host_compiler().path)
-        link_flags = (
-            "-shared",
-            "-nodlink",
-            *_strip_flags(options),
-            *NVCC_LINK_CHECKS,
-            *openmp_flags(options, nvcc=True),
-        )
-        return linker, link_flags, (*library_link_flags(options, nvcc=True), *options.extra_ldflags)
+        return linker, ("-shared", "-nodlink", *_strip_flags(options), *NVCC_LINK_CHECKS)
 
     def covered_dirs(self) -> list[str]:
         return [*super().covered_dirs(), os.path.realpath(self.nvcc.root)]
 
-    @staticmethod
-    def _c_unit_command(options: LoadOptions, unit: SourceUnit) -> tuple[str, ...]:
-        """A ``.c`` unit: the host C compiler with the host share of the nvcc flags."""
-        from .languages import host_flags_from_nvcc
-        from .steps import host_unit_command
-
-        return host_unit_command(options, unit, host_flags_from_nvcc(options.extra_cflags))
-
     def _unit_flags(self, options: LoadOptions, unit: SourceUnit) -> list[str]:
         from . import languages
-        from .steps import library_include_flags, user_include_flags
+        from .steps import unit_include_flags
 
-        includes = user_include_flags(options, unit)
         # nvcc has no -iquote; the unit's directory goes on -I. .cpp units go through
         # nvcc as well (it hands them to the host compiler), so extra_cuda_cflags mean
         # the same for every unit and the CUDA headers are on the path.
-        includes = [("-I" if f == "-iquote" else f) for f in includes]
+        includes = [("-I" if f == "-iquote" else f) for f in unit_include_flags(options, unit)]
         return [
             *includes,
-            *library_include_flags(options),
             *languages.optional_header_flags(options, unit, cuda=unit.suffix == ".cu"),
             *languages.openmp_flags(options, nvcc=True),
             *languages.cxx_flags(options.extra_cflags),
@@ -225,12 +202,11 @@ class CudaPlatform(PlatformBase):
         from . import languages
 
         if languages.is_c_unit(unit):
-            return [*self._c_unit_command(options, unit), "-E", source, "-o", output]
+            return super().preprocess_command(options, unit, source, output)
         flags = [*self._nvcc_flags(options), *self._unit_flags(options, unit)]
         return [self.nvcc.path, *flags, "-Xcompiler=-U__CUDA_ARCH__", "-E", source, "-o", output]
 
     def can_register(self) -> str | None:
-        """None when this process's JAX can run CUDA targets, else why it cannot."""
         from ..runtime.registry import running_platforms
 
         platforms = running_platforms()
@@ -280,12 +256,11 @@ def _search_context(compute_capability: object) -> str | None:
     arch = config.CUDA_ARCH.get() if compute_capability is None else compute_capability
     if arch is None:
         return None
-    env = os.environ
     parts = (
         repr(arch),
         config.NVCC.get(),
         config.NVCC_PREFER.get(),
-        *(env.get(name) for name in ("CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "PATH")),
+        *(os.environ.get(name) for name in ("CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "PATH")),
         sys.prefix,
         *sys.path,
         file_stamps([entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))]),

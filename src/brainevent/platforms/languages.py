@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 C_SUFFIX = C_SUFFIXES[0]
 C_STANDARD = "-std=gnu17"  # C17 with the GNU extensions most existing C code assumes
 
-# Flags of ours that every host compile gets, whatever its language. -fvisibility=hidden
-# keeps the shared object's dynamic symbol table to the handlers, which speeds up dlopen.
-# -ffile-prefix-map keeps the (random) staging directory out of debug info and __FILE__,
-# so two clean builds of the same inputs are byte-identical.
+# Flags of ours that every host compile gets, whatever its language (through nvcc as
+# -Xcompiler=...). -fvisibility=hidden keeps the shared object's dynamic symbol table to the
+# handlers, which speeds up dlopen. -ffile-prefix-map keeps the (random) staging directory out
+# of debug info and __FILE__, so two clean builds of the same inputs are byte-identical.
 HOST_COMMON_FLAGS = ("-fPIC", "-fvisibility=hidden", f"-ffile-prefix-map={BUILD_DIR}=.")
 # And every host C++ compile (the binding's decoder and the C++ units of CPU modules).
 HOST_CXX_FLAGS = ("-std=c++17", *HOST_COMMON_FLAGS)
@@ -114,20 +114,12 @@ def flag_include_dirs(flags: Sequence[str]) -> list[Path]:
     """The directories ``-I DIR`` / ``-IDIR`` / ``-isystem DIR`` / ``--include-path=DIR`` ... of
     a flag list, those in nvcc's ``-Xcompiler`` lists too (the host compiler searches them)."""
     dirs: list[Path] = []
-    pending = False
-    for word, _ in _host_lists(flags):
-        if pending:
-            dirs.append(Path(word))
-            pending = False
-            continue
+    words = (word for word, _ in _host_lists(flags))
+    for word in words:
         option = next((o for o in _INCLUDE_OPTIONS if word.startswith(o)), None)
-        if option is None:
-            continue
-        rest = word[len(option) :].lstrip("=")
-        if rest:
-            dirs.append(Path(rest))
-        else:
-            pending = True
+        value = (word[len(option) :].lstrip("=") or next(words, "")) if option else ""
+        if value:
+            dirs.append(Path(value))
     return dirs
 
 

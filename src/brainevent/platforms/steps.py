@@ -6,17 +6,37 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..headers import INCLUDE_DIR, xla_include_dir
 from ..toolchain.host import find_host_c_compiler, find_host_compiler, host_key_inputs
 from ..toolchain.host_compat import system_include_dirs
-from .sources import GeneratedSources
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
     from ..load_options import LoadOptions, SourceUnit
-    from .protocol import Platform
+
+
+@dataclass(frozen=True)
+class GeneratedSources:
+    """What the plan stage wrote for a platform to compile (paths relative to the build directory).
+
+    Each kernel unit carries its entry points' trampolines and FFI handlers. The call-frame
+    decoder is shared by every module of a toolchain (stages/decoder.py): it is either
+    already in the build directory as ``decoder`` (fetched from the cache), or ``decoder_source``
+    names its translation unit, to compile into ``decoder`` in this build.
+    """
+
+    kernel_units: tuple[tuple[str, SourceUnit], ...]  # (generated unit, the user's unit it wraps)
+    decoder: str  # the decoder object every link takes
+    decoder_source: str | None  # None: `decoder` is in place already
+    library: str  # the file the link writes
+
+    @property
+    def one_call(self) -> bool:
+        """One source file and the decoder at hand: compile and link in one compiler call."""
+        return len(self.kernel_units) == 1 and self.decoder_source is None
 
 
 def host_decoder_step(cxx: Sequence[str], source: str, output: str) -> BuildStep:
@@ -37,9 +57,9 @@ def binding_include_flags() -> tuple[str, ...]:
     return ("-I", str(INCLUDE_DIR), "-isystem", str(xla_include_dir()))
 
 
-def decoder_salt(platform: Platform) -> dict[str, Any]:
-    """What a decoder object depends on beyond its command and source: the host compiler,
-    XLA's C API and our headers (the object cache keys it with these)."""
+def decoder_salt(platform: str) -> dict[str, Any]:
+    """What a decoder object of build platform ``platform`` depends on beyond its command and
+    source: the host compiler, XLA's C API and our headers (the object cache keys it with these)."""
     from .._version import BINDING_SCHEMA, __version__
     from ..headers import package_headers_digest
 
@@ -48,40 +68,32 @@ def decoder_salt(platform: Platform) -> dict[str, Any]:
         "package": __version__,
         "binding_schema": BINDING_SCHEMA,
         "package_headers": package_headers_digest(),
-        "platform": platform.name,
+        "platform": platform,
     }
 
 
-def depfile_flags(obj: str) -> tuple[str, ...]:
-    """The compiler lists every file its preprocessor opened: the cache records them."""
-    return ("-MD", "-MF", f"{obj}.d")
-
-
-def unit_step(obj: str, path: str, unit: SourceUnit, command: Sequence[str], **extra: Any) -> BuildStep:
-    """Compile one kernel unit with ``command`` (everything but the output and depfile flags)."""
-    from ..build.step import BuildStep
-
-    full = (*command, *depfile_flags(obj), "-c", path, "-o", obj)
-    return BuildStep(obj, (path,), full, unit.display_name, depfile=f"{obj}.d", **extra)
-
-
-def one_call_step(
+def unit_step(
     sources: GeneratedSources,
+    i: int,
     command: Sequence[str],
-    link_flags: Sequence[str],
-    ldflags: Sequence[str],
-    **extra: Any,
+    workdirs: tuple[str, ...],
+    link: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> BuildStep:
-    """Compile the only kernel unit and link it with the decoder, in one compiler call.
-
-    ``command`` is the unit's compile command without ``-c``; ``link_flags`` are the link's own
-    (``-shared``); ``ldflags`` the user's, after the inputs, where libraries must come.
-    """
+    """Compile kernel unit ``i`` (``command``: all but the output and depfile flags) to ``k<i>.o``;
+    with ``link`` (the link's own flags, and the user's, which come after the inputs) compile the
+    only unit and link it with the decoder, in one compiler call. The compiler lists every file its
+    preprocessor opened in the depfile: the cache records them."""
     from ..build.step import BuildStep
 
-    (path, unit), library = sources.kernel_units[0], sources.library
-    full = (*command, *depfile_flags("k0"), *link_flags, path, sources.decoder, "-o", library, *ldflags)
-    return BuildStep(library, (path, sources.decoder), full, unit.display_name, depfile="k0.d", **extra)
+    path, unit = sources.kernel_units[i]
+    inputs: tuple[str, ...] = (path,)
+    tail: tuple[str, ...] = ("-c", path, "-o", f"k{i}.o")
+    output = stem = f"k{i}.o"
+    if link is not None:
+        inputs, output, stem = (path, sources.decoder), sources.library, f"k{i}"
+        tail = (*link[0], path, sources.decoder, "-o", output, *link[1])
+    full = (*command, "-MD", "-MF", f"{stem}.d", *tail)
+    return BuildStep(output, inputs, full, unit.display_name, depfile=f"{stem}.d", workdirs=workdirs)
 
 
 def toolchain_header_dirs() -> list[str]:
@@ -90,12 +102,16 @@ def toolchain_header_dirs() -> list[str]:
     return [os.path.realpath(d) for d in dirs]
 
 
-def user_include_flags(options: LoadOptions, unit: SourceUnit) -> list[str]:
+def unit_include_flags(options: LoadOptions, unit: SourceUnit) -> list[str]:
     flags = list(binding_include_flags())  # the appended handlers include XLA's c_api.h
     if unit.directory is not None:  # a file's own directory, as if compiled in place
         flags += ["-iquote", str(unit.directory)]
     for path in options.extra_include_paths:
         flags += ["-I", path]
+    if options.extra_libraries:  # -isystem for the headers of the NVIDIA libraries named
+        from ..toolchain.nvidia_libs import include_flags
+
+        flags += include_flags(options.extra_libraries)
     return flags
 
 
@@ -119,19 +135,9 @@ def host_unit_command(options: LoadOptions, unit: SourceUnit, cflags: Sequence[s
         f"-O{options.optimization_level}",
         *(["-ffast-math"] if options.use_fast_math else []),
         *languages.openmp_flags(options),
-        *user_include_flags(options, unit),
-        *library_include_flags(options),
+        *unit_include_flags(options, unit),
         *user,
     )
-
-
-def library_include_flags(options: LoadOptions) -> list[str]:
-    """``-isystem`` for the headers of the NVIDIA libraries in ``extra_libraries``."""
-    if not options.extra_libraries:
-        return []
-    from ..toolchain.nvidia_libs import include_flags
-
-    return include_flags(options.extra_libraries)
 
 
 def library_link_flags(options: LoadOptions, *, nvcc: bool = False) -> list[str]:

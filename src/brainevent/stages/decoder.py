@@ -58,14 +58,13 @@ def prepare_decoder(staging: Path, request: LoadRequest) -> tuple[str | None, De
 
     Returns (the decoder source for GeneratedSources, None when the object was fetched; the plan).
     """
-    from ..platforms.sources import GeneratedSources
-    from ..platforms.steps import decoder_salt
+    from ..platforms.steps import GeneratedSources, decoder_salt
 
     platform = request.platform
     (staging / DECODER_SOURCE).write_text(render_decoder(target=platform.binding_target))
     step = platform.decoder_step(GeneratedSources((), DECODER_OBJECT, DECODER_SOURCE, ""))
     cache = decoder_cache(request)
-    key = cache.key(staging, step, json.dumps(decoder_salt(platform), sort_keys=True, default=str))
+    key = cache.key(staging, step, json.dumps(decoder_salt(platform.name), sort_keys=True, default=str))
     fetched = cache.fetch(key, staging / DECODER_OBJECT) is not None
     return (None if fetched else DECODER_SOURCE), DecoderPlan(key, cache, fetched)
 

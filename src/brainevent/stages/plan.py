@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from ..build.step import BuildStep
 from ..errors import SpecError
 from ..load_options import SourceUnit
-from ..platforms.sources import GeneratedSources
+from ..platforms.steps import GeneratedSources
 from ..spec.model import FunctionSpec
 from .decoder import DECODER_OBJECT, DecoderPlan, prepare_decoder
 from .request import LoadRequest

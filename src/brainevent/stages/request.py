@@ -20,7 +20,7 @@ from ..records import Record
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from ..platforms.protocol import Platform
+    from ..platforms.base import Platform
 
     # The raw ``functions`` argument of a loader: a {name: tokens} mapping, a list of names,
     # or None (annotations decide). It is read only on a cache miss (spec/resolve.py).
