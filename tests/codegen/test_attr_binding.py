@@ -10,7 +10,7 @@ import pytest
 
 import brainevent
 from brainevent.errors import SpecError
-from brainevent.spec import resolve_functions
+from brainevent.spec.resolve import resolve_functions
 
 # Each function writes the attribute's 16 bits into a uint16 output.
 BITS = r"""

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brainevent.errors import SpecError
-from brainevent.spec import Annotation, discover_annotations
+from brainevent.spec.tokens import Annotation, discover_annotations
 
 
 def test_line_annotations_with_and_without_tokens() -> None:

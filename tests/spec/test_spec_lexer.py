@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brainevent.errors import SpecError
-from brainevent.spec import Comment, Token, lex
+from brainevent.spec.cxx_lexer import Comment, Token, lex
 
 
 def texts(source: str) -> list[str]:

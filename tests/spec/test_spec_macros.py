@@ -12,8 +12,7 @@ import pytest
 import brainevent
 from brainevent.build import preprocess
 from brainevent.errors import BrainEventError, SpecError
-from brainevent.spec import resolve_functions
-from brainevent.spec.resolve import expanded_functions
+from brainevent.spec.resolve import expanded_functions, resolve_functions
 
 GENERATED = r"""
 #include "brainevent/common.h"

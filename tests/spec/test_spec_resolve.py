@@ -7,7 +7,8 @@ import pickle
 import pytest
 
 from brainevent.errors import SpecError
-from brainevent.spec import FunctionSpec, Param, Role, resolve_functions
+from brainevent.spec.model import FunctionSpec, Param, Role
+from brainevent.spec.resolve import resolve_functions
 from tests.support.kernels import CUDA_VECTOR_ADD
 
 KERNELS = (

@@ -9,15 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brainevent.errors import SpecError
-from brainevent.spec import (
-    CxxSignature,
-    Role,
-    SpecToken,
-    classify,
-    find_signature,
-    infer_spec,
-    scan_functions,
-)
+from brainevent.spec.bind import infer_spec
+from brainevent.spec.cxx_types import classify
+from brainevent.spec.model import Role
+from brainevent.spec.signature import CxxSignature, find_signature, scan_functions
+from brainevent.spec.tokens import SpecToken
 from tests.support.kernels import CUDA_VECTOR_ADD as SEED
 
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brainevent.errors import SpecError
-from brainevent.spec import SCALAR_TYPES, Role, SpecToken, parse_tokens
-from brainevent.spec.tokens import TYPE_ALIASES, canonical_type
+from brainevent.spec.model import SCALAR_TYPES, Role
+from brainevent.spec.tokens import TYPE_ALIASES, SpecToken, canonical_type, parse_tokens
 
 
 @pytest.mark.parametrize(
