@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from brainevent.errors import SpecError
 from brainevent.spec.model import SCALAR_TYPES, Role
-from brainevent.spec.tokens import TYPE_ALIASES, SpecToken, canonical_type, parse_tokens
+from brainevent.spec.names import TYPE_ALIASES, canonical_type
+from brainevent.spec.tokens import SpecToken, parse_tokens
 
 
 @pytest.mark.parametrize(

@@ -103,8 +103,7 @@ def _requests(functions: Functions, files: list[str], lexed: list[LexResult]) ->
         requests = [_from_entry(name, tokens) for name, tokens in functions.items()]
     elif isinstance(functions, list | tuple):
         requests = [_from_entry(name, None) for name in functions]
-        names = [r.name for r in requests]
-        twice = next((n for k, n in enumerate(names) if n in names[:k]), None)
+        twice = next((n for k, n in enumerate(functions) if n in functions[:k]), None)
         if twice is not None:
             raise SpecError(f"functions lists {twice!r} twice; list each function once.", function=twice)
     else:
@@ -147,18 +146,15 @@ def _from_annotations(files: list[str], lexed: list[LexResult]) -> list[_Request
 def _locate_anywhere(
     name: str, files: list[str], plain: _Reading, expanded: Callable[[], _Reading] | None
 ) -> CxxSignature:
-    """The plain reading's signature of ``name``, or the expanded one where the plain reading
-    finds none or one with a type it cannot map."""
+    """The plain reading's signature, or the expanded one where that finds none or an unmappable type."""
+    if expanded is None:
+        return _locate(name, files, plain)
     try:
         found: CxxSignature | None = _locate(name, files, plain)
     except SpecError:
-        if expanded is None:
-            raise
         found = None
-    mappable = found is not None and all(classify(p).kind != "unmappable" for p in found.params)
-    if found is not None and (expanded is None or mappable):
+    if found is not None and all(classify(p).kind != "unmappable" for p in found.params):
         return found
-    assert expanded is not None
     reading = expanded()
     try:
         return _locate(name, files, reading)

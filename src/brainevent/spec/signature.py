@@ -162,32 +162,19 @@ class _Scanner:
         depth = 0
         for j in range(i, len(self.texts)):
             t = self.texts[j]
-            if t in _CLOSING:
-                depth += 1
-            elif t in (")", "]", "}"):
-                depth -= 1
-                if depth == 0:
-                    return j if _CLOSING[self.texts[i]] == t else None
+            depth += (t in _CLOSING) - (t in (")", "]", "}"))
+            if depth == 0:
+                return j if _CLOSING[self.texts[i]] == t else None
         return None
 
     def declarator_end(self, k: int) -> str | None:
         """ "def" or "decl" when what follows ``)`` ends a function declarator."""
-        while k < len(self.texts):
-            t = self.texts[k]
-            if t == "{":
-                return "def"
-            if t == ";":
-                return "decl"
-            if t in ("(", "["):
-                close = self.match(k)
-                if close is None:
-                    return None
-                k = close + 1
-                continue
-            if t in (",", "=", ")", "]", "}", ":"):
+        while self.texts[k : k + 1] and self.texts[k] not in ("{", ";", ",", "=", ")", "]", "}", ":"):
+            close = self.match(k) if self.texts[k] in ("(", "[") else k
+            if close is None:
                 return None
-            k += 1
-        return None
+            k = close + 1
+        return {"{": "def", ";": "decl"}.get("".join(self.texts[k : k + 1]))
 
     def candidate(self, stmt: int, i: int) -> CxxSignature | None:
         if i - 1 < stmt:

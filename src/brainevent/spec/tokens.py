@@ -1,17 +1,5 @@
-"""The arg_spec token grammar, and the ``// @BE name [tokens...]`` annotations that carry it.
-
-An arg_spec lists one token per C++ parameter, in order::
-
-    arg                      an input tensor          (alias: args)
-    ret                      an output tensor         (alias: rets)
-    stream                   the CUDA stream          (alias: ctx.stream)
-    attr.<name>              a scalar attribute       (alias: attrs.<name>)
-    attr.<name>:<type>       ... with its type stated (alias: attrs.<name>:<type>)
-    scratch                  workspace memory XLA allocates per call (a BE::Scratch)
-    scratch:<bytes>          ... with its default size in bytes
-
-``<type>`` is a canonical name from :data:`SCALAR_TYPES` or one of the aliases in
-:data:`TYPE_ALIASES`. A bare ``attr.<name>`` takes its type from the C++ parameter.
+"""The arg_spec token grammar (docs/arg-spec.md lists the tokens), and the ``// @BE name [tokens...]``
+annotations that carry it.
 
 Only real comments are annotations (the lexer's comment list), so ``"@BE"`` inside a string
 literal or a disabled raw string is ignored. ``/* @BE name ... */`` works too, and its tokens
@@ -27,8 +15,7 @@ from typing import Any
 from brainevent.errors import SpecError
 from brainevent.spec.cxx_lexer import Comment, LexResult, lex
 from brainevent.spec.model import token_text
-from brainevent.spec.names import CXX_KEYWORDS, canonical_type, close_matches, is_c_identifier
-from brainevent.spec.names import TYPE_ALIASES as TYPE_ALIASES
+from brainevent.spec.names import CXX_KEYWORDS, TYPE_ALIASES, canonical_type, close_matches, is_c_identifier
 from brainevent.spec.out_shape import MAX_FIXED_RANK, SHAPE_FORMS, parse_out_shape
 from brainevent.vocabulary import SCALAR_TYPES, Role
 
@@ -46,6 +33,16 @@ _REPEATED = {
     Role.ATTR: "repeats attribute name {name!r} (already token {first}). Attribute names must be distinct; "
     "rename one of them.",
 }
+
+# What a parameterised token with a bad value is told, by its head.
+_BAD_VALUE = {
+    "scratch": "after 'scratch:' is not a byte count. Expected scratch:<bytes> with a non-negative decimal "
+    "integer, e.g. 'scratch:4096', or a bare 'scratch' (then pass scratch_bytes= when calling).",
+    "ret": f"after 'ret:' is not a result shape. Expected {SHAPE_FORMS}, e.g. 'ret:like(x)', "
+    f"'ret:like(x):int32', 'ret:(n,4):float32' (dims: integers or integer attributes, at most "
+    f"{MAX_FIXED_RANK}; types: {', '.join(SCALAR_TYPES)}).",
+}
+_BAD_VALUE["rets"] = _BAD_VALUE["ret"]
 
 EXPECTED_TOKENS = (
     "arg, ret, stream, attr.<name>, attr.<name>:<type>, scratch, scratch:<bytes>, "
@@ -119,52 +116,35 @@ def normalize_tokens(tokens: Sequence[str] | str) -> list[str]:
 def _parse_one(function: str, position: int, raw: object) -> SpecToken:
     where = f"{function}: arg_spec token {position}"
     data: dict[str, Any] = {"function": function, "token": raw, "position": position}
+    text = raw.strip() if isinstance(raw, str) else ""
     if not isinstance(raw, str):
-        raise SpecError(
-            f"{where} must be a string, got {type(raw).__name__} {raw!r}. "
-            f"Expected one of: {EXPECTED_TOKENS}.",
-            **data,
+        problem = f"must be a string, got {type(raw).__name__} {raw!r}. Expected one of: {EXPECTED_TOKENS}."
+    elif not text:
+        problem = f"is empty ({raw!r}). Expected one of: {EXPECTED_TOKENS}; remove the empty entry."
+    elif any(ch.isspace() for ch in text):
+        problem = (
+            f"{raw!r} contains whitespace. Tokens are separate list items "
+            f"(or whitespace-separated in one string): write {text.split()!r}."
         )
-    text = raw.strip()
-    if not text:
-        raise SpecError(
-            f"{where} is empty ({raw!r}). Expected one of: {EXPECTED_TOKENS}; remove the empty entry.", **data
-        )
-    if any(ch.isspace() for ch in text):
-        raise SpecError(
-            f"{where} {raw!r} contains whitespace. Tokens are separate list items "
-            f"(or whitespace-separated in one string): write {text.split()!r}.",
-            **data,
-        )
-    if text in _SIMPLE:
+    elif text in _SIMPLE:
         return SpecToken(_SIMPLE[text], text=raw)
-    where = f"{where} {raw!r}"
+    else:
+        return _parse_form(f"{where} {raw!r}", raw, text, data)
+    raise SpecError(f"{where} {problem}", **data)
+
+
+def _parse_form(where: str, raw: str, text: str, data: dict[str, Any]) -> SpecToken:
     prefix, dot, rest = text.partition(".")
     if dot and prefix in _ATTR_PREFIXES:
         return _parse_attr(where, raw, rest, data)
     head, colon, value = text.partition(":")
     if colon and head == "scratch" and value.isdigit() and value.isascii():
         return SpecToken(Role.SCRATCH, scratch_bytes=int(value), text=raw)
-    if colon and head == "scratch":
-        raise SpecError(
-            f"{_INVALID}{where}: {value!r} after 'scratch:' is not a byte count. "
-            "Expected scratch:<bytes> with a non-negative decimal integer, e.g. 'scratch:4096', "
-            "or a bare 'scratch' (then pass scratch_bytes= when calling).",
-            **data,
-            value=value,
-        )
     decl = parse_out_shape(value) if colon and head in ("ret", "rets") else None
     if decl is not None:  # a result whose shape (and dtype) the binding checks on every call
         return SpecToken(Role.RET, shape=decl.canonical, text=raw)
-    if colon and head in ("ret", "rets"):
-        raise SpecError(
-            f"{_INVALID}{where}: {value!r} after 'ret:' is not a result shape. "
-            f"Expected {SHAPE_FORMS}, e.g. 'ret:like(x)', 'ret:like(x):int32', 'ret:(n,4):float32' "
-            f"(dims: integers or integer attributes, at most {MAX_FIXED_RANK}; types: "
-            f"{', '.join(SCALAR_TYPES)}).",
-            **data,
-            value=value,
-        )
+    if colon and head in _BAD_VALUE:
+        raise SpecError(f"{_INVALID}{where}: {value!r} {_BAD_VALUE[head]}", **data, value=value)
     raise SpecError(
         f"{_INVALID}{where} is not a known token. Expected one of: {EXPECTED_TOKENS}." + _token_hint(text),
         **data,
