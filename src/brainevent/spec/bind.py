@@ -111,6 +111,8 @@ def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, st
             f"a supported type, but {cparam.type!r} is not one ({cls.detail}); accepted: {ACCEPTED}",
             "change the C++ parameter's type",
         )
+    stream_int = cls.kind == "scalar" and cls.detail in _STREAM_INTS
+    raw_bits = tok.dtype is not None and _RAW_BITS.get(tok.dtype) == cls.detail
     match tok.role:
         case Role.ARG | Role.RET if cls.kind != "tensor":
             return (f"a BE::Tensor parameter for {tok.shown()!r}", _fix_for(cls, cparam))
@@ -119,17 +121,11 @@ def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, st
                 "a non-const BE::Tensor for 'ret' (outputs must be writable)",
                 "drop const from the C++ parameter, or use 'arg' if it is an input",
             )
-        case Role.ARG | Role.RET:
-            return None
-        case Role.STREAM:
-            if cls.kind == "stream" or (cls.kind == "scalar" and cls.detail in _STREAM_INTS):
-                return None
+        case Role.STREAM if cls.kind != "stream" and not stream_int:
             return ("an int64_t, cudaStream_t or void* parameter for 'stream'", _fix_for(cls, cparam))
         case Role.ATTR if cls.kind != "scalar":
             return (f"a scalar parameter for {tok.shown()!r}", _fix_for(cls, cparam))
-        case Role.ATTR:
-            if tok.dtype is None or tok.dtype == cls.detail or _RAW_BITS.get(tok.dtype) == cls.detail:
-                return None
+        case Role.ATTR if tok.dtype not in (None, cls.detail) and not raw_bits:
             return (
                 f"type {tok.dtype} as the token says, but `{cparam.display()}` is {cls.detail}",
                 f"write 'attr.{tok.attr_name}:{cls.detail}' (or bare 'attr.{tok.attr_name}'), "
@@ -137,7 +133,7 @@ def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, st
             )
         case Role.SCRATCH if cls.kind != "scratch":
             return ("a BE::Scratch parameter for 'scratch'", _fix_for(cls, cparam))
-        case Role.SCRATCH:
+        case Role.ARG | Role.RET | Role.STREAM | Role.ATTR | Role.SCRATCH:
             return None
         case _:
             unhandled(tok.role, "spec.bind._mismatch")

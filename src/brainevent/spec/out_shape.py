@@ -1,14 +1,8 @@
-"""Declared result shapes: the ``ret:<shape>`` forms of an arg_spec.
+"""Declared result shapes: the ``ret:like(x)[:type]`` and ``ret:(dim,...):type`` tokens (docs/arg-spec.md).
 
-A result may say what shape and dtype it has, in terms of the inputs and attributes::
-
-    ret:like(x)              the shape and dtype of input x
-    ret:like(x):int32        the shape of input x, dtype int32
-    ret:(n,4):float32        a fixed shape; each dim an integer or an integer attribute
-
-The generated binding checks the declaration on every call before the kernel runs (a
-kernel that loops over its input's size cannot write past a result that is too small), and
-the call sugar builds ``outs`` from it.
+The generated binding checks the declaration on every call before the kernel runs (a kernel
+that loops over its input's size cannot write past a result that is too small), and the call
+sugar builds ``outs`` from it.
 """
 
 from __future__ import annotations
@@ -21,8 +15,6 @@ from brainevent.errors import SpecError
 from brainevent.spec.model import Param
 from brainevent.spec.names import canonical_type as canon
 from brainevent.vocabulary import SCALAR_TYPES, Role
-
-__all__ = ["MAX_FIXED_RANK", "SHAPE_FORMS", "OutShape", "check_out_shapes", "parse_out_shape"]
 
 MAX_FIXED_RANK = 8  # the binding keeps a fixed shape's dims in its parameter table
 SHAPE_FORMS = "ret:like(<input>), ret:like(<input>):<type> or ret:(<dim>,...):<type>"

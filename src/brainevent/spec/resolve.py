@@ -1,11 +1,5 @@
-"""Turn the user's ``functions=`` argument and C++ sources into checked FunctionSpecs.
-
-``functions`` may be:
-
-* a dict ``{name: tokens}``: tokens a list/tuple of strings, one whitespace-separated
-  string, or None to infer that function's spec from its C++ signature;
-* a list/tuple of names: every spec inferred from its signature;
-* None: the ``// @BE name [tokens...]`` annotations of all sources decide.
+"""Turn ``functions=`` ({name: arg_spec or None to infer it}, a list of names to infer, or None for
+the ``// @BE`` annotations) and the C++ sources into checked FunctionSpecs.
 
 A function the plain reading cannot find (or whose parameter types it cannot map, e.g. a
 type spelled through a macro) is looked up again after macro expansion (``preprocess``):
