@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brainevent.errors import SpecError
-from brainevent.spec.model import SCALAR_TYPES, Role
 from brainevent.spec.names import TYPE_ALIASES, canonical_type
 from brainevent.spec.tokens import SpecToken, parse_tokens
+from brainevent.vocabulary import SCALAR_TYPES, Role
 
 
 @pytest.mark.parametrize(

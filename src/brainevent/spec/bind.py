@@ -25,8 +25,7 @@ _RAW_BITS = {"float16": "uint16", "bfloat16": "uint16"}
 
 
 def bind_tokens(sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = "") -> tuple[Param, ...]:
-    """One :class:`Param` per C++ parameter, in C++ order; SpecError on any mismatch.
-    ``origin`` says where the spec came from (e.g. an annotation's file:line)."""
+    """One :class:`Param` per C++ parameter, in order; SpecError naming ``origin`` on any mismatch."""
     head = f"{sig.name} ({sig.where})" + (f", arg_spec from {origin}" if origin else "")
     if len(tokens) != len(sig.params):
         shown_params = ", ".join(p.display() for p in sig.params) or "none"
@@ -68,8 +67,7 @@ def bind_tokens(sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = ""
 
 
 def _check_attr_name(head: str, sig: CxxSignature, position: int, tok: SpecToken, cparam: CxxParam) -> None:
-    """An attribute is passed by name, so its token must name the parameter it binds to
-    (an unnamed parameter takes any name: there is nothing to contradict)."""
+    """An attribute is passed by name: its token must name its (named) parameter."""
     if tok.role is not Role.ATTR or not cparam.name or tok.attr_name == cparam.name:
         return
     names = [p.name for p in sig.params]

@@ -6,10 +6,7 @@ parameters in declaration order, each tagged with its role. The code generator c
 from __future__ import annotations
 
 from ..records import Record
-from ..vocabulary import SCALAR_TYPES, Role
-
-__all__ = ["SCALAR_TYPES", "FunctionSpec", "Param", "Role"]
-
+from ..vocabulary import Role
 
 # Records, not NamedTuples or dataclasses: a cache hit reads specs back from the manifest.
 

@@ -43,8 +43,7 @@ class OutShape:
 
 
 def parse_out_shape(text: str) -> OutShape | None:
-    """The declaration after ``ret:``, or None when ``text`` is not one of the forms (an
-    unknown type included, so the caller's message lists the forms)."""
+    """The declaration after ``ret:``, or None (an unknown type too: the caller lists the forms)."""
     like = _LIKE.fullmatch(text)
     if like is not None:
         written = like.group(2)

@@ -204,8 +204,7 @@ def _expand(preprocess: Preprocess, files: list[str]) -> _Reading:
 
 
 def expanded_functions(preprocessed: str, file_name: str) -> list[CxxSignature]:
-    """The namespace-scope functions of ``file_name`` in its preprocessed text; lines from
-    included headers are blanked first, so only the source's own declarations count."""
+    """The namespace-scope functions of ``file_name`` in its preprocessed text (not its headers')."""
     kept: list[str] = []
     origin: list[int] = []  # each kept line's number in file_name (0: not from it)
     current, line = "", 0

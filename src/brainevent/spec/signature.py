@@ -55,15 +55,13 @@ def scan_functions(source: str | LexResult, file_name: str = "<source>") -> list
 def find_signature(
     source: str | LexResult, function: str, file_name: str = "<source>"
 ) -> CxxSignature | None:
-    """The host function ``function`` in ``source`` (``__global__`` and ``__device__`` ones are
-    skipped), or None when it is not there; see :func:`pick_one`."""
+    """The host function ``function`` in ``source``, or None when it is not there; see :func:`pick_one`."""
     return pick_one(function, scan_functions(source, file_name))
 
 
 def pick_one(function: str, sigs: Sequence[CxxSignature]) -> CxxSignature | None:
-    """Reduce the host declarations of ``function`` among ``sigs`` to the single entry point they
-    describe: a declaration and a definition with the same parameter types are one function (the
-    definition wins); several definitions or differing overloads raise SpecError."""
+    """The one entry point the host declarations of ``function`` describe (a definition wins over
+    declarations with its parameter types); SpecError for several definitions or differing overloads."""
     candidates = [s for s in sigs if s.name == function and s.kind == "host"]
     if not candidates:
         return None
@@ -148,8 +146,7 @@ class _Scanner:
                 stmt = i + 1
 
     def namespace(self, start: int, brace: int) -> str | None:
-        """The name a namespace-like brace opens ("a::b" for nested definitions; "" for anonymous
-        namespaces and extern "C" blocks, whose members need no qualification); None for other braces."""
+        """The name a namespace-like brace opens ("a::b"; "" for anonymous and extern "C"), else None."""
         words = self.texts[start:brace]
         words = words[1:] if words[:1] == ["inline"] else words
         if words[:1] == ["namespace"]:

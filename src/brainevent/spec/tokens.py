@@ -201,8 +201,7 @@ class Annotation:
 def discover_annotations(
     source: str | LexResult, file_name: str = "<source>", seen: dict[str, Annotation] | None = None
 ) -> list[Annotation]:
-    """All ``@BE`` annotations of one source, in order; a function annotated twice (here, or in
-    ``seen``: the annotations of the other sources, by function) is an error."""
+    """All ``@BE`` annotations of one source, in order; SpecError for a function annotated twice."""
     lexed = source if isinstance(source, LexResult) else lex(source)
     seen = {} if seen is None else seen
     found: list[Annotation] = []
