@@ -231,22 +231,13 @@ def _parse_comment(comment: Comment, file_name: str) -> Annotation | None:
     words = body.split()
     if not body.startswith(MARKER) or words[0] != MARKER:
         return None  # no marker, or a different word such as "@BEGIN"
-    words = words[1:]
-    if comment.block:
-        words = [w for w in words if w.strip("*")]
-    where = f"{file_name}:{comment.line}"
-    if not words:
+    words = [w for w in words[1:] if w.strip("*") or not comment.block]  # a block's line-leading '*'
+    name = words[0] if words else None
+    if name is None or not is_c_identifier(name):
+        what = "no function" if name is None else f"{name!r}, which is not a C identifier"
         raise SpecError(
-            f"{where}: '@BE' annotation names no function. Write '// @BE <function> "
-            "[tokens...]', e.g. '// @BE vector_add arg arg ret stream'.",
-            line=comment.line,
-            file=file_name,
-        )
-    name = words[0]
-    if not is_c_identifier(name):
-        raise SpecError(
-            f"{where}: '@BE' annotation names {name!r}, which is not a C identifier. "
-            "Write '// @BE <function> [tokens...]' with the C++ function's name.",
+            f"{file_name}:{comment.line}: '@BE' annotation names {what}. Write '// @BE <function> "
+            "[tokens...]' with the C++ function's name, e.g. '// @BE vector_add arg arg ret stream'.",
             function=name,
             line=comment.line,
             file=file_name,
