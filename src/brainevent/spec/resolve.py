@@ -206,39 +206,23 @@ def _expand(preprocess: Preprocess, files: list[str]) -> _Reading:
 def expanded_functions(preprocessed: str, file_name: str) -> list[CxxSignature]:
     """The namespace-scope functions of ``file_name`` in its preprocessed text (not its headers')."""
     kept: list[str] = []
-    origin: list[int] = []  # each kept line's number in file_name (0: not from it)
+    origin = [0]  # origin[k]: kept line k's number in file_name (0: not from it)
     current, line = "", 0
     for text in preprocessed.split("\n"):
-        marker = _line_marker(text)
-        if marker is not None:
-            line, current = marker[0], marker[1] if marker[1] is not None else current
+        marker = _MARKER.match(text)
+        if marker is not None and marker.group(2) is not None:
+            # C's escapes in the file name (\\, \" and octal) are Python's bytes escapes too.
+            current = codecs.escape_decode(marker.group(2).encode(), "ignore")[0].decode("utf-8", "replace")
+        line = line + 1 if marker is None else int(marker.group(1))  # now the next line's number
         ours = marker is None and current == file_name
         kept.append(text if ours else "")
-        origin.append(line if ours else 0)
-        line += marker is None  # a marker gives the next line its number
-
-    def mapped(at: int) -> int:
-        return origin[at - 1] if 0 < at <= len(origin) else 0
-
+        origin.append(line - 1 if ours else 0)
     found = []
     for sig in scan_functions(lex("\n".join(kept)), file_name):
-        at = mapped(sig.line)
-        params = tuple(dataclasses.replace(p, line=mapped(p.line) or at) for p in sig.params)
-        found.append(dataclasses.replace(sig, line=at, params=params))
+        params = tuple(dataclasses.replace(p, line=origin[p.line] or origin[sig.line]) for p in sig.params)
+        found.append(dataclasses.replace(sig, line=origin[sig.line], params=params))
     return found
 
 
 # ``# 12 "f" 2`` or ``#line 12 "f"``: the next line's number, then maybe its file (a C string).
 _MARKER = re.compile(r'\s*#\s*(?:line)?\s*([0-9]+)\s*(?:"((?:[^"\\]|\\.)*))?')
-
-
-def _line_marker(text: str) -> tuple[int, str | None] | None:
-    """(next line's number, file or None) for a line marker, else None."""
-    found = _MARKER.match(text)
-    if found is None:
-        return None
-    if found.group(2) is None:
-        return int(found.group(1)), None
-    # C's escapes in the file name (\\, \" and octal) are Python's bytes escapes too.
-    name = codecs.escape_decode(found.group(2).encode(), "ignore")[0]
-    return int(found.group(1)), name.decode("utf-8", "replace")
