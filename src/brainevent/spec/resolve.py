@@ -34,13 +34,8 @@ _ACCEPTED_FUNCTIONS = (
 Preprocess = Callable[[str], str]
 # One reading of the sources: each source's namespace-scope functions, and why reading failed.
 _Reading = tuple[list[list[CxxSignature]], str]
-
-
-@dataclasses.dataclass(frozen=True)
-class _Request:
-    name: str
-    tokens: list[SpecToken] | None  # None: infer from the signature
-    origin: str  # where the spec was given, for messages
+# One requested function: its name, its tokens (None: infer them), where the spec was given.
+_Request = tuple[str, list[SpecToken] | None, str]
 
 
 def resolve_functions(
@@ -53,25 +48,24 @@ def resolve_functions(
     plain: _Reading = ([scan_functions(lx, f) for lx, f in zip(lexed, files, strict=True)], "")
     expanded = None if preprocess is None else cache(lambda: _expand(preprocess, files))
     specs: list[FunctionSpec] = []
-    for req in _requests(functions, files, lexed):
-        sig = _locate_anywhere(req.name, files, plain, expanded)
-        tokens = req.tokens if req.tokens is not None else infer_spec(sig)
+    for name, given, origin in _requests(functions, files, lexed):
+        sig = _locate_anywhere(name, files, plain, expanded)
+        tokens = given if given is not None else infer_spec(sig)
         if not any(t.role is Role.RET for t in tokens):  # refused: XLA would drop the call
-            given = "the spec inferred from its signature"
-            given = f"the arg_spec from {req.origin}" if req.origin else given
+            spec = f"the arg_spec from {origin}" if origin else "the spec inferred from its signature"
             shown = [t.shown() for t in tokens]
             raise SpecError(
-                f"{req.name} ({sig.where}): {given}, {shown}, has no output: an entry point needs at "
+                f"{name} ({sig.where}): {spec}, {shown}, has no output: an entry point needs at "
                 "least one 'ret'. XLA drops a custom call whose results are unused, so this function "
                 "would never run. Fix: give it a BE::Tensor output parameter (non-const) and a 'ret' "
                 "token for it, and write the result (or a status) there.",
-                function=req.name,
+                function=name,
                 line=sig.line,
                 file=sig.file_name,
                 tokens=shown,
             )
-        params = bind_tokens(sig, tokens, req.origin)
-        specs.append(FunctionSpec(req.name, params, sig.file_name, sig.line, sig.scope))
+        params = bind_tokens(sig, tokens, origin)
+        specs.append(FunctionSpec(name, params, sig.file_name, sig.line, sig.scope))
     return specs
 
 
@@ -123,8 +117,8 @@ def _from_entry(name: object, tokens: object) -> _Request:
             function=name,
         )
     if tokens is None:
-        return _Request(name, None, "")
-    return _Request(name, parse_tokens(name, tokens), "functions=")  # type: ignore[arg-type]
+        return name, None, ""
+    return name, parse_tokens(name, tokens), "functions="  # type: ignore[arg-type]
 
 
 def _from_annotations(files: list[str], lexed: list[LexResult]) -> list[_Request]:
@@ -133,7 +127,7 @@ def _from_annotations(files: list[str], lexed: list[LexResult]) -> list[_Request
     for file_name, lx in zip(files, lexed, strict=True):
         for ann in discover_annotations(lx, file_name, seen):
             tokens = parse_tokens(ann.function, ann.tokens) if ann.tokens else None
-            requests.append(_Request(ann.function, tokens, f"'@BE' at {ann.where}"))
+            requests.append((ann.function, tokens, f"'@BE' at {ann.where}"))
     return requests
 
 
