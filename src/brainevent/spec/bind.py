@@ -1,8 +1,6 @@
 """Bind each arg_spec token to its C++ parameter, before compiling, so a wrong spec is reported
-against the spec and the source, not as a crash at call time; or infer the arg_spec:
-``const BE::Tensor`` -> arg, ``BE::Tensor`` -> ret, ``cudaStream_t`` / ``void*`` / an int64 named
-``...stream`` -> stream (at most one), ``BE::Scratch`` -> scratch (sized at the call,
-``scratch_bytes=``), any other scalar -> ``attr.<param name>:<type>``; nothing else.
+against the spec and the source, not as a crash at call time; or infer the arg_spec from the
+parameters' types (the rules: docs/arg-spec.md, "Inference").
 """
 
 from __future__ import annotations
