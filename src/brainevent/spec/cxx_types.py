@@ -1,9 +1,6 @@
-"""One C++ parameter list (:mod:`signature` finds it): split at top-level commas without defaults
-or ``[[...]]`` attributes, each parameter's name told from its type, and the type classified as
-a tensor, a scalar, a stream, scratch memory or unmappable.
-
-Types are classified from the lexer's tokens (not raw text), so spacing, comments and qualifier
-order (``const BE::Tensor`` vs ``BE::Tensor const``) do not matter.
+"""One C++ parameter list: each parameter's name told from its type, and the type classified (a
+tensor, a scalar, a stream, scratch memory or unmappable) from the lexer's tokens, so spacing,
+comments and qualifier order (``const BE::Tensor`` vs ``BE::Tensor const``) do not matter.
 """
 
 from __future__ import annotations

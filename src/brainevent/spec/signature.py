@@ -125,9 +125,8 @@ class _Scanner:
                 continue
             if t in ("(", "["):
                 stack.append(t)
-            elif t in (")", "]"):
-                if stack and _CLOSING.get(stack[-1]) == t:
-                    stack.pop()
+            elif t in (")", "]") and stack and _CLOSING.get(stack[-1]) == t:
+                stack.pop()
             elif t == "{":
                 namespace = self.namespace(stmt, i) if at_namespace_scope else None
                 stack.append("{" if namespace is None else "ns")
