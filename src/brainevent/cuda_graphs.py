@@ -46,24 +46,17 @@ def _flag_line(flags: str, types: tuple[str, ...], min_graph_size: int) -> str:
     return " ".join([flags, *added]).strip()
 
 
-def _backends_initialized() -> bool:
-    """True once JAX has started its backends; never imports JAX itself."""
+def _started_platforms() -> set[str | None] | None:
+    """The platforms of JAX's started backends, None before they start; never imports JAX."""
     bridge = sys.modules.get("jax._src.xla_bridge")
+    if bridge is None or not getattr(bridge, "backends_are_initialized", bool)():
+        return None
+    from .platforms.devices import OF_JAX_PLATFORM
+
     try:
-        return bridge is not None and bool(bridge.backends_are_initialized())
-    except AttributeError:
-        return False
-
-
-def _has_gpu_backend() -> bool:
-    try:
-        from jax._src import xla_bridge
-
-        from .platforms.devices import OF_JAX_PLATFORM
-
-        return any(OF_JAX_PLATFORM.get(name) == "gpu" for name in xla_bridge.backends())
+        return {OF_JAX_PLATFORM.get(name) for name in bridge.backends()}
     except Exception:  # a backend that failed to start is JAX's to report, not ours
-        return False
+        return set()
 
 
 def _late_message(line: str) -> str:
@@ -81,8 +74,9 @@ def _add_flags(types: tuple[str, ...], min_graph_size: int, warn_without_gpu: bo
     line = _flag_line(flags, types, min_graph_size)
     if line == flags.strip():
         return "user"
-    if _backends_initialized():
-        if warn_without_gpu or _has_gpu_backend():
+    started = _started_platforms()
+    if started is not None:
+        if warn_without_gpu or "gpu" in started:
             _warn(_late_message(line))
         return "late"
     os.environ["XLA_FLAGS"] = line

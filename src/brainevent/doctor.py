@@ -111,7 +111,7 @@ for path in sys.argv[1:]:
         ctypes.CDLL(path)
         print("ok", flush=True)
     except OSError as exc:
-        print("failed:", str(exc).replace(chr(10), " "), flush=True)
+        print(str(exc).replace(chr(10), " "), flush=True)
 """
 
 
@@ -125,25 +125,18 @@ def _load_check(report: Report, entries: list[EntryInfo], gpu_present: bool) -> 
     if not usable:
         report.item("load check", "no ahead-of-time builds to load (fill the cache with `brainevent build`)")
         return
-    failed = []
-    pending = list(usable)
+    failed, pending = [], usable
     while pending:
-        done = subprocess.run(
-            [sys.executable, "-c", _LOAD_CHILD, *(path for _, path in pending)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        command = [sys.executable, "-c", _LOAD_CHILD, *(path for _, path in pending)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
         answers = done.stdout.splitlines()
-        for (entry, _), answer in zip(pending, answers, strict=False):  # a child that died says less
+        if len(answers) < len(pending):  # the child died while loading the next one
+            tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+            answers.append(f"loading it ended the process ({tail[0]})")
+        for (entry, _), answer in zip(pending, answers, strict=False):
             if answer != "ok":
-                failed.append(f"{entry.module}/{entry.directory.name}: {answer.removeprefix('failed: ')}")
-        if len(answers) >= len(pending):
-            break
-        entry, _ = pending[len(answers)]  # the child died while loading this one
-        tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        failed.append(f"{entry.module}/{entry.directory.name}: loading it ended the process ({tail[0]})")
-        pending = pending[len(answers) + 1 :]
+                failed.append(f"{entry.module}/{entry.directory.name}: {answer}")
+        pending = pending[len(answers) :]
     report.item("load check", f"{len(usable) - len(failed)} of {len(usable)} cached libraries load")
     for failure in failed:
         report.problem(f"a cached library does not load: {failure}")

@@ -21,16 +21,15 @@ def include_dirs() -> list[Path]:
     return [INCLUDE_DIR, xla_include_dir()]
 
 
-def _cuda_root() -> Path | None:
-    """The CUDA toolkit of the nvcc brainevent would use (for clang's --cuda-path), if any."""
+def _cuda_path() -> list[str]:
+    """clang's --cuda-path: the toolkit of the nvcc brainevent would use, if any."""
     from .errors import BrainEventError
+    from .toolchain.nvcc import find_nvcc
 
     try:
-        from .toolchain.nvcc import find_nvcc
-
-        return Path(find_nvcc().path).resolve().parent.parent
+        return [f"--cuda-path={Path(find_nvcc().path).resolve().parent.parent}"]
     except BrainEventError:
-        return None
+        return []
 
 
 def _arguments(file: Path, directory: Path, extra: list[str], cuda_arch: str) -> list[str]:
@@ -39,9 +38,7 @@ def _arguments(file: Path, directory: Path, extra: list[str], cuda_arch: str) ->
         return ["cc", "-std=gnu17", *includes, *extra, "-c", str(file)]
     if file.suffix in BUILD_PLATFORMS["cuda"].suffixes:
         cuda = ["-x", "cuda", f"--cuda-gpu-arch={cuda_arch}", "-nocudalib", "-Wno-unknown-cuda-version"]
-        root = _cuda_root()
-        if root is not None:
-            cuda.append(f"--cuda-path={root}")
+        cuda += _cuda_path()
         return ["clang++", "-std=c++17", *cuda, *includes, *extra, "-c", str(file)]
     return ["c++", "-std=c++17", *includes, *extra, "-c", str(file)]
 
