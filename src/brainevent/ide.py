@@ -13,8 +13,6 @@ from typing import Any
 from .headers import INCLUDE_DIR, xla_include_dir
 from .platforms.devices import BUILD_PLATFORMS, C_SUFFIXES, UNIT_SUFFIXES
 
-__all__ = ["compile_commands", "include_dirs", "write_cmake_config", "write_compile_commands"]
-
 
 def include_dirs() -> list[Path]:
     """brainevent's headers, then XLA's (from the installed jaxlib)."""
@@ -89,11 +87,9 @@ def write_cmake_config(directory: str | Path) -> Path:
         "endif()\n"
     )
     (target / "braineventConfigVersion.cmake").write_text(
-        f'set(PACKAGE_VERSION "{__version__}")\n'
+        f'set(PACKAGE_VERSION "{__version__}")\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\n'
         "if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)\n"
         "  set(PACKAGE_VERSION_COMPATIBLE FALSE)\n"
-        "else()\n"
-        "  set(PACKAGE_VERSION_COMPATIBLE TRUE)\n"
         "endif()\n"
     )
     return target
