@@ -1,13 +1,10 @@
 """Make XLA capture brainevent's CUDA handlers in CUDA graphs (command buffers).
 
-Handlers are registered command-buffer compatible, but XLA builds a graph only for a run of at
-least ``--xla_gpu_graph_min_graph_size`` (default 5) commands, so the body of a small
-``fori_loop`` (a custom call and the counter update) never becomes one: on an H200 a step of a
-1000-step loop of a small kernel costs ~12.7 us with JAX's defaults, ~4 us with the minimum at 2.
-So ``import brainevent`` (:func:`apply_default`), while JAX's backend has not started, *adds*
-``CUSTOM_CALL`` to XLA's command-buffer types and sets the minimum to 2 (a loop body is two
-commands; 1 would graph every one-kernel executable for nothing: benchmarks/bench_graph_default.py).
-Flags the user set are kept; ``BRAINEVENT_CUDA_GRAPHS=0`` turns this off. Nothing heavy is imported.
+XLA graphs only runs of at least ``--xla_gpu_graph_min_graph_size`` (5) commands, so a small
+``fori_loop`` body (a custom call and the counter update) never becomes one. ``import brainevent``
+(:func:`apply_default`), before JAX's backend starts, adds ``+CUSTOM_CALL`` to XLA's command-buffer
+types and sets the minimum to 2, keeping flags the user set; ``BRAINEVENT_CUDA_GRAPHS=0`` turns it
+off. Why 2, and the gain (~3x per loop step): docs/cuda-tutorial.md, benchmarks/bench_graph_default.py.
 """
 
 from __future__ import annotations

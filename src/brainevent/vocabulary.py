@@ -20,9 +20,6 @@ from .headers import impl_symbol as impl_symbol
 from .platforms.devices import BUILD_PLATFORMS
 from .records import Record
 
-# The records here are plain classes (brainevent.records): creating a NamedTuple or
-# dataclass class costs ten times as much, and a module's first call reads its specs.
-
 
 class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expect
     """What one C++ parameter of an entry point receives."""
