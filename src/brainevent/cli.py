@@ -51,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     top = argparse.ArgumentParser(prog="brainevent", description=__doc__.splitlines()[0], parents=[shared])
     top.add_argument("-v", "--verbose", action="store_true", help="log build steps and commands to stderr")
-    p, subs = {"": top}, {}  # parsers and their subparser groups by command ("" is the top)
+    p = {"": top}  # the parsers by command ("" is the top)
+    subs = {}  # the subparser groups by parent command
     for command, text in _COMMANDS.items():
         parent, _, name = command.rpartition(" ")
         if parent not in subs:  # dest: "command", "cache_command"
