@@ -22,66 +22,67 @@ if TYPE_CHECKING:
     from .stages.request import LoadRequest
 
 
+# Each command's help ("cache list": a subcommand of cache); every one takes --cache-dir.
+_COMMANDS = {
+    "demo": "compile and run a kernel on the best platform present",
+    "doctor": "report the toolchain, GPUs and cache; exit 1 if the stack is broken",
+    "cache": "inspect or trim the kernel cache",
+    "cache list": "every cached module and entry",
+    "cache info": "details of one module's entries",
+    "cache clear": "remove all entries, or one module's",
+    "cache prune": "remove old versions, old or least recently used entries (default: --keep-newest 1)",
+    "choices": "backends remembered by benchmark(remember=True)",
+    "ide": "write compile_commands.json for a directory of kernel files (clangd, IDEs)",
+    "includes": "print the include flags a kernel file compiles with",
+    "build": "compile kernel files or directories ahead of time",
+}
+
+
 def _parser() -> argparse.ArgumentParser:
     from .load_options import add_cli_flags
 
     # --cache-dir goes before the command, after it or after a cache subcommand (SUPPRESS:
     # a parser that does not see it leaves what another one read).
-    shared = [argparse.ArgumentParser(add_help=False)]
-    shared[0].add_argument(
+    shared = argparse.ArgumentParser(add_help=False)
+    shared.add_argument(
         "--cache-dir",
         default=argparse.SUPPRESS,
         help="cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent)",
     )
-    parser = argparse.ArgumentParser(prog="brainevent", description=__doc__.splitlines()[0], parents=shared)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log build steps and commands to stderr")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="compile and run a kernel on the best platform present")
+    top = argparse.ArgumentParser(prog="brainevent", description=__doc__.splitlines()[0], parents=[shared])
+    top.add_argument("-v", "--verbose", action="store_true", help="log build steps and commands to stderr")
+    p = {"": top}  # the parsers by command ("" is the top)
+    subs = {}  # the subparser groups by parent command
+    for command, text in _COMMANDS.items():
+        parent, _, name = command.rpartition(" ")
+        if parent not in subs:  # dest: "command", "cache_command"
+            subs[parent] = p[parent].add_subparsers(dest=f"{parent}_command".lstrip("_"), required=True)
+        p[command] = subs[parent].add_parser(name, help=text, parents=[shared])
 
-    doctor = sub.add_parser(
-        "doctor", help="report the toolchain, GPUs and cache; exit 1 if the stack is broken", parents=shared
-    )
-    doctor.add_argument("--no-compile", action="store_true", help="skip the smoke compiles")
-    doctor.add_argument(
+    p["doctor"].add_argument("--no-compile", action="store_true", help="skip the smoke compiles")
+    p["doctor"].add_argument(
         "--require-build",
         action="store_true",
         help="exit 1 on a load-only node too (no compiler for C++ or, with a CUDA stack, CUDA)",
     )
-
-    cache = sub.add_parser("cache", help="inspect or trim the kernel cache", parents=shared)
-    cache_sub = cache.add_subparsers(dest="cache_command", required=True)
-    cache_sub.add_parser("list", help="every cached module and entry", parents=shared)
-    info = cache_sub.add_parser("info", help="details of one module's entries", parents=shared)
-    info.add_argument("name")
-    clear = cache_sub.add_parser("clear", help="remove all entries, or one module's", parents=shared)
-    clear.add_argument("name", nargs="?")
-    prune = cache_sub.add_parser(
-        "prune",
-        parents=shared,
-        help="remove old versions, old or least recently used entries (default: --keep-newest 1)",
-    )
-    prune.add_argument("--max-size", help="keep the cache under this size, e.g. 2G")
-    prune.add_argument("--older-than", help="remove entries unused for this long, e.g. 7d")
-    prune.add_argument(
+    p["cache info"].add_argument("name")
+    p["cache clear"].add_argument("name", nargs="?")
+    p["cache prune"].add_argument("--max-size", help="keep the cache under this size, e.g. 2G")
+    p["cache prune"].add_argument("--older-than", help="remove entries unused for this long, e.g. 7d")
+    p["cache prune"].add_argument(
         "--keep-newest",
         type=int,
         metavar="N",
         help="keep only the N most recently used versions of each build of a module "
         "(versions differ in sources, compiler or brainevent version; builds in options or archs)",
     )
-
-    sub.add_parser("choices", help="backends remembered by benchmark(remember=True)").add_argument(
-        "action", nargs="?", choices=("list", "clear"), default="list"
+    p["choices"].add_argument("action", nargs="?", choices=("list", "clear"), default="list")
+    p["ide"].add_argument(
+        "directory", nargs="?", default=".", help="the kernel files' directory (default: .)"
     )
-
-    ide = sub.add_parser(
-        "ide", help="write compile_commands.json for a directory of kernel files (clangd, IDEs)"
-    )
-    ide.add_argument("directory", nargs="?", default=".", help="the kernel files' directory (default: .)")
-    ide.add_argument("--flag", action="append", default=[], help="one more compiler flag (repeatable)")
-    ide.add_argument("--arch", default="sm_80", help="the GPU architecture .cu files are read for")
-    includes = sub.add_parser("includes", help="print the include flags a kernel file compiles with")
-    includes.add_argument(
+    p["ide"].add_argument("--flag", action="append", default=[], help="one more compiler flag (repeatable)")
+    p["ide"].add_argument("--arch", default="sm_80", help="the GPU architecture .cu files are read for")
+    p["includes"].add_argument(
         "--cmake-dir",
         metavar="DIR",
         nargs="?",
@@ -89,8 +90,7 @@ def _parser() -> argparse.ArgumentParser:
         help="instead, write a CMake package (brainevent::headers) into DIR (default: under the "
         "cache root) and print DIR, for -Dbrainevent_DIR=",
     )
-
-    build = sub.add_parser("build", help="compile kernel files or directories ahead of time", parents=shared)
+    build = p["build"]
     build.add_argument("paths", nargs="*", help=".cu/.cpp files or directories of them")
     build.add_argument(
         "--as-inline",
@@ -110,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=tuple(BUILD_PLATFORMS),
         help="with --into: build only .cpp files (cpu) or only .cu files (cuda); repeatable",
     )
-    return parser
+    return top
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -225,7 +225,7 @@ def _cmd_choices(args: argparse.Namespace) -> int:
     from .cache.store import cache_root
     from .custom_kernel import remembered
 
-    root = cache_root()
+    root = cache_root(args.cache_dir)
     if args.action == "clear":
         removed = remembered.clear(root)
         print(f"removed {removed} remembered entries (choices and benchmark runs) from {root}")
@@ -315,9 +315,11 @@ def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if not hasattr(args, "cache_dir"):
-        args.cache_dir = None
-    elif args.command in ("doctor", "demo"):  # these read the cache root from the configuration
+    args.cache_dir = getattr(args, "cache_dir", None)
+    if args.cache_dir is not None and args.command in (
+        "doctor",
+        "demo",
+    ):  # these read the cache root from the configuration
         from .cache_control import set_cache_dir
 
         set_cache_dir(args.cache_dir)

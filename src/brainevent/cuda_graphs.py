@@ -1,13 +1,10 @@
 """Make XLA capture brainevent's CUDA handlers in CUDA graphs (command buffers).
 
-Handlers are registered command-buffer compatible, but XLA builds a graph only for a run of at
-least ``--xla_gpu_graph_min_graph_size`` (default 5) commands, so the body of a small
-``fori_loop`` (a custom call and the counter update) never becomes one: on an H200 a step of a
-1000-step loop of a small kernel costs ~12.7 us with JAX's defaults, ~4 us with the minimum at 2.
-So ``import brainevent`` (:func:`apply_default`), while JAX's backend has not started, *adds*
-``CUSTOM_CALL`` to XLA's command-buffer types and sets the minimum to 2 (a loop body is two
-commands; 1 would graph every one-kernel executable for nothing: benchmarks/bench_graph_default.py).
-Flags the user set are kept; ``BRAINEVENT_CUDA_GRAPHS=0`` turns this off. Nothing heavy is imported.
+XLA graphs only runs of at least ``--xla_gpu_graph_min_graph_size`` (5) commands, so a small
+``fori_loop`` body (a custom call and the counter update) never becomes one. ``import brainevent``
+(:func:`apply_default`), before JAX's backend starts, adds ``+CUSTOM_CALL`` to XLA's command-buffer
+types and sets the minimum to 2, keeping flags the user set; ``BRAINEVENT_CUDA_GRAPHS=0`` turns it
+off. Why 2, and the gain (~3x per loop step): docs/cuda-tutorial.md, benchmarks/bench_graph_default.py.
 """
 
 from __future__ import annotations
@@ -46,24 +43,17 @@ def _flag_line(flags: str, types: tuple[str, ...], min_graph_size: int) -> str:
     return " ".join([flags, *added]).strip()
 
 
-def _backends_initialized() -> bool:
-    """True once JAX has started its backends; never imports JAX itself."""
+def _started_platforms() -> set[str | None] | None:
+    """The platforms of JAX's started backends, None before they start; never imports JAX."""
     bridge = sys.modules.get("jax._src.xla_bridge")
+    if bridge is None or not getattr(bridge, "backends_are_initialized", bool)():
+        return None
+    from .platforms.devices import OF_JAX_PLATFORM
+
     try:
-        return bridge is not None and bool(bridge.backends_are_initialized())
-    except AttributeError:
-        return False
-
-
-def _has_gpu_backend() -> bool:
-    try:
-        from jax._src import xla_bridge
-
-        from .platforms.devices import OF_JAX_PLATFORM
-
-        return any(OF_JAX_PLATFORM.get(name) == "gpu" for name in xla_bridge.backends())
+        return {OF_JAX_PLATFORM.get(name) for name in bridge.backends()}
     except Exception:  # a backend that failed to start is JAX's to report, not ours
-        return False
+        return set()
 
 
 def _late_message(line: str) -> str:
@@ -81,8 +71,9 @@ def _add_flags(types: tuple[str, ...], min_graph_size: int, warn_without_gpu: bo
     line = _flag_line(flags, types, min_graph_size)
     if line == flags.strip():
         return "user"
-    if _backends_initialized():
-        if warn_without_gpu or _has_gpu_backend():
+    started = _started_platforms()
+    if started is not None:
+        if warn_without_gpu or "gpu" in started:
             _warn(_late_message(line))
         return "late"
     os.environ["XLA_FLAGS"] = line

@@ -37,15 +37,6 @@ void saxpy(const BE::Tensor x, const BE::Tensor y, BE::Tensor out, float alpha, 
 """
 
 
-def _gpu_available() -> bool:
-    try:
-        import jax
-
-        return any(d.platform == "gpu" for d in jax.devices())
-    except RuntimeError:
-        return False
-
-
 def run_demo(print_fn: Callable[[str], object] = print) -> int:
     import jax
     import jax.numpy as jnp
@@ -53,7 +44,10 @@ def run_demo(print_fn: Callable[[str], object] = print) -> int:
 
     import brainevent
 
-    platform = "gpu" if _gpu_available() else "cpu"
+    try:
+        platform = "gpu" if any(d.platform == "gpu" for d in jax.devices()) else "cpu"
+    except RuntimeError:  # no backend JAX can start
+        platform = "cpu"
     print_fn(f"brainevent {brainevent.__version__}, JAX {jax.__version__}, running on: {platform}")
     started = time.perf_counter()
     if platform == "gpu":

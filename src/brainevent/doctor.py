@@ -35,7 +35,7 @@ from .runtime.targets import list_registered_targets
 from .toolchain.cuda_driver import probe_devices
 from .toolchain.host import find_host_compiler
 from .toolchain.host_compat import check_host_compiler, host_compiler_version
-from .toolchain.nvcc import JAX_PLUGINS, check_jax_plugin_match, find_nvcc
+from .toolchain.nvcc import check_jax_plugin_match, find_nvcc, installed_jax_cuda_plugins
 
 
 @dataclass
@@ -74,8 +74,8 @@ _KERNEL = "__global__ void be_doctor_kernel(float* p) { p[threadIdx.x] = 1.0f; }
 _SMOKE_CU = f'#include <cuda_runtime.h>\n#include "brainevent/common.h"\n{_KERNEL}'
 
 
-def _smoke_compile(report: Report, command: list[str], source: str, suffix: str, ok: str, who: str) -> bool:
-    """Whether the compiler turns a tiny source into an object; a PROBLEM with its complaint if not."""
+def _smoke_compile(report: Report, command: list[str], source: str, suffix: str, ok: str, fails: str) -> bool:
+    """Whether the compiler turns a tiny source into an object; if not a PROBLEM: ``fails`` and why."""
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, f"probe{suffix}").write_text(source)
         command = [*command, "-I", str(INCLUDE_DIR), "-c", f"{tmp}/probe{suffix}", "-o", f"{tmp}/probe.o"]
@@ -86,9 +86,7 @@ def _smoke_compile(report: Report, command: list[str], source: str, suffix: str,
         except (OSError, subprocess.TimeoutExpired) as exc:
             failure = str(exc)
     if failure is not None:
-        report.problem(
-            f"{who} cannot build a {'CUDA' if suffix == '.cu' else 'brainevent'} source: {failure}"
-        )
+        report.problem(f"{fails}: {failure}")
     else:
         report.item("smoke compile", ok)
     return failure is None
@@ -111,7 +109,7 @@ for path in sys.argv[1:]:
         ctypes.CDLL(path)
         print("ok", flush=True)
     except OSError as exc:
-        print("failed:", str(exc).replace(chr(10), " "), flush=True)
+        print(str(exc).replace(chr(10), " "), flush=True)
 """
 
 
@@ -125,25 +123,18 @@ def _load_check(report: Report, entries: list[EntryInfo], gpu_present: bool) -> 
     if not usable:
         report.item("load check", "no ahead-of-time builds to load (fill the cache with `brainevent build`)")
         return
-    failed = []
-    pending = list(usable)
+    failed, pending = [], usable
     while pending:
-        done = subprocess.run(
-            [sys.executable, "-c", _LOAD_CHILD, *(path for _, path in pending)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        command = [sys.executable, "-c", _LOAD_CHILD, *(path for _, path in pending)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
         answers = done.stdout.splitlines()
-        for (entry, _), answer in zip(pending, answers, strict=False):  # a child that died says less
+        if len(answers) < len(pending):  # the child died while loading the next one
+            tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+            answers.append(f"loading it ended the process ({tail[0]})")
+        for (entry, _), answer in zip(pending, answers, strict=False):
             if answer != "ok":
-                failed.append(f"{entry.module}/{entry.directory.name}: {answer.removeprefix('failed: ')}")
-        if len(answers) >= len(pending):
-            break
-        entry, _ = pending[len(answers)]  # the child died while loading this one
-        tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        failed.append(f"{entry.module}/{entry.directory.name}: loading it ended the process ({tail[0]})")
-        pending = pending[len(answers) + 1 :]
+                failed.append(f"{entry.module}/{entry.directory.name}: {answer}")
+        pending = pending[len(answers) :]
     report.item("load check", f"{len(usable) - len(failed)} of {len(usable)} cached libraries load")
     for failure in failed:
         report.problem(f"a cached library does not load: {failure}")
@@ -204,11 +195,10 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     report.item("python", f"{platform.python_version()} ({sys.executable})")
     report.item("platform", f"{platform.system()} {platform.machine()}")
     report.item("brainevent", __version__)
-    plugin_names = [dist for dist, _ in JAX_PLUGINS]
-    for dist in ("jax", "jaxlib", *plugin_names, "numba", "numba-cuda"):
-        if _version(dist) or dist in ("jax", "jaxlib"):
-            report.item(dist, _version(dist) or "not installed")
-    plugins = [d for d in plugin_names if _version(d)]
+    plugins = installed_jax_cuda_plugins()
+    for dist in ("jax", "jaxlib", *plugins, "numba", "numba-cuda"):
+        if (version := _version(dist)) or dist in ("jax", "jaxlib"):
+            report.item(dist, version or "not installed")
 
     report.section("Host C++ compiler")
     cxx = None
@@ -219,9 +209,8 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
         report.item("found_via", cxx.found_via)
         report.item("searched", "; ".join(cxx.searched) or "-")
         if compile_checks:
-            _smoke_compile(
-                report, [*cxx.command, "-std=c++17"], _SMOKE_CPP, ".cpp", "ok", "the host compiler"
-            )
+            fails = "the host compiler cannot build a brainevent source"
+            _smoke_compile(report, [*cxx.command, "-std=c++17"], _SMOKE_CPP, ".cpp", "ok", fails)
     except BrainEventError as exc:
         if os.environ.get(config.CXX.name) or os.environ.get("CXX"):  # a choice that fails is broken
             report.problem(str(exc))
@@ -260,7 +249,6 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     report.item("CUDA graphs", capture_status()[1])  # in this process; see docs/performance.md
 
     report.section("CUDA compiler (nvcc)")
-    claims_cuda = bool(plugins) or bool(probe.devices) or config.NVCC.get() is not None
     cuda_ok = False
     nvcc_major = None
     try:
@@ -284,11 +272,12 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
                 flags += ["-ccbin", cxx.path, *check_host_compiler(nvcc, cxx.path)]
             except BrainEventError as exc:
                 report.problem(str(exc))
-            cuda_ok = _smoke_compile(report, flags, _SMOKE_CU, ".cu", "ok (sm_80)", "nvcc")
+            fails = "nvcc cannot build a CUDA source"
+            cuda_ok = _smoke_compile(report, flags, _SMOKE_CU, ".cu", "ok (sm_80)", fails)
     except BrainEventError as exc:
         if config.NVCC.get() is not None:  # named explicitly but unusable: broken
             report.problem(f"{config.NVCC.name} is set, but no usable nvcc: {exc}")
-        elif claims_cuda:
+        elif plugins or probe.devices:  # the stack claims CUDA
             why = "a JAX CUDA plugin is installed" if plugins else "a GPU is present"
             report.item("nvcc", f"not found ({why}): {exc.message.splitlines()[0]}")
             report.cannot_build.append(f"CUDA modules: {why}, but no nvcc was found")
@@ -305,9 +294,9 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     via = {"environment": f" (from {config.CACHE_DIR.name})", "set in code": " (set_cache_dir)"}
     report.item("directory", f"{root}{via.get(config.CACHE_DIR.source(), '')}")
     entries = list(iter_entries(root)) if root.is_dir() else []
-    modules = {e.module for e in entries}
     size = sum(e.size for e in entries) + (object_cache_size(root) if root.is_dir() else 0)
-    report.item("contents", f"{len(entries)} entries of {len(modules)} modules, {size / 2**20:.1f} MiB")
+    modules = len({e.module for e in entries})
+    report.item("contents", f"{len(entries)} entries of {modules} modules, {size / 2**20:.1f} MiB")
     damaged = sum(e.manifest is None for e in entries)
     if damaged:
         report.item("damaged", f"{damaged} (rebuilt on next load; `brainevent cache clear` removes them)")

@@ -80,11 +80,8 @@ HEADER_LIMIT = 1 << 28
 
 
 def read_blocks(path: StrPath, *, limit: int | None = None) -> Iterator[bytes]:
-    """A regular file's contents in blocks, read through the descriptor (a file object costs more).
-
-    Bounded work whatever ``path`` is: the open never blocks, and NotAPlainFile is raised for
-    anything but a regular file, a file larger than ``limit``, or one holding more than its size.
-    """
+    """A regular file's contents in blocks, in bounded work: the open never blocks; NotAPlainFile for
+    anything but a regular file, one larger than ``limit`` or holding more than its size."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)

@@ -13,24 +13,21 @@ from typing import Any
 from .headers import INCLUDE_DIR, xla_include_dir
 from .platforms.devices import BUILD_PLATFORMS, C_SUFFIXES, UNIT_SUFFIXES
 
-__all__ = ["compile_commands", "include_dirs", "write_cmake_config", "write_compile_commands"]
-
 
 def include_dirs() -> list[Path]:
     """brainevent's headers, then XLA's (from the installed jaxlib)."""
     return [INCLUDE_DIR, xla_include_dir()]
 
 
-def _cuda_root() -> Path | None:
-    """The CUDA toolkit of the nvcc brainevent would use (for clang's --cuda-path), if any."""
+def _cuda_path() -> list[str]:
+    """clang's --cuda-path: the toolkit of the nvcc brainevent would use, if any."""
     from .errors import BrainEventError
+    from .toolchain.nvcc import find_nvcc
 
     try:
-        from .toolchain.nvcc import find_nvcc
-
-        return Path(find_nvcc().path).resolve().parent.parent
+        return [f"--cuda-path={Path(find_nvcc().path).resolve().parent.parent}"]
     except BrainEventError:
-        return None
+        return []
 
 
 def _arguments(file: Path, directory: Path, extra: list[str], cuda_arch: str) -> list[str]:
@@ -39,9 +36,7 @@ def _arguments(file: Path, directory: Path, extra: list[str], cuda_arch: str) ->
         return ["cc", "-std=gnu17", *includes, *extra, "-c", str(file)]
     if file.suffix in BUILD_PLATFORMS["cuda"].suffixes:
         cuda = ["-x", "cuda", f"--cuda-gpu-arch={cuda_arch}", "-nocudalib", "-Wno-unknown-cuda-version"]
-        root = _cuda_root()
-        if root is not None:
-            cuda.append(f"--cuda-path={root}")
+        cuda += _cuda_path()
         return ["clang++", "-std=c++17", *cuda, *includes, *extra, "-c", str(file)]
     return ["c++", "-std=c++17", *includes, *extra, "-c", str(file)]
 
@@ -92,11 +87,9 @@ def write_cmake_config(directory: str | Path) -> Path:
         "endif()\n"
     )
     (target / "braineventConfigVersion.cmake").write_text(
-        f'set(PACKAGE_VERSION "{__version__}")\n'
+        f'set(PACKAGE_VERSION "{__version__}")\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\n'
         "if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)\n"
         "  set(PACKAGE_VERSION_COMPATIBLE FALSE)\n"
-        "else()\n"
-        "  set(PACKAGE_VERSION_COMPATIBLE TRUE)\n"
         "endif()\n"
     )
     return target

@@ -20,9 +20,6 @@ from .headers import impl_symbol as impl_symbol
 from .platforms.devices import BUILD_PLATFORMS
 from .records import Record
 
-# The records here are plain classes (brainevent.records): creating a NamedTuple or
-# dataclass class costs ten times as much, and a module's first call reads its specs.
-
 
 class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expect
     """What one C++ parameter of an entry point receives."""
@@ -52,7 +49,7 @@ class ScalarType(Record):
         self.bits = bits
 
 
-# In the order the docs list them.
+# In the order the docs list them (SCALAR_TYPES: their canonical names).
 SCALARS: tuple[ScalarType, ...] = (
     ScalarType("bool", "Bool", 1, "bool", 8),
     ScalarType("int8", "Int8", 2, "int", 8),
@@ -71,7 +68,6 @@ SCALARS: tuple[ScalarType, ...] = (
     ScalarType("complex128", "Complex128", 18, "complex", 128),
 )
 
-# Canonical scalar type names, in the order docs list them.
 SCALAR_TYPES: tuple[str, ...] = tuple(s.name for s in SCALARS)
 
 # ``BE::DType::Invalid``: the value of a parameter that has no type (tensors, streams).
