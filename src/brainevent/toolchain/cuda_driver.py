@@ -136,7 +136,9 @@ def _probe(library: str) -> DriverProbe:
 
 
 @functools.cache
-def _probe_timed(library: str) -> DriverProbe:
+def probe_devices(library: str = _DRIVER_LIBRARY) -> DriverProbe:
+    """Probe the driver once per process (per ``library``, for tests: the path of another
+    shared library to use as the driver); never raises."""
     start = time.perf_counter()
     try:
         result = _probe(library)
@@ -148,10 +150,4 @@ def _probe_timed(library: str) -> DriverProbe:
     return result
 
 
-def probe_devices(library: str | None = None) -> DriverProbe:
-    """Probe the driver once per process (per ``library``, for tests: the path of another
-    shared library to use as the driver); never raises."""
-    return _probe_timed(library or _DRIVER_LIBRARY)
-
-
-clear_probe_cache = _probe_timed.cache_clear  # forget earlier probes (the driver keeps its cuInit)
+clear_probe_cache = probe_devices.cache_clear  # forget earlier probes (the driver keeps its cuInit)

@@ -104,28 +104,18 @@ def _probe(command: tuple[str, ...]) -> _Facts:
         raise HostCompilerNotFoundError(
             f"cannot run the host compiler {command[0]}: {exc}", compiler=command[0], command=cmd
         ) from None
-    macros: dict[str, str] = {}
-    for line in proc.stdout.splitlines():
-        parts = line.split(maxsplit=2)
-        if len(parts) == 3 and parts[0] == "#define":
-            macros[parts[1]] = parts[2]
     kind, major = "", 0
     for name, macro in (("clang", "__clang_major__"), ("gcc", "__GNUC__")):
-        if macros.get(macro, "").isdigit():
-            kind, major = name, int(macros[macro])
+        if defined := re.search(rf"^#define {macro} (\d+)$", proc.stdout, re.MULTILINE):
+            kind, major = name, int(defined[1])
             break
-    dirs: list[str] = []
-    inside = False
-    for line in proc.stderr.splitlines():
-        if line.startswith("#include <...> search starts here"):
-            inside = True
-        elif line.startswith("End of search list"):
-            break
-        elif inside and line.startswith(" "):
-            path = os.path.realpath(line.strip().removesuffix(" (framework directory)"))
-            if path not in _NOT_TOOLCHAIN_DIRS:
-                dirs.append(path)
-    return kind, major, tuple(dirs)
+    listing = proc.stderr.partition("#include <...> search starts here:")[2]
+    paths = [
+        os.path.realpath(line.strip().removesuffix(" (framework directory)"))
+        for line in listing.partition("End of search list")[0].splitlines()
+        if line.startswith(" ")
+    ]
+    return kind, major, tuple(path for path in paths if path not in _NOT_TOOLCHAIN_DIRS)
 
 
 # Per command and compiler identity (real path, size, mtime): a changed binary is asked again.

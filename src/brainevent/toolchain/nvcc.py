@@ -97,11 +97,6 @@ class _Unusable(Exception):
     """Internal: a candidate was looked at and rejected; the message says why."""
 
 
-def nvcc_identity(path: str | os.PathLike[str]) -> str:
-    """A cheap identity for cache keys: real path, size and mtime; no subprocess."""
-    return file_identity(path, missing_ok=False)
-
-
 def parse_nvcc_version(text: str) -> tuple[int, int] | None:
     """(major, minor) from ``nvcc --version`` output ("... release 13.0, V13.0.88")."""
     for line in text.splitlines():
@@ -148,7 +143,7 @@ def nvcc_version(path: str | os.PathLike[str]) -> tuple[int, int]:
     """The (major, minor) release of an nvcc binary; runs it once per identity."""
     real = os.path.realpath(path)
     try:
-        return _version_of(nvcc_identity(real), real)
+        return _version_of(file_identity(real, missing_ok=False), real)
     except (_Unusable, OSError) as exc:
         raise NvccNotFoundError(f"nvcc at {real} is unusable: {exc}", path=real) from None
 
@@ -221,8 +216,8 @@ def _inspect(candidate: Candidate) -> NvccInfo:
     real = os.path.realpath(path)
     try:
         if _is_script(real):  # e.g. /usr/local/bin/nvcc: find the binary it runs
-            real = _wrapper_target(nvcc_identity(real), real)
-        version = _version_of(nvcc_identity(real), real)
+            real = _wrapper_target(file_identity(real, missing_ok=False), real)
+        version = _version_of(file_identity(real, missing_ok=False), real)
     except OSError as exc:  # vanished or unreadable between the checks and the stat
         raise _Unusable(str(exc)) from None
     return NvccInfo(real, str(Path(real).parent.parent), version, candidate.found_via)

@@ -119,62 +119,54 @@ def find_library(name: str) -> NvidiaLibrary:
 _CRT_PROBE = os.path.join("crt", "host_defines.h")
 
 
+def _has_crt(directory: str | None) -> bool:
+    return bool(directory) and os.path.isfile(os.path.join(str(directory), _CRT_PROBE))
+
+
 @cache
 def crt_include_dir() -> str | None:
-    """A directory with CUDA's ``crt/`` headers, which the runtime's headers include: NVIDIA's
-    pip runtime wheel lacks them (nvidia-cuda-crt ships them), so the host compiler gets the
-    toolkit's (pathfinder's nvcc headers); nvcc brings its own."""
+    # CUDA's crt/ headers, which the runtime's headers include: NVIDIA's pip runtime wheel lacks
+    # them (nvidia-cuda-crt ships them), so the host compiler gets the toolkit's (pathfinder's
+    # nvcc headers); nvcc brings its own.
     from cuda.pathfinder import locate_nvidia_header_directory
 
-    for header in ("cudart", "nvcc"):
-        located = locate_nvidia_header_directory(header)
-        if (
-            located is not None
-            and located.abs_path
-            and os.path.isfile(os.path.join(located.abs_path, _CRT_PROBE))
-        ):
+    for located in map(locate_nvidia_header_directory, ("cudart", "nvcc")):
+        if located is not None and _has_crt(located.abs_path):
             return str(located.abs_path)
     return None
 
 
-def find_libraries(names: Sequence[str]) -> list[NvidiaLibrary]:
+def preload(names: Sequence[str]) -> list[NvidiaLibrary]:
     """The libraries, loaded into the process (a module linked against them needs them there
     before it is opened: find_library loads each through pathfinder)."""
     return [find_library(name) for name in names]
 
 
-preload = find_libraries
-
-
-def _lacks_crt(libs: Sequence[NvidiaLibrary]) -> bool:
-    return any(
-        lib.include_dir and not os.path.isfile(os.path.join(lib.include_dir, _CRT_PROBE)) for lib in libs
-    )
+def _crt_dirs(libs: Sequence[NvidiaLibrary]) -> list[str | None]:
+    # Where the crt/ headers some library's headers lack come from (None: nowhere found).
+    lacking = any(lib.include_dir and not _has_crt(lib.include_dir) for lib in libs)
+    return [crt_include_dir()] if lacking else []
 
 
 def key_inputs(names: Sequence[str]) -> list[list[Any]]:
     """The cache key's record of the libraries (raises NvidiaLibraryNotFoundError, a
     ToolchainError: without them only an ahead-of-time build can load)."""
-    libs = find_libraries(names)
-    record = [lib.key() for lib in libs]
-    if _lacks_crt(libs):
-        record.append(["crt", crt_include_dir()])  # where the missing crt/ headers come from
-    return record
+    libs = preload(names)
+    return [*(lib.key() for lib in libs), *(["crt", crt] for crt in _crt_dirs(libs))]
 
 
 def include_flags(names: Sequence[str]) -> list[str]:
     """``-isystem <dir>`` per header directory: warnings from library headers stay quiet."""
-    libs = find_libraries(names)
-    dirs = dict.fromkeys(lib.include_dir for lib in libs if lib.include_dir)
-    if _lacks_crt(libs) and (crt := crt_include_dir()):
-        dirs[crt] = None  # after the libraries' own: only what they lack is taken from here
-    return [flag for d in dirs for flag in ("-isystem", d)]
+    libs = preload(names)
+    # crt/ after the libraries' own directories: only what they lack is taken from there.
+    dirs = dict.fromkeys([*(lib.include_dir for lib in libs), *_crt_dirs(libs)])
+    return [flag for d in dirs if d for flag in ("-isystem", d)]
 
 
 def link_flags(names: Sequence[str], *, nvcc: bool = False) -> list[str]:
     """Each library by its full path (pip wheels ship only ``libX.so.N``, so ``-lX`` would not
     find it) and a runtime path to its directory, as g++ or nvcc spells it."""
-    libs = find_libraries(names)
+    libs = preload(names)
     # nvcc takes no shared library by path ("Don't know what to do with libX.so.N"): name the
     # exact file with -l: in its directory.
     flags = (
