@@ -125,7 +125,6 @@ def _facts(command: tuple[str, ...], identity: str) -> _Facts:
         "host-cxx",
         f"{' '.join(command)}|{identity}",
         lambda: _probe(command),
-        encode=list,
         decode=lambda v: (str(v[0]), int(v[1]), tuple(v[2])),
         fresh=lambda v: bool(v[0] or v[2]),  # a probe that learnt nothing is asked again
     )

@@ -56,7 +56,6 @@ def remembered(
     identity: str,
     probe: Callable[[], T],
     *,
-    encode: Callable[[T], Any] = lambda v: v,
     decode: Callable[[Any], T] = lambda v: v,
     fresh: Callable[[T], bool] = lambda v: True,
     create: bool = True,
@@ -77,7 +76,7 @@ def remembered(
         return value
     data = _read(path, again=True)  # re-read: another process may have added entries meanwhile
     data["schema"] = MEMO_SCHEMA
-    data.setdefault("entries", {})[key] = encode(value)
+    data.setdefault("entries", {})[key] = value
     if _trusted(path, create=create):
         with contextlib.suppress(OSError):
             atomic_write(path, json.dumps(data).encode())  # readers never see half a file

@@ -131,11 +131,7 @@ def _probe_version(real: str) -> tuple[int, int]:
 @functools.lru_cache(maxsize=64)
 def _version_of(identity: str, real: str) -> tuple[int, int]:
     return remembered(
-        "nvcc-version",
-        identity,
-        lambda: _probe_version(real),
-        encode=list,
-        decode=lambda v: (int(v[0]), int(v[1])),
+        "nvcc-version", identity, lambda: _probe_version(real), decode=lambda v: (int(v[0]), int(v[1]))
     )
 
 
@@ -149,11 +145,9 @@ def nvcc_version(path: str | os.PathLike[str]) -> tuple[int, int]:
 
 
 def _is_script(path: str) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(2) == b"#!"
-    except OSError:
-        return False
+    with contextlib.suppress(OSError), open(path, "rb") as fh:
+        return fh.read(2) == b"#!"
+    return False
 
 
 def _real_nvcc(path: str) -> str | None:
@@ -164,14 +158,11 @@ def _real_nvcc(path: str) -> str | None:
 
 
 def _script_commands(script: str) -> list[list[str]]:
-    try:
-        lines = Path(script).read_text(encoding="utf-8", errors="replace").splitlines()[1:]
-    except OSError:
-        return []
     commands = []
-    for line in lines:
-        with contextlib.suppress(ValueError):  # a line shlex cannot split is no command we read
-            commands.append(shlex.split(line, comments=True))
+    with contextlib.suppress(OSError):
+        for line in Path(script).read_text(encoding="utf-8", errors="replace").splitlines()[1:]:
+            with contextlib.suppress(ValueError):  # a line shlex cannot split is no command we read
+                commands.append(shlex.split(line, comments=True))
     return [words for words in commands if words]
 
 
