@@ -66,11 +66,8 @@ def host_limit_for(nvcc_version: tuple[int, int]) -> HostLimit | None:
 
 def host_limit_from_header(root: str) -> HostLimit | None:
     """Read the limits out of a toolkit's own ``crt/host_config.h``."""
-    patterns = (
-        os.path.join(root, "targets", "*", "include", "crt", "host_config.h"),
-        os.path.join(root, "include", "crt", "host_config.h"),
-    )
-    for header in (h for pattern in patterns for h in sorted(glob.glob(pattern))):
+    crt = os.path.join("include", "crt", "host_config.h")
+    for header in [*sorted(glob.glob(os.path.join(root, "targets", "*", crt))), os.path.join(root, crt)]:
         try:
             with open(header, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()

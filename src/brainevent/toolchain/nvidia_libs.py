@@ -49,21 +49,15 @@ class NvidiaLibrary(NamedTuple):
     def directory(self) -> str:
         return os.path.dirname(self.path)
 
-    def key(self) -> list[Any]:
-        """What the cache key records: which library, where, and which file (by stat)."""
-        return [self.name, self.found_via, file_identity(self.path), self.include_dir]
-
 
 def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
     """``value`` as a tuple of library names pathfinder knows; SpecError naming the bad one."""
-    if value is None:
-        return ()
-    if not is_string_list(value):
+    if value is not None and not is_string_list(value):
         raise SpecError(
             f'{label}={value!r} must be a list of NVIDIA library names, e.g. ["cublas", "curand"].',
             value=value,
         )
-    if not value:
+    if not value:  # None or empty: pathfinder is not even imported
         return ()
     from cuda.pathfinder import SUPPORTED_NVIDIA_LIBNAMES as known
 
@@ -152,7 +146,8 @@ def key_inputs(names: Sequence[str]) -> list[list[Any]]:
     """The cache key's record of the libraries (raises NvidiaLibraryNotFoundError, a
     ToolchainError: without them only an ahead-of-time build can load)."""
     libs = preload(names)
-    return [*(lib.key() for lib in libs), *(["crt", crt] for crt in _crt_dirs(libs))]
+    record = [[lib.name, lib.found_via, file_identity(lib.path), lib.include_dir] for lib in libs]
+    return [*record, *(["crt", crt] for crt in _crt_dirs(libs))]
 
 
 def include_flags(names: Sequence[str]) -> list[str]:
@@ -166,17 +161,12 @@ def include_flags(names: Sequence[str]) -> list[str]:
 def link_flags(names: Sequence[str], *, nvcc: bool = False) -> list[str]:
     """Each library by its full path (pip wheels ship only ``libX.so.N``, so ``-lX`` would not
     find it) and a runtime path to its directory, as g++ or nvcc spells it."""
-    libs = preload(names)
+    paths = [lib.path for lib in preload(names)]
     # nvcc takes no shared library by path ("Don't know what to do with libX.so.N"): name the
     # exact file with -l: in its directory.
-    flags = (
-        [flag for lib in libs for flag in (f"-L{lib.directory}", f"-l:{os.path.basename(lib.path)}")]
-        if nvcc
-        else [lib.path for lib in libs]
-    )
-    for directory in dict.fromkeys(lib.directory for lib in libs):
-        flags.append(f"-Xlinker=-rpath,{directory}" if nvcc else f"-Wl,-rpath,{directory}")
-    return flags
+    flags = [flag for d, f in map(os.path.split, paths) for flag in (f"-L{d}", f"-l:{f}")] if nvcc else paths
+    rpath = "-Xlinker=-rpath," if nvcc else "-Wl,-rpath,"
+    return [*flags, *(rpath + directory for directory in dict.fromkeys(map(os.path.dirname, paths)))]
 
 
 def survey(names: Sequence[str] = COMMON_LIBRARIES) -> list[tuple[str, str]]:
@@ -196,11 +186,9 @@ def survey(names: Sequence[str] = COMMON_LIBRARIES) -> list[tuple[str, str]]:
 def _header_name(name: str) -> str | None:
     if name in _NO_HEADERS:
         return None
-    if name.startswith("npp"):
-        return "npp"
     from cuda.pathfinder import SUPPORTED_HEADERS_CTK
 
-    header = _HEADER_NAMES.get(name, name)
+    header = "npp" if name.startswith("npp") else _HEADER_NAMES.get(name, name)
     return header if header in SUPPORTED_HEADERS_CTK else None
 
 
