@@ -233,10 +233,7 @@ def check_archs_supported(archs: Iterable[CudaArch], nvcc_version: tuple[int, in
 
 
 def resolve_archs(
-    requested: object = None,
-    *,
-    pinned: str | None = None,
-    nvcc_version: tuple[int, int] | None = None,
+    requested: object = None, *, pinned: str | None = None, nvcc_version: tuple[int, int] | None = None
 ) -> tuple[CudaArch, ...]:
     """The architectures to build for.
 
@@ -280,11 +277,7 @@ def visible_archs(*, jax_first: bool = False) -> tuple[CudaArch, ...]:
             devices = jax.devices("gpu")
         except RuntimeError:
             devices = []
-        found = {
-            parse_compute_capability(d.compute_capability)[0]
-            for d in devices
-            if getattr(d, "compute_capability", None)
-        }
+        found = {one_arch(d.compute_capability) for d in devices if getattr(d, "compute_capability", None)}
         if found:
             return tuple(sorted(found))
     from .cuda_driver import probe_devices  # lazy: ctypes loading only when needed

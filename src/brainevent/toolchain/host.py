@@ -66,11 +66,7 @@ def _from_command(raw: str, found_via: str, searched: list[str]) -> HostCompiler
             searched=tuple(searched),
         )
     return HostCompiler(
-        resolved,
-        found_via,
-        tuple(words[:exe_index]),
-        tuple(words[exe_index + 1 :]),
-        tuple(searched),
+        resolved, found_via, tuple(words[:exe_index]), tuple(words[exe_index + 1 :]), tuple(searched)
     )
 
 

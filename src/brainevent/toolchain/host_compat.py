@@ -164,11 +164,7 @@ def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
 clear_cache = _facts.cache_clear
 
 
-def check_host_compiler(
-    nvcc: NvccInfo,
-    cxx_path: str,
-    allow_unsupported: bool | None = None,
-) -> list[str]:
+def check_host_compiler(nvcc: NvccInfo, cxx_path: str, allow_unsupported: bool | None = None) -> list[str]:
     """Extra nvcc flags for this host compiler, or a :class:`ToolchainError`.
 
     Returns ``[]`` when nvcc supports the compiler, ``["-allow-unsupported-compiler"]``

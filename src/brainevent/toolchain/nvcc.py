@@ -438,13 +438,12 @@ def check_jax_plugin_match(nvcc: NvccInfo) -> str | None:
         f"A module built by nvcc {nv_major} links the CUDA {nv_major} runtime statically "
         f"and needs an NVIDIA driver >= {MIN_DRIVER.get(nv_major, 'of that release')}"
     )
-    if nv_major > plugin_major:
-        message += (
-            f", newer than JAX's CUDA {plugin_major} stack needs "
-            f"(>= {MIN_DRIVER.get(plugin_major, '?')}): on an older driver the module fails to load."
-        )
-    else:
-        message += ", and the process ends up with two CUDA runtimes."
+    message += (
+        f", newer than JAX's CUDA {plugin_major} stack needs "
+        f"(>= {MIN_DRIVER.get(plugin_major, '?')}): on an older driver the module fails to load."
+        if nv_major > plugin_major
+        else ", and the process ends up with two CUDA runtimes."
+    )
     message += (
         f" Fix: use a CUDA {plugin_major} nvcc (set {config.NVCC.name}), or install the "
         f'JAX build that matches this nvcc (pip install "jax[cuda{nv_major}]").'
