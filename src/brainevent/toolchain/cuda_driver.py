@@ -75,14 +75,10 @@ def _describe(code: int) -> str:
     return f"CUresult {code}, {hint}" if hint else f"CUresult {code}"
 
 
-class _DriverFailure(Exception):
-    """One driver call failed; carries the reason for the probe."""
-
-
 def _call(lib: ctypes.CDLL, name: str, *args: object) -> None:
     code = getattr(lib, name)(*args)
     if code != _CUDA_SUCCESS:
-        raise _DriverFailure(f"{name} failed ({_describe(code)})")
+        raise RuntimeError(f"{name} failed ({_describe(code)})")  # the probe's reason
 
 
 def _query(lib: ctypes.CDLL) -> tuple[int | None, tuple[DeviceInfo, ...]]:
@@ -124,7 +120,7 @@ def _probe(library: str) -> DriverProbe:
             reason = f"the NVIDIA driver failed to initialise ({_describe(code)})"
             return DriverProbe(False, reason=reason, library=library)
         driver_version, devices = _query(lib) if code == _CUDA_SUCCESS else (None, ())
-    except (_DriverFailure, AttributeError) as exc:
+    except (RuntimeError, AttributeError) as exc:
         # AttributeError: a library without one of the entry points is not a driver.
         return DriverProbe(False, reason=f"the NVIDIA driver query failed: {exc}", library=library)
     if not devices:

@@ -127,19 +127,19 @@ def _probe_version(real: str) -> tuple[int, int]:
     return version
 
 
-# Keyed by (real path, size, mtime_ns): a rebuilt or upgraded nvcc is asked again.
-@functools.lru_cache(maxsize=64)
-def _version_of(identity: str, real: str) -> tuple[int, int]:
+# Remembered per (real path, size, mtime_ns): a rebuilt or upgraded nvcc is asked again.
+def _version_of(real: str) -> tuple[int, int]:
+    identity = file_identity(real, missing_ok=False)
     return remembered(
         "nvcc-version", identity, lambda: _probe_version(real), decode=lambda v: (int(v[0]), int(v[1]))
     )
 
 
 def nvcc_version(path: str | os.PathLike[str]) -> tuple[int, int]:
-    """The (major, minor) release of an nvcc binary; runs it once per identity."""
+    """The (major, minor) release of an nvcc binary; runs it once per identity (the toolchain memo)."""
     real = os.path.realpath(path)
     try:
-        return _version_of(file_identity(real, missing_ok=False), real)
+        return _version_of(real)
     except (_Unusable, OSError) as exc:
         raise NvccNotFoundError(f"nvcc at {real} is unusable: {exc}", path=real) from None
 
@@ -190,9 +190,8 @@ def _probe_wrapper(script: str) -> str:
     raise _Unusable("it is a wrapper script, and neither `nvcc -dryrun` nor its text revealed the real nvcc")
 
 
-@functools.lru_cache(maxsize=64)
-def _wrapper_target(identity: str, script: str) -> str:
-    return remembered("nvcc-wrapper", identity, lambda: _probe_wrapper(script))
+def _wrapper_target(script: str) -> str:
+    return remembered("nvcc-wrapper", file_identity(script, missing_ok=False), lambda: _probe_wrapper(script))
 
 
 def _inspect(candidate: Candidate) -> NvccInfo:
@@ -207,8 +206,8 @@ def _inspect(candidate: Candidate) -> NvccInfo:
     real = os.path.realpath(path)
     try:
         if _is_script(real):  # e.g. /usr/local/bin/nvcc: find the binary it runs
-            real = _wrapper_target(file_identity(real, missing_ok=False), real)
-        version = _version_of(file_identity(real, missing_ok=False), real)
+            real = _wrapper_target(real)
+        version = _version_of(real)
     except OSError as exc:  # vanished or unreadable between the checks and the stat
         raise _Unusable(str(exc)) from None
     return NvccInfo(real, str(Path(real).parent.parent), version, candidate.found_via)
@@ -405,9 +404,7 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
 
 
 def clear_version_cache() -> None:
-    """Forgets every nvcc version, wrapper target and search result of this process."""
-    _version_of.cache_clear()
-    _wrapper_target.cache_clear()
+    """Forgets every nvcc search result of this process (versions and wrappers live in the memo)."""
     _find_in_context.cache_clear()
 
 
