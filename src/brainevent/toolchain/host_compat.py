@@ -165,11 +165,8 @@ clear_cache = _facts.cache_clear
 
 
 def check_host_compiler(nvcc: NvccInfo, cxx_path: str, allow_unsupported: bool | None = None) -> list[str]:
-    """Extra nvcc flags for this host compiler, or a :class:`ToolchainError`.
-
-    Returns ``[]`` when nvcc supports the compiler, ``["-allow-unsupported-compiler"]``
-    when it does not but the caller (or ``BRAINEVENT_ALLOW_UNSUPPORTED_COMPILER``) opts in.
-    """
+    """Extra nvcc flags for this host compiler: ``[]`` when nvcc supports it, else a ToolchainError, or
+    ``["-allow-unsupported-compiler"]`` when the caller (or BRAINEVENT_ALLOW_UNSUPPORTED_COMPILER) opts in."""
     kind, major = host_compiler_version(cxx_path)
     limit = host_limit_for(nvcc.version) or host_limit_from_header(nvcc.root)
     if limit is None:

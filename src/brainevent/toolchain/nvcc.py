@@ -340,12 +340,10 @@ SEARCH_STEPS: dict[str, tuple[_Step, ...]] = {
 def find_nvcc(
     explicit: str | None = None, *, default_roots: Sequence[str] = DEFAULT_ROOTS, pathfinder: bool = True
 ) -> NvccInfo:
-    """Find a usable nvcc; raises :class:`NvccNotFoundError` listing every place searched.
-
-    ``default_roots`` replaces the real ones and ``pathfinder=False`` skips cuda-pathfinder
-    (for tests on a machine whose loader knows a toolkit). The result is remembered per
-    search context (environment and arguments) for the process; a failure never is.
-    """
+    """A usable nvcc, else an NvccNotFoundError listing every place searched. ``default_roots``
+    replaces the real ones and ``pathfinder=False`` skips cuda-pathfinder (for tests on a machine
+    whose loader knows a toolkit). Remembered per search context (environment, arguments), a
+    failure never."""
     env = os.environ
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     ctx = SearchContext(

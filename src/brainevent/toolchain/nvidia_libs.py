@@ -78,11 +78,8 @@ def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
 
 @cache
 def find_library(name: str) -> NvidiaLibrary:
-    """The library and its headers; NvidiaLibraryNotFoundError saying what to install.
-
-    pathfinder finds a shared library by loading it, so the library is in the process
-    from here on (which is what the module needs when it is opened).
-    """
+    """The library and its headers, else NvidiaLibraryNotFoundError saying what to install. pathfinder
+    finds a library by loading it: from here on it is in the process, as the module needs it."""
     from cuda.pathfinder import (
         DynamicLibNotFoundError,
         load_nvidia_dynamic_lib,
