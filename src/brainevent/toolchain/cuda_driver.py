@@ -65,9 +65,8 @@ class DriverProbe:
     @property
     def driver_cuda_version(self) -> tuple[int, int] | None:
         """The highest CUDA version the driver supports, e.g. (13, 0)."""
-        if self.driver_version is None:
-            return None
-        return (self.driver_version // 1000, (self.driver_version % 1000) // 10)
+        v = self.driver_version
+        return None if v is None else (v // 1000, (v % 1000) // 10)
 
 
 def _describe(code: int) -> str:
@@ -82,25 +81,19 @@ def _call(lib: ctypes.CDLL, name: str, *args: object) -> None:
 
 
 def _query(lib: ctypes.CDLL) -> tuple[int | None, tuple[DeviceInfo, ...]]:
-    version = ctypes.c_int(0)
-    driver_version: int | None = None
-    if lib.cuDriverGetVersion(ctypes.byref(version)) == _CUDA_SUCCESS:
-        driver_version = version.value
-
-    count = ctypes.c_int(0)
+    version, count = ctypes.c_int(0), ctypes.c_int(0)
+    known = lib.cuDriverGetVersion(ctypes.byref(version)) == _CUDA_SUCCESS
     _call(lib, "cuDeviceGetCount", ctypes.byref(count))
     devices = []
     for ordinal in range(count.value):
-        handle = ctypes.c_int(0)  # CUdevice is an int
+        handle, major, minor = ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(0)  # CUdevice is an int
         _call(lib, "cuDeviceGet", ctypes.byref(handle), ordinal)
-        major, minor = ctypes.c_int(0), ctypes.c_int(0)
         _call(lib, "cuDeviceGetAttribute", ctypes.byref(major), _ATTR_CC_MAJOR, handle)
         _call(lib, "cuDeviceGetAttribute", ctypes.byref(minor), _ATTR_CC_MINOR, handle)
-        name_buf = ctypes.create_string_buffer(256)
-        _call(lib, "cuDeviceGetName", name_buf, len(name_buf), handle)
-        name = name_buf.value.decode("utf-8", "replace")
-        devices.append(DeviceInfo(ordinal, name, major.value, minor.value))
-    return driver_version, tuple(devices)
+        name = ctypes.create_string_buffer(256)
+        _call(lib, "cuDeviceGetName", name, len(name), handle)
+        devices.append(DeviceInfo(ordinal, name.value.decode("utf-8", "replace"), major.value, minor.value))
+    return (version.value if known else None), tuple(devices)
 
 
 def _probe(library: str) -> DriverProbe:

@@ -60,8 +60,7 @@ HOST_LIMITS: tuple[HostLimit, ...] = (
 
 def host_limit_for(nvcc_version: tuple[int, int]) -> HostLimit | None:
     """The table row covering an nvcc version, or None when the table does not know it."""
-    version = (nvcc_version[0], nvcc_version[1])
-    return next((row for row in HOST_LIMITS if row.first <= version <= row.last), None)
+    return next((row for row in HOST_LIMITS if row.first <= tuple(nvcc_version[:2]) <= row.last), None)
 
 
 def host_limit_from_header(root: str) -> HostLimit | None:

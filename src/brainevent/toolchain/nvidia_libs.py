@@ -18,9 +18,6 @@ from ..spec.names import is_string_list
 
 # Libraries whose headers pathfinder files under another name (its SUPPORTED_HEADERS_CTK).
 _HEADER_NAMES = {"cublasLt": "cublas", "cufftw": "cufft", "cusolverMg": "cusolver", "nvJitLink": "nvjitlink"}
-# Libraries without headers of their own: nvblas is a drop-in BLAS, cupti's headers are
-# outside pathfinder's table, the driver library's header comes with the toolkit.
-_NO_HEADERS = frozenset({"nvblas", "cupti"})
 
 # What `brainevent doctor` looks for: the libraries kernels most often call.
 COMMON_LIBRARIES = (
@@ -181,10 +178,9 @@ def survey(names: Sequence[str] = COMMON_LIBRARIES) -> list[tuple[str, str]]:
 
 
 def _header_name(name: str) -> str | None:
-    if name in _NO_HEADERS:
-        return None
     from cuda.pathfinder import SUPPORTED_HEADERS_CTK
 
+    # A library outside pathfinder's header table (nvblas, a drop-in BLAS; cupti) needs no headers.
     header = "npp" if name.startswith("npp") else _HEADER_NAMES.get(name, name)
     return header if header in SUPPORTED_HEADERS_CTK else None
 
