@@ -11,6 +11,7 @@ import contextlib
 import functools
 import logging
 import os
+import re
 import shlex
 import shutil
 import site
@@ -174,17 +175,14 @@ def _probe_wrapper(script: str) -> str:
     exec_only = len(commands) == 1 and len(commands[0]) > 1 and commands[0][0] == "exec"
     if exec_only and (real := _real_nvcc(commands[0][1])):
         return real
-    prefix = "#$ _HERE_="
     try:
         proc = _run([script, "-dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull])
-        lines = (proc.stderr + proc.stdout).splitlines()
+        here = re.findall(r"^#\$ _HERE_=(.*)$", proc.stderr + proc.stdout, re.MULTILINE)
     except _Unusable:
-        lines = []
-    here = [
-        os.path.join(line.removeprefix(prefix).strip(), _EXE) for line in lines if line.startswith(prefix)
-    ]
+        here = []
     # Else the first absolute path to a real nvcc the script names.
-    for real in map(_real_nvcc, [*here, *(word for words in commands for word in words)]):
+    named = [word for words in commands for word in words]
+    for real in map(_real_nvcc, [*(os.path.join(d.strip(), _EXE) for d in here), *named]):
         if real:
             return real
     raise _Unusable("it is a wrapper script, and neither `nvcc -dryrun` nor its text revealed the real nvcc")
