@@ -304,11 +304,7 @@ def _ask_pathfinder() -> str:
 # BRAINEVENT_NVCC_PREFER -> the steps in order: (name in an error, step, what to say when
 # it proposed nothing). A candidate the first step rejects is an error, never a fall-through.
 _Step = tuple[str, Callable[[SearchContext], list[Candidate]], str]
-_EXPLICIT: _Step = (
-    "the nvcc argument, then BRAINEVENT_NVCC",
-    _step_explicit,
-    "none given, BRAINEVENT_NVCC unset",
-)
+_EXPLICIT = ("the nvcc argument, then BRAINEVENT_NVCC", _step_explicit, "none given, BRAINEVENT_NVCC unset")
 _PATHFINDER: _Step = (
     "cuda-pathfinder (NVIDIA pip wheels, $CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME, the CUDA runtime's toolkit)",
     _step_pathfinder,

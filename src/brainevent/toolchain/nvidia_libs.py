@@ -95,11 +95,8 @@ def find_library(name: str) -> NvidiaLibrary:
     if header is not None:
         located = locate_nvidia_header_directory(header)
         if located is None or located.abs_path is None:
-            raise _not_found(
-                name,
-                f"its shared library is {loaded.abs_path} (found_via={loaded.found_via}) but its headers "
-                f"({header}) were not found",
-            )
+            problem = f"its shared library is {loaded.abs_path} (found_via={loaded.found_via})"
+            raise _not_found(name, f"{problem} but its headers ({header}) were not found")
         include_dir, include_via = located.abs_path, located.found_via
     return NvidiaLibrary(name, loaded.abs_path, loaded.found_via, include_dir, include_via)
 
