@@ -100,11 +100,9 @@ def _find_host_compiler(
 
 def find_host_compiler() -> HostCompiler:
     """The host compiler per the current environment (memoised per environment)."""
+    env = os.environ
     return _find_host_compiler(
-        config.CXX.get(),
-        os.environ.get("CXX") or None,
-        os.environ.get("CONDA_PREFIX") or None,
-        os.environ.get("PATH", ""),
+        config.CXX.get(), env.get("CXX") or None, env.get("CONDA_PREFIX") or None, env.get("PATH", "")
     )
 
 

@@ -66,11 +66,10 @@ def remembered(
     path = config.CACHE_DIR.get() / MEMO_NAME
     key = f"{kind}|{identity}"
     entries = _read(path).get("entries", {})
-    if key in entries:
-        with contextlib.suppress(Exception):
-            value = decode(entries[key])
-            if fresh(value):
-                return value
+    with contextlib.suppress(Exception):  # absent, or written by another version: asked again
+        value = decode(entries[key])
+        if fresh(value):
+            return value
     value = probe()
     if not fresh(value):
         return value
