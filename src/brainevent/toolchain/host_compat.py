@@ -126,19 +126,15 @@ def _facts(command: tuple[str, ...], identity: str) -> _Facts:
     )
 
 
-def _resolve(cxx_path: str) -> str:
-    found = cxx_path if os.sep in cxx_path else shutil.which(cxx_path)
-    if not found or not os.path.isfile(found):
-        raise HostCompilerNotFoundError(
-            f"host compiler {cxx_path!r} was not found. Point CXX or BRAINEVENT_CXX at a g++ or clang++.",
-            compiler=cxx_path,
-        )
-    return os.path.realpath(found)
-
-
 def host_compiler_version(path: str) -> tuple[CompilerKind, int]:
     """('gcc' | 'clang', major) of a host compiler; runs it once per binary identity."""
-    real = _resolve(path)
+    found = path if os.sep in path else shutil.which(path)
+    if not found or not os.path.isfile(found):
+        raise HostCompilerNotFoundError(
+            f"host compiler {path!r} was not found. Point CXX or BRAINEVENT_CXX at a g++ or clang++.",
+            compiler=path,
+        )
+    real = os.path.realpath(found)
     kind, major, _ = _facts((real,), file_identity(real))
     if not kind:
         raise ToolchainError(
@@ -153,9 +149,8 @@ def host_compiler_version(path: str) -> tuple[CompilerKind, int]:
 def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
     """The compiler's built-in header directories (real paths), which the key's compiler
     identity covers; asked in the same run as its version, only for a build."""
-    real = os.path.realpath(compiler.path)
     try:
-        return _facts((real, *compiler.extra_flags), compiler.identity)[2]
+        return _facts((os.path.realpath(compiler.path), *compiler.extra_flags), compiler.identity)[2]
     except ToolchainError:
         return ()
 

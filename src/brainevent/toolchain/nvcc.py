@@ -19,7 +19,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -379,10 +379,9 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
                             candidates=(*considered, cand),
                         ) from None
                 else:
-                    note = f"accepted: {info.path} (CUDA {info.version_string})"
-                    considered.append(cand._replace(note=note))
+                    accepted = cand._replace(note=f"accepted: {info.path} (CUDA {info.version_string})")
                     logger.debug("nvcc %s found via %s", info.path, info.found_via)
-                    return NvccInfo(info.path, info.root, info.version, cand.found_via, tuple(considered))
+                    return replace(info, candidates=(*considered, accepted))
             considered.append(cand)
             lines.append(f"  - {cand.found_via}: {cand.path} ({cand.note})")
     cu12 = any(c.found_via == _CU12_VIA for c in considered)
