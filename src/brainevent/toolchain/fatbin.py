@@ -1,8 +1,6 @@
-"""Which GPU code a compiled artifact carries: the entries of its ``.nv_fatbin`` section.
-
-A small reader of ELF64 section headers and the fat-binary container, so tests and
-``brainevent cache info`` can tell sm_80 SASS from compute_90 PTX without cuobjdump
-(which pip-installed toolkits do not ship).
+"""Which GPU code a compiled artifact carries: the entries of its ``.nv_fatbin`` section, read from the
+ELF64 section headers and the fat-binary container, so tests and ``brainevent cache info`` tell sm_80
+SASS from compute_90 PTX without cuobjdump (which pip-installed toolkits do not ship).
 """
 
 from __future__ import annotations

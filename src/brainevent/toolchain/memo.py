@@ -1,10 +1,7 @@
-"""A small on-disk memo of toolchain probes (versions, wrapper targets, search answers).
-
-Probing a compiler runs it; doing that on every load would put subprocesses on the
-cache-hit path. Entries are keyed by the probed file's identity (real path, size, mtime)
-or the environment searched, so a change asks again. Failures are never remembered, and
-the memo is only a shortcut: in a cache root that fails the cache's ownership checks, or
-is not writable, the probe simply runs again.
+"""A small on-disk memo of toolchain probes (versions, wrapper targets, search answers): probing a
+compiler runs it, and a cache hit must run no subprocess. Entries are keyed by the probed file's identity
+(real path, size, mtime) or the environment searched, so a change asks again. Failures are never
+remembered; in a cache root that fails the cache's ownership checks, or is not writable, the probe runs.
 """
 
 from __future__ import annotations

@@ -246,10 +246,8 @@ def _explicit_to_path(value: str) -> str:
 
 
 def _step_explicit(ctx: SearchContext) -> list[Candidate]:
-    found = [Candidate(_explicit_to_path(ctx.explicit), "argument")] if ctx.explicit else []
-    if ctx.env_nvcc:
-        found.append(Candidate(_explicit_to_path(ctx.env_nvcc), f"env:{config.NVCC.name}"))
-    return found
+    given = ((ctx.explicit, "argument"), (ctx.env_nvcc, f"env:{config.NVCC.name}"))
+    return [Candidate(_explicit_to_path(value), via) for value, via in given if value]
 
 
 def _found_via(path: str, ctx: SearchContext) -> str:
