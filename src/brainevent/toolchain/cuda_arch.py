@@ -274,5 +274,4 @@ def visible_archs(*, jax_first: bool = False) -> tuple[CudaArch, ...]:
             return tuple(sorted(found))
     from .cuda_driver import probe_devices  # lazy: ctypes loading only when needed
 
-    probe = probe_devices()
-    return tuple(sorted({CudaArch(d.major, d.minor) for d in probe.devices})) if probe.available else ()
+    return tuple(sorted({CudaArch(d.major, d.minor) for d in probe_devices().devices}))  # none: no GPU
