@@ -16,13 +16,13 @@ import pytest
 
 from brainevent import config
 from brainevent.errors import ToolchainError
+from brainevent.fileio import file_identity
 from brainevent.toolchain import nvcc as nvcc_mod
 from brainevent.toolchain.nvcc import (
     NvccInfo,
     ToolchainWarning,
     check_jax_plugin_match,
     find_nvcc,
-    nvcc_identity,
     nvcc_version,
     parse_nvcc_version,
 )
@@ -105,15 +105,17 @@ def test_identity_uses_stat_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     link.symlink_to(tool)
 
     def no_subprocess(*args: object, **kwargs: object) -> None:
-        raise AssertionError("nvcc_identity must not run a subprocess")
+        raise AssertionError("the identity nvcc is keyed by must not run a subprocess")
 
     monkeypatch.setattr(subprocess, "run", no_subprocess)
-    first = nvcc_identity(link)
-    assert first == nvcc_identity(tool)
+    first = file_identity(link, missing_ok=False)
+    assert first == file_identity(tool, missing_ok=False)
     assert first.startswith(str(tool.resolve()) + ":1:")
     os.utime(tool, ns=(1_000_000_000, 2_000_000_000))
-    assert nvcc_identity(tool) != first
-    assert nvcc_identity(tool).endswith(":2000000000")
+    assert file_identity(tool, missing_ok=False) != first
+    assert file_identity(tool, missing_ok=False).endswith(":2000000000")
+    with pytest.raises(OSError):
+        file_identity(tmp_path / "gone", missing_ok=False)
 
 
 # ---------------------------------------------------------- layouts without nvcc

@@ -66,7 +66,7 @@ class CudaPlatform(Platform):
             )
 
     def _search(self) -> dict[str, Any] | None:
-        from ..toolchain.nvcc import check_jax_plugin_match, find_nvcc, nvcc_identity
+        from ..toolchain.nvcc import check_jax_plugin_match, find_nvcc
 
         try:
             self._nvcc = find_nvcc()
@@ -81,7 +81,12 @@ class CudaPlatform(Platform):
             _warned_mismatch.add(self._nvcc.path)
             check_jax_plugin_match(self._nvcc)
         path, version = self._nvcc.path, list(self._nvcc.version)
-        return {"nvcc": path, "identity": nvcc_identity(path), "version": version, "archs": archs}
+        return {
+            "nvcc": path,
+            "identity": file_identity(path, missing_ok=False),
+            "version": version,
+            "archs": archs,
+        }
 
     @property
     def archs(self) -> tuple[CudaArch, ...]:

@@ -103,10 +103,8 @@ def _parse_one(value: object, original: object) -> list[CudaArch]:
 
 
 def parse_compute_capability(value: object) -> tuple[CudaArch, ...]:
-    """Parse one or several compute capabilities; returns them distinct and sorted.
-
-    Raises :class:`ArchError` naming the bad value and the accepted forms.
-    """
+    """One or several compute capabilities, distinct and sorted; else an ArchError naming the bad
+    value and the accepted forms."""
     if not isinstance(value, tuple | list):
         return tuple(sorted(set(_parse_one(value, value))))
     # (8, 6) as torch.cuda.get_device_capability() gives it: a tuple of a small major and a
@@ -138,10 +136,8 @@ def nvrtc_arch(value: object) -> str:
 
 
 def gencode_flags(archs: Iterable[CudaArch], ptx_for_highest: bool = True) -> list[str]:
-    """``-gencode`` flags: SASS for every arch, plus PTX for the highest generic one.
-
-    Explicit flags, never ``-arch=native``: without a GPU that silently picks sm_75.
-    """
+    """``-gencode`` flags: SASS for every arch, plus PTX for the highest generic one. Explicit flags,
+    never ``-arch=native``: without a GPU that silently picks sm_75."""
     ordered = sorted(set(archs))
     flags = [f"-gencode=arch={a.compute},code={a.sm}" for a in ordered]
     # PTX lets a future GPU JIT-compile the module; PTX for sm_90a or sm_100f runs only on
@@ -233,18 +229,11 @@ def check_archs_supported(archs: Iterable[CudaArch], nvcc_version: tuple[int, in
 
 
 def resolve_archs(
-    requested: object = None,
-    *,
-    pinned: str | None = None,
-    nvcc_version: tuple[int, int] | None = None,
+    requested: object = None, *, pinned: str | None = None, nvcc_version: tuple[int, int] | None = None
 ) -> tuple[CudaArch, ...]:
-    """The architectures to build for.
-
-    In order: ``requested`` (e.g. ``compute_capability="sm_90"``), then ``pinned`` (the
-    ``BRAINEVENT_CUDA_ARCH`` setting, ``config.CUDA_ARCH.get()``), then every distinct arch
-    of the GPUs the driver sees. With ``nvcc_version`` the result is also checked against
-    what that nvcc can target.
-    """
+    """The architectures to build for: ``requested`` (``compute_capability="sm_90"``), else ``pinned``
+    (BRAINEVENT_CUDA_ARCH, ``config.CUDA_ARCH.get()``), else every distinct arch of the GPUs the
+    driver sees; with ``nvcc_version``, checked against what that nvcc can target."""
     archs: tuple[CudaArch, ...]
     if requested is not None:
         archs = parse_compute_capability(requested)
@@ -280,14 +269,9 @@ def visible_archs(*, jax_first: bool = False) -> tuple[CudaArch, ...]:
             devices = jax.devices("gpu")
         except RuntimeError:
             devices = []
-        found = {
-            parse_compute_capability(d.compute_capability)[0]
-            for d in devices
-            if getattr(d, "compute_capability", None)
-        }
+        found = {one_arch(d.compute_capability) for d in devices if getattr(d, "compute_capability", None)}
         if found:
             return tuple(sorted(found))
     from .cuda_driver import probe_devices  # lazy: ctypes loading only when needed
 
-    probe = probe_devices()
-    return tuple(sorted({CudaArch(d.major, d.minor) for d in probe.devices})) if probe.available else ()
+    return tuple(sorted({CudaArch(d.major, d.minor) for d in probe_devices().devices}))  # none: no GPU

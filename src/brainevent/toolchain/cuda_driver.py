@@ -65,9 +65,8 @@ class DriverProbe:
     @property
     def driver_cuda_version(self) -> tuple[int, int] | None:
         """The highest CUDA version the driver supports, e.g. (13, 0)."""
-        if self.driver_version is None:
-            return None
-        return (self.driver_version // 1000, (self.driver_version % 1000) // 10)
+        v = self.driver_version
+        return None if v is None else (v // 1000, (v % 1000) // 10)
 
 
 def _describe(code: int) -> str:
@@ -75,36 +74,26 @@ def _describe(code: int) -> str:
     return f"CUresult {code}, {hint}" if hint else f"CUresult {code}"
 
 
-class _DriverFailure(Exception):
-    """One driver call failed; carries the reason for the probe."""
-
-
 def _call(lib: ctypes.CDLL, name: str, *args: object) -> None:
     code = getattr(lib, name)(*args)
     if code != _CUDA_SUCCESS:
-        raise _DriverFailure(f"{name} failed ({_describe(code)})")
+        raise RuntimeError(f"{name} failed ({_describe(code)})")  # the probe's reason
 
 
 def _query(lib: ctypes.CDLL) -> tuple[int | None, tuple[DeviceInfo, ...]]:
-    version = ctypes.c_int(0)
-    driver_version: int | None = None
-    if lib.cuDriverGetVersion(ctypes.byref(version)) == _CUDA_SUCCESS:
-        driver_version = version.value
-
-    count = ctypes.c_int(0)
+    version, count = ctypes.c_int(0), ctypes.c_int(0)
+    known = lib.cuDriverGetVersion(ctypes.byref(version)) == _CUDA_SUCCESS
     _call(lib, "cuDeviceGetCount", ctypes.byref(count))
     devices = []
     for ordinal in range(count.value):
-        handle = ctypes.c_int(0)  # CUdevice is an int
+        handle, major, minor = ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(0)  # CUdevice is an int
         _call(lib, "cuDeviceGet", ctypes.byref(handle), ordinal)
-        major, minor = ctypes.c_int(0), ctypes.c_int(0)
         _call(lib, "cuDeviceGetAttribute", ctypes.byref(major), _ATTR_CC_MAJOR, handle)
         _call(lib, "cuDeviceGetAttribute", ctypes.byref(minor), _ATTR_CC_MINOR, handle)
-        name_buf = ctypes.create_string_buffer(256)
-        _call(lib, "cuDeviceGetName", name_buf, len(name_buf), handle)
-        name = name_buf.value.decode("utf-8", "replace")
-        devices.append(DeviceInfo(ordinal, name, major.value, minor.value))
-    return driver_version, tuple(devices)
+        name = ctypes.create_string_buffer(256)
+        _call(lib, "cuDeviceGetName", name, len(name), handle)
+        devices.append(DeviceInfo(ordinal, name.value.decode("utf-8", "replace"), major.value, minor.value))
+    return (version.value if known else None), tuple(devices)
 
 
 def _probe(library: str) -> DriverProbe:
@@ -124,7 +113,7 @@ def _probe(library: str) -> DriverProbe:
             reason = f"the NVIDIA driver failed to initialise ({_describe(code)})"
             return DriverProbe(False, reason=reason, library=library)
         driver_version, devices = _query(lib) if code == _CUDA_SUCCESS else (None, ())
-    except (_DriverFailure, AttributeError) as exc:
+    except (RuntimeError, AttributeError) as exc:
         # AttributeError: a library without one of the entry points is not a driver.
         return DriverProbe(False, reason=f"the NVIDIA driver query failed: {exc}", library=library)
     if not devices:
@@ -136,7 +125,9 @@ def _probe(library: str) -> DriverProbe:
 
 
 @functools.cache
-def _probe_timed(library: str) -> DriverProbe:
+def probe_devices(library: str = _DRIVER_LIBRARY) -> DriverProbe:
+    """Probe the driver once per process (per ``library``, for tests: the path of another
+    shared library to use as the driver); never raises."""
     start = time.perf_counter()
     try:
         result = _probe(library)
@@ -148,10 +139,4 @@ def _probe_timed(library: str) -> DriverProbe:
     return result
 
 
-def probe_devices(library: str | None = None) -> DriverProbe:
-    """Probe the driver once per process (per ``library``, for tests: the path of another
-    shared library to use as the driver); never raises."""
-    return _probe_timed(library or _DRIVER_LIBRARY)
-
-
-clear_probe_cache = _probe_timed.cache_clear  # forget earlier probes (the driver keeps its cuInit)
+clear_probe_cache = probe_devices.cache_clear  # forget earlier probes (the driver keeps its cuInit)

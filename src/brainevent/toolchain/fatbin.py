@@ -1,8 +1,6 @@
-"""Which GPU code a compiled artifact carries: the entries of its ``.nv_fatbin`` section.
-
-A small reader of ELF64 section headers and the fat-binary container, so tests and
-``brainevent cache info`` can tell sm_80 SASS from compute_90 PTX without cuobjdump
-(which pip-installed toolkits do not ship).
+"""Which GPU code a compiled artifact carries: the entries of its ``.nv_fatbin`` section, read from the
+ELF64 section headers and the fat-binary container, so tests and ``brainevent cache info`` tell sm_80
+SASS from compute_90 PTX without cuobjdump (which pip-installed toolkits do not ship).
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ class FatbinEntry:
     arch: int  # e.g. 80 for sm_80 / compute_80
 
 
-def _section(data: bytes, wanted: str) -> bytes | None:
+def _section(data: bytes, wanted: bytes) -> bytes | None:
     if data[:4] != b"\x7fELF" or data[4] != 2:  # ELF64 only
         return None
     shoff = struct.unpack_from("<Q", data, 0x28)[0]
@@ -30,15 +28,14 @@ def _section(data: bytes, wanted: str) -> bytes | None:
     names_offset = headers[shstrndx][4]
     for name_index, _type, _flags, _addr, offset, size, *_ in headers:
         start = names_offset + name_index
-        name = data[start : data.index(b"\0", start)].decode()
-        if name == wanted:
+        if data[start : data.index(b"\0", start)] == wanted:
             return data[offset : offset + size]
     return None
 
 
 def fatbin_entries(path: str | Path) -> list[FatbinEntry]:
     """The SASS and PTX entries embedded in an object or shared library."""
-    section = _section(Path(path).read_bytes(), ".nv_fatbin")
+    section = _section(Path(path).read_bytes(), b".nv_fatbin")
     entries: list[FatbinEntry] = []
     pos = 0
     while section is not None and pos + 16 <= len(section):

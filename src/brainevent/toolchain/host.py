@@ -1,7 +1,6 @@
-"""The host C++ compiler: ``BRAINEVENT_CXX``, then ``CXX``, then conda's, then PATH.
-
-Finding it runs no subprocess: the cache key uses the compiler's file identity
-(resolved path, size, modification time), so a cache hit never asks for a version.
+"""The host C++ compiler: ``BRAINEVENT_CXX``, then ``CXX``, then conda's, then PATH. Finding it runs no
+subprocess: the cache key uses the compiler's file identity (resolved path, size, modification time),
+so a cache hit never asks for a version.
 """
 
 from __future__ import annotations
@@ -66,11 +65,7 @@ def _from_command(raw: str, found_via: str, searched: list[str]) -> HostCompiler
             searched=tuple(searched),
         )
     return HostCompiler(
-        resolved,
-        found_via,
-        tuple(words[:exe_index]),
-        tuple(words[exe_index + 1 :]),
-        tuple(searched),
+        resolved, found_via, tuple(words[:exe_index]), tuple(words[exe_index + 1 :]), tuple(searched)
     )
 
 
@@ -104,11 +99,9 @@ def _find_host_compiler(
 
 def find_host_compiler() -> HostCompiler:
     """The host compiler per the current environment (memoised per environment)."""
+    env = os.environ
     return _find_host_compiler(
-        config.CXX.get(),
-        os.environ.get("CXX") or None,
-        os.environ.get("CONDA_PREFIX") or None,
-        os.environ.get("PATH", ""),
+        config.CXX.get(), env.get("CXX") or None, env.get("CONDA_PREFIX") or None, env.get("PATH", "")
     )
 
 

@@ -60,17 +60,13 @@ HOST_LIMITS: tuple[HostLimit, ...] = (
 
 def host_limit_for(nvcc_version: tuple[int, int]) -> HostLimit | None:
     """The table row covering an nvcc version, or None when the table does not know it."""
-    version = (nvcc_version[0], nvcc_version[1])
-    return next((row for row in HOST_LIMITS if row.first <= version <= row.last), None)
+    return next((row for row in HOST_LIMITS if row.first <= tuple(nvcc_version[:2]) <= row.last), None)
 
 
 def host_limit_from_header(root: str) -> HostLimit | None:
     """Read the limits out of a toolkit's own ``crt/host_config.h``."""
-    patterns = (
-        os.path.join(root, "targets", "*", "include", "crt", "host_config.h"),
-        os.path.join(root, "include", "crt", "host_config.h"),
-    )
-    for header in (h for pattern in patterns for h in sorted(glob.glob(pattern))):
+    crt = os.path.join("include", "crt", "host_config.h")
+    for header in [*sorted(glob.glob(os.path.join(root, "targets", "*", crt))), os.path.join(root, crt)]:
         try:
             with open(header, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
@@ -104,28 +100,18 @@ def _probe(command: tuple[str, ...]) -> _Facts:
         raise HostCompilerNotFoundError(
             f"cannot run the host compiler {command[0]}: {exc}", compiler=command[0], command=cmd
         ) from None
-    macros: dict[str, str] = {}
-    for line in proc.stdout.splitlines():
-        parts = line.split(maxsplit=2)
-        if len(parts) == 3 and parts[0] == "#define":
-            macros[parts[1]] = parts[2]
     kind, major = "", 0
     for name, macro in (("clang", "__clang_major__"), ("gcc", "__GNUC__")):
-        if macros.get(macro, "").isdigit():
-            kind, major = name, int(macros[macro])
+        if defined := re.search(rf"^#define {macro} (\d+)$", proc.stdout, re.MULTILINE):
+            kind, major = name, int(defined[1])
             break
-    dirs: list[str] = []
-    inside = False
-    for line in proc.stderr.splitlines():
-        if line.startswith("#include <...> search starts here"):
-            inside = True
-        elif line.startswith("End of search list"):
-            break
-        elif inside and line.startswith(" "):
-            path = os.path.realpath(line.strip().removesuffix(" (framework directory)"))
-            if path not in _NOT_TOOLCHAIN_DIRS:
-                dirs.append(path)
-    return kind, major, tuple(dirs)
+    listing = proc.stderr.partition("#include <...> search starts here:")[2]
+    paths = [
+        os.path.realpath(line.strip().removesuffix(" (framework directory)"))
+        for line in listing.partition("End of search list")[0].splitlines()
+        if line.startswith(" ")
+    ]
+    return kind, major, tuple(path for path in paths if path not in _NOT_TOOLCHAIN_DIRS)
 
 
 # Per command and compiler identity (real path, size, mtime): a changed binary is asked again.
@@ -135,25 +121,20 @@ def _facts(command: tuple[str, ...], identity: str) -> _Facts:
         "host-cxx",
         f"{' '.join(command)}|{identity}",
         lambda: _probe(command),
-        encode=list,
         decode=lambda v: (str(v[0]), int(v[1]), tuple(v[2])),
         fresh=lambda v: bool(v[0] or v[2]),  # a probe that learnt nothing is asked again
     )
 
 
-def _resolve(cxx_path: str) -> str:
-    found = cxx_path if os.sep in cxx_path else shutil.which(cxx_path)
-    if not found or not os.path.isfile(found):
-        raise HostCompilerNotFoundError(
-            f"host compiler {cxx_path!r} was not found. Point CXX or BRAINEVENT_CXX at a g++ or clang++.",
-            compiler=cxx_path,
-        )
-    return os.path.realpath(found)
-
-
 def host_compiler_version(path: str) -> tuple[CompilerKind, int]:
     """('gcc' | 'clang', major) of a host compiler; runs it once per binary identity."""
-    real = _resolve(path)
+    found = path if os.sep in path else shutil.which(path)
+    if not found or not os.path.isfile(found):
+        raise HostCompilerNotFoundError(
+            f"host compiler {path!r} was not found. Point CXX or BRAINEVENT_CXX at a g++ or clang++.",
+            compiler=path,
+        )
+    real = os.path.realpath(found)
     kind, major, _ = _facts((real,), file_identity(real))
     if not kind:
         raise ToolchainError(
@@ -168,9 +149,8 @@ def host_compiler_version(path: str) -> tuple[CompilerKind, int]:
 def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
     """The compiler's built-in header directories (real paths), which the key's compiler
     identity covers; asked in the same run as its version, only for a build."""
-    real = os.path.realpath(compiler.path)
     try:
-        return _facts((real, *compiler.extra_flags), compiler.identity)[2]
+        return _facts((os.path.realpath(compiler.path), *compiler.extra_flags), compiler.identity)[2]
     except ToolchainError:
         return ()
 
@@ -178,16 +158,9 @@ def system_include_dirs(compiler: HostCompiler) -> tuple[str, ...]:
 clear_cache = _facts.cache_clear
 
 
-def check_host_compiler(
-    nvcc: NvccInfo,
-    cxx_path: str,
-    allow_unsupported: bool | None = None,
-) -> list[str]:
-    """Extra nvcc flags for this host compiler, or a :class:`ToolchainError`.
-
-    Returns ``[]`` when nvcc supports the compiler, ``["-allow-unsupported-compiler"]``
-    when it does not but the caller (or ``BRAINEVENT_ALLOW_UNSUPPORTED_COMPILER``) opts in.
-    """
+def check_host_compiler(nvcc: NvccInfo, cxx_path: str, allow_unsupported: bool | None = None) -> list[str]:
+    """Extra nvcc flags for this host compiler: ``[]`` when nvcc supports it, else a ToolchainError, or
+    ``["-allow-unsupported-compiler"]`` when the caller (or BRAINEVENT_ALLOW_UNSUPPORTED_COMPILER) opts in."""
     kind, major = host_compiler_version(cxx_path)
     limit = host_limit_for(nvcc.version) or host_limit_from_header(nvcc.root)
     if limit is None:

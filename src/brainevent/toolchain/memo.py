@@ -1,10 +1,7 @@
-"""A small on-disk memo of toolchain probes (versions, wrapper targets, search answers).
-
-Probing a compiler runs it; doing that on every load would put subprocesses on the
-cache-hit path. Entries are keyed by the probed file's identity (real path, size, mtime)
-or the environment searched, so a change asks again. Failures are never remembered, and
-the memo is only a shortcut: in a cache root that fails the cache's ownership checks, or
-is not writable, the probe simply runs again.
+"""A small on-disk memo of toolchain probes (versions, wrapper targets, search answers): probing a
+compiler runs it, and a cache hit must run no subprocess. Entries are keyed by the probed file's identity
+(real path, size, mtime) or the environment searched, so a change asks again. Failures are never
+remembered; in a cache root that fails the cache's ownership checks, or is not writable, the probe runs.
 """
 
 from __future__ import annotations
@@ -56,7 +53,6 @@ def remembered(
     identity: str,
     probe: Callable[[], T],
     *,
-    encode: Callable[[T], Any] = lambda v: v,
     decode: Callable[[Any], T] = lambda v: v,
     fresh: Callable[[T], bool] = lambda v: True,
     create: bool = True,
@@ -67,17 +63,16 @@ def remembered(
     path = config.CACHE_DIR.get() / MEMO_NAME
     key = f"{kind}|{identity}"
     entries = _read(path).get("entries", {})
-    if key in entries:
-        with contextlib.suppress(Exception):
-            value = decode(entries[key])
-            if fresh(value):
-                return value
+    with contextlib.suppress(Exception):  # absent, or written by another version: asked again
+        value = decode(entries[key])
+        if fresh(value):
+            return value
     value = probe()
     if not fresh(value):
         return value
     data = _read(path, again=True)  # re-read: another process may have added entries meanwhile
     data["schema"] = MEMO_SCHEMA
-    data.setdefault("entries", {})[key] = encode(value)
+    data.setdefault("entries", {})[key] = value
     if _trusted(path, create=create):
         with contextlib.suppress(OSError):
             atomic_write(path, json.dumps(data).encode())  # readers never see half a file

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import logging
 import os
+import re
 import shlex
 import shutil
 import site
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -97,11 +98,6 @@ class _Unusable(Exception):
     """Internal: a candidate was looked at and rejected; the message says why."""
 
 
-def nvcc_identity(path: str | os.PathLike[str]) -> str:
-    """A cheap identity for cache keys: real path, size and mtime; no subprocess."""
-    return file_identity(path, missing_ok=False)
-
-
 def parse_nvcc_version(text: str) -> tuple[int, int] | None:
     """(major, minor) from ``nvcc --version`` output ("... release 13.0, V13.0.88")."""
     for line in text.splitlines():
@@ -132,33 +128,27 @@ def _probe_version(real: str) -> tuple[int, int]:
     return version
 
 
-# Keyed by (real path, size, mtime_ns): a rebuilt or upgraded nvcc is asked again.
-@functools.lru_cache(maxsize=64)
-def _version_of(identity: str, real: str) -> tuple[int, int]:
+# Remembered per (real path, size, mtime_ns): a rebuilt or upgraded nvcc is asked again.
+def _version_of(real: str) -> tuple[int, int]:
+    identity = file_identity(real, missing_ok=False)
     return remembered(
-        "nvcc-version",
-        identity,
-        lambda: _probe_version(real),
-        encode=list,
-        decode=lambda v: (int(v[0]), int(v[1])),
+        "nvcc-version", identity, lambda: _probe_version(real), decode=lambda v: (int(v[0]), int(v[1]))
     )
 
 
 def nvcc_version(path: str | os.PathLike[str]) -> tuple[int, int]:
-    """The (major, minor) release of an nvcc binary; runs it once per identity."""
+    """The (major, minor) release of an nvcc binary; runs it once per identity (the toolchain memo)."""
     real = os.path.realpath(path)
     try:
-        return _version_of(nvcc_identity(real), real)
+        return _version_of(real)
     except (_Unusable, OSError) as exc:
         raise NvccNotFoundError(f"nvcc at {real} is unusable: {exc}", path=real) from None
 
 
 def _is_script(path: str) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(2) == b"#!"
-    except OSError:
-        return False
+    with contextlib.suppress(OSError), open(path, "rb") as fh:
+        return fh.read(2) == b"#!"
+    return False
 
 
 def _real_nvcc(path: str) -> str | None:
@@ -169,14 +159,11 @@ def _real_nvcc(path: str) -> str | None:
 
 
 def _script_commands(script: str) -> list[list[str]]:
-    try:
-        lines = Path(script).read_text(encoding="utf-8", errors="replace").splitlines()[1:]
-    except OSError:
-        return []
     commands = []
-    for line in lines:
-        with contextlib.suppress(ValueError):  # a line shlex cannot split is no command we read
-            commands.append(shlex.split(line, comments=True))
+    with contextlib.suppress(OSError):
+        for line in Path(script).read_text(encoding="utf-8", errors="replace").splitlines()[1:]:
+            with contextlib.suppress(ValueError):  # a line shlex cannot split is no command we read
+                commands.append(shlex.split(line, comments=True))
     return [words for words in commands if words]
 
 
@@ -188,25 +175,21 @@ def _probe_wrapper(script: str) -> str:
     exec_only = len(commands) == 1 and len(commands[0]) > 1 and commands[0][0] == "exec"
     if exec_only and (real := _real_nvcc(commands[0][1])):
         return real
-    prefix = "#$ _HERE_="
     try:
         proc = _run([script, "-dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull])
-        lines = (proc.stderr + proc.stdout).splitlines()
+        here = re.findall(r"^#\$ _HERE_=(.*)$", proc.stderr + proc.stdout, re.MULTILINE)
     except _Unusable:
-        lines = []
-    here = [
-        os.path.join(line.removeprefix(prefix).strip(), _EXE) for line in lines if line.startswith(prefix)
-    ]
+        here = []
     # Else the first absolute path to a real nvcc the script names.
-    for real in map(_real_nvcc, [*here, *(word for words in commands for word in words)]):
+    named = [word for words in commands for word in words]
+    for real in map(_real_nvcc, [*(os.path.join(d.strip(), _EXE) for d in here), *named]):
         if real:
             return real
     raise _Unusable("it is a wrapper script, and neither `nvcc -dryrun` nor its text revealed the real nvcc")
 
 
-@functools.lru_cache(maxsize=64)
-def _wrapper_target(identity: str, script: str) -> str:
-    return remembered("nvcc-wrapper", identity, lambda: _probe_wrapper(script))
+def _wrapper_target(script: str) -> str:
+    return remembered("nvcc-wrapper", file_identity(script, missing_ok=False), lambda: _probe_wrapper(script))
 
 
 def _inspect(candidate: Candidate) -> NvccInfo:
@@ -221,8 +204,8 @@ def _inspect(candidate: Candidate) -> NvccInfo:
     real = os.path.realpath(path)
     try:
         if _is_script(real):  # e.g. /usr/local/bin/nvcc: find the binary it runs
-            real = _wrapper_target(nvcc_identity(real), real)
-        version = _version_of(nvcc_identity(real), real)
+            real = _wrapper_target(real)
+        version = _version_of(real)
     except OSError as exc:  # vanished or unreadable between the checks and the stat
         raise _Unusable(str(exc)) from None
     return NvccInfo(real, str(Path(real).parent.parent), version, candidate.found_via)
@@ -263,10 +246,8 @@ def _explicit_to_path(value: str) -> str:
 
 
 def _step_explicit(ctx: SearchContext) -> list[Candidate]:
-    found = [Candidate(_explicit_to_path(ctx.explicit), "argument")] if ctx.explicit else []
-    if ctx.env_nvcc:
-        found.append(Candidate(_explicit_to_path(ctx.env_nvcc), f"env:{config.NVCC.name}"))
-    return found
+    given = ((ctx.explicit, "argument"), (ctx.env_nvcc, f"env:{config.NVCC.name}"))
+    return [Candidate(_explicit_to_path(value), via) for value, via in given if value]
 
 
 def _found_via(path: str, ctx: SearchContext) -> str:
@@ -321,11 +302,7 @@ def _ask_pathfinder() -> str:
 # BRAINEVENT_NVCC_PREFER -> the steps in order: (name in an error, step, what to say when
 # it proposed nothing). A candidate the first step rejects is an error, never a fall-through.
 _Step = tuple[str, Callable[[SearchContext], list[Candidate]], str]
-_EXPLICIT: _Step = (
-    "the nvcc argument, then BRAINEVENT_NVCC",
-    _step_explicit,
-    "none given, BRAINEVENT_NVCC unset",
-)
+_EXPLICIT = ("the nvcc argument, then BRAINEVENT_NVCC", _step_explicit, "none given, BRAINEVENT_NVCC unset")
 _PATHFINDER: _Step = (
     "cuda-pathfinder (NVIDIA pip wheels, $CONDA_PREFIX, $CUDA_PATH, $CUDA_HOME, the CUDA runtime's toolkit)",
     _step_pathfinder,
@@ -355,12 +332,10 @@ SEARCH_STEPS: dict[str, tuple[_Step, ...]] = {
 def find_nvcc(
     explicit: str | None = None, *, default_roots: Sequence[str] = DEFAULT_ROOTS, pathfinder: bool = True
 ) -> NvccInfo:
-    """Find a usable nvcc; raises :class:`NvccNotFoundError` listing every place searched.
-
-    ``default_roots`` replaces the real ones and ``pathfinder=False`` skips cuda-pathfinder
-    (for tests on a machine whose loader knows a toolkit). The result is remembered per
-    search context (environment and arguments) for the process; a failure never is.
-    """
+    """A usable nvcc, else an NvccNotFoundError listing every place searched. ``default_roots``
+    replaces the real ones and ``pathfinder=False`` skips cuda-pathfinder (for tests on a machine
+    whose loader knows a toolkit). Remembered per search context (environment, arguments), a
+    failure never."""
     env = os.environ
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     ctx = SearchContext(
@@ -402,10 +377,9 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
                             candidates=(*considered, cand),
                         ) from None
                 else:
-                    note = f"accepted: {info.path} (CUDA {info.version_string})"
-                    considered.append(cand._replace(note=note))
+                    accepted = cand._replace(note=f"accepted: {info.path} (CUDA {info.version_string})")
                     logger.debug("nvcc %s found via %s", info.path, info.found_via)
-                    return NvccInfo(info.path, info.root, info.version, cand.found_via, tuple(considered))
+                    return replace(info, candidates=(*considered, accepted))
             considered.append(cand)
             lines.append(f"  - {cand.found_via}: {cand.path} ({cand.note})")
     cu12 = any(c.found_via == _CU12_VIA for c in considered)
@@ -419,9 +393,7 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
 
 
 def clear_version_cache() -> None:
-    """Forgets every nvcc version, wrapper target and search result of this process."""
-    _version_of.cache_clear()
-    _wrapper_target.cache_clear()
+    """Forgets every nvcc search result of this process (versions and wrappers live in the memo)."""
     _find_in_context.cache_clear()
 
 
@@ -452,13 +424,12 @@ def check_jax_plugin_match(nvcc: NvccInfo) -> str | None:
         f"A module built by nvcc {nv_major} links the CUDA {nv_major} runtime statically "
         f"and needs an NVIDIA driver >= {MIN_DRIVER.get(nv_major, 'of that release')}"
     )
-    if nv_major > plugin_major:
-        message += (
-            f", newer than JAX's CUDA {plugin_major} stack needs "
-            f"(>= {MIN_DRIVER.get(plugin_major, '?')}): on an older driver the module fails to load."
-        )
-    else:
-        message += ", and the process ends up with two CUDA runtimes."
+    message += (
+        f", newer than JAX's CUDA {plugin_major} stack needs "
+        f"(>= {MIN_DRIVER.get(plugin_major, '?')}): on an older driver the module fails to load."
+        if nv_major > plugin_major
+        else ", and the process ends up with two CUDA runtimes."
+    )
     message += (
         f" Fix: use a CUDA {plugin_major} nvcc (set {config.NVCC.name}), or install the "
         f'JAX build that matches this nvcc (pip install "jax[cuda{nv_major}]").'

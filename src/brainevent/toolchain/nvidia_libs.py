@@ -18,9 +18,6 @@ from ..spec.names import is_string_list
 
 # Libraries whose headers pathfinder files under another name (its SUPPORTED_HEADERS_CTK).
 _HEADER_NAMES = {"cublasLt": "cublas", "cufftw": "cufft", "cusolverMg": "cusolver", "nvJitLink": "nvjitlink"}
-# Libraries without headers of their own: nvblas is a drop-in BLAS, cupti's headers are
-# outside pathfinder's table, the driver library's header comes with the toolkit.
-_NO_HEADERS = frozenset({"nvblas", "cupti"})
 
 # What `brainevent doctor` looks for: the libraries kernels most often call.
 COMMON_LIBRARIES = (
@@ -49,21 +46,15 @@ class NvidiaLibrary(NamedTuple):
     def directory(self) -> str:
         return os.path.dirname(self.path)
 
-    def key(self) -> list[Any]:
-        """What the cache key records: which library, where, and which file (by stat)."""
-        return [self.name, self.found_via, file_identity(self.path), self.include_dir]
-
 
 def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
     """``value`` as a tuple of library names pathfinder knows; SpecError naming the bad one."""
-    if value is None:
-        return ()
-    if not is_string_list(value):
+    if value is not None and not is_string_list(value):
         raise SpecError(
             f'{label}={value!r} must be a list of NVIDIA library names, e.g. ["cublas", "curand"].',
             value=value,
         )
-    if not value:
+    if not value:  # None or empty: pathfinder is not even imported
         return ()
     from cuda.pathfinder import SUPPORTED_NVIDIA_LIBNAMES as known
 
@@ -84,11 +75,8 @@ def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
 
 @cache
 def find_library(name: str) -> NvidiaLibrary:
-    """The library and its headers; NvidiaLibraryNotFoundError saying what to install.
-
-    pathfinder finds a shared library by loading it, so the library is in the process
-    from here on (which is what the module needs when it is opened).
-    """
+    """The library and its headers, else NvidiaLibraryNotFoundError saying what to install. pathfinder
+    finds a library by loading it: from here on it is in the process, as the module needs it."""
     from cuda.pathfinder import (
         DynamicLibNotFoundError,
         load_nvidia_dynamic_lib,
@@ -107,11 +95,8 @@ def find_library(name: str) -> NvidiaLibrary:
     if header is not None:
         located = locate_nvidia_header_directory(header)
         if located is None or located.abs_path is None:
-            raise _not_found(
-                name,
-                f"its shared library is {loaded.abs_path} (found_via={loaded.found_via}) but its headers "
-                f"({header}) were not found",
-            )
+            problem = f"its shared library is {loaded.abs_path} (found_via={loaded.found_via})"
+            raise _not_found(name, f"{problem} but its headers ({header}) were not found")
         include_dir, include_via = located.abs_path, located.found_via
     return NvidiaLibrary(name, loaded.abs_path, loaded.found_via, include_dir, include_via)
 
@@ -119,72 +104,60 @@ def find_library(name: str) -> NvidiaLibrary:
 _CRT_PROBE = os.path.join("crt", "host_defines.h")
 
 
+def _has_crt(directory: str | None) -> bool:
+    return bool(directory) and os.path.isfile(os.path.join(str(directory), _CRT_PROBE))
+
+
 @cache
 def crt_include_dir() -> str | None:
-    """A directory with CUDA's ``crt/`` headers, which the runtime's headers include: NVIDIA's
-    pip runtime wheel lacks them (nvidia-cuda-crt ships them), so the host compiler gets the
-    toolkit's (pathfinder's nvcc headers); nvcc brings its own."""
+    # CUDA's crt/ headers, which the runtime's headers include: NVIDIA's pip runtime wheel lacks
+    # them (nvidia-cuda-crt ships them), so the host compiler gets the toolkit's (pathfinder's
+    # nvcc headers); nvcc brings its own.
     from cuda.pathfinder import locate_nvidia_header_directory
 
-    for header in ("cudart", "nvcc"):
-        located = locate_nvidia_header_directory(header)
-        if (
-            located is not None
-            and located.abs_path
-            and os.path.isfile(os.path.join(located.abs_path, _CRT_PROBE))
-        ):
+    for located in map(locate_nvidia_header_directory, ("cudart", "nvcc")):
+        if located is not None and _has_crt(located.abs_path):
             return str(located.abs_path)
     return None
 
 
-def find_libraries(names: Sequence[str]) -> list[NvidiaLibrary]:
+def preload(names: Sequence[str]) -> list[NvidiaLibrary]:
     """The libraries, loaded into the process (a module linked against them needs them there
     before it is opened: find_library loads each through pathfinder)."""
     return [find_library(name) for name in names]
 
 
-preload = find_libraries
-
-
-def _lacks_crt(libs: Sequence[NvidiaLibrary]) -> bool:
-    return any(
-        lib.include_dir and not os.path.isfile(os.path.join(lib.include_dir, _CRT_PROBE)) for lib in libs
-    )
+def _crt_dirs(libs: Sequence[NvidiaLibrary]) -> list[str | None]:
+    # Where the crt/ headers some library's headers lack come from (None: nowhere found).
+    lacking = any(lib.include_dir and not _has_crt(lib.include_dir) for lib in libs)
+    return [crt_include_dir()] if lacking else []
 
 
 def key_inputs(names: Sequence[str]) -> list[list[Any]]:
     """The cache key's record of the libraries (raises NvidiaLibraryNotFoundError, a
     ToolchainError: without them only an ahead-of-time build can load)."""
-    libs = find_libraries(names)
-    record = [lib.key() for lib in libs]
-    if _lacks_crt(libs):
-        record.append(["crt", crt_include_dir()])  # where the missing crt/ headers come from
-    return record
+    libs = preload(names)
+    record = [[lib.name, lib.found_via, file_identity(lib.path), lib.include_dir] for lib in libs]
+    return [*record, *(["crt", crt] for crt in _crt_dirs(libs))]
 
 
 def include_flags(names: Sequence[str]) -> list[str]:
     """``-isystem <dir>`` per header directory: warnings from library headers stay quiet."""
-    libs = find_libraries(names)
-    dirs = dict.fromkeys(lib.include_dir for lib in libs if lib.include_dir)
-    if _lacks_crt(libs) and (crt := crt_include_dir()):
-        dirs[crt] = None  # after the libraries' own: only what they lack is taken from here
-    return [flag for d in dirs for flag in ("-isystem", d)]
+    libs = preload(names)
+    # crt/ after the libraries' own directories: only what they lack is taken from there.
+    dirs = dict.fromkeys([*(lib.include_dir for lib in libs), *_crt_dirs(libs)])
+    return [flag for d in dirs if d for flag in ("-isystem", d)]
 
 
 def link_flags(names: Sequence[str], *, nvcc: bool = False) -> list[str]:
     """Each library by its full path (pip wheels ship only ``libX.so.N``, so ``-lX`` would not
     find it) and a runtime path to its directory, as g++ or nvcc spells it."""
-    libs = find_libraries(names)
+    paths = [lib.path for lib in preload(names)]
     # nvcc takes no shared library by path ("Don't know what to do with libX.so.N"): name the
     # exact file with -l: in its directory.
-    flags = (
-        [flag for lib in libs for flag in (f"-L{lib.directory}", f"-l:{os.path.basename(lib.path)}")]
-        if nvcc
-        else [lib.path for lib in libs]
-    )
-    for directory in dict.fromkeys(lib.directory for lib in libs):
-        flags.append(f"-Xlinker=-rpath,{directory}" if nvcc else f"-Wl,-rpath,{directory}")
-    return flags
+    flags = [flag for d, f in map(os.path.split, paths) for flag in (f"-L{d}", f"-l:{f}")] if nvcc else paths
+    rpath = "-Xlinker=-rpath," if nvcc else "-Wl,-rpath,"
+    return [*flags, *(rpath + directory for directory in dict.fromkeys(map(os.path.dirname, paths)))]
 
 
 def survey(names: Sequence[str] = COMMON_LIBRARIES) -> list[tuple[str, str]]:
@@ -202,13 +175,10 @@ def survey(names: Sequence[str] = COMMON_LIBRARIES) -> list[tuple[str, str]]:
 
 
 def _header_name(name: str) -> str | None:
-    if name in _NO_HEADERS:
-        return None
-    if name.startswith("npp"):
-        return "npp"
     from cuda.pathfinder import SUPPORTED_HEADERS_CTK
 
-    header = _HEADER_NAMES.get(name, name)
+    # A library outside pathfinder's header table (nvblas, a drop-in BLAS; cupti) needs no headers.
+    header = "npp" if name.startswith("npp") else _HEADER_NAMES.get(name, name)
     return header if header in SUPPORTED_HEADERS_CTK else None
 
 
