@@ -132,7 +132,7 @@ def _record_objects(
     started_ns: int,
 ) -> dict[str, list[Any]]:
     """Publishes each freshly compiled object with the files its compiler read; returns them all."""
-    from ..build.depfile import read_depfile
+    from ..build.includes import read_depfile
     from ..cache.deps import record as record_dependencies
 
     covered = request.platform.covered_dirs()
