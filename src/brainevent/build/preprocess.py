@@ -29,7 +29,7 @@ def preprocess(
     """Unit ``file_name``'s preprocessed text, made in ``directory`` (the build's staging
     directory; scratch files are removed); CompileError on failure."""
     # Imported here: only a function made by a macro needs them.
-    from ..codegen.entry_points import render_kernel_unit
+    from ..codegen import render_kernel_unit
     from .diagnostics import first_error_index
     from .ninja import concrete
 

@@ -1,23 +1,77 @@
-"""The FFI binding: one ``BE_FFI_FUNCTION`` line per entry point, and the shared decoder unit.
+"""Code generation: what is appended to a kernel's translation unit, and the shared decoder unit.
 
-The macro (``brainevent/ffi_function.h``, which needs only XLA's C ABI header) declares the
-entry's parameter table, its handlers with and without the command-buffer trait, and the
-forwarding slot a reloaded module takes over through. The call-frame decoder
-(``brainevent/ffi_binding.h``) is the same for every module of a platform, so
-:func:`render_decoder`'s unit is compiled once per toolchain (stages/decoder.py).
+The unit compiled for a source file holds the user's source, one C trampoline per entry point,
+then the FFI binding. The trampolines live in the user's unit so they call the entry exactly
+as declared (namespaces, ``static``, name mangling never leak) and catch C++ exceptions where
+they are thrown. The binding is one ``BE_FFI_FUNCTION`` line per entry point: the macro
+(``brainevent/ffi_function.h``, which needs only XLA's C ABI header) declares the entry's
+parameter table, its handlers with and without the command-buffer trait, and the forwarding
+slot a reloaded module takes over through. The call-frame decoder (``brainevent/ffi_binding.h``)
+is the same for every module of a platform, so :func:`render_decoder`'s unit is compiled once
+per toolchain (stages/decoder.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._version import BINDING_SCHEMA
-from ..spec.model import FunctionSpec, Param, Role
-from ..spec.out_shape import parse_out_shape
-from ..vocabulary import BindingTarget, builtin_target, dtype_enum, handler_symbol, unhandled
-from .entry_points import c_string_literal
+from ._version import BINDING_SCHEMA
+from .spec.model import FunctionSpec, Param, Role
+from .spec.out_shape import parse_out_shape
+from .vocabulary import BindingTarget, builtin_target, dtype_enum, entry_symbol, unhandled
 
-__all__ = ["BINDING_SCHEMA", "handler_symbol", "render_binding", "render_decoder"]
+
+def c_string_literal(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def _call_arguments(spec: FunctionSpec) -> list[str]:
+    tensor_index = attr_index = 0
+    out: list[str] = []
+    for param in spec.params:
+        match param.role:
+            case Role.ARG | Role.RET:
+                out.append(f"t[{tensor_index}]")
+                tensor_index += 1
+            case Role.SCRATCH:  # decoded as a tensor, in parameter order like the others
+                out.append(f"::BE::detail::scratch_of(t[{tensor_index}])")
+                tensor_index += 1
+            case Role.ATTR:
+                out.append(f"::BE::detail::load_attr<{param.cxx_type}>(a[{attr_index}])")
+                attr_index += 1
+            case Role.STREAM:  # an integer handle, or a pointer type such as cudaStream_t
+                out.append(f"::BE::detail::stream_as<{param.cxx_type}>(stream)")
+            case _:
+                unhandled(param.role, "codegen._call_arguments")
+    return out
+
+
+def render_trampoline(spec: FunctionSpec) -> str:
+    args = ", ".join(_call_arguments(spec))
+    return (
+        f"BE_ENTRY const char* {entry_symbol(spec.name)}(const ::BE::Tensor* t, void* const* a, "
+        "int64_t stream) {\n"
+        "  (void)t; (void)a; (void)stream;\n"
+        f"  return ::BE::detail::guarded_call([&] {{ {spec.qualified_name}({args}); }});\n"
+        "}\n"
+    )
+
+
+def render_kernel_unit(
+    display_name: str, source: str, specs: Sequence[FunctionSpec], binding: str = ""
+) -> str:
+    """The unit compiled for one source file: its text, a trampoline per entry point, then
+    ``binding``; ``#line`` directives make diagnostics and ``__FILE__`` name the user's lines."""
+    parts = [f"#line 1 {c_string_literal(display_name)}\n", source]
+    if not source.endswith("\n"):
+        parts.append("\n")
+    if specs:
+        parts += ['#line 1 "<brainevent entry points>"\n', '#include "brainevent/entry.h"\n']
+        parts.extend(render_trampoline(spec) for spec in specs)
+    if binding:
+        parts += ['#line 1 "<brainevent binding>"\n', binding]
+    return "".join(parts)
 
 
 def _declared_ret_row(param: Param, spec: FunctionSpec) -> str:
@@ -49,7 +103,7 @@ def _param_row(param: Param, spec: FunctionSpec) -> str:
             assert param.dtype is not None
             return f"BE_ATTR({c_string_literal(param.name)}, {dtype_enum(param.dtype)})"
         case _:
-            unhandled(param.role, "codegen.binding")
+            unhandled(param.role, "codegen._param_row")
 
 
 def _render_function(module: str, spec: FunctionSpec, target: BindingTarget) -> str:
