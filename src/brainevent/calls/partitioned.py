@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import KernelCallError
 from .batching import METHODS, batch_by_method
-from .results import abstract_results, align_inputs
+from .ffi import abstract_results, align_inputs
 
 _primitive: Any = None
 _registered: set[str] = set()
