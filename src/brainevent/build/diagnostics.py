@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CompileError
-from .optional_headers import BE_WITHOUT_CHECKS, CHECKS_MACRO, COMPLEX_MACRO
+from .optional_headers import BE_WITHOUT_CHECKS, CHECKS_MACRO, COMPLEX_MACRO, names_std_complex
 
 _MAX_LINES = 25
 
@@ -78,7 +78,7 @@ _LEFT_OUT: dict[str, tuple[str, Callable[[str, str], bool]]] = {
     ),
     COMPLEX_MACRO: (
         "<complex> (BE::complex64, the _FN dispatch macros' complex cases)",
-        lambda name, _: "complex" in name.lower(),
+        lambda name, _: names_std_complex(name),
     ),
 }
 
@@ -148,17 +148,6 @@ def quote_error_line(error_line: str, sources: Sequence[QuotedSource]) -> str:
     return f"line {number} of {where}:\n" + "\n".join(shown)
 
 
-def timeout_message(module: str, timeout: float | None) -> str:
-    """The headline of a build stopped by BRAINEVENT_COMPILE_TIMEOUT (docs/troubleshooting.md)."""
-    limit = f"{timeout:g} s" if timeout is not None else "the time limit"
-    now = f" (now {timeout:g})" if timeout is not None else ""
-    return (
-        f"building module {module!r} timed out: it did not finish within {limit} and was "
-        "stopped, with every compiler it started. A compiler may be hanging; if the build is just "
-        f"slow, raise BRAINEVENT_COMPILE_TIMEOUT{now}, in seconds."
-    )
-
-
 def compile_error(
     module: str,
     log_text: str,
@@ -169,9 +158,13 @@ def compile_error(
     sources: Sequence[QuotedSource] = (),
 ) -> CompileError:
     """A CompileError: the first diagnostic (with the source line it points at), then the log path."""
-    if timed_out:
+    if timed_out:  # the headline docs/troubleshooting.md quotes
+        limit = f"{timeout_s:g} s" if timeout_s is not None else "the time limit"
+        now = f" (now {timeout_s:g})" if timeout_s is not None else ""
         return CompileError(
-            f"{timeout_message(module, timeout_s)}\nPartial build log: {log_path}",
+            f"building module {module!r} timed out: it did not finish within {limit} and was "
+            "stopped, with every compiler it started. A compiler may be hanging; if the build is just "
+            f"slow, raise BRAINEVENT_COMPILE_TIMEOUT{now}, in seconds.\nPartial build log: {log_path}",
             module=module,
             log_path=str(log_path),
             first_error=None,

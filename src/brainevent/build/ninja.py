@@ -18,7 +18,6 @@ from pathlib import Path
 
 from .. import config
 from ..errors import CompileError, SpecError, ToolchainError
-from .diagnostics import timeout_message
 from .step import BUILD_DIR, BuildStep
 
 log = logging.getLogger("brainevent.build")
@@ -173,7 +172,7 @@ def run_build(
     if not finished:
         _stop(proc, reader)
         raise CompileError(
-            timeout_message(module, timeout),
+            f"building module {module!r} timed out",  # diagnostics.compile_error words it for the user
             module=module,
             log="".join(lines),
             timed_out=True,

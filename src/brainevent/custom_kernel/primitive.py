@@ -119,8 +119,8 @@ class XLACustomKernel(BackendTable, Rules):
         import jax.numpy as jnp
         from jax.core import ShapedArray
 
+        from ..calls.batching import check_batch_dims
         from ..calls.ffi import align_inputs, flatten_outs
-        from ..calls.partitioned import check_batch_dims
 
         if backend is None:
             backend = getattr(self._rule_backend, "value", None)
