@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import CompileError
 from .optional_headers import BE_WITHOUT_CHECKS, CHECKS_MACRO, COMPLEX_MACRO, names_std_complex
+
+if TYPE_CHECKING:
+    from ..load_options import SourceUnit
 
 _MAX_LINES = 25
 
@@ -120,26 +123,17 @@ _GCC = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:\d+:)? (?:fatal )?error")
 _NVCC = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?:catastrophic )?error")
 
 
-@dataclass(frozen=True)
-class QuotedSource:
-    """One source the build compiled: its display name, text and whether it was inline."""
-
-    name: str
-    text: str
-    inline: bool
-
-
-def quote_error_line(error_line: str, sources: Sequence[QuotedSource]) -> str:
+def quote_error_line(error_line: str, sources: Sequence[SourceUnit]) -> str:
     """The numbered lines around ``error_line`` (and the one before: a missing ``;``), or ""."""
     match = _GCC.match(error_line) or _NVCC.match(error_line)
-    source = next((s for s in sources if match is not None and s.name == match["file"]), None)
+    source = next((s for s in sources if match is not None and s.display_name == match["file"]), None)
     if match is None or source is None:
         return ""
     number = int(match["line"])
     lines = source.text.splitlines()
     if not 1 <= number <= len(lines):
         return ""
-    where = "the inline source" if source.inline else source.name
+    where = "the inline source" if source.directory is None else source.display_name
     width = len(str(number))
     shown = [
         f"  {'>' if n == number else ' '} {n:>{width}} | {lines[n - 1]}"
@@ -155,7 +149,7 @@ def compile_error(
     *,
     timed_out: bool = False,
     timeout_s: float | None = None,
-    sources: Sequence[QuotedSource] = (),
+    sources: Sequence[SourceUnit] = (),
 ) -> CompileError:
     """A CompileError: the first diagnostic (with the source line it points at), then the log path."""
     if timed_out:  # the headline docs/troubleshooting.md quotes

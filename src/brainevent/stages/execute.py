@@ -36,7 +36,7 @@ log = logging.getLogger("brainevent")
 def run_plan(
     plan: BuildPlan, staging: Path, request: LoadRequest, key: ModuleKey, store: EntryStore
 ) -> Manifest:
-    from ..build.diagnostics import QuotedSource, compile_error, user_file_names
+    from ..build.diagnostics import compile_error, user_file_names
     from ..build.ninja import run_build
     from ..cache.deps import snapshot
     from ..cache.objects import ObjectCache
@@ -83,7 +83,7 @@ def run_plan(
             failed_log,
             timed_out=bool(exc.data.get("timed_out")),
             timeout_s=exc.data.get("timeout_s"),
-            sources=[QuotedSource(u.display_name, u.text, u.directory is None) for u in request.units],
+            sources=request.units,
         ) from None
     publish_decoder(staging, plan.decoder, started_ns, tuple(todo))
     dependencies = _record_objects(todo, object_keys, objects, staging, request, before, started_ns)
