@@ -91,14 +91,10 @@ def _declared_ret_row(param: Param, spec: FunctionSpec) -> str:
 
 def _param_row(param: Param, spec: FunctionSpec) -> str:
     match param.role:
-        case Role.ARG:
-            return "BE_ARG"
+        case Role.ARG | Role.STREAM | Role.SCRATCH:
+            return f"BE_{param.role.name}"  # the row macros BE_ARG, BE_STREAM, BE_SCRATCH
         case Role.RET:
             return "BE_RET" if param.shape is None else _declared_ret_row(param, spec)
-        case Role.STREAM:
-            return "BE_STREAM"
-        case Role.SCRATCH:
-            return "BE_SCRATCH"
         case Role.ATTR:
             assert param.dtype is not None
             return f"BE_ATTR({c_string_literal(param.name)}, {dtype_enum(param.dtype)})"

@@ -22,10 +22,9 @@ def _is_error_line(line: str) -> bool:
 
 
 def first_error_index(lines: list[str]) -> int | None:
-    for i, line in enumerate(lines):
-        if _is_error_line(line) and not line.startswith("FAILED:"):
-            return i
-    return None
+    return next(
+        (i for i, line in enumerate(lines) if _is_error_line(line) and not line.startswith("FAILED:")), None
+    )
 
 
 def _compiler_lines(log_text: str) -> list[str]:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from .. import config
 from ..errors import CompileError, SpecError, ToolchainError
-from .step import BUILD_DIR, BuildStep
+from . import BUILD_DIR
+from .step import BuildStep
 
 log = logging.getLogger("brainevent.build")
 
