@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import brainevent
-from brainevent.build import preprocess
+from brainevent.build import ninja
 from brainevent.errors import BrainEventError, SpecError
 from brainevent.spec import resolve_functions
 from brainevent.spec.resolve import expanded_functions
@@ -179,13 +179,13 @@ def test_generated_function_in_a_file_reports_the_files_path(tmp_path: Path) -> 
 
 def test_preprocessing_happens_on_a_miss_only(fresh_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs: list[str] = []
-    real_call = preprocess.preprocess
+    real_call = ninja.preprocess
 
     def counting(*args: Any) -> str:
         runs.append(args[-1])
         return real_call(*args)
 
-    monkeypatch.setattr(preprocess, "preprocess", counting)
+    monkeypatch.setattr(ninja, "preprocess", counting)
     first = brainevent.load_cpp_inline(name="macro_hit", cpp_sources=GENERATED, auto_register=False)
     assert first.built_now and runs == ["macro_hit.cpp"]
     again = brainevent.load_cpp_inline(name="macro_hit", cpp_sources=GENERATED, auto_register=False)

@@ -29,7 +29,7 @@ class BuildPlan(NamedTuple):
 def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
     """Writes the generated sources into ``staging`` and returns the steps that build them."""
     # Imported here: only a cache miss needs the C++ reader and the generator.
-    from ..build.preprocess import preprocess
+    from ..build.ninja import preprocess
     from ..codegen import render_binding, render_kernel_unit
     from ..spec.resolve import resolve_functions
 
