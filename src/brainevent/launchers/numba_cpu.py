@@ -40,11 +40,8 @@ def _hook(unraisable: Any) -> None:
 def add_receiver(library: ctypes.CDLL) -> None:
     """Route exceptions raised inside ``library``'s Numba entries to it; installs the hook once."""
     global _previous
-    receiver = library.be_numba_cpu_raised
-    receiver.restype = ctypes.c_int
-    receiver.argtypes = [ctypes.c_char_p]
     with _lock:
-        _receivers.append(receiver)
+        _receivers.append(library.be_numba_cpu_raised)
         if _previous is None:
             _previous = sys.unraisablehook
             sys.unraisablehook = _hook
@@ -56,7 +53,10 @@ _SPEC = LauncherSpec(
     function="call",
     core_call="be_numba_cpu::call_kernel",
     cuda=False,
-    api={"be_numba_cpu_register": (ctypes.c_int, [I64, I64, ctypes.c_char_p, P64, P64, I64])},
+    api={
+        "be_numba_cpu_register": (ctypes.c_int, [I64, I64, ctypes.c_char_p, P64, P64, I64]),
+        "be_numba_cpu_raised": (ctypes.c_int, [ctypes.c_char_p]),
+    },
     handler="be_numba_cpu_handler",  # calls skip the generic decoder: a loop step is tens of ns
 )
 cpu_launcher_for = LauncherCache(_SPEC, setup=add_receiver).get
