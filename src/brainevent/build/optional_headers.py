@@ -77,8 +77,7 @@ def _complex_in(tokens: Sequence[Token]) -> bool:
 
 
 def _checks_in(tokens: Sequence[Token]) -> bool:
-    """True for code that may need the checking half of common.h: any ``std`` (a kernel may rely
-    on what <string> includes), ``BE_`` macro, ``namespace BE``, or other ``BE::`` name."""
+    """Whether code may need common.h's checking half (any ``std``: it may rely on what <string> includes)."""
     for i, tok in enumerate(tokens):
         if tok.kind != "ident":
             continue

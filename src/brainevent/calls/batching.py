@@ -59,11 +59,10 @@ def with_batch_axis(args: Sequence[Any], batched: Sequence[bool], size: int, met
     """Unbatched ``args`` given a leading batch axis: of ``size`` (``"broadcast_all"``) or of 1."""
     import jax.numpy as jnp
 
-    if method == "broadcast_all":
-        return [
-            a if b else jnp.broadcast_to(a, (size, *jnp.shape(a))) for a, b in zip(args, batched, strict=True)
-        ]
-    return [a if b else jnp.expand_dims(a, 0) for a, b in zip(args, batched, strict=True)]
+    lead = size if method == "broadcast_all" else 1
+    return [
+        a if b else jnp.broadcast_to(a, (lead, *jnp.shape(a))) for a, b in zip(args, batched, strict=True)
+    ]
 
 
 _primitive: Any = None
