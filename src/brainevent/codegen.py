@@ -31,11 +31,9 @@ def _call_arguments(spec: FunctionSpec) -> list[str]:
     out: list[str] = []
     for param in spec.params:
         match param.role:
-            case Role.ARG | Role.RET:
-                out.append(f"t[{tensor_index}]")
-                tensor_index += 1
-            case Role.SCRATCH:  # decoded as a tensor, in parameter order like the others
-                out.append(f"::BE::detail::scratch_of(t[{tensor_index}])")
+            case Role.ARG | Role.RET | Role.SCRATCH:  # scratch: decoded as a tensor, in parameter order
+                tensor = f"t[{tensor_index}]"
+                out.append(f"::BE::detail::scratch_of({tensor})" if param.role is Role.SCRATCH else tensor)
                 tensor_index += 1
             case Role.ATTR:
                 out.append(f"::BE::detail::load_attr<{param.cxx_type}>(a[{attr_index}])")
