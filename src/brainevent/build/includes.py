@@ -101,14 +101,6 @@ def _rules(text: str) -> list[list[str]]:
 
 def read_depfile(path: Path, base: Path) -> list[str]:
     """The prerequisites in ``path``, normalised and absolute (against ``base``), links kept as given."""
-    deps: list[str] = []
-    seen: set[str] = set()
-    for words in _rules(path.read_text(encoding="utf-8", errors="surrogateescape")):
-        if ":" not in words:
-            continue
-        for word in words[words.index(":") + 1 :]:
-            full = os.path.normpath(word if os.path.isabs(word) else os.path.join(base, word))
-            if full not in seen:
-                seen.add(full)
-                deps.append(full)
-    return deps
+    rules = _rules(path.read_text(encoding="utf-8", errors="surrogateescape"))
+    words = [word for rule in rules if ":" in rule for word in rule[rule.index(":") + 1 :]]
+    return list(dict.fromkeys(os.path.normpath(os.path.join(base, word)) for word in words))
