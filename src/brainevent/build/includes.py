@@ -81,17 +81,15 @@ _TOKEN = re.compile(
 _ESCAPE = re.compile(r"\\([ #\\:])|\$(\$)")
 
 
-def _unescape(match: re.Match[str]) -> str:
-    return match[1] or match[2]
-
-
 def _rules(text: str) -> list[list[str]]:
     """Each logical line as a list of words, escapes undone, the targets' ``:`` kept as ``":"``."""
     rules: list[list[str]] = [[]]
     for token in _TOKEN.finditer(text):
         kind, word = token.lastgroup, token.group()
         if kind == "word":
-            rules[-1].append(_ESCAPE.sub(_unescape, word) if "\\" in word or "$" in word else word)
+            rules[-1].append(
+                _ESCAPE.sub(lambda m: m[1] or m[2], word) if "\\" in word or "$" in word else word
+            )
         elif kind == "colon":
             rules[-1].append(":")
         elif kind == "end":
