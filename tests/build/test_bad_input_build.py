@@ -17,7 +17,7 @@ import pytest
 
 import brainevent
 from brainevent import CacheError, CompileError, SpecError
-from brainevent.build.includes import header_closure
+from brainevent.build.includes import header_texts
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -169,7 +169,7 @@ def test_header_scanner_skips_what_it_cannot_read(tmp_path: Path) -> None:
         "real.h",
     ]
     text = "".join(f'#include "{name}"\n' for name in includes)
-    found = header_closure([(text, tmp_path)], [tmp_path])
+    found = header_texts([(text, tmp_path)], [tmp_path])
     assert sorted(Path(p).name for p in found) == ["nested.h", "real.h"]
 
 
@@ -182,7 +182,7 @@ def test_header_scanner_skips_unreadable_headers(tmp_path: Path) -> None:
     (tmp_path / "locked.h").chmod(0)
     secret.chmod(0)
     try:
-        found = header_closure([('#include "locked.h"\n#include "secret/h.h"\n', tmp_path)], [])
+        found = header_texts([('#include "locked.h"\n#include "secret/h.h"\n', tmp_path)], [])
     finally:
         secret.chmod(0o700)
     assert found == {}

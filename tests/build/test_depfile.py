@@ -6,7 +6,7 @@ import itertools
 import subprocess
 from pathlib import Path
 
-from brainevent.build.depfile import _rules, read_depfile
+from brainevent.build.includes import _rules, read_depfile
 
 
 def _reference_rules(text: str) -> list[list[str]]:

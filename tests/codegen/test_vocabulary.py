@@ -181,9 +181,9 @@ _ALIEN = "barrier"
 
 def test_codegen_refuses_an_unknown_role() -> None:
     alien = FunctionSpec("f", (Param(_ALIEN, "w", None, "BE::Tensor"),), "k.cpp", 1)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match=r"codegen.binding: unhandled binding value 'barrier'"):
+    with pytest.raises(ValueError, match=r"codegen._param_row: unhandled binding value 'barrier'"):
         render_binding("m", [alien], platform="cpu")
-    with pytest.raises(ValueError, match=r"codegen.entry_points: unhandled binding value 'barrier'"):
+    with pytest.raises(ValueError, match=r"codegen._call_arguments: unhandled binding value 'barrier'"):
         render_kernel_unit("k.cpp", "void f(BE::Tensor w) {}\n", [alien])
 
 

@@ -153,7 +153,7 @@ def test_the_handler_registered_matches_command_buffer_use(
     libraries: dict[int, tuple[ctypes.CDLL, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # allow_cuda_graph picks which exported handler XLA gets: with or without the trait.
-    from brainevent.codegen.binding import handler_symbol
+    from brainevent.headers import handler_symbol
 
     seen: list[tuple[str, object, str, int]] = []
     real: Callable[..., Any] = jax.ffi.register_ffi_target

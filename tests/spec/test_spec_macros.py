@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import brainevent
-from brainevent.build import preprocess
+from brainevent.build import ninja
 from brainevent.errors import BrainEventError, SpecError
 from brainevent.spec.resolve import expanded_functions, resolve_functions
 
@@ -177,13 +178,13 @@ def test_generated_function_in_a_file_reports_the_files_path(tmp_path: Path) -> 
 
 def test_preprocessing_happens_on_a_miss_only(fresh_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs: list[str] = []
-    real_call = preprocess.Preprocessor.__call__
+    real_call = ninja.preprocess
 
-    def counting(self: preprocess.Preprocessor, file_name: str) -> str:
-        runs.append(file_name)
-        return real_call(self, file_name)
+    def counting(*args: Any) -> str:
+        runs.append(args[-1])
+        return real_call(*args)
 
-    monkeypatch.setattr(preprocess.Preprocessor, "__call__", counting)
+    monkeypatch.setattr(ninja, "preprocess", counting)
     first = brainevent.load_cpp_inline(name="macro_hit", cpp_sources=GENERATED, auto_register=False)
     assert first.built_now and runs == ["macro_hit.cpp"]
     again = brainevent.load_cpp_inline(name="macro_hit", cpp_sources=GENERATED, auto_register=False)

@@ -1,14 +1,18 @@
-"""Turn a compiler log into an error that shows the user's first error first."""
+"""Turn a compiler log into an error that shows the user's first error first, and linker output
+into one headline per cause, in the user's file names."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import CompileError
-from .optional_headers import BE_WITHOUT_CHECKS, CHECKS_MACRO, COMPLEX_MACRO
+from .optional_headers import BE_WITHOUT_CHECKS, CHECKS_MACRO, COMPLEX_MACRO, names_std_complex
+
+if TYPE_CHECKING:
+    from ..load_options import SourceUnit
 
 _MAX_LINES = 25
 
@@ -18,10 +22,9 @@ def _is_error_line(line: str) -> bool:
 
 
 def first_error_index(lines: list[str]) -> int | None:
-    for i, line in enumerate(lines):
-        if _is_error_line(line) and not line.startswith("FAILED:"):
-            return i
-    return None
+    return next(
+        (i for i, line in enumerate(lines) if _is_error_line(line) and not line.startswith("FAILED:")), None
+    )
 
 
 def _compiler_lines(log_text: str) -> list[str]:
@@ -77,7 +80,7 @@ _LEFT_OUT: dict[str, tuple[str, Callable[[str, str], bool]]] = {
     ),
     COMPLEX_MACRO: (
         "<complex> (BE::complex64, the _FN dispatch macros' complex cases)",
-        lambda name, _: "complex" in name.lower(),
+        lambda name, _: names_std_complex(name),
     ),
 }
 
@@ -119,43 +122,23 @@ _GCC = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?:\d+:)? (?:fatal )?error")
 _NVCC = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?:catastrophic )?error")
 
 
-@dataclass(frozen=True)
-class QuotedSource:
-    """One source the build compiled: its display name, text and whether it was inline."""
-
-    name: str
-    text: str
-    inline: bool
-
-
-def quote_error_line(error_line: str, sources: Sequence[QuotedSource]) -> str:
+def quote_error_line(error_line: str, sources: Sequence[SourceUnit]) -> str:
     """The numbered lines around ``error_line`` (and the one before: a missing ``;``), or ""."""
     match = _GCC.match(error_line) or _NVCC.match(error_line)
-    source = next((s for s in sources if match is not None and s.name == match["file"]), None)
+    source = next((s for s in sources if match is not None and s.display_name == match["file"]), None)
     if match is None or source is None:
         return ""
     number = int(match["line"])
     lines = source.text.splitlines()
     if not 1 <= number <= len(lines):
         return ""
-    where = "the inline source" if source.inline else source.name
+    where = "the inline source" if source.directory is None else source.display_name
     width = len(str(number))
     shown = [
         f"  {'>' if n == number else ' '} {n:>{width}} | {lines[n - 1]}"
         for n in range(max(1, number - 1), number + 1)
     ]
     return f"line {number} of {where}:\n" + "\n".join(shown)
-
-
-def timeout_message(module: str, timeout: float | None) -> str:
-    """The headline of a build stopped by BRAINEVENT_COMPILE_TIMEOUT (docs/troubleshooting.md)."""
-    limit = f"{timeout:g} s" if timeout is not None else "the time limit"
-    now = f" (now {timeout:g})" if timeout is not None else ""
-    return (
-        f"building module {module!r} timed out: it did not finish within {limit} and was "
-        "stopped, with every compiler it started. A compiler may be hanging; if the build is just "
-        f"slow, raise BRAINEVENT_COMPILE_TIMEOUT{now}, in seconds."
-    )
 
 
 def compile_error(
@@ -165,14 +148,16 @@ def compile_error(
     *,
     timed_out: bool = False,
     timeout_s: float | None = None,
-    sources: Sequence[QuotedSource] = (),
+    sources: Sequence[SourceUnit] = (),
 ) -> CompileError:
     """A CompileError: the first diagnostic (with the source line it points at), then the log path."""
-    from .link_diagnostics import linker_causes  # a failed build only
-
-    if timed_out:
+    if timed_out:  # the headline docs/troubleshooting.md quotes
+        limit = f"{timeout_s:g} s" if timeout_s is not None else "the time limit"
+        now = f" (now {timeout_s:g})" if timeout_s is not None else ""
         return CompileError(
-            f"{timeout_message(module, timeout_s)}\nPartial build log: {log_path}",
+            f"building module {module!r} timed out: it did not finish within {limit} and was "
+            "stopped, with every compiler it started. A compiler may be hanging; if the build is just "
+            f"slow, raise BRAINEVENT_COMPILE_TIMEOUT{now}, in seconds.\nPartial build log: {log_path}",
             module=module,
             log_path=str(log_path),
             first_error=None,
@@ -205,3 +190,110 @@ def compile_error(
     message = f"compiling module {module!r} failed: {headline}\n\n{body}{hints}"
     message += f"\n\nFull build log: {log_path}"
     return CompileError(message, module=module, log_path=str(log_path), first_error=first_error)
+
+
+# The linker names generated objects and units (k0.o, k0_kernels.cudafe1.cpp) and ends with
+# "ld returned 1 exit status", which says nothing.
+# k<i>.o, or k<i>_<stem>.<ext> as the compiler saw it (nvcc's kept k<i>_<stem>.cudafe1.cpp too),
+# never part of a longer path or name.
+_EDGE = r"(?<![\w/.\-])"
+_OBJECT_AND_UNIT = re.compile(_EDGE + r"k(\d+)\.o:(?:src/)?k\1_\w*(?:\.cudafe1)?\.(?:cpp|cu|c)\b")
+_OBJECT = re.compile(_EDGE + r"k(\d+)\.o\b")
+_UNIT = re.compile(_EDGE + r"(?:src/)?k(\d+)_\w*(?:\.cudafe1)?\.(?:cpp|cu|c)\b")
+_BINDING = re.compile(_EDGE + r"binding\.o\b")
+
+_IN_FUNCTION = re.compile(r"in function [`'](?P<function>.+)':$")
+_UNDEFINED = re.compile(r"^(?P<where>.+?):(?:\(.*?\)|\d+): undefined reference to [`'](?P<symbol>.+)'$")
+_UNDEFINED_SYMBOL = re.compile(r"undefined symbol: (?P<symbol>\S+)")
+_MULTIPLE = re.compile(
+    r"^(?P<where>.+?):(?:\(.*?\)|\d+): multiple definition of [`'](?P<symbol>.+?)'; "
+    r"(?P<first>.+?):(?:\(.*?\)|\d+): first defined here"
+)
+_MISSING_LIBRARY = re.compile(r"cannot find -l(?P<library>[\w.+\-]+)")
+_GENERATED_PREFIX = "be_entry_"
+_OPENMP_LIBRARIES = ("gomp", "omp", "iomp5")
+_OPENMP_PREFIXES = ("omp_", "GOMP_", "__kmpc_")  # the OpenMP API, GCC's and LLVM's runtime entries
+_LINKER_PREFIX = re.compile(r"^(?:/\S*/)?(?:ld|ld\.\w+|collect2)(?:: warning)?: ")
+
+
+def user_file_names(log_text: str, units: Sequence[tuple[str, str]]) -> str:
+    """``log_text`` with the names of generated unit ``k<i>`` (``units[i]``: its path, the user's
+    name), its object's and the binding's (a compiler's closing line and the linker name them)
+    replaced by the user's."""
+    for path, user_name in units:
+        log_text = log_text.replace(path, user_name)
+
+    def name(match: re.Match[str]) -> str:  # the linker's names: objects (k0.o), units without a directory
+        index = int(match.group(1))
+        return units[index][1] if index < len(units) else match.group(0)
+
+    log_text = _OBJECT_AND_UNIT.sub(name, log_text)
+    log_text = _UNIT.sub(name, log_text)
+    log_text = _OBJECT.sub(name, log_text)
+    return _BINDING.sub("the generated binding", log_text)
+
+
+def linker_causes(lines: Sequence[str]) -> list[str]:
+    """One line per distinct link failure, in the linker's order; [] when none is understood."""
+    causes: list[str] = []
+    undefined: dict[str, list[str]] = {}  # symbol -> the places that use it
+    function = ""
+    for raw in lines:
+        line = _LINKER_PREFIX.sub("", raw.strip())
+        if found := _IN_FUNCTION.search(line):
+            function = found["function"]
+            continue
+        if found := _UNDEFINED.match(line):
+            generated = function.startswith(_GENERATED_PREFIX)  # our trampoline calls the user's code
+            place = found["where"] + (f" (in {function})" if function and not generated else "")
+            causes.append(found["symbol"])  # a placeholder, filled in below (its first place kept)
+            known = undefined.setdefault(found["symbol"], [])
+            if any(p.startswith(found["where"]) for p in known):
+                # One file once: the generated caller's copy (the user's function inlined
+                # into it) gives way to the place that names the user's function.
+                if generated:
+                    continue
+                known[:] = [p for p in known if p != found["where"]]
+            if place not in known:
+                known.append(place)
+        elif found := _MULTIPLE.match(line):
+            places = f"{found['where']} and {found['first']}"
+            if found["where"] == found["first"]:
+                places = f"{found['where']} (twice: is it included in two objects?)"
+            causes.append(
+                f"multiple definition of '{found['symbol']}': defined in {places}. A function "
+                "defined in a header included by several files needs `inline` (or `static`)."
+            )
+        elif found := _MISSING_LIBRARY.search(line):
+            causes.append(_missing_library(found["library"]))
+        elif found := _UNDEFINED_SYMBOL.search(line):
+            causes.append(f"undefined symbol '{found['symbol']}'")
+    return [_undefined(c, undefined[c]) if c in undefined else c for c in dict.fromkeys(causes)]
+
+
+def _undefined(symbol: str, places: list[str]) -> str:
+    where = "; ".join(places[:3]) + (f"; and {len(places) - 3} more" if len(places) > 3 else "")
+    if symbol.startswith(_OPENMP_PREFIXES):
+        fix = (
+            "It is OpenMP's: pass openmp=True to the loader (it compiles and links with -fopenmp); "
+            "see docs/existing-code.md#openmp."
+        )
+    else:
+        fix = (
+            "Define it in one of the module's files, or link the library that defines it "
+            "(extra_ldflags, e.g. ['-lname'])."
+        )
+    return f"undefined symbol '{symbol}', used in {where}. {fix}"
+
+
+def _missing_library(library: str) -> str:
+    if library in _OPENMP_LIBRARIES:
+        return (
+            f"the OpenMP runtime library lib{library} was not found by the linker (-l{library}). "
+            "Install the compiler's OpenMP runtime (GCC: libgomp, e.g. `apt-get install libgomp1` "
+            "or conda's `libgomp`; Clang: libomp) or build without openmp=True."
+        )
+    return (
+        f"the linker cannot find library lib{library} (-l{library}): install it, or add its "
+        "directory to extra_ldflags with -L"
+    )

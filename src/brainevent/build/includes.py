@@ -1,13 +1,14 @@
-"""Find the project headers a source includes, so their contents join the cache key.
+"""Which files a unit reads: our scan of its ``#include`` lines, and the compiler's own list.
 
-A line scanner, not a preprocessor: it follows every ``#include`` (even in ``#if 0``), which
-can only cause an extra rebuild, never a stale hit. System and JAX headers are left to the
-toolchain identity.
+The scan is a line scanner, not a preprocessor: it follows every ``#include`` (even in
+``#if 0``), which can only cause an extra rebuild, never a stale hit; system and JAX headers
+are left to the toolchain identity. It is a hint taken before the build (and the nvrtc cache
+key's header list). The Makefile-rule dependency files (``-MD -MF``) of g++ and nvcc list what
+the preprocessor really opened: the truth the cache records.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -38,56 +39,66 @@ def _resolve(target: str, quoted: bool, here: Path | None, search: Sequence[Path
     return None
 
 
-def header_closure(
-    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path], skip_dirs: Sequence[Path] = ()
-) -> dict[str, str]:
-    """{resolved header path: sha256} for every project header reachable from ``sources``
-    ((text, directory of the file or None for inline code))."""
-    found = _reachable(sources, search_dirs, skip_dirs)
-    return {real: hashlib.sha256(data).hexdigest() for real, data in found.items()}
-
-
 def header_texts(
-    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path], skip_dirs: Sequence[Path] = ()
+    sources: Sequence[tuple[str, Path | None]],
+    search_dirs: Sequence[Path],
+    skip_dirs: Sequence[Path] = (),
+    unresolved: set[str] | None = None,
 ) -> dict[str, str]:
-    """{resolved header path: text} of the same headers as :func:`header_closure`."""
-    found = _reachable(sources, search_dirs, skip_dirs)
-    return {real: data.decode("utf-8", "replace") for real, data in found.items()}
-
-
-def scan_includes(
-    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path]
-) -> tuple[dict[str, str], list[str]]:
-    """``({header path: text}, unresolved)``: :func:`header_texts`, and the include targets
-    found nowhere in ``search_dirs`` or the including file's directory (system headers)."""
-    texts = header_texts(sources, search_dirs)
-    unresolved: set[str] = set()
-    scanned = [*sources, *((text, Path(real).parent) for real, text in texts.items())]
-    for text, here in scanned:
-        for target, quoted in _include_targets(text):
-            if _resolve(target, quoted, here, search_dirs) is None:
-                unresolved.add(target)
-    return texts, sorted(unresolved)
-
-
-def _reachable(
-    sources: Sequence[tuple[str, Path | None]], search_dirs: Sequence[Path], skip_dirs: Sequence[Path]
-) -> dict[str, bytes]:
+    """{resolved header path: text} for every project header reachable from ``sources``
+    ((text, directory of the file or None for inline code)); the include targets found nowhere
+    in ``search_dirs`` or the including file's directory (system headers) go to ``unresolved``."""
     skip = tuple(os.path.realpath(d) + os.sep for d in skip_dirs)
-    found: dict[str, bytes] = {}
+    found: dict[str, str] = {}
     pending: list[tuple[str, Path | None]] = list(sources)
     while pending:
         text, here = pending.pop()
         for target, quoted in _include_targets(text):
             path = _resolve(target, quoted, here, search_dirs)
             if path is None:
+                if unresolved is not None:
+                    unresolved.add(target)
                 continue
             real = os.path.realpath(path)
             if real in found or real.startswith(skip) or real.startswith(PSEUDO_ROOTS):
                 continue
             try:
-                found[real] = b"".join(read_blocks(real, limit=HEADER_LIMIT))
+                data = b"".join(read_blocks(real, limit=HEADER_LIMIT))
             except (OSError, ValueError):  # a header skipped here is still compiled: the compiler reports it
                 continue
-            pending.append((found[real].decode("utf-8", "replace"), Path(real).parent))
+            found[real] = data.decode("utf-8", "replace")
+            pending.append((found[real], Path(real).parent))
     return dict(sorted(found.items()))
+
+
+# One match per word, separator or line end; whitespace between them is skipped. A word runs
+# until whitespace, a backslash-newline (which continues the rule) or a ":" before whitespace
+# (the targets' end); "\ ", "\#", "\\", "\:" and "$$" in it are escapes.
+_TOKEN = re.compile(
+    r"(?P<word>(?:[^\s\\:$]+|\\[ #\\:]|\$\$?|\\(?![ #\\:\n\r])|:(?!\s|\Z))+)"
+    r"|(?P<colon>:)|\\[\n\r]|(?P<end>\n)"
+)
+_ESCAPE = re.compile(r"\\([ #\\:])|\$(\$)")
+
+
+def _rules(text: str) -> list[list[str]]:
+    """Each logical line as a list of words, escapes undone, the targets' ``:`` kept as ``":"``."""
+    rules: list[list[str]] = [[]]
+    for token in _TOKEN.finditer(text):
+        kind, word = token.lastgroup, token.group()
+        if kind == "word":
+            rules[-1].append(
+                _ESCAPE.sub(lambda m: m[1] or m[2], word) if "\\" in word or "$" in word else word
+            )
+        elif kind == "colon":
+            rules[-1].append(":")
+        elif kind == "end":
+            rules.append([])
+    return [words for words in rules if words]
+
+
+def read_depfile(path: Path, base: Path) -> list[str]:
+    """The prerequisites in ``path``, normalised and absolute (against ``base``), links kept as given."""
+    rules = _rules(path.read_text(encoding="utf-8", errors="surrogateescape"))
+    words = [word for rule in rules if ":" in rule for word in rule[rule.index(":") + 1 :]]
+    return list(dict.fromkeys(os.path.normpath(os.path.join(base, word)) for word in words))

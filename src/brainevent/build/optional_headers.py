@@ -64,10 +64,6 @@ def names_std_complex(word: str) -> bool:
     return "complex" in word.lower()
 
 
-def _half_in(tokens: Sequence[Token]) -> bool:
-    return any(tok.kind == "ident" and names_half_type(tok.text) for tok in tokens)
-
-
 def _complex_in(tokens: Sequence[Token]) -> bool:
     for i, tok in enumerate(tokens):
         if tok.kind != "ident":
@@ -81,8 +77,7 @@ def _complex_in(tokens: Sequence[Token]) -> bool:
 
 
 def _checks_in(tokens: Sequence[Token]) -> bool:
-    """True for code that may need the checking half of common.h: any ``std`` (a kernel may rely
-    on what <string> includes), ``BE_`` macro, ``namespace BE``, or other ``BE::`` name."""
+    """Whether code may need common.h's checking half (any ``std``: it may rely on what <string> includes)."""
     for i, tok in enumerate(tokens):
         if tok.kind != "ident":
             continue
@@ -104,7 +99,7 @@ def _checks_in(tokens: Sequence[Token]) -> bool:
 _FOUND_IN: dict[str, Callable[[Sequence[Token]], bool]] = {
     COMPLEX_MACRO: _complex_in,
     CHECKS_MACRO: _checks_in,
-    HALF_MACRO: _half_in,
+    HALF_MACRO: lambda tokens: any(tok.kind == "ident" and names_half_type(tok.text) for tok in tokens),
 }
 
 
@@ -139,11 +134,8 @@ def _directives(text: str) -> Iterable[str]:
 def optional_header_flags(
     text: str, directory: Path | None, search: Sequence[Path], extra_cflags: Sequence[str], *, cuda: bool
 ) -> list[str]:
-    """The ``-D<macro>=0`` flags that leave out the optional headers a unit does not need.
-
-    ``search`` holds the include directories, those of ``-I`` flags too; a macro named in
-    ``extra_cflags`` is the user's to decide.
-    """
+    """The ``-D<macro>=0`` flags that leave out the optional headers a unit does not need
+    (``search``: the include directories, ``-I`` flags' too; a macro in ``extra_cflags`` is the user's)."""
     macros = [m for m in _FOUND_IN if cuda or m != HALF_MACRO]
     macros = [m for m in macros if not any(m in flag for flag in extra_cflags)]
     if not macros:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from . import BUILD_DIR as BUILD_DIR  # the token commands name the build directory by (build/__init__.py)
-
 
 class BuildStep(NamedTuple):
     output: str  # path relative to the build directory

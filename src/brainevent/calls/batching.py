@@ -1,13 +1,25 @@
-"""``jax.vmap`` of a primitive that calls a kernel, by the kernel's ``vmap_method``.
+"""Batching: ``jax.vmap`` of a primitive that calls a kernel, and calls that declare batch dims.
 
-``"sequential"`` maps the unbatched call over the batch (``jax.lax.map``); ``"expand_dims"`` and
-``"broadcast_all"`` hand the kernel one more leading axis (one more batch dim, if it declares them).
+``jax.vmap`` follows the kernel's ``vmap_method``: ``"sequential"`` maps the unbatched call over
+the batch (``jax.lax.map``); ``"expand_dims"`` and ``"broadcast_all"`` hand the kernel one more
+leading axis (one more batch dim, if it declares them).
+
+A call that declares batch dims (``mod.f.num_batch_dims = k``: the first ``k`` dims of every
+operand and result are independent problems) is one custom call XLA may split across devices.
+The lowering adds the ``num_batch_dims`` frontend attribute, which XLA's batch partitioner reads
+for a target registered as batch partitionable (under Shardy, also a sharding rule tying those
+dims together), so ``jit`` with sharded inputs runs on the local shards instead of gathering them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import string
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from ..errors import KernelCallError
+from .ffi import abstract_results, align_inputs
 
 METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
 
@@ -47,8 +59,146 @@ def with_batch_axis(args: Sequence[Any], batched: Sequence[bool], size: int, met
     """Unbatched ``args`` given a leading batch axis: of ``size`` (``"broadcast_all"``) or of 1."""
     import jax.numpy as jnp
 
-    if method == "broadcast_all":
-        return [
-            a if b else jnp.broadcast_to(a, (size, *jnp.shape(a))) for a, b in zip(args, batched, strict=True)
-        ]
-    return [a if b else jnp.expand_dims(a, 0) for a, b in zip(args, batched, strict=True)]
+    lead = size if method == "broadcast_all" else 1
+    return [
+        a if b else jnp.broadcast_to(a, (lead, *jnp.shape(a))) for a, b in zip(args, batched, strict=True)
+    ]
+
+
+_primitive: Any = None
+_registered: set[str] = set()
+_lock = threading.Lock()
+
+
+def check_batch_dims(name: str, arrays: Sequence[Any], specs: Sequence[Any], k: int) -> None:
+    """KernelCallError unless every operand and result shares its first ``k`` dims."""
+    shapes = [tuple(a.shape) for a in arrays] + [tuple(s.shape) for s in specs]
+    leading = {s[:k] for s in shapes}
+    if any(len(s) < k for s in shapes) or len(leading) != 1:
+        raise KernelCallError(
+            f"{name}: num_batch_dims={k} needs every operand and result to share its first "
+            f"{k} dims, got shapes {shapes}",
+            kernel=name,
+        )
+
+
+def _shardy_rule(ctx: Any, num_batch_dims: int) -> Any | None:
+    """``b0 b1 x y, b0 b1 z -> b0 b1 w``: batch factors shared, every other dim its own. (JAX's
+    own rule for linalg calls writes the batch dims as ``...``, which refuses a size-1 batch
+    dim beside a larger one, as ``vmap``'s ``expand_dims`` gives.)"""
+    try:
+        from jax._src.custom_partitioning_sharding_rule import (
+            sdy_sharding_rule_to_mlir,
+            str_to_sdy_sharding_rule,
+        )
+        from jax.interpreters import mlir
+    except ImportError:  # a JAX without Shardy rules: XLA's own partitioner reads the attribute
+        return None
+    letters = iter(string.ascii_letters)
+    batch = [next(letters) for _ in range(num_batch_dims)]
+
+    def factors(avals: Sequence[Any]) -> str:
+        own = [[next(letters) for _ in range(len(aval.shape) - num_batch_dims)] for aval in avals]
+        return ", ".join(" ".join(batch + dims) for dims in own)
+
+    try:
+        rule = str_to_sdy_sharding_rule(f"{factors(ctx.avals_in)} -> {factors(ctx.avals_out)}")
+    except StopIteration:
+        return None  # more dims than factor names: leave the call to XLA's own partitioner
+    types = [
+        [mlir.aval_to_ir_type(ctx.module_context, a) for a in avals]
+        for avals in (ctx.avals_in, ctx.avals_out)
+    ]
+    return sdy_sharding_rule_to_mlir(rule, *types)
+
+
+def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> dict[str, Any]:
+    """The lowering's extra attributes; registers ``target`` as batch partitionable once per process."""
+    import jax
+    from jax.interpreters import mlir
+
+    with _lock:
+        if target not in _registered:
+            jax.ffi.register_ffi_target_as_batch_partitionable(target)  # every backend, plugins too
+            _registered.add(target)
+    attributes: dict[str, Any] = {
+        "mhlo.frontend_attributes": mlir.ir_attribute({"num_batch_dims": str(num_batch_dims)})
+    }
+    if getattr(jax.config, "jax_use_shardy_partitioner", False):
+        rule = _shardy_rule(ctx, num_batch_dims)
+        if rule is not None:
+            attributes["sdy.sharding_rule"] = rule
+    return attributes
+
+
+def _lower(ctx: Any, *operands: Any, target: str, batch_dims: int, attrs: tuple[Any, ...], **_: Any) -> Any:
+    import jax
+
+    extra = batch_partition_attributes(ctx, target, batch_dims)
+    return jax.ffi.ffi_lowering(target, extra_attributes=extra)(ctx, *operands, **dict(attrs))
+
+
+def _batch(args: Sequence[Any], axes: Sequence[Any], *, outs: tuple[Any, ...], **params: Any) -> Any:
+    method = params["vmap_method"]
+    if method not in METHODS:
+        raise KernelCallError(
+            f"{params['target']}: jax.vmap needs a batching method; set "
+            f"mod.<function>.vmap_method to one of {list(METHODS)}",
+            target=params["target"],
+        )
+    return batch_by_method(primitive().bind, method, args, axes, outs, params)
+
+
+def _not_differentiable(primals: Any, tangents: Any, *, target: str, **_: Any) -> Any:
+    raise KernelCallError(
+        f"The FFI call to {target} cannot be differentiated: a compiled function has no JVP rule. "
+        "Wrap it in an XLACustomKernel with def_jvp_rule, or in jax.custom_jvp",
+        target=target,
+    )
+
+
+def primitive() -> Any:
+    """The primitive, made on first use (creating it imports JAX's internals)."""
+    global _primitive
+    with _lock:
+        if _primitive is None:
+            from functools import partial
+
+            from jax._src import dispatch
+            from jax.extend.core import Primitive
+            from jax.interpreters import ad, batching, mlir
+
+            prim = Primitive("brainevent_partitioned_call")
+            prim.multiple_results = True
+            prim.def_impl(partial(dispatch.apply_primitive, prim))
+            prim.def_abstract_eval(lambda *avals, outs, **_: abstract_results(avals, outs))
+            mlir.register_lowering(prim, _lower)
+            batching.primitive_batchers[prim] = _batch
+            ad.primitive_jvps[prim] = _not_differentiable
+            _primitive = prim
+        return _primitive
+
+
+def partitioned_call(
+    target: str,
+    inputs: Sequence[Any],
+    specs: Sequence[Any],
+    num_batch_dims: int,
+    vmap_method: str | None,
+    attrs: Mapping[str, Any],
+) -> list[Any]:
+    """Call ``target`` with its first ``num_batch_dims`` dims declared independent."""
+    from jax.core import ShapedArray
+
+    check_batch_dims(target, inputs, specs, num_batch_dims)
+    aligned, _ = align_inputs(inputs)
+    outs = tuple(ShapedArray(tuple(int(d) for d in s.shape), s.dtype) for s in specs)
+    results = primitive().bind(
+        *aligned,
+        outs=outs,
+        target=target,
+        batch_dims=num_batch_dims,
+        vmap_method=vmap_method,
+        attrs=tuple(sorted(attrs.items())),
+    )
+    return list(results)

@@ -1,11 +1,107 @@
-"""The one place our call paths issue ``jax.ffi.ffi_call``, so result types follow :mod:`.results`."""
+"""The one place our call paths issue ``jax.ffi.ffi_call``, and the result types of a custom call,
+derived from its inputs' types (written once for every call path).
+
+Under ``shard_map`` JAX types an FFI call's results exactly as written, so a bare spec would be
+invariant while the inputs vary, and a loop carrying it fails its type check. The rule: a
+result varies over every manual axis any input varies over; inputs are cast up to that union
+first (a pure type change).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .results import flatten_outs, result_types
+
+def is_spec(value: Any) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def flatten_outs(outs: Any) -> tuple[list[Any], Any]:
+    """``outs`` as a flat list of ShapeDtypeStructs plus the treedef to rebuild the results."""
+    import jax
+
+    leaves, treedef = jax.tree_util.tree_flatten(outs, is_leaf=is_spec)
+    if not leaves:
+        raise ValueError("outs must hold at least one jax.ShapeDtypeStruct")
+    for leaf in leaves:
+        if not is_spec(leaf):
+            raise TypeError(f"outs entries must be jax.ShapeDtypeStruct (shape and dtype), got {leaf!r}")
+    return [jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype) for leaf in leaves], treedef
+
+
+def varying_axes(aval: Any) -> frozenset[Any]:
+    """The manual mesh axes a value varies over (empty outside ``shard_map`` or unchecked)."""
+    return frozenset(getattr(getattr(aval, "mat", None), "varying", ()))  # mat: its ManualAxisType
+
+
+def union_of(avals: Sequence[Any]) -> frozenset[Any]:
+    return frozenset[Any]().union(*map(varying_axes, avals))
+
+
+def align_inputs(inputs: Sequence[Any]) -> tuple[list[Any], frozenset[Any]]:
+    """The inputs cast to vary over the union of their varying axes, and that union."""
+    import jax
+
+    avals = [jax.typeof(x) for x in inputs]
+    axes = union_of(avals)
+    missing = [axes - varying_axes(aval) for aval in avals]
+    cast = [
+        jax.lax.pcast(x, _ordered(m), to="varying") if m else x for x, m in zip(inputs, missing, strict=True)
+    ]
+    return cast, axes
+
+
+def _ordered(axes: frozenset[Any]) -> tuple[Any, ...]:
+    return tuple(sorted(axes, key=str))
+
+
+def vary_like(values: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
+    """``values`` made instead of a kernel's (zeros for empty outputs), cast to vary as its would."""
+    import jax
+
+    axes = union_of([jax.typeof(x) for x in inputs])
+    return [jax.lax.pcast(v, _ordered(axes), to="varying") for v in values] if axes else list(values)
+
+
+def typed_like(spec: Any, template: Any) -> Any:
+    """``spec``'s shape and dtype on ``template`` (an input's aval varying over the union), keeping
+    what else it carries (abstract mesh, memory space) without naming fields that change."""
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    shape = tuple(int(d) for d in spec.shape)
+    sharding = NamedSharding(template.sharding.mesh, P(*([None] * len(shape))))
+    return template.update(shape=shape, dtype=spec.dtype, sharding=sharding, weak_type=False)
+
+
+def result_types(specs: Sequence[Any], inputs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """``(inputs aligned, result types)`` for an FFI call of ``inputs`` returning ``specs``; specs
+    come back as given outside ``shard_map``, or when already typed with a manual-axis type."""
+    import jax
+
+    aligned, axes = align_inputs(inputs)
+    if not axes:
+        return aligned, list(specs)
+    template = jax.typeof(aligned[0])
+    return aligned, [
+        s if getattr(s, "manual_axis_type", None) is not None else typed_like(s, template) for s in specs
+    ]
+
+
+def abstract_results(avals_in: Sequence[Any], outs: Sequence[Any]) -> list[Any]:
+    """The same rule for a primitive's abstract eval (declared results are ShapedArrays)."""
+    axes = union_of(avals_in)
+    if not axes:
+        return list(outs)
+    if any(varying_axes(a) != axes for a in avals_in):
+        # Every call path aligns its inputs first; a bind that skipped it is a bug of ours.
+        raise ValueError(
+            f"the inputs of a custom call vary over different manual axes "
+            f"({[sorted(map(str, varying_axes(a))) for a in avals_in]}); cast them with "
+            "jax.lax.pcast(x, axes, to='varying') before the call"
+        )
+    return [typed_like(o, avals_in[0]) for o in outs]
 
 
 def call_target(

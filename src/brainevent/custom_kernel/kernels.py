@@ -50,7 +50,7 @@ class CallSiteKernel:
     def lower(self, call: LoweringCall) -> Sequence[Any]:
         import jax
 
-        from ..calls.partitioned import batch_partition_attributes
+        from ..calls.batching import batch_partition_attributes
 
         target, attributes = self.call_site(call)
         extra = None

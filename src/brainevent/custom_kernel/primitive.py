@@ -119,8 +119,8 @@ class XLACustomKernel(BackendTable, Rules):
         import jax.numpy as jnp
         from jax.core import ShapedArray
 
-        from ..calls.partitioned import check_batch_dims
-        from ..calls.results import align_inputs, flatten_outs
+        from ..calls.batching import check_batch_dims
+        from ..calls.ffi import align_inputs, flatten_outs
 
         if backend is None:
             backend = getattr(self._rule_backend, "value", None)
@@ -161,7 +161,7 @@ class XLACustomKernel(BackendTable, Rules):
         from jax._src import dispatch
         from jax.interpreters import ad, batching, mlir
 
-        from ..calls.results import abstract_results
+        from ..calls.ffi import abstract_results
 
         prim = self.primitive
         prim.def_impl(partial(dispatch.apply_primitive, prim))

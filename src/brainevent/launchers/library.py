@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..calls.operands import Signature
+
 # restype, argtypes of each function a launcher library exports to Python.
 CtypesApi = Mapping[str, tuple[Any, list[Any]]]
 I64, P64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
@@ -130,3 +132,9 @@ def register_images(
 def int64s(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:
     """A C array of int64 (at least one element, so an empty list is still a valid pointer)."""
     return (ctypes.c_int64 * max(len(values), 1))(*values)
+
+
+def operand_layout(signature: Signature) -> tuple[Any, ...]:
+    """The operands' ranks, item sizes and count, as the Numba launchers' register functions take them."""
+    operands = signature.operands
+    return int64s([o.ndim for o in operands]), int64s([o.itemsize for o in operands]), len(operands)

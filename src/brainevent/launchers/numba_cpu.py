@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..calls.operands import Signature
-from .library import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s
+from .library import I64, P64, Launcher, LauncherCache, LauncherSpec, operand_layout
 
 _NUMBA_CPU_CONTEXT = "<numba.core.cpu.CPUContext"
 
@@ -40,11 +40,8 @@ def _hook(unraisable: Any) -> None:
 def add_receiver(library: ctypes.CDLL) -> None:
     """Route exceptions raised inside ``library``'s Numba entries to it; installs the hook once."""
     global _previous
-    receiver = library.be_numba_cpu_raised
-    receiver.restype = ctypes.c_int
-    receiver.argtypes = [ctypes.c_char_p]
     with _lock:
-        _receivers.append(receiver)
+        _receivers.append(library.be_numba_cpu_raised)
         if _previous is None:
             _previous = sys.unraisablehook
             sys.unraisablehook = _hook
@@ -56,19 +53,15 @@ _SPEC = LauncherSpec(
     function="call",
     core_call="be_numba_cpu::call_kernel",
     cuda=False,
-    api={"be_numba_cpu_register": (ctypes.c_int, [I64, I64, ctypes.c_char_p, P64, P64, I64])},
+    api={
+        "be_numba_cpu_register": (ctypes.c_int, [I64, I64, ctypes.c_char_p, P64, P64, I64]),
+        "be_numba_cpu_raised": (ctypes.c_int, [ctypes.c_char_p]),
+    },
     handler="be_numba_cpu_handler",  # calls skip the generic decoder: a loop step is tens of ns
 )
 cpu_launcher_for = LauncherCache(_SPEC, setup=add_receiver).get
 
 
 def register_cfunc(launcher: Launcher, kernel_id: int, address: int, name: str, signature: Signature) -> None:
-    operands = signature.operands
-    launcher.library.be_numba_cpu_register(
-        kernel_id,
-        address,
-        name.encode("utf-8", errors="replace"),
-        int64s([o.ndim for o in operands]),
-        int64s([o.itemsize for o in operands]),
-        len(operands),
-    )
+    label = name.encode("utf-8", errors="replace")
+    launcher.library.be_numba_cpu_register(kernel_id, address, label, *operand_layout(signature))

@@ -6,7 +6,7 @@ import ctypes
 
 from ..calls.operands import Signature
 from .launch_config import LaunchConfig
-from .library import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s, register_images
+from .library import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s, operand_layout, register_images
 
 _SPEC = LauncherSpec(
     header="numba_cuda_launcher.h",
@@ -36,8 +36,6 @@ def register_kernel(
     signature: Signature,
 ) -> None:
     """Hands a compiled kernel to the launcher's table and loads it on the active devices."""
-    operands = signature.operands
-    layout = (int64s([o.ndim for o in operands]), int64s([o.itemsize for o in operands]), len(operands))
-    args = (int64s(list(config.as_ints())), int(cooperative), *layout)
+    args = (int64s(list(config.as_ints())), int(cooperative), *operand_layout(signature))
     added = [(cc, image, len(image)) for cc, image in images.items()]
     register_images(launcher.library, "be_numba_cuda", "Numba kernel", kernel_id, entry, args, added)

@@ -8,11 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..calls.batching import with_batch_axis
-from ..calls.ffi import call_target
+from ..calls.batching import check_batch_dims, partitioned_call, with_batch_axis
+from ..calls.ffi import call_target, flatten_outs, vary_like
 from ..calls.operands import Signature, signature_of
-from ..calls.partitioned import check_batch_dims, partitioned_call
-from ..calls.results import flatten_outs, vary_like
 from ..launchers.launch_config import RANK_CHANGING, check_vmap_method
 from ..launchers.library import Launcher
 

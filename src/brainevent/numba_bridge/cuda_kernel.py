@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ..calls.ffi import flatten_outs
 from ..calls.operands import Signature, content_id
-from ..calls.results import flatten_outs
 from ..errors import KernelTypeError
 from ..launchers.launch_config import LaunchConfig, check_vmap_method, resolve_launch
 from .bridge import BridgedFunction, Made, Preparer, memoized, on_signature, stable_text

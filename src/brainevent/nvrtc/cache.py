@@ -29,12 +29,15 @@ class Request:
 
 
 def key_of(request: Request) -> CacheKey:
-    from ..build.includes import scan_includes
+    from ..build.includes import header_texts
     from .toolkit import nvrtc_identity
 
     source = request.source
     here = Path(source.path).parent if source.path else None
-    headers, unresolved = scan_includes([(source.text, here)], [Path(d) for d in source.search_dirs()])
+    unresolved: set[str] = set()
+    headers = header_texts(
+        [(source.text, here)], [Path(d) for d in source.search_dirs()], unresolved=unresolved
+    )
     key = (
         KeyBuilder("nvrtc-kernel")
         .add("source", source.text)
@@ -47,7 +50,7 @@ def key_of(request: Request) -> CacheKey:
         .add("nvrtc", nvrtc_identity())
     )
     if unresolved:  # the toolkit's headers: which ones, and where they are now
-        key.add("toolkit_headers", _toolkit_headers(unresolved))
+        key.add("toolkit_headers", _toolkit_headers(sorted(unresolved)))
     return key.finish()
 
 

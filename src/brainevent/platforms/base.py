@@ -58,7 +58,7 @@ class Platform:
     def preprocess_command(
         self, options: LoadOptions, unit: SourceUnit, source: str, output: str
     ) -> list[str]:
-        """The unit's compile command with -E instead of -c (see build/preprocess.py)."""
+        """The unit's compile command with -E instead of -c (see build/ninja.py, preprocess)."""
         command, _ = self._unit_commands(options, 1)(0, unit)
         return [*command, "-E", source, "-o", output]
 

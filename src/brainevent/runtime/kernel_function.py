@@ -73,7 +73,7 @@ class KernelFunction:
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
         k = self.num_batch_dims
         if k is not None:
-            from ..calls.partitioned import partitioned_call
+            from ..calls.batching import partitioned_call
 
             if isinstance(k, bool) or not isinstance(k, int) or k < 1:
                 raise call_error(

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..cache.store import LAYOUT_VERSION, cache_root
-from ..codegen.binding import render_decoder
+from ..codegen import render_decoder
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from ..cache.manifest import Manifest, sha256_file, spec_to_json
 from ..errors import CompileError
 from ..headers import INCLUDE_DIR
-from ..load_options import SourceUnit
 from .decoder import publish_decoder
 from .key import ModuleKey
 from .plan import BuildPlan
@@ -37,7 +36,7 @@ log = logging.getLogger("brainevent")
 def run_plan(
     plan: BuildPlan, staging: Path, request: LoadRequest, key: ModuleKey, store: EntryStore
 ) -> Manifest:
-    from ..build.diagnostics import QuotedSource, compile_error
+    from ..build.diagnostics import compile_error, user_file_names
     from ..build.ninja import run_build
     from ..cache.deps import snapshot
     from ..cache.objects import ObjectCache
@@ -78,11 +77,13 @@ def run_plan(
             write_private(failed_log, str(exc.data.get("log", "")).encode("utf-8", "replace"))
         raise compile_error(
             options.name,
-            _user_file_names(str(exc.data.get("log", "")), plan.sources.kernel_units),
+            user_file_names(
+                str(exc.data.get("log", "")), [(p, u.display_name) for p, u in plan.sources.kernel_units]
+            ),
             failed_log,
             timed_out=bool(exc.data.get("timed_out")),
             timeout_s=exc.data.get("timeout_s"),
-            sources=[QuotedSource(u.display_name, u.text, u.directory is None) for u in request.units],
+            sources=request.units,
         ) from None
     publish_decoder(staging, plan.decoder, started_ns, tuple(todo))
     dependencies = _record_objects(todo, object_keys, objects, staging, request, before, started_ns)
@@ -121,17 +122,6 @@ def _remove_intermediates(staging: Path, objects: Sequence[str], scratch: Sequen
         shutil.rmtree(staging / directory, ignore_errors=True)
 
 
-def _user_file_names(log_text: str, kernel_units: Sequence[tuple[str, SourceUnit]]) -> str:
-    """Replaces the generated translation units' and objects' names (a compiler's closing line
-    and the linker name them) with the user's file names."""
-    from ..build.link_diagnostics import user_file_names
-
-    for path, unit in kernel_units:
-        log_text = log_text.replace(path, unit.display_name)
-    # The linker names objects (k0.o) and units without their directory (k0_a.cpp).
-    return user_file_names(log_text, [unit.display_name for _, unit in kernel_units])
-
-
 def _record_objects(
     todo: Sequence[BuildStep],
     object_keys: Mapping[str, str],
@@ -142,7 +132,7 @@ def _record_objects(
     started_ns: int,
 ) -> dict[str, list[Any]]:
     """Publishes each freshly compiled object with the files its compiler read; returns them all."""
-    from ..build.depfile import read_depfile
+    from ..build.includes import read_depfile
     from ..cache.deps import record as record_dependencies
 
     covered = request.platform.covered_dirs()
@@ -164,9 +154,9 @@ def _record_objects(
 def _scanned_headers(request: LoadRequest) -> list[str]:
     """The headers our own #include scan finds: a guess, used only to tell on a miss which
     files the compiler may be reading; the compiler's dependency output is the truth."""
-    from ..build.includes import header_closure
+    from ..build.includes import header_texts
 
     units = request.units
     search = [Path(p) for p in request.options.extra_include_paths]
     search += [u.directory for u in units if u.directory is not None]
-    return list(header_closure([(u.text, u.directory) for u in units], search, skip_dirs=[INCLUDE_DIR]))
+    return list(header_texts([(u.text, u.directory) for u in units], search, skip_dirs=[INCLUDE_DIR]))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -28,7 +29,7 @@ class BuildPlan(NamedTuple):
 def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
     """Writes the generated sources into ``staging`` and returns the steps that build them."""
     # Imported here: only a cache miss needs the C++ reader and the generator.
-    from ..build.preprocess import Preprocessor
+    from ..build.ninja import preprocess
     from ..codegen import render_binding, render_kernel_unit
     from ..spec.resolve import resolve_functions
 
@@ -37,7 +38,7 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
     specs = resolve_functions(
         request.functions,
         [(u.display_name, u.text) for u in units if u.suffix != ".c"],
-        preprocess=Preprocessor(staging, units, options, platform),
+        preprocess=partial(preprocess, staging, units, options, platform),
     )
     index = {u.display_name: i for i, u in enumerate(units)}
     (staging / "src").mkdir()

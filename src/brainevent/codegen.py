@@ -1,0 +1,150 @@
+"""Code generation: what is appended to a kernel's translation unit, and the shared decoder unit.
+
+The unit compiled for a source file holds the user's source, one C trampoline per entry point,
+then the FFI binding. The trampolines live in the user's unit so they call the entry exactly
+as declared (namespaces, ``static``, name mangling never leak) and catch C++ exceptions where
+they are thrown. The binding is one ``BE_FFI_FUNCTION`` line per entry point: the macro
+(``brainevent/ffi_function.h``, which needs only XLA's C ABI header) declares the entry's
+parameter table, its handlers with and without the command-buffer trait, and the forwarding
+slot a reloaded module takes over through. The call-frame decoder (``brainevent/ffi_binding.h``)
+is the same for every module of a platform, so :func:`render_decoder`'s unit is compiled once
+per toolchain (stages/decoder.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ._version import BINDING_SCHEMA
+from .spec.model import FunctionSpec, Param, Role
+from .spec.out_shape import parse_out_shape
+from .vocabulary import BindingTarget, builtin_target, dtype_enum, entry_symbol, unhandled
+
+
+def c_string_literal(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def _call_arguments(spec: FunctionSpec) -> list[str]:
+    tensor_index = attr_index = 0
+    out: list[str] = []
+    for param in spec.params:
+        match param.role:
+            case Role.ARG | Role.RET | Role.SCRATCH:  # scratch: decoded as a tensor, in parameter order
+                tensor = f"t[{tensor_index}]"
+                out.append(f"::BE::detail::scratch_of({tensor})" if param.role is Role.SCRATCH else tensor)
+                tensor_index += 1
+            case Role.ATTR:
+                out.append(f"::BE::detail::load_attr<{param.cxx_type}>(a[{attr_index}])")
+                attr_index += 1
+            case Role.STREAM:  # an integer handle, or a pointer type such as cudaStream_t
+                out.append(f"::BE::detail::stream_as<{param.cxx_type}>(stream)")
+            case _:
+                unhandled(param.role, "codegen._call_arguments")
+    return out
+
+
+def render_trampoline(spec: FunctionSpec) -> str:
+    args = ", ".join(_call_arguments(spec))
+    return (
+        f"BE_ENTRY const char* {entry_symbol(spec.name)}(const ::BE::Tensor* t, void* const* a, "
+        "int64_t stream) {\n"
+        "  (void)t; (void)a; (void)stream;\n"
+        f"  return ::BE::detail::guarded_call([&] {{ {spec.qualified_name}({args}); }});\n"
+        "}\n"
+    )
+
+
+def render_kernel_unit(
+    display_name: str, source: str, specs: Sequence[FunctionSpec], binding: str = ""
+) -> str:
+    """The unit compiled for one source file: its text, a trampoline per entry point, then
+    ``binding``; ``#line`` directives make diagnostics and ``__FILE__`` name the user's lines."""
+    parts = [f"#line 1 {c_string_literal(display_name)}\n", source]
+    if not source.endswith("\n"):
+        parts.append("\n")
+    if specs:
+        parts += ['#line 1 "<brainevent entry points>"\n', '#include "brainevent/entry.h"\n']
+        parts.extend(render_trampoline(spec) for spec in specs)
+    if binding:
+        parts += ['#line 1 "<brainevent binding>"\n', binding]
+    return "".join(parts)
+
+
+def _declared_ret_row(param: Param, spec: FunctionSpec) -> str:
+    """A ``ret:<shape>`` result's row: the input's ordinal or the fixed dims (attributes as -(k+1))."""
+    assert param.shape is not None
+    decl = parse_out_shape(param.shape)
+    assert decl is not None  # checked when the spec was bound
+    name, shape = c_string_literal(param.name), c_string_literal(param.shape)
+    dtype = dtype_enum(decl.dtype) if decl.dtype else "Invalid"
+    if decl.like is not None:
+        ordinal = [p.name for p in spec.args].index(decl.like)
+        return f"BE_RET_LIKE({name}, {shape}, {ordinal}, {dtype})"
+    attrs = [p.name for p in spec.attrs]
+    dims = [str(d) if isinstance(d, int) else str(-(attrs.index(d) + 1)) for d in decl.dims or ()]
+    return f"BE_RET_FIXED({name}, {shape}, {dtype}, {len(dims)}, {', '.join(dims)})"
+
+
+def _param_row(param: Param, spec: FunctionSpec) -> str:
+    match param.role:
+        case Role.ARG | Role.STREAM | Role.SCRATCH:
+            return f"BE_{param.role.name}"  # the row macros BE_ARG, BE_STREAM, BE_SCRATCH
+        case Role.RET:
+            return "BE_RET" if param.shape is None else _declared_ret_row(param, spec)
+        case Role.ATTR:
+            assert param.dtype is not None
+            return f"BE_ATTR({c_string_literal(param.name)}, {dtype_enum(param.dtype)})"
+        case _:
+            unhandled(param.role, "codegen._param_row")
+
+
+def _render_function(module: str, spec: FunctionSpec, target: BindingTarget) -> str:
+    rows = " ".join(_param_row(p, spec) for p in spec.params)
+    target_name = c_string_literal(f"{module}.{spec.name}")
+    location = c_string_literal(f"{spec.source_file}:{spec.line}")
+    return (
+        f"// {spec.name}: {' '.join(spec.tokens())}\n"
+        f"BE_FFI_FUNCTION({spec.name}, {target_name}, {location}, {target.cxx_enum},\n"
+        f"                {rows})\n"
+    )
+
+
+def render_binding(
+    module: str,
+    specs: Sequence[FunctionSpec],
+    *,
+    target: BindingTarget | None = None,
+    platform: str | None = None,
+) -> str:
+    """The handler lines for ``specs`` on ``target``, appended to the unit defining their
+    trampolines; ``platform`` (a built-in tag, ``"cpu"`` or ``"cuda"``) is the older spelling."""
+    target = _target(target, platform)
+    header = (
+        f"// Generated by brainevent (binding schema {BINDING_SCHEMA}) for module {module!r}.\n"
+        "// XLA FFI handlers over the C ABI; see brainevent/ffi_function.h.\n"
+        '#include "brainevent/ffi_function.h"\n'
+    )
+    return header + "".join(_render_function(module, spec, target) for spec in specs)
+
+
+def render_decoder(*, target: BindingTarget | None = None, platform: str | None = None) -> str:
+    """The decoder's translation unit for ``target``: the same for every module, so it is
+    compiled once per toolchain and platform and linked into each module."""
+    target = _target(target, platform)
+    defines = "".join(f"#define {name} 1\n" for name in target.defines)
+    return (
+        f"// Generated by brainevent (binding schema {BINDING_SCHEMA}): the XLA FFI call-frame\n"
+        f"// decoder for {target.tag} modules, shared by all of them.\n"
+        f"{defines}"
+        '#include "brainevent/ffi_binding.h"\n'
+    )
+
+
+def _target(target: BindingTarget | None, platform: str | None) -> BindingTarget:
+    if target is not None:
+        return target
+    if platform is None:
+        raise TypeError("the binding needs target= (a BindingTarget)")
+    return builtin_target(platform)
