@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -27,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_cuda import SEED_ADD
-from common import ADD_KERNEL, precompile, run_python
+from common import ADD_KERNEL, DEFAULT_ARCH, precompile, run_python
 
 PROBE = r"""
 import json, sys, time
@@ -78,7 +77,7 @@ def first_hits(repeat: int, arch: str) -> dict[str, list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--arch", default=os.environ.get("BRAINEVENT_CUDA_ARCH") or "sm_80")
+    parser.add_argument("--arch", default=DEFAULT_ARCH)
     args = parser.parse_args()
     precompile()
     samples = first_hits(args.repeat, args.arch)

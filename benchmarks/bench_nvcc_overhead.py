@@ -18,7 +18,6 @@ Usage: python benchmarks/bench_nvcc_overhead.py [--repeat N] [--arch sm_80] [--w
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -29,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_cuda import SEED_ADD
-from common import SRC, precompile, run_python
+from common import DEFAULT_ARCH, SRC, precompile, run_python
 
 RAW = r"""
 #include <cuda_runtime.h>
@@ -103,7 +102,7 @@ def decoder_seed(arch: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--arch", default=os.environ.get("BRAINEVENT_CUDA_ARCH") or "sm_80")
+    parser.add_argument("--arch", default=DEFAULT_ARCH)
     parser.add_argument("--warm-decoder", action="store_true", help="the decoder is already built")
     parser.add_argument("--with-jax", action="store_true", help="JAX is imported before the load")
     args = parser.parse_args()

@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_cuda import SEED_ADD
 from bench_nvcc_overhead import RAW
-from common import SRC, precompile
+from common import DEFAULT_ARCH, SRC, precompile
 
 HANDLERS = '#line 1 "<brainevent binding>"'
 ENTRY_POINTS = '#line 1 "<brainevent entry points>"'
@@ -96,7 +96,7 @@ def variants(command: list[str], arch: str, build: Path) -> dict[str, list[str]]
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=9)
-    parser.add_argument("--arch", default=os.environ.get("BRAINEVENT_CUDA_ARCH") or "sm_80")
+    parser.add_argument("--arch", default=DEFAULT_ARCH)
     args = parser.parse_args()
     precompile()
     with tempfile.TemporaryDirectory() as tmp:

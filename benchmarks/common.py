@@ -15,6 +15,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
+# The arch the CUDA benchmarks build for unless --arch says otherwise (no GPU needed).
+DEFAULT_ARCH = os.environ.get("BRAINEVENT_CUDA_ARCH") or "sm_80"
 
 
 # The kernel every CPU benchmark builds (this checkout and the published release alike).

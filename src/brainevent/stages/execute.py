@@ -36,7 +36,6 @@ log = logging.getLogger("brainevent")
 def run_plan(
     plan: BuildPlan, staging: Path, request: LoadRequest, key: ModuleKey, store: EntryStore
 ) -> Manifest:
-    from ..build.diagnostics import compile_error, user_file_names
     from ..build.ninja import run_build
     from ..cache.deps import snapshot
     from ..cache.objects import ObjectCache
@@ -72,6 +71,8 @@ def run_plan(
     try:
         run_build(staging, todo, workers=options.ninja_workers, verbose=options.verbose, module=options.name)
     except CompileError as exc:
+        from ..build.diagnostics import compile_error, user_file_names  # its regexes: a failed build only
+
         failed_log = store.failed_log_path(key.exact)
         with contextlib.suppress(OSError):  # never written through a planted link (trust.py)
             write_private(failed_log, str(exc.data.get("log", "")).encode("utf-8", "replace"))
