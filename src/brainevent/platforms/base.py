@@ -35,6 +35,9 @@ class Platform:
     # the handler again (CUDA graphs): a reloaded module then needs fresh executables.
     graph_capture: ClassVar[bool]
     nvcc_link: ClassVar[bool] = False  # nvcc drives the link: OpenMP and library flags spelled for it
+    # The FFI handlers are a unit of their own, compiled by the host compiler beside the kernel
+    # units, instead of ending each one: nvcc's front ends and host pass then never parse them.
+    binding_apart: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -68,7 +71,7 @@ class Platform:
         (``sources.one_call``). A compile step's depfile lists what its compiler read."""
         from ..build.step import BuildStep
         from .languages import openmp_flags
-        from .steps import library_link_flags, unit_step
+        from .steps import host_glue_step, library_link_flags, unit_step
 
         units = sources.kernel_units
         commands = self._unit_commands(options, len(units))
@@ -78,6 +81,9 @@ class Platform:
         if sources.one_call:  # a single unit is never C: entry points need C++
             return [unit_step(sources, 0, *commands(0, units[0][1]), (link_flags, ldflags))]
         steps = [unit_step(sources, i, *commands(i, unit)) for i, (_, unit) in enumerate(units)]
+        if sources.binding is not None:
+            cxx = find_host_compiler().command
+            steps.append(host_glue_step(cxx, sources.binding, "binding.o", "FFI handlers"))
         if sources.decoder_source is not None:
             steps.append(self.decoder_step(sources))
         objects = (*(step.output for step in steps if step.output != sources.decoder), sources.decoder)
@@ -101,10 +107,11 @@ class Platform:
     def decoder_step(self, sources: GeneratedSources) -> BuildStep:
         """The shared decoder, by the host compiler on every platform (it needs no CUDA header);
         it must depend only on what :func:`~.steps.decoder_salt` keys."""
-        from .steps import host_decoder_step
+        from .steps import host_glue_step
 
         assert sources.decoder_source is not None
-        return host_decoder_step(find_host_compiler().command, sources.decoder_source, sources.decoder)
+        what = "FFI decoder (built once per toolchain)"
+        return host_glue_step(find_host_compiler().command, sources.decoder_source, sources.decoder, what)
 
     def recall_files(self) -> list[str] | None:
         """The toolchain files a recalled load's stamps cover; None: never recall (stages/recall.py)."""

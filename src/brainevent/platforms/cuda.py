@@ -1,7 +1,9 @@
-"""The CUDA platform: nvcc for the kernel units and the link, the host compiler for the decoder.
+"""The CUDA platform: nvcc for the kernel units and the link, the host compiler for the FFI
+handlers and the decoder.
 
-nvcc sees only XLA's C API header (through the handler lines appended to each unit); the
-call-frame decoder is a host object built once per toolchain (stages/decoder.py). Everything
+The handlers are a unit of their own (``binding_apart``), compiled by the host compiler while
+nvcc compiles the kernels; the call-frame decoder is a host object built once per toolchain
+(stages/decoder.py). Everything
 that knows about nvcc (its flags, kept intermediates, target archs, JAX's CUDA plugins and
 the GPU probe) lives here.
 """
@@ -46,6 +48,7 @@ class CudaPlatform(Platform):
     name = "cuda"  # its row of the platform table (devices.py) says the rest
     scratch_dirs = (_KEEP_ROOT,)
     nvcc_link = True
+    binding_apart = True  # nvcc's passes over the handlers cost more than a g++ unit beside the kernels
 
     def __init__(self, compute_capability: object = None) -> None:
         # Without nvcc, modules built ahead of time can still be loaded (see key_inputs).

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 class GeneratedSources:
     """What the plan stage wrote for a platform to compile (paths relative to the build directory).
 
-    Each kernel unit carries its entry points' trampolines and FFI handlers. The call-frame
+    Each kernel unit carries its entry points' trampolines, and their FFI handlers unless the
+    platform compiles those apart, as ``binding`` (``Platform.binding_apart``). The call-frame
     decoder is shared by every module of a toolchain (stages/decoder.py): it is either
     already in the build directory as ``decoder`` (fetched from the cache), or ``decoder_source``
     names its translation unit, to compile into ``decoder`` in this build.
@@ -32,15 +33,17 @@ class GeneratedSources:
     decoder: str  # the decoder object every link takes
     decoder_source: str | None  # None: `decoder` is in place already
     library: str  # the file the link writes
+    binding: str | None = None  # the handlers' own unit; None: they end each kernel unit
 
     @property
     def one_call(self) -> bool:
-        """One source file and the decoder at hand: compile and link in one compiler call."""
-        return len(self.kernel_units) == 1 and self.decoder_source is None
+        """One source file and nothing else to compile: compile and link in one compiler call."""
+        return len(self.kernel_units) == 1 and self.decoder_source is None and self.binding is None
 
 
-def host_decoder_step(cxx: Sequence[str], source: str, output: str) -> BuildStep:
-    """The decoder unit, compiled by the host compiler against XLA's C API header."""
+def host_glue_step(cxx: Sequence[str], source: str, output: str, description: str) -> BuildStep:
+    """A unit of our own generated code (the decoder, a binding kept apart), compiled by the
+    host compiler against XLA's C API header; it reads only headers the key covers."""
     from ..build.step import BuildStep  # build-only: a cache hit never imports it
     from .languages import HOST_CXX_FLAGS
 
@@ -48,7 +51,7 @@ def host_decoder_step(cxx: Sequence[str], source: str, output: str) -> BuildStep
         output=output,
         inputs=(source,),
         command=(*cxx, *HOST_CXX_FLAGS, "-O2", *binding_include_flags(), "-c", source, "-o", output),
-        description="FFI decoder (built once per toolchain)",
+        description=description,
     )
 
 

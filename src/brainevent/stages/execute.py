@@ -48,10 +48,8 @@ def run_plan(
     # its dependency record does not list (they are keyed here instead).
     salted = sorted([*platform.key_inputs(options), "package", "binding_schema", "package_headers"])
     salt = json.dumps([[k, key.record.get(k)] for k in salted], default=str)
-    object_keys = {
-        s.output: objects.key(staging, s, salt)
-        for s in plan.steps
-        if s.output.endswith(".o") and s.output != plan.sources.decoder
+    object_keys = {  # the units' objects (our generated units have no depfile: never shared)
+        s.output: objects.key(staging, s, salt) for s in plan.steps if s.output.endswith(".o") and s.depfile
     }
     fetched = {out: objects.fetch(object_key, staging / out) for out, object_key in object_keys.items()}
     reused = {out: deps for out, deps in fetched.items() if deps is not None}
@@ -99,7 +97,8 @@ def run_plan(
     os.rename(library, staging / artifact)
     elapsed = time.monotonic() - started
     log.info("compiled %s in %.2f s", options.name, elapsed)
-    _remove_intermediates(staging, [*object_keys, plan.sources.decoder], platform.scratch_dirs)
+    objects_made = {s.output for s in plan.steps if s.output.endswith(".o")} | {plan.sources.decoder}
+    _remove_intermediates(staging, sorted(objects_made), platform.scratch_dirs)
     return Manifest(
         key=key.exact.digest,
         name=options.name,

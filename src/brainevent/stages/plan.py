@@ -42,17 +42,22 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
     )
     index = {u.display_name: i for i, u in enumerate(units)}
     (staging / "src").mkdir()
+    apart, target = platform.binding_apart and bool(specs), platform.binding_target
     kernel_units = []
     for i, unit in enumerate(units):
         own = [s for s in specs if index[s.source_file] == i]  # the entry points this unit defines
         stem = re.sub(r"[^A-Za-z0-9_]", "_", Path(unit.display_name).stem)[:40]
         file_name = f"k{i}_{stem}{unit.suffix}"
-        binding = render_binding(options.name, own, target=platform.binding_target) if own else ""
+        binding = render_binding(options.name, own, target=target) if own and not apart else ""
         text = render_kernel_unit(unit.display_name, unit.text, own, binding)
         (staging / "src" / file_name).write_text(text)
         kernel_units.append((f"src/{file_name}", unit))
+    binding_unit = "src/binding.cpp" if apart else None
+    if binding_unit is not None:
+        (staging / binding_unit).write_text(render_binding(options.name, specs, target=target))
     decoder_source, decoder = prepare_decoder(staging, request)
-    sources = GeneratedSources(tuple(kernel_units), DECODER_OBJECT, decoder_source, f"lib{options.name}.so")
+    library = f"lib{options.name}.so"
+    sources = GeneratedSources(tuple(kernel_units), DECODER_OBJECT, decoder_source, library, binding_unit)
     return BuildPlan(tuple(specs), sources, tuple(platform.compile_steps(options, sources)), decoder)
 
 
