@@ -1,6 +1,7 @@
 """``Record``: the base of the value classes a cache hit creates or imports, where a
 dataclass or NamedTuple class would cost ten times as much to create (docs/architecture.md,
-"The cache-hit path"); everywhere else, use a frozen dataclass.
+"The cache-hit path"). A build's path uses NamedTuples (a fifth of a frozen dataclass's
+creation cost: a cold load is held to 1.05x of the bare compiler); elsewhere, frozen dataclasses.
 
 A record names its fields once, in order, as ``__slots__ = _fields = (...)``, writes its own
 typed ``__init__`` and never changes a field after it; this base adds equality, hashing, a

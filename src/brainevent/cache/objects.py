@@ -15,8 +15,8 @@ import json
 import logging
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..build.step import BuildStep
 from ..fileio import read_blocks, sha256_file
@@ -27,8 +27,7 @@ from .trust import private_dir, private_file, write_private
 log = logging.getLogger("brainevent.cache")
 
 
-@dataclass(frozen=True)
-class ObjectCache:
+class ObjectCache(NamedTuple):
     directory: Path
 
     def key(self, build_dir: Path, step: BuildStep, salt: str) -> str:

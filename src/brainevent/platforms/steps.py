@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..headers import INCLUDE_DIR, xla_include_dir
 from ..toolchain.host import find_host_c_compiler, find_host_compiler, host_key_inputs
@@ -18,8 +17,7 @@ if TYPE_CHECKING:
     from ..load_options import LoadOptions, SourceUnit
 
 
-@dataclass(frozen=True)
-class GeneratedSources:
+class GeneratedSources(NamedTuple):
     """What the plan stage wrote for a platform to compile (paths relative to the build directory).
 
     Each kernel unit carries its entry points' trampolines, and their FFI handlers unless the

@@ -7,7 +7,7 @@ ends where the line (or the text) does, and the compiler reports it later.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from brainevent.errors import SpecError
 
@@ -40,22 +40,19 @@ _CODE = re.compile(
 _DIRECTIVE = re.compile(_COMMON + "|" + _QUOTED + r"| [\s\S]", re.VERBOSE)
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     kind: str  # "ident", "number", "punct" or "string" (string and char literals)
     text: str
     line: int  # 1-based line where the token starts
 
 
-@dataclass(frozen=True, slots=True)
-class Comment:
+class Comment(NamedTuple):
     text: str  # the body, without the // or /* */ markers
     line: int  # 1-based line where the comment starts
     block: bool  # True for /* */ comments
 
 
-@dataclass(frozen=True)
-class LexResult:
+class LexResult(NamedTuple):
     tokens: tuple[Token, ...]
     comments: tuple[Comment, ...]
 

@@ -6,7 +6,6 @@ comments and qualifier order (``const BE::Tensor`` vs ``BE::Tensor const``) do n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from brainevent.spec.cxx_lexer import Token, lex
@@ -145,11 +144,10 @@ _TYPE_WORDS = frozenset(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class CxxParam:
+class CxxParam(NamedTuple):
     name: str  # "" for an unnamed parameter
     line: int
-    type_words: tuple[str, ...] = field(repr=False)
+    type_words: tuple[str, ...]
 
     @property
     def type(self) -> str:

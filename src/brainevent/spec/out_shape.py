@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from brainevent.errors import SpecError
 from brainevent.spec.model import Param
@@ -25,8 +25,7 @@ _FIXED = re.compile(r"\(([^()]*)\):(\w+)")
 _DIM = re.compile(rf"[0-9]+|{_NAME}")
 
 
-@dataclass(frozen=True)
-class OutShape:
+class OutShape(NamedTuple):
     """One parsed declaration: ``like`` (an input's name) or ``dims`` (ints and attribute names)."""
 
     like: str | None

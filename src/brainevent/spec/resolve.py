@@ -11,7 +11,6 @@ came from (for a generated function, the macro's use), found through the line ma
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
@@ -213,8 +212,8 @@ def expanded_functions(preprocessed: str, file_name: str) -> list[CxxSignature]:
         origin.append(line - 1 if ours else 0)
     found = []
     for sig in scan_functions(lex("\n".join(kept)), file_name):
-        params = tuple(dataclasses.replace(p, line=origin[p.line] or origin[sig.line]) for p in sig.params)
-        found.append(dataclasses.replace(sig, line=origin[sig.line], params=params))
+        params = tuple(p._replace(line=origin[p.line] or origin[sig.line]) for p in sig.params)
+        found.append(sig._replace(line=origin[sig.line], params=params))
     return found
 
 

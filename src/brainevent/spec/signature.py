@@ -8,7 +8,7 @@ candidate is ``<prefix> name ( params )`` then ``{`` or ``;``, where ``<prefix>`
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from brainevent.errors import SpecError
 from brainevent.spec.cxx_lexer import LexResult, Token, lex
@@ -29,8 +29,7 @@ _NOT_TYPES = frozenset(
 _CLOSING = {"(": ")", "[": "]", "{": "}"}
 
 
-@dataclass(frozen=True)
-class CxxSignature:
+class CxxSignature(NamedTuple):
     name: str
     return_type: str
     params: tuple[CxxParam, ...]

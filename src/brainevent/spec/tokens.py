@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from brainevent.errors import SpecError
 from brainevent.spec.cxx_lexer import Comment, LexResult, lex
@@ -186,8 +186,7 @@ def _token_hint(text: str) -> str:
 MARKER = "@BE"
 
 
-@dataclass(frozen=True)
-class Annotation:
+class Annotation(NamedTuple):
     function: str
     tokens: tuple[str, ...] | None  # None when only the name follows @BE: infer the spec
     line: int

@@ -13,6 +13,7 @@ import contextlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import ArchError, GpuArchDetectionError, ToolchainError, UnsupportedArchError
 
@@ -167,8 +168,7 @@ _ARCH_SUPPORT: tuple[tuple[tuple[int, int], CudaArch, CudaArch, str], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ArchSupport:
+class ArchSupport(NamedTuple):
     """The range of architectures one nvcc version can compile for."""
 
     nvcc_version: tuple[int, int]

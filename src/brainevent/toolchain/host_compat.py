@@ -15,8 +15,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from .. import config
 from ..errors import HostCompilerIncompatibleError, HostCompilerNotFoundError, ToolchainError
@@ -33,8 +32,7 @@ CompilerKind = Literal["gcc", "clang"]
 _PROBE_TIMEOUT_S = 60.0
 
 
-@dataclass(frozen=True)
-class HostLimit:
+class HostLimit(NamedTuple):
     """For nvcc releases ``first`` to ``last`` (inclusive): the newest majors accepted."""
 
     first: tuple[int, int]

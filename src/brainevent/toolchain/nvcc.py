@@ -214,8 +214,7 @@ def _inspect(candidate: Candidate) -> NvccInfo:
 # ------------------------------------------------------------------ the search
 
 
-@dataclass(frozen=True)
-class SearchContext:
+class SearchContext(NamedTuple):
     """The inputs of one search, gathered once so steps stay pure and the result memoizable."""
 
     explicit: str | None
