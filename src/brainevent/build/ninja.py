@@ -13,6 +13,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sysconfig
 import threading
 import time
 from collections.abc import Sequence
@@ -32,6 +33,11 @@ log = logging.getLogger("brainevent.build")
 
 
 def ninja_executable() -> str:
+    # Where `pip install ninja` puts the binary for this interpreter: found without importing
+    # the package (a cold load's milliseconds); the package knows the other layouts.
+    scripts = Path(sysconfig.get_path("scripts")) / "ninja"
+    if scripts.is_file():
+        return str(scripts)
     try:
         import ninja  # the PyPI wheel ships the binary
 

@@ -20,9 +20,10 @@ MAX_FIXED_RANK = 8  # the binding keeps a fixed shape's dims in its parameter ta
 SHAPE_FORMS = "ret:like(<input>), ret:like(<input>):<type> or ret:(<dim>,...):<type>"
 _INTEGER_TYPES = frozenset(t for t in SCALAR_TYPES if t.startswith(("int", "uint")))
 _NAME = "[A-Za-z_][A-Za-z0-9_]*"
-_LIKE = re.compile(rf"like\(({_NAME})\)(?::(\w+))?")
-_FIXED = re.compile(r"\(([^()]*)\):(\w+)")
-_DIM = re.compile(rf"[0-9]+|{_NAME}")
+# Compiled by `re` on first use: most modules declare no result shape.
+_LIKE = rf"like\(({_NAME})\)(?::(\w+))?"
+_FIXED = r"\(([^()]*)\):(\w+)"
+_DIM = rf"[0-9]+|{_NAME}"
 
 
 class OutShape(NamedTuple):
@@ -43,19 +44,19 @@ class OutShape(NamedTuple):
 
 def parse_out_shape(text: str) -> OutShape | None:
     """The declaration after ``ret:``, or None (an unknown type too: the caller lists the forms)."""
-    like = _LIKE.fullmatch(text)
+    like = re.fullmatch(_LIKE, text)
     if like is not None:
         written = like.group(2)
         dtype = canon(written) if written else None
         return OutShape(like.group(1), None, dtype) if dtype or not written else None
-    fixed = _FIXED.fullmatch(text)
+    fixed = re.fullmatch(_FIXED, text)
     if fixed is None or canon(fixed.group(2)) is None:
         return None
     inner = fixed.group(1).strip()
     parts = [p.strip() for p in inner.split(",")] if inner else []
     if parts and parts[-1] == "":  # "(8,)" as in Python
         parts.pop()
-    if len(parts) > MAX_FIXED_RANK or not all(_DIM.fullmatch(p) for p in parts):
+    if len(parts) > MAX_FIXED_RANK or not all(re.fullmatch(_DIM, p) for p in parts):
         return None
     return OutShape(None, tuple(int(p) if p.isdigit() else p for p in parts), canon(fixed.group(2)))
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import ArchError, GpuArchDetectionError, ToolchainError, UnsupportedArchError
@@ -34,8 +33,7 @@ _ACCEPTED_FORMS = (
 )
 
 
-@dataclass(frozen=True, order=True)
-class CudaArch:
+class CudaArch(NamedTuple):
     """One compute capability, e.g. ``CudaArch(9, 0, "a")`` for sm_90a."""
 
     major: int
@@ -106,7 +104,7 @@ def _parse_one(value: object, original: object) -> list[CudaArch]:
 def parse_compute_capability(value: object) -> tuple[CudaArch, ...]:
     """One or several compute capabilities, distinct and sorted; else an ArchError naming the bad
     value and the accepted forms."""
-    if not isinstance(value, tuple | list):
+    if isinstance(value, CudaArch) or not isinstance(value, tuple | list):  # a CudaArch is a tuple too
         return tuple(sorted(set(_parse_one(value, value))))
     # (8, 6) as torch.cuda.get_device_capability() gives it: a tuple of a small major and a
     # one-digit minor. Two archs written as ints, (80, 90), never fit.

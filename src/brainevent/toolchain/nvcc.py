@@ -19,7 +19,6 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -76,15 +75,14 @@ class Candidate(NamedTuple):
     note: str = ""
 
 
-@dataclass(frozen=True)
-class NvccInfo:
+class NvccInfo(NamedTuple):
     """A usable nvcc."""
 
     path: str  # the real binary, symlinks and wrapper scripts resolved
     root: str  # the toolkit root (parent of bin/)
     version: tuple[int, int]
     found_via: str
-    candidates: tuple[Candidate, ...] = field(default=(), compare=False)
+    candidates: tuple[Candidate, ...] = ()
 
     @property
     def version_string(self) -> str:
@@ -378,7 +376,7 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
                 else:
                     accepted = cand._replace(note=f"accepted: {info.path} (CUDA {info.version_string})")
                     logger.debug("nvcc %s found via %s", info.path, info.found_via)
-                    return replace(info, candidates=(*considered, accepted))
+                    return info._replace(candidates=(*considered, accepted))
             considered.append(cand)
             lines.append(f"  - {cand.found_via}: {cand.path} ({cand.note})")
     cu12 = any(c.found_via == _CU12_VIA for c in considered)
