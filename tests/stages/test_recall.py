@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from brainevent.cache.store import RECALL_SUFFIX
+from brainevent.cache import RECALL_SUFFIX
 from brainevent.stages.recall import call_of
 
 SRC_DIR = str(Path(__file__).resolve().parents[2] / "src")

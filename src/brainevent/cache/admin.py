@@ -20,9 +20,8 @@ from pathlib import Path
 
 from ..errors import CacheError
 from ..load_options import VARIANT_KEYED
-from . import records
-from .manifest import MANIFEST_NAME, Manifest
-from .store import LAYOUT_VERSION, RECALL_SUFFIX
+from . import LAYOUT_VERSION, MANIFEST_NAME, RECALL_SUFFIX, unsealed
+from .manifest import Manifest
 from .trust import check_root, private_dir
 
 
@@ -132,9 +131,9 @@ def _forget_recalls(removed: Iterable[Path]) -> None:
     """Drops the recall records (stages/recall.py) that lead to an entry no longer there."""
     for module_dir in {entry.parent for entry in removed}:
         for path in module_dir.glob(f"*{RECALL_SUFFIX}"):
-            with contextlib.suppress(OSError, ValueError):  # ValueError: a damaged record
-                key = records.recall_record(path.read_bytes(), str(path))["key"]
-                if not (module_dir / key[:32]).is_dir():
+            with contextlib.suppress(OSError):
+                record = unsealed(path.read_bytes())  # None: damaged, and never recalled
+                if record is None or not (module_dir / record["entry"]).is_dir():
                     path.unlink()
 
 

@@ -167,6 +167,12 @@ def check_root(root: Path, *, create: bool) -> bool:
     return True
 
 
+def private_tree(root: Path, directories: tuple[Path, ...], *, create: bool) -> bool:
+    """The cache root, then each of our ``directories`` below it, in order (see
+    :func:`check_root` and :func:`private_dir`); False at the first that does not exist."""
+    return check_root(root, create=create) and all(private_dir(d, create=create) for d in directories)
+
+
 def private_file(path: Path, fix: str = _FIX) -> bool:
     """True if ``path`` is a regular file of ours that others cannot write; False if absent."""
     st = _examine(path)
