@@ -28,9 +28,10 @@ def cache_root(build_directory: str | os.PathLike[str] | None = None) -> Path:
 
 
 def record_use(entry: Path) -> None:
-    """Marks ``entry`` (a directory) used now: `brainevent cache prune` keeps what was used last."""
+    """Marks ``entry`` used now, by its directory's mtime (`brainevent cache prune` keeps what was
+    used last): the files in it keep their stamps, which a recalled load checks."""
     with contextlib.suppress(OSError):  # a read-only cache still serves hits
-        os.utime(entry / MANIFEST_NAME)
+        os.utime(entry)
 
 
 # A recall record is JSON after the SHA-256 of that JSON: one that is truncated, damaged or

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import CacheError
 from ..load_options import VARIANT_KEYED
-from . import LAYOUT_VERSION, MANIFEST_NAME, RECALL_SUFFIX, unsealed
+from . import LAYOUT_VERSION, RECALL_SUFFIX, unsealed
 from .manifest import Manifest
 from .trust import check_root, private_dir
 
@@ -31,7 +31,7 @@ class EntryInfo:
     directory: Path
     manifest: Manifest | None  # None when the entry is damaged
     size: int  # bytes on disk
-    last_used: float  # modification time of the manifest (touched on every hit)
+    last_used: float  # modification time of the entry's directory (touched on every hit)
 
 
 def _tree_size(path: Path) -> int:
@@ -56,7 +56,7 @@ def iter_entries(root: Path, module: str | None = None) -> Iterator[EntryInfo]:
             if not entry.is_dir() or entry.name.startswith(".") or entry.name == "objects":
                 continue
             try:
-                last_used = (entry / MANIFEST_NAME).stat().st_mtime
+                last_used = entry.stat().st_mtime
             except OSError:
                 last_used = 0.0
             yield EntryInfo(module_dir.name, entry, Manifest.load(entry), _tree_size(entry), last_used)

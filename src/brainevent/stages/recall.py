@@ -152,18 +152,18 @@ def recall(call: Call) -> CompiledModule | None:
     ):
         return None  # whether a device platform can register is the full load's to find out
     directory = module_dir / record["entry"]
-    library, fix = directory / record["library"], entry_fix(call.name)
+    library, manifest, fix = directory / record["library"], directory / MANIFEST_NAME, entry_fix(call.name)
     try:
         if not (
             private_dir(directory, create=False, fix=fix)
-            and private_file(directory / MANIFEST_NAME, fix)
+            and private_file(manifest, fix)
             and private_file(library, fix)
         ):
             return None
     except CacheError:
         return None
-    if file_stamps([*files, str(library)]) != record["stamps"]:
-        return None  # a compiler, a header, a directory searched or the library changed
+    if file_stamps([*files, str(library), str(manifest)]) != record["stamps"]:
+        return None  # a compiler, a header, a directory searched, the library or its manifest changed
     if record["dependencies"]:  # as on any hit (cache/store.py)
         from ..cache.deps import first_stale
 
@@ -222,7 +222,7 @@ def remember(call: Call | None, stamped: tuple[list[str], str] | None, entry: Ca
         "schema": RECORD_SCHEMA,
         "call": call.digest,
         "files": files,
-        "stamps": f"{stamps}\0{file_stamps([str(entry.library)])}",
+        "stamps": f"{stamps}\0{file_stamps([str(entry.library), str(entry.directory / MANIFEST_NAME)])}",
         "entry": entry.directory.name,
         "library": manifest.artifact,
         "artifact_sha256": manifest.artifact_sha256,
