@@ -113,7 +113,7 @@ def call_of(loader: str, platform: str, arguments: dict[str, Any]) -> Call | Non
     if not (isinstance(name, str) and _plain_name(name) and _plain(arguments)):
         return None
     environment = sorted(
-        (k, v) for k, v in os.environ.items() if k.startswith("BRAINEVENT_") or k in _ENVIRONMENT
+        (k, os.environ[k]) for k in os.environ if k.startswith("BRAINEVENT_") or k in _ENVIRONMENT
     )
     try:
         where = (os.getcwd(), sys.prefix, sys.path, config.overrides())
