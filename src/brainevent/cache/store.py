@@ -8,6 +8,7 @@ Layout under the cache root::
     v1/<module name>/<key>/            a published entry: artifact, manifest.json, build.log, sources
     v1/<module name>/<key>.lock        the per-entry build lock (filelock)
     v1/<module name>/<key>.owner       who holds that lock, for log lines
+    v1/<module name>/<call>.recall     what a load of inline sources found (stages/recall.py)
     v1/<module name>/.staging-<key>-<pid>-<random>/   a build in progress
 
 An entry is built in a staging directory and published with one ``rename``;

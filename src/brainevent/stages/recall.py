@@ -1,20 +1,17 @@
 """Recall: a load that an earlier process made with the same arguments in the same environment
 is served from what that load found, without the stages that make the request and its key.
 
-Those stages import a dozen modules and look at the toolchain, which was most of a first cache
-hit's time in a fresh process. After a load of inline sources, a small record in the module's
-cache directory maps a digest of the call (the loader, every argument, the package version, the
+After a load of inline sources, a sealed record (cache/__init__.py) in the module's cache
+directory maps a digest of the call (the loader, every argument, the package version, the
 working directory, Python's paths and the environment variables the option defaults and the
-toolchain searches read) to what registering the entry the load found needs: its directory,
-library, functions and checksum, the files the compiler read (as the manifest lists them), and
-the stamps (inode, size, mtime, ctime) of the files its key depended on (the compilers, XLA's
-C API header, the package headers, and the PATH and site-packages directories: a compiler
-installed into one changes it) and of the library. The record is sealed (cache/__init__.py),
-so a recall reads neither the key schema nor the manifest. A later call with the same digest
-whose stamps all hold, whose entry, manifest and library pass the cache's ownership checks and
-whose compiler-read files are unchanged (cache/deps.py, as on any hit) registers the library
-and marks the entry used. Anything else falls back to the full load, which writes a new record:
-an argument that is not plain data, a stamp that changed, a record that fails the cache's
+toolchain searches read) to what registering the entry the load found needs, the files its
+compiler read (as the manifest lists them), and the stamps (inode, size, mtime, ctime) of the
+entry's library and manifest and of the files its key depended on: the compilers, XLA's C API
+header, the package headers, and the PATH and site-packages directories. A later call with the
+same digest whose stamps all hold, whose files pass the cache's ownership checks and whose
+compiler-read files are unchanged (cache/deps.py, as on any hit) registers the library without
+the key, the manifest or the store. Anything else falls back to the full load, which writes a
+new record: an argument that is not plain data, a changed stamp, a record that fails the
 ownership checks or its seal, a GPU-detected arch, ``verbose``, ``force_rebuild`` or
 ``extra_libraries``.
 
@@ -63,26 +60,11 @@ if TYPE_CHECKING:  # a Protocol class costs a first hit more than a plain one: t
         replace: bool
         extra_libraries: tuple[str, ...]
 
-    class Artifact(Protocol):
-        """What registering reads of an entry (a ``CacheEntry``, or what a record says of one)."""
-
-        directory: Path
-        built_now: bool
-
-        @property
-        def library(self) -> Path: ...
-        @property
-        def artifact_sha256(self) -> str: ...
-        @property
-        def openmp(self) -> bool: ...
-
 
 RECORD_SCHEMA = 2  # 2: the record holds what registering needs, sealed
 # Besides every BRAINEVENT_ variable: what the host compiler, nvcc and header searches read.
-_ENVIRONMENT = frozenset(
-    ["PATH", "CXX", "CC", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "HOME", "XDG_CACHE_HOME"]
-)
-_ENVIRONMENT |= {"LD_LIBRARY_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"}
+_ENVIRONMENT = frozenset(["PATH", "CXX", "CC", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "HOME"])
+_ENVIRONMENT |= {"XDG_CACHE_HOME", "LD_LIBRARY_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"}
 
 
 class Call:
@@ -135,14 +117,19 @@ def attempt(
 
 def recall(call: Call) -> CompiledModule | None:
     """The module an earlier load of ``call`` found, registered; None to load in full."""
-    module_dir, path = call.module_dir, call.record_path
-    try:
+    path = call.record_path
+    try:  # the record, then the entry's directory, manifest and library: ours, and private
         if not (call.prepare() and private_file(path)):
             return None
         record = unsealed(b"".join(read_blocks(path, limit=1 << 26)))
+        if record is None or record.get("schema") != RECORD_SCHEMA or record.get("call") != call.digest:
+            return None
+        directory, fix = call.module_dir / record["entry"], entry_fix(call.name)
+        library, manifest = directory / record["library"], directory / MANIFEST_NAME
+        owned = private_dir(directory, create=False, fix=fix) and private_file(manifest, fix)
+        if not (owned and private_file(library, fix)):
+            return None
     except (OSError, ValueError, CacheError):  # the full load reports what is wrong
-        return None
-    if record is None or record.get("schema") != RECORD_SCHEMA or record.get("call") != call.digest:
         return None
     files, around = record["files"], _environment_files()
     if files[len(files) - len(around) :] != around:
@@ -151,17 +138,6 @@ def recall(call: Call) -> CompiledModule | None:
         BUILD_PLATFORMS[call.platform].ffi_spellings
     ):
         return None  # whether a device platform can register is the full load's to find out
-    directory = module_dir / record["entry"]
-    library, manifest, fix = directory / record["library"], directory / MANIFEST_NAME, entry_fix(call.name)
-    try:
-        if not (
-            private_dir(directory, create=False, fix=fix)
-            and private_file(manifest, fix)
-            and private_file(library, fix)
-        ):
-            return None
-    except CacheError:
-        return None
     if file_stamps([*files, str(library), str(manifest)]) != record["stamps"]:
         return None  # a compiler, a header, a directory searched, the library or its manifest changed
     if record["dependencies"]:  # as on any hit (cache/store.py)
@@ -272,7 +248,7 @@ def register(artifact: CacheEntry, request: LoadRequest) -> CompiledModule:
 
 
 def register_entry(
-    artifact: Artifact,
+    artifact: CacheEntry | SimpleNamespace,  # or what a record says of one: the same attributes
     functions: Mapping[str, FunctionSpec],
     options: Registration,
     platform: str,
