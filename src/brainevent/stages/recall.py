@@ -194,11 +194,14 @@ def remember(call: Call | None, stamped: tuple[list[str], str] | None, entry: Ca
         return
     files, stamps = stamped
     manifest = entry.manifest
+    stamps += "\0" + file_stamps([str(entry.library), str(entry.directory / MANIFEST_NAME)])
+    if manifest.verify(entry.directory, manifest.key) is not None:
+        return  # the library changed since the load checked it: its stamp is of unchecked bytes
     record = {
         "schema": RECORD_SCHEMA,
         "call": call.digest,
         "files": files,
-        "stamps": f"{stamps}\0{file_stamps([str(entry.library), str(entry.directory / MANIFEST_NAME)])}",
+        "stamps": stamps,
         "entry": entry.directory.name,
         "library": manifest.artifact,
         "artifact_sha256": manifest.artifact_sha256,
