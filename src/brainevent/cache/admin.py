@@ -132,8 +132,9 @@ def _forget_recalls(removed: Iterable[Path]) -> None:
     for module_dir in {entry.parent for entry in removed}:
         for path in module_dir.glob(f"*{RECALL_SUFFIX}"):
             with contextlib.suppress(OSError):
-                record = unsealed(path.read_bytes())  # None: damaged, and never recalled
-                if record is None or not (module_dir / record["entry"]).is_dir():
+                record = unsealed(path.read_bytes()) or {}  # empty: damaged, and never recalled
+                entry = record.get("entry")  # a record of another version may have none
+                if not (isinstance(entry, str) and entry and (module_dir / entry).is_dir()):
                     path.unlink()
 
 
