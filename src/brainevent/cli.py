@@ -140,8 +140,7 @@ def _skipped(count: int) -> str:
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    from .cache import admin
-    from .cache.store import cache_root
+    from .cache import admin, cache_root
 
     root = cache_root(args.cache_dir)
     if args.cache_command == "list":
@@ -222,7 +221,7 @@ def _print_entry(entry: EntryInfo) -> None:
 
 
 def _cmd_choices(args: argparse.Namespace) -> int:
-    from .cache.store import cache_root
+    from .cache import cache_root
     from .custom_kernel import remembered
 
     root = cache_root(args.cache_dir)
@@ -249,7 +248,7 @@ def _cmd_ide(args: argparse.Namespace) -> int:
 
 
 def _cmd_includes(args: argparse.Namespace) -> int:
-    from .cache.store import cache_root
+    from .cache import cache_root
     from .ide import include_flags, write_cmake_config
 
     if args.cmake_dir is None:

@@ -22,8 +22,8 @@ from pathlib import Path
 from . import config
 from ._version import __version__
 from .build.ninja import ninja_executable
+from .cache import cache_root
 from .cache.admin import EntryInfo, iter_entries, object_cache_size
-from .cache.store import cache_root
 from .cuda_graphs import capture_status
 from .errors import BrainEventError
 from .headers import INCLUDE_DIR, c_api_digest, xla_include_dir

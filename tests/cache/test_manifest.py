@@ -156,7 +156,8 @@ def test_a_manifest_without_recorded_stat_always_hashes(tmp_path: Path) -> None:
 
 
 def test_specs_are_read_back_on_first_access() -> None:
-    from brainevent.cache.manifest import SpecTable, spec_to_json
+    from brainevent.cache.manifest import spec_to_json
+    from brainevent.runtime.module import SpecTable
     from brainevent.spec.model import FunctionSpec, Param, Role
 
     specs = {

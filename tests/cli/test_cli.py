@@ -203,7 +203,7 @@ def test_prune_respects_limits_while_another_process_holds_an_entry(fresh_cache:
         for i in range(3)
     ]
     for i, mod in enumerate(mods):  # prune_0 is the least recently used
-        os.utime(mod.cache_dir / "manifest.json", (time.time() - 1000 + i, time.time() - 1000 + i))
+        os.utime(mod.cache_dir, (time.time() - 1000 + i, time.time() - 1000 + i))
     held = mods[0].cache_dir.parent / f"{mods[0].cache_dir.name}.lock"
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD_LOCK, str(held), "60"], stdout=subprocess.PIPE, text=True
@@ -240,7 +240,7 @@ def test_prune_without_arguments_keeps_the_newest_version_of_each_build(fresh_ca
     )
     now = time.time()
     for age, mod in zip((400, 300, 200, 100, 500), [*mods, o1], strict=True):  # o1: least recently used
-        os.utime(mod.cache_dir / "manifest.json", (now - age, now - age))
+        os.utime(mod.cache_dir, (now - age, now - age))
     env = {"BRAINEVENT_CACHE_DIR": str(fresh_cache)}
     assert "5 entries" in _cli("cache", "list", env=env).stdout
     done = _cli("cache", "prune", env=env)
@@ -266,7 +266,7 @@ def test_prune_keep_newest_n(fresh_cache: Path) -> None:
     mods = [brainevent.load_cpp_inline(name="kept", cpp_sources=src, auto_register=False) for src in versions]
     now = time.time()
     for age, mod in zip((30, 10, 20), mods, strict=True):  # most recently used: 1, then 2
-        os.utime(mod.cache_dir / "manifest.json", (now - age, now - age))
+        os.utime(mod.cache_dir, (now - age, now - age))
     env = {"BRAINEVENT_CACHE_DIR": str(fresh_cache)}
     done = _cli("cache", "prune", "--keep-newest", "2", env=env)
     assert done.returncode == 0 and "removed 1 entries" in done.stdout, done.stdout + done.stderr

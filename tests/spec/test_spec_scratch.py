@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from brainevent.cache.manifest import spec_from_json, spec_to_json
+from brainevent.cache.manifest import spec_to_json
 from brainevent.errors import SpecError
+from brainevent.runtime.module import spec_from_json
 from brainevent.spec.bind import bind_tokens, infer_spec
 from brainevent.spec.model import FunctionSpec, Role
 from brainevent.spec.signature import find_signature

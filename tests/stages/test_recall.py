@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from brainevent.cache.store import RECALL_SUFFIX
+from brainevent.cache import RECALL_SUFFIX, sealed, unsealed
 from brainevent.stages.recall import call_of
 
 SRC_DIR = str(Path(__file__).resolve().parents[2] / "src")
@@ -34,7 +35,10 @@ PROBE = textwrap.dedent(
     import brainevent
     scale = sys.argv[1]
     mod = brainevent.load_cpp_inline(
-        name="recall_mod", cpp_sources=sys.argv[2].replace("SCALE", scale), extra_cflags=["-O2"]
+        name="recall_mod",
+        cpp_sources=sys.argv[2].replace("SCALE", scale),
+        extra_cflags=["-O2"],
+        extra_include_paths=sys.argv[3:] or None,
     )
     y = np.asarray(mod.recall_scale(np.arange(4, dtype=np.float32)))
     print(json.dumps({
@@ -48,12 +52,13 @@ PROBE = textwrap.dedent(
 )
 
 
-def _load(cache: Path, scale: str = "2.0f", **variables: str) -> dict[str, object]:
+def _load(
+    cache: Path, scale: str = "2.0f", kernel: str = KERNEL, include: Path | None = None, **variables: str
+) -> dict[str, object]:
     env = dict(os.environ, BRAINEVENT_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu", **variables)
     env["PYTHONPATH"] = SRC_DIR + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, scale, KERNEL], env=env, capture_output=True, text=True, timeout=300
-    )
+    command = [sys.executable, "-c", PROBE, scale, kernel, *([str(include)] if include else [])]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -113,21 +118,61 @@ def test_a_record_others_could_write_is_ignored(tmp_path: Path) -> None:
 
 def test_a_record_whose_entry_is_gone_falls_back_to_a_build(tmp_path: Path) -> None:
     built = _load(tmp_path)
-    import shutil
-
     shutil.rmtree(Path(str(built["path"])).parent)
     again = _load(tmp_path)
     assert again["recalled"] is False and again["built_now"] is True
     assert again["y"] == [0.0, 2.0, 4.0, 6.0]
 
 
-def test_a_damaged_record_is_ignored(tmp_path: Path) -> None:
+def _edit_record(record: Path, **fields: object) -> bytes:
+    """The record's sealed bytes with ``fields`` changed, sealed again (as brainevent would write it)."""
+    data = unsealed(record.read_bytes())
+    assert data is not None
+    return sealed({**data, **fields})
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda record: json.dumps({"schema": 1, "call": "0" * 64}).encode(),  # the first format
+        lambda record: record.read_bytes().replace(b'"openmp": false', b'"openmp": true'),  # seal broken
+        lambda record: record.read_bytes()[:-10],  # truncated
+        lambda record: _edit_record(record, schema=1),  # sealed, of another schema
+    ],
+)
+def test_a_damaged_or_foreign_record_is_ignored(tmp_path: Path, damage: object) -> None:
     _load(tmp_path)
     (record,) = _records(tmp_path)
-    record.write_text(json.dumps({"schema": 1, "call": "0" * 64}))
-    record.chmod(0o600)
+    record.write_bytes(damage(record))  # type: ignore[operator]
     result = _load(tmp_path)
     assert result["recalled"] is False and result["built_now"] is False
+    assert result["y"] == [0.0, 2.0, 4.0, 6.0]
+    assert _load(tmp_path)["recalled"] is True  # the full load sealed a new one
+
+
+def test_a_replaced_library_is_not_recalled_past(tmp_path: Path) -> None:
+    library = Path(str(_load(tmp_path)["path"]))
+    copy = library.with_name(".copy")
+    shutil.copy2(library, copy)  # the same bytes, size and mtime: another file all the same
+    os.replace(copy, library)
+    again = _load(tmp_path)
+    assert again["recalled"] is False and again["built_now"] is False  # the full hit accepts the copy
+    assert _load(tmp_path)["recalled"] is True
+
+
+def test_a_changed_header_the_compiler_read_is_not_recalled_past(tmp_path: Path) -> None:
+    include = tmp_path / "include"
+    include.mkdir()
+    header = include / "recall_scale.h"
+    header.write_text("#define SCALE 2.0f\n")
+    os.utime(header, (1e9, 1e9))  # long before the build: its record is trusted by size and mtime
+    kernel, cache = '#include "recall_scale.h"\n' + KERNEL, tmp_path / "cache"
+    assert _load(cache, "SCALE", kernel, include)["built_now"] is True
+    assert _load(cache, "SCALE", kernel, include)["recalled"] is True
+    header.write_text("#define SCALE 3.0f\n")  # the same size
+    after = _load(cache, "SCALE", kernel, include)
+    assert after["recalled"] is False and after["built_now"] is True
+    assert after["y"] == [0.0, 3.0, 6.0, 9.0]
 
 
 def test_the_digest_tells_apart_what_the_loader_tells_apart() -> None:

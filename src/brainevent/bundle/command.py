@@ -12,7 +12,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..cache.manifest import MANIFEST_NAME, Manifest
+from ..cache import MANIFEST_NAME
+from ..cache.manifest import Manifest
 from ..errors import CacheError
 from ..load_options import SourceUnit
 from ..platforms.devices import BUILD_PLATFORMS, PLATFORM_OF_SUFFIX

@@ -20,9 +20,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..cache import MANIFEST_NAME
 from ..cache.deps import sha256_or_none
 from ..cache.key import CacheKey, KeyBuilder
-from ..cache.manifest import MANIFEST_NAME, Manifest
+from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry
 from ..errors import CacheError
 from ..load_options import BUNDLE_KEYED, SourceUnit

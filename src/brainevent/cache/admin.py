@@ -20,9 +20,8 @@ from pathlib import Path
 
 from ..errors import CacheError
 from ..load_options import VARIANT_KEYED
-from . import records
-from .manifest import MANIFEST_NAME, Manifest
-from .store import LAYOUT_VERSION, RECALL_SUFFIX
+from . import LAYOUT_VERSION, RECALL_SUFFIX, unsealed
+from .manifest import Manifest
 from .trust import check_root, private_dir
 
 
@@ -32,7 +31,7 @@ class EntryInfo:
     directory: Path
     manifest: Manifest | None  # None when the entry is damaged
     size: int  # bytes on disk
-    last_used: float  # modification time of the manifest (touched on every hit)
+    last_used: float  # modification time of the entry's directory (touched on every hit)
 
 
 def _tree_size(path: Path) -> int:
@@ -57,7 +56,7 @@ def iter_entries(root: Path, module: str | None = None) -> Iterator[EntryInfo]:
             if not entry.is_dir() or entry.name.startswith(".") or entry.name == "objects":
                 continue
             try:
-                last_used = (entry / MANIFEST_NAME).stat().st_mtime
+                last_used = entry.stat().st_mtime
             except OSError:
                 last_used = 0.0
             yield EntryInfo(module_dir.name, entry, Manifest.load(entry), _tree_size(entry), last_used)
@@ -132,9 +131,10 @@ def _forget_recalls(removed: Iterable[Path]) -> None:
     """Drops the recall records (stages/recall.py) that lead to an entry no longer there."""
     for module_dir in {entry.parent for entry in removed}:
         for path in module_dir.glob(f"*{RECALL_SUFFIX}"):
-            with contextlib.suppress(OSError, ValueError):  # ValueError: a damaged record
-                key = records.recall_record(path.read_bytes(), str(path))["key"]
-                if not (module_dir / key[:32]).is_dir():
+            with contextlib.suppress(OSError):
+                record = unsealed(path.read_bytes()) or {}  # empty: damaged, and never recalled
+                entry = record.get("entry")  # a record of another version may have none
+                if not (isinstance(entry, str) and entry and (module_dir / entry).is_dir()):
                     path.unlink()
 
 

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..fileio import read_blocks, sha256_file, size_and_mtime
 from ..records import Record
-from . import records
+from ..runtime.module import SpecTable
+from . import MANIFEST_NAME, records
 
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec, Param
 
-MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = 2  # 2: dependencies recorded from the compiler
 MANIFEST_LIMIT = 1 << 26  # a manifest larger than this is damaged, not read
 
@@ -133,44 +132,6 @@ class Manifest(Record):
         return first_stale(self.dependencies, self.dependencies_since_ns)
 
 
-if TYPE_CHECKING:
-    _SpecMapping = Mapping[str, FunctionSpec]
-else:
-    _SpecMapping = Mapping  # unsubscripted: creating the class costs half as much
-
-
-class SpecTable(_SpecMapping):
-    """``{function: FunctionSpec}`` over a manifest's rows, each spec made on first access.
-
-    A load registers the functions by name alone; their specs (and the spec model and
-    vocabulary modules behind them) are first needed when a function is called.
-    """
-
-    __slots__ = ("_rows", "_specs")
-
-    def __init__(self, rows: Mapping[str, Mapping[str, Any]]) -> None:
-        self._rows = rows
-        self._specs: dict[str, FunctionSpec] = {}
-
-    def __getitem__(self, name: str) -> FunctionSpec:
-        spec = self._specs.get(name)
-        if spec is None:
-            spec = self._specs[name] = spec_from_json(name, self._rows[name])
-        return spec
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._rows
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-
 def spec_to_json(spec: FunctionSpec) -> dict[str, Any]:
     """A spec as its manifest row: each parameter
     ``[role, name, dtype, cxx_type(, scratch bytes(, result shape))]``."""
@@ -189,12 +150,3 @@ def _param_to_json(p: Param) -> list[Any]:
     if p.shape is not None:
         row.append(p.shape)
     return row
-
-
-def spec_from_json(name: str, data: Mapping[str, Any]) -> FunctionSpec:
-    from ..spec.model import FunctionSpec, Param, Role
-
-    params = tuple(Param(Role(row[0]), *row[1:]) for row in data["params"])
-    return FunctionSpec(
-        name, params, data.get("source_file", ""), int(data.get("line", 0)), data.get("scope", "")
-    )

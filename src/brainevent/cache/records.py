@@ -10,7 +10,8 @@ that did not pass, so a damaged record can never surface as a KeyError, a TypeEr
 an AttributeError, in a load or inside a user's ``jax.jit``.
 
 The checks are plain ``isinstance`` tests on the few fields each reader uses, cheap enough
-for the manifest a cache hit reads.
+for the manifest a cache hit reads. A recalled load's record is sealed with its SHA-256
+instead (cache/__init__.py): only what brainevent wrote passes, so a recall imports no schema.
 """
 
 from __future__ import annotations
@@ -258,15 +259,3 @@ def alias(raw: bytes, where: str) -> str:
     if not _is_digest(text):
         _fail(where, "does not hold a cache key")
     return text
-
-
-def recall_record(raw: bytes, where: str) -> dict[str, Any]:
-    """A ``<call>.recall`` file (stages/recall.py): the call's digest, the key its load found,
-    and the stamps of the files that key depended on."""
-    data = _dict(parse_json(raw, where), where)
-    if data.get("schema") != 1 or not (_is_digest(data.get("call")) and _is_digest(data.get("key"))):
-        _fail(where, "is not {schema: 1, call, key, files, stamps}")
-    if not isinstance(data.get("stamps"), str):
-        _fail(where, "has no stamps")
-    _str_list(data.get("files"), where)
-    return data

@@ -8,6 +8,7 @@ Layout under the cache root::
     v1/<module name>/<key>/            a published entry: artifact, manifest.json, build.log, sources
     v1/<module name>/<key>.lock        the per-entry build lock (filelock)
     v1/<module name>/<key>.owner       who holds that lock, for log lines
+    v1/<module name>/<call>.recall     what a load of inline sources found (stages/recall.py)
     v1/<module name>/.staging-<key>-<pid>-<random>/   a build in progress
 
 An entry is built in a staging directory and published with one ``rename``;
@@ -20,30 +21,19 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import config
 from ..fileio import atomic_write, read_blocks
-from . import records
+from . import LAYOUT_VERSION, MANIFEST_NAME, record_use, records
 from .key import CacheKey
-from .manifest import MANIFEST_NAME, Manifest
-from .trust import check_root, entry_fix, private_dir, private_file
+from .manifest import Manifest
+from .trust import entry_fix, private_dir, private_file, private_tree
 
 if TYPE_CHECKING:
-    from .manifest import SpecTable
+    from ..runtime.module import SpecTable
 
 log = logging.getLogger("brainevent.cache")
-
-LAYOUT_VERSION = "v1"
-RECALL_SUFFIX = ".recall"  # a recalled load's record (stages/recall.py)
-
-
-def cache_root(build_directory: str | os.PathLike[str] | None = None) -> Path:
-    if build_directory is not None:
-        return Path(build_directory).expanduser()
-    return config.CACHE_DIR.get()
 
 
 class CacheEntry:
@@ -64,6 +54,14 @@ class CacheEntry:
         """The shared object."""
         return self.directory / self.manifest.artifact
 
+    @property
+    def artifact_sha256(self) -> str:
+        return self.manifest.artifact_sha256
+
+    @property
+    def openmp(self) -> bool:
+        return bool(self.manifest.inputs.get("openmp"))
+
     def functions(self) -> SpecTable:
         return self.manifest.specs()
 
@@ -81,9 +79,7 @@ class EntryStore:
     def prepare(self, *, create: bool) -> bool:
         """Checks (creating if asked) the directories from the root down to the module's;
         False when they do not exist yet. Refuses with a CacheError what others could write."""
-        if not check_root(self.root, create=create):
-            return False
-        return private_dir(self.layout_dir, create=create) and private_dir(self.module_dir, create=create)
+        return private_tree(self.root, (self.layout_dir, self.module_dir), create=create)
 
     def lock_path(self, key: CacheKey) -> Path:
         return self.module_dir / f"{key.short}.lock"
@@ -123,9 +119,6 @@ class EntryStore:
                 return None, f"it was built from other contents: {stale}"
         return CacheEntry(directory, manifest, built_now=False), None
 
-    def recall_path(self, call_digest: str) -> Path:
-        return self.module_dir / f"{call_digest[:32]}{RECALL_SUFFIX}"
-
     def alias_path(self, portable: CacheKey) -> Path:
         return self.module_dir / f"{portable.short}.alias"
 
@@ -149,15 +142,10 @@ class EntryStore:
         """:meth:`lookup`, recording the use (for `brainevent cache prune`) when it finds the entry."""
         entry = self.lookup(key)
         if entry is not None:
-            _touch(entry.directory / MANIFEST_NAME)
+            record_use(entry.directory)
         return entry
 
 
 def _plain_name(name: object) -> bool:
     """A file name inside the entry: a manifest never points elsewhere."""
     return isinstance(name, str) and bool(name) and "/" not in name and not name.startswith(".")
-
-
-def _touch(path: Path) -> None:
-    with contextlib.suppress(OSError):  # a read-only cache still serves hits
-        os.utime(path)

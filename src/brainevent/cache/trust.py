@@ -54,7 +54,7 @@ def _foreign_owner(st: os.stat_result, *, allow_root: bool) -> bool:
     return st.st_uid != os.getuid() and not (allow_root and st.st_uid == 0)
 
 
-def _not_ours(path: Path, st: os.stat_result, fix: str = _FIX) -> CacheError:
+def _not_ours(path: Path | str, st: os.stat_result, fix: str = _FIX) -> CacheError:
     return _refuse(path, f"is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})", fix)
 
 
@@ -63,7 +63,7 @@ def _others_can_rename_in(st: os.stat_result) -> bool:
     return bool(st.st_mode & 0o022) and not st.st_mode & stat.S_ISVTX
 
 
-def _examine(path: Path, *, follow: bool = False) -> os.stat_result | None:
+def _examine(path: Path | str, *, follow: bool = False) -> os.stat_result | None:
     """``stat`` (``lstat`` unless ``follow``) of ``path``; None when absent, refused when unreadable."""
     try:
         return os.stat(path) if follow else os.lstat(path)
@@ -73,9 +73,19 @@ def _examine(path: Path, *, follow: bool = False) -> os.stat_result | None:
         raise _refuse(path, f"cannot be examined ({exc.strerror})") from None
 
 
-def _check_ancestors(root: Path) -> bool:
+def _parents(path: str) -> list[str]:
+    """The directories above ``path`` (absolute), from ``/`` down: strings, as pathlib's
+    ``parents`` cost a first hit more than the stats."""
+    found = []
+    while (parent := os.path.dirname(path)) != path:
+        found.append(parent)
+        path = parent
+    return found[::-1]
+
+
+def _check_ancestors(root: str) -> bool:
     """No other user may rename the root away; False when some do not exist yet."""
-    for parent in reversed(root.parents):
+    for parent in _parents(root):
         st = _examine(parent, follow=True)
         if st is None:
             return False
@@ -131,40 +141,45 @@ def private_dir(path: Path, *, create: bool, fix: str = _FIX) -> bool:
 
 def check_root(root: Path, *, create: bool) -> bool:
     """The cache root and everything above it; False if it does not exist and ``create`` is off."""
-    root = Path(os.path.abspath(root))
-    key = str(root)
+    key = os.path.abspath(root)
     if key not in _checked_ancestors:
-        if _check_ancestors(root):
+        if _check_ancestors(key):
             with _lock:
                 _checked_ancestors.add(key)
         elif not create:
             return False  # no cache there yet
         else:
-            for parent in reversed(root.parents):  # the missing levels are ours: made 0700
-                if not parent.exists():
-                    private_dir(parent, create=True)
-    st = _examine(root)
+            for parent in _parents(key):  # the missing levels are ours: made 0700
+                if not os.path.exists(parent):
+                    private_dir(Path(parent), create=True)
+    st = _examine(key)
     if st is None:
         if not create:
             return False
-        private_dir(root, create=True)
-        st = os.lstat(root)
+        private_dir(Path(key), create=True)
+        st = os.lstat(key)
     if stat.S_ISLNK(st.st_mode):
         # A link the user set up themselves is fine if what it points to passes the checks.
-        real = Path(os.path.realpath(root))
+        real = os.path.realpath(key)
         _check_ancestors(real)
         st = os.stat(real)
     if not stat.S_ISDIR(st.st_mode):
-        raise CacheError(f"cannot create cache directory {root}: a file has that name. {_FIX}", path=key)
+        raise CacheError(f"cannot create cache directory {key}: a file has that name. {_FIX}", path=key)
     if _foreign_owner(st, allow_root=False):
-        raise _not_ours(root, st)
+        raise _not_ours(key, st)
     if _others_can_rename_in(st):
         raise _refuse(
-            root,
+            key,
             f"is writable by other users without the sticky bit (mode {stat.S_IMODE(st.st_mode):o})",
-            f"Run `chmod 700 {root}`, or choose another cache directory.",
+            f"Run `chmod 700 {key}`, or choose another cache directory.",
         )
     return True
+
+
+def private_tree(root: Path, directories: tuple[Path, ...], *, create: bool) -> bool:
+    """The cache root, then each of our ``directories`` below it, in order (see
+    :func:`check_root` and :func:`private_dir`); False at the first that does not exist."""
+    return check_root(root, create=create) and all(private_dir(d, create=create) for d in directories)
 
 
 def private_file(path: Path, fix: str = _FIX) -> bool:

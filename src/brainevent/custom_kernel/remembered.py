@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from ..cache import records
+from ..cache import cache_root, records
 from ..cache.key import CacheKey
-from ..cache.store import EntryStore, cache_root
+from ..cache.store import EntryStore
 from ..errors import CacheError
 from ..fileio import read_blocks
 from .benchmark import BenchmarkRecord, BenchmarkResult, _device

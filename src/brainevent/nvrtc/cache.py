@@ -11,8 +11,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cache import cache_root
 from ..cache.key import CacheKey, KeyBuilder
-from ..cache.store import CacheEntry, EntryStore, cache_root
+from ..cache.store import CacheEntry, EntryStore
 from .compiler import Compiled
 from .source import KernelSource
 

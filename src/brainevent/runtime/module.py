@@ -1,10 +1,11 @@
-"""CompiledModule: what a loader returns. Its functions' call sugar (``mod.<func>``, a
+"""CompiledModule: what a loader returns, and ``SpecTable``, its functions read back from the
+rows a manifest holds (cache/manifest.py writes them). Its functions' call sugar (``mod.<func>``, a
 :class:`~.kernel_function.KernelFunction`) loads on first use: a load never needs it."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -121,3 +122,50 @@ class CompiledModule(Record):
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(self.functions))
+
+
+if TYPE_CHECKING:
+    _SpecMapping = Mapping[str, FunctionSpec]
+else:
+    _SpecMapping = Mapping  # unsubscripted: creating the class costs half as much
+
+
+class SpecTable(_SpecMapping):
+    """``{function: FunctionSpec}`` over a manifest's rows, each spec made on first access.
+
+    A load registers the functions by name alone; their specs (and the spec model and
+    vocabulary modules behind them) are first needed when a function is called.
+    """
+
+    __slots__ = ("_rows", "_specs")
+
+    def __init__(self, rows: Mapping[str, Mapping[str, Any]]) -> None:
+        self._rows = rows
+        self._specs: dict[str, FunctionSpec] = {}
+
+    def __getitem__(self, name: str) -> FunctionSpec:
+        spec = self._specs.get(name)
+        if spec is None:
+            spec = self._specs[name] = spec_from_json(name, self._rows[name])
+        return spec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._rows
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+def spec_from_json(name: str, data: Mapping[str, Any]) -> FunctionSpec:
+    from ..spec.model import FunctionSpec, Param, Role
+
+    params = tuple(Param(Role(row[0]), *row[1:]) for row in data["params"])
+    return FunctionSpec(
+        name, params, data.get("source_file", ""), int(data.get("line", 0)), data.get("scope", "")
+    )

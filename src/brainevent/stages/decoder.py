@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..cache.store import LAYOUT_VERSION, cache_root
+from ..cache import LAYOUT_VERSION, cache_root
 from ..codegen import render_decoder
 
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..cache.store import CacheEntry, EntryStore, cache_root
+from ..cache import cache_root
+from ..cache.store import CacheEntry, EntryStore
 from .key import derive_key
 from .recall import register, remember, stamps_before
 

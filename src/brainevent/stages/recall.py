@@ -1,18 +1,19 @@
 """Recall: a load that an earlier process made with the same arguments in the same environment
 is served from what that load found, without the stages that make the request and its key.
 
-Those stages import a dozen modules and look at the toolchain, which was most of a first cache
-hit's time in a fresh process. After a load of inline sources, a small record in the module's
-cache directory maps a digest of the call (the loader, every argument, the package version, the
+After a load of inline sources, a sealed record (cache/__init__.py) in the module's cache
+directory maps a digest of the call (the loader, every argument, the package version, the
 working directory, Python's paths and the environment variables the option defaults and the
-toolchain searches read) to the key of the entry the load found, with the stamps (inode, size,
-mtime, ctime) of the files that key depended on: the compilers, XLA's C API header, the package
-headers, and the PATH and site-packages directories (a compiler installed into one changes it).
-A later call with the same digest whose stamps all hold looks the key up as a hit does (the
-manifest verified, the files the compiler read re-checked) and registers the entry. Anything
-else falls back to the full load, which writes a new record: an argument that is not plain
-data, a stamp that changed, a record that fails the cache's ownership checks, a GPU-detected
-arch, ``verbose``, ``force_rebuild`` or ``extra_libraries``.
+toolchain searches read) to what registering the entry the load found needs, the files its
+compiler read (as the manifest lists them), and the stamps (inode, size, mtime, ctime) of the
+entry's library and manifest and of the files its key depended on: the compilers, XLA's C API
+header, the package headers, and the PATH and site-packages directories. A later call with the
+same digest whose stamps all hold, whose files pass the cache's ownership checks and whose
+compiler-read files are unchanged (cache/deps.py, as on any hit) registers the library without
+the key, the manifest or the store. Anything else falls back to the full load, which writes a
+new record: an argument that is not plain data, a changed stamp, a record that fails the
+ownership checks or its seal, a GPU-detected arch, ``verbose``, ``force_rebuild`` or
+``extra_libraries``.
 
 Both kinds of load end in ``register_entry``, here: dlopen the entry's library and register
 each function with JAX.
@@ -23,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
-import json
 import logging
 import os
 import sys
@@ -33,21 +33,21 @@ from typing import TYPE_CHECKING, Any
 
 from .. import config
 from .._version import BINDING_SCHEMA, __version__
-from ..cache import records
-from ..cache.key import CacheKey
-from ..cache.store import EntryStore, cache_root
-from ..cache.trust import private_file
+from ..cache import LAYOUT_VERSION, MANIFEST_NAME, RECALL_SUFFIX, cache_root, record_use, sealed, unsealed
+from ..cache.trust import entry_fix, private_dir, private_file, private_tree
 from ..errors import CacheError, LoadError
 from ..fileio import atomic_write, file_stamps, read_blocks
 from ..headers import c_api_header, package_header_files
 from ..platforms.devices import BUILD_PLATFORMS, HOST_PLATFORM
-from ..runtime.module import CompiledModule
+from ..runtime.module import CompiledModule, SpecTable
 from ..runtime.registry import register_targets, running_platforms
 
 if TYPE_CHECKING:  # a Protocol class costs a first hit more than a plain one: type checkers only
+    from collections.abc import Mapping
     from typing import Protocol
 
     from ..cache.store import CacheEntry
+    from ..spec.model import FunctionSpec
     from .request import LoadRequest
 
     class Registration(Protocol):
@@ -61,25 +61,29 @@ if TYPE_CHECKING:  # a Protocol class costs a first hit more than a plain one: t
         extra_libraries: tuple[str, ...]
 
 
-RECORD_SCHEMA = 1
+RECORD_SCHEMA = 2  # 2: the record holds what registering needs, sealed
 # Besides every BRAINEVENT_ variable: what the host compiler, nvcc and header searches read.
-_ENVIRONMENT = frozenset(
-    ["PATH", "CXX", "CC", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "HOME", "XDG_CACHE_HOME"]
-)
-_ENVIRONMENT |= {"LD_LIBRARY_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"}
+_ENVIRONMENT = frozenset(["PATH", "CXX", "CC", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "HOME"])
+_ENVIRONMENT |= {"XDG_CACHE_HOME", "LD_LIBRARY_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"}
 
 
 class Call:
     """One loader call that may be recalled: its digest and where its record lives."""
 
-    __slots__ = ("arguments", "digest", "platform", "store")
+    __slots__ = ("arguments", "digest", "module_dir", "name", "platform", "root")
 
-    def __init__(self, digest: str, platform: str, store: EntryStore, arguments: dict[str, Any]) -> None:
-        self.digest, self.platform, self.store, self.arguments = digest, platform, store, arguments
+    def __init__(self, digest: str, platform: str, root: Path, name: str, arguments: dict[str, Any]) -> None:
+        self.digest, self.platform, self.arguments = digest, platform, arguments
+        self.root, self.name = root, name
+        self.module_dir = root / LAYOUT_VERSION / name  # as the store's (cache/store.py)
 
     @property
     def record_path(self) -> Path:
-        return self.store.recall_path(self.digest)
+        return self.module_dir / f"{self.digest[:32]}{RECALL_SUFFIX}"
+
+    def prepare(self) -> bool:
+        """The directories down to the module's exist and pass the ownership checks."""
+        return private_tree(self.root, (self.module_dir.parent, self.module_dir), create=False)
 
 
 def call_of(loader: str, platform: str, arguments: dict[str, Any]) -> Call | None:
@@ -91,7 +95,7 @@ def call_of(loader: str, platform: str, arguments: dict[str, Any]) -> Call | Non
     if not (isinstance(name, str) and _plain_name(name) and _plain(arguments)):
         return None
     environment = sorted(
-        (k, v) for k, v in os.environ.items() if k.startswith("BRAINEVENT_") or k in _ENVIRONMENT
+        (k, os.environ[k]) for k in os.environ if k.startswith("BRAINEVENT_") or k in _ENVIRONMENT
     )
     try:
         where = (os.getcwd(), sys.prefix, sys.path, config.overrides())
@@ -100,7 +104,7 @@ def call_of(loader: str, platform: str, arguments: dict[str, Any]) -> Call | Non
         return None
     text = repr((RECORD_SCHEMA, __version__, BINDING_SCHEMA, loader, arguments, environment, where))
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return Call(digest, platform, EntryStore(root, name), arguments)
+    return Call(digest, platform, root, name, arguments)
 
 
 def attempt(
@@ -113,40 +117,54 @@ def attempt(
 
 def recall(call: Call) -> CompiledModule | None:
     """The module an earlier load of ``call`` found, registered; None to load in full."""
-    store, path = call.store, call.record_path
-    try:
-        if not (store.prepare(create=False) and private_file(path)):
+    path = call.record_path
+    try:  # the record, then the entry's directory, manifest and library: ours, and private
+        if not (call.prepare() and private_file(path)):
             return None
-        record = records.recall_record(b"".join(read_blocks(path, limit=1 << 20)), str(path))
+        record = unsealed(b"".join(read_blocks(path, limit=1 << 26)))
+        if record is None or record.get("schema") != RECORD_SCHEMA or record.get("call") != call.digest:
+            return None
+        directory, fix = call.module_dir / record["entry"], entry_fix(call.name)
+        library, manifest = directory / record["library"], directory / MANIFEST_NAME
+        owned = private_dir(directory, create=False, fix=fix) and private_file(manifest, fix)
+        if not (owned and private_file(library, fix)):
+            return None
     except (OSError, ValueError, CacheError):  # the full load reports what is wrong
         return None
     files, around = record["files"], _environment_files()
-    if record["call"] != call.digest or files[len(files) - len(around) :] != around:
+    if files[len(files) - len(around) :] != around:
         return None  # e.g. XLA's headers are now found elsewhere
-    if file_stamps(files) != record["stamps"]:
-        return None
     if call.platform != HOST_PLATFORM and not (running_platforms() or set()) & set(
         BUILD_PLATFORMS[call.platform].ffi_spellings
     ):
         return None  # whether a device platform can register is the full load's to find out
-    try:
-        entry = store.hit(CacheKey(record["key"]))
-    except CacheError:
-        return None
-    if entry is None:
-        return None
+    if file_stamps([*files, str(library), str(manifest)]) != record["stamps"]:
+        return None  # a compiler, a header, a directory searched, the library or its manifest changed
+    if record["dependencies"]:  # as on any hit (cache/store.py)
+        from ..cache.deps import first_stale
+
+        if first_stale(record["dependencies"], record["dependencies_since_ns"]) is not None:
+            return None
+    record_use(directory)
     # The arguments hold every parameter of the loader, defaults filled in; the C++ loaders take
     # no allow_cuda_graph, whose table default (True) their modules get.
     given = call.arguments
     options = SimpleNamespace(
-        name=call.store.name,
+        name=call.name,
         target_prefix=given["target_prefix"],
         auto_register=given["auto_register"],
         replace=given["replace"],
         allow_cuda_graph=given.get("allow_cuda_graph", True),
         extra_libraries=(),
     )
-    return register_entry(entry, options, call.platform, None)
+    entry = SimpleNamespace(
+        directory=directory,
+        library=library,
+        built_now=False,
+        artifact_sha256=record["artifact_sha256"],
+        openmp=record["openmp"],
+    )
+    return register_entry(entry, SpecTable(record["functions"]), options, call.platform, None)
 
 
 def stamps_before(call: Call | None, request: LoadRequest) -> tuple[list[str], str] | None:
@@ -170,15 +188,31 @@ def _environment_files() -> list[str]:
 
 
 def remember(call: Call | None, stamped: tuple[list[str], str] | None, entry: CacheEntry) -> None:
-    """Records that ``call`` found ``entry`` (an entry of the cache, not a bundled build)."""
-    if call is None or stamped is None or entry.directory.parent != call.store.module_dir:
+    """Records that ``call`` found ``entry`` (an entry of the cache, not a bundled build), with
+    what registering it needs."""
+    if call is None or stamped is None or entry.directory.parent != call.module_dir:
         return
     files, stamps = stamped
-    record = {"schema": RECORD_SCHEMA, "call": call.digest, "key": entry.manifest.key, "files": files}
-    record["stamps"] = stamps
+    manifest = entry.manifest
+    stamps += "\0" + file_stamps([str(entry.library), str(entry.directory / MANIFEST_NAME)])
+    if manifest.verify(entry.directory, manifest.key) is not None:
+        return  # the library changed since the load checked it: its stamp is of unchecked bytes
+    record = {
+        "schema": RECORD_SCHEMA,
+        "call": call.digest,
+        "files": files,
+        "stamps": stamps,
+        "entry": entry.directory.name,
+        "library": manifest.artifact,
+        "artifact_sha256": manifest.artifact_sha256,
+        "openmp": entry.openmp,
+        "functions": manifest.functions,
+        "dependencies": manifest.dependencies,
+        "dependencies_since_ns": manifest.dependencies_since_ns,
+    }
     with contextlib.suppress(OSError, CacheError):
-        if call.store.prepare(create=False):
-            atomic_write(call.record_path, json.dumps(record).encode())
+        if call.prepare():
+            atomic_write(call.record_path, sealed(record))
 
 
 def _plain_name(name: str) -> bool:
@@ -213,22 +247,25 @@ def register(artifact: CacheEntry, request: LoadRequest) -> CompiledModule:
     JAX cannot run the platform (then built, not registered, with a logged reason)."""
     options, platform = request.options, request.platform
     reason = platform.can_register() if options.auto_register else None
-    return register_entry(artifact, options, platform.name, reason)
+    return register_entry(artifact, artifact.functions(), options, platform.name, reason)
 
 
 def register_entry(
-    artifact: CacheEntry, options: Registration, platform: str, reason: str | None
+    artifact: CacheEntry | SimpleNamespace,  # or what a record says of one: the same attributes
+    functions: Mapping[str, FunctionSpec],
+    options: Registration,
+    platform: str,
+    reason: str | None,
 ) -> CompiledModule:
     """``artifact`` as a module of ``platform`` (a build platform), registered when
     ``options.auto_register`` and nothing (``reason``) prevents it."""
-    functions = artifact.functions()
     path = artifact.library
     prefix = options.target_prefix or options.name
     targets = {name: f"{prefix}.{name}" for name in functions}
     registered = False
     if options.auto_register and reason is None:
         _preload_libraries(options.extra_libraries)
-        if artifact.manifest.inputs.get("openmp"):
+        if artifact.openmp:
             from ..runtime.openmp import prepare_openmp_runtime
 
             prepare_openmp_runtime()  # before dlopen: libgomp reads its environment once
@@ -246,7 +283,7 @@ def register_entry(
             library,
             module=options.name,
             platform=row.ffi_platform,
-            artifact_key=artifact.manifest.artifact_sha256,  # a rebuild under one key is new code
+            artifact_key=artifact.artifact_sha256,  # a rebuild under one key is new code
             command_buffer=options.allow_cuda_graph,
             graph_capture=row.graph_capture,
             replace=options.replace,
