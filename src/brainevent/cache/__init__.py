@@ -27,6 +27,11 @@ def cache_root(build_directory: str | os.PathLike[str] | None = None) -> Path:
     return config.CACHE_DIR.get()
 
 
+def inside_name(name: object) -> bool:
+    """A file name inside its directory: what a manifest or a record names never points elsewhere."""
+    return isinstance(name, str) and bool(name) and "/" not in name and not name.startswith(".")
+
+
 def record_use(entry: Path) -> None:
     """Marks ``entry`` used now, by its directory's mtime (`brainevent cache prune` keeps what was
     used last): the files in it keep their stamps, which a recalled load checks."""

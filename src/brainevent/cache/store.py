@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..fileio import atomic_write, read_blocks
-from . import LAYOUT_VERSION, MANIFEST_NAME, record_use, records
+from . import LAYOUT_VERSION, MANIFEST_NAME, inside_name, record_use, records
 from .key import CacheKey
 from .manifest import Manifest
 from .trust import entry_fix, private_dir, private_file, private_tree
@@ -106,7 +106,7 @@ class EntryStore:
         manifest = Manifest.load(directory)
         if manifest is None:
             return None, None
-        if not _plain_name(manifest.artifact) or not private_file(directory / manifest.artifact, fix):
+        if not inside_name(manifest.artifact) or not private_file(directory / manifest.artifact, fix):
             return None, "the entry is damaged (its library is missing)"
         problem = manifest.verify(directory, key.digest)
         if problem is not None:

@@ -1,11 +1,9 @@
-"""The CUDA platform: nvcc for the kernel units and the link, the host compiler for the FFI
-handlers and the decoder.
+"""The CUDA platform: nvcc for the kernel units and the link, the host compiler for the rest.
 
-The handlers are a unit of their own (``binding_apart``), compiled by the host compiler while
-nvcc compiles the kernels; the call-frame decoder is a host object built once per toolchain
-(stages/decoder.py). Everything
-that knows about nvcc (its flags, kept intermediates, target archs, JAX's CUDA plugins and
-the GPU probe) lives here.
+The FFI handlers are a unit of their own (``binding_apart``), compiled while nvcc compiles the
+kernels; the call-frame decoder is a host object built once per toolchain (stages/decoder.py).
+Everything that knows about nvcc (its flags, kept intermediates, target archs, JAX's CUDA
+plugins and the GPU probe) lives here.
 """
 
 from __future__ import annotations

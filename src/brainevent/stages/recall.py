@@ -31,9 +31,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from .. import config
+from .. import cache, config
 from .._version import BINDING_SCHEMA, __version__
-from ..cache import LAYOUT_VERSION, MANIFEST_NAME, RECALL_SUFFIX, cache_root, record_use, sealed, unsealed
 from ..cache.trust import entry_fix, private_dir, private_file, private_tree
 from ..errors import CacheError, LoadError
 from ..fileio import atomic_write, file_stamps, read_blocks
@@ -75,11 +74,11 @@ class Call:
     def __init__(self, digest: str, platform: str, root: Path, name: str, arguments: dict[str, Any]) -> None:
         self.digest, self.platform, self.arguments = digest, platform, arguments
         self.root, self.name = root, name
-        self.module_dir = root / LAYOUT_VERSION / name  # as the store's (cache/store.py)
+        self.module_dir = root / cache.LAYOUT_VERSION / name  # as the store's (cache/store.py)
 
     @property
     def record_path(self) -> Path:
-        return self.module_dir / f"{self.digest[:32]}{RECALL_SUFFIX}"
+        return self.module_dir / f"{self.digest[:32]}{cache.RECALL_SUFFIX}"
 
     def prepare(self) -> bool:
         """The directories down to the module's exist and pass the ownership checks."""
@@ -99,7 +98,7 @@ def call_of(loader: str, platform: str, arguments: dict[str, Any]) -> Call | Non
     )
     try:
         where = (os.getcwd(), sys.prefix, sys.path, config.overrides())
-        root = cache_root(arguments.get("build_directory"))
+        root = cache.cache_root(arguments.get("build_directory"))
     except (OSError, RuntimeError):
         return None
     text = repr((RECORD_SCHEMA, __version__, BINDING_SCHEMA, loader, arguments, environment, where))
@@ -121,15 +120,17 @@ def recall(call: Call) -> CompiledModule | None:
     try:  # the record, then the entry's directory, manifest and library: ours, and private
         if not (call.prepare() and private_file(path)):
             return None
-        record = unsealed(b"".join(read_blocks(path, limit=1 << 26)))
+        record = cache.unsealed(b"".join(read_blocks(path, limit=1 << 26)))
         if record is None or record.get("schema") != RECORD_SCHEMA or record.get("call") != call.digest:
             return None
+        if not (cache.inside_name(record["entry"]) and cache.inside_name(record["library"])):
+            return None  # names inside the module's directory only, whoever wrote the record
         directory, fix = call.module_dir / record["entry"], entry_fix(call.name)
-        library, manifest = directory / record["library"], directory / MANIFEST_NAME
+        library, manifest = directory / record["library"], directory / cache.MANIFEST_NAME
         owned = private_dir(directory, create=False, fix=fix) and private_file(manifest, fix)
         if not (owned and private_file(library, fix)):
             return None
-    except (OSError, ValueError, CacheError):  # the full load reports what is wrong
+    except (OSError, ValueError, KeyError, TypeError, CacheError):  # the full load says what is wrong
         return None
     files, around = record["files"], _environment_files()
     if files[len(files) - len(around) :] != around:
@@ -145,7 +146,7 @@ def recall(call: Call) -> CompiledModule | None:
 
         if first_stale(record["dependencies"], record["dependencies_since_ns"]) is not None:
             return None
-    record_use(directory)
+    cache.record_use(directory)
     # The arguments hold every parameter of the loader, defaults filled in; the C++ loaders take
     # no allow_cuda_graph, whose table default (True) their modules get.
     given = call.arguments
@@ -194,7 +195,7 @@ def remember(call: Call | None, stamped: tuple[list[str], str] | None, entry: Ca
         return
     files, stamps = stamped
     manifest = entry.manifest
-    stamps += "\0" + file_stamps([str(entry.library), str(entry.directory / MANIFEST_NAME)])
+    stamps += "\0" + file_stamps([str(entry.library), str(entry.directory / cache.MANIFEST_NAME)])
     if manifest.verify(entry.directory, manifest.key) is not None:
         return  # the library changed since the load checked it: its stamp is of unchecked bytes
     record = {
@@ -212,7 +213,7 @@ def remember(call: Call | None, stamped: tuple[list[str], str] | None, entry: Ca
     }
     with contextlib.suppress(OSError, CacheError):
         if call.prepare():
-            atomic_write(call.record_path, sealed(record))
+            atomic_write(call.record_path, cache.sealed(record))
 
 
 def _plain_name(name: str) -> bool:
