@@ -138,6 +138,9 @@ def _edit_record(record: Path, **fields: object) -> bytes:
         lambda record: record.read_bytes().replace(b'"openmp": false', b'"openmp": true'),  # seal broken
         lambda record: record.read_bytes()[:-10],  # truncated
         lambda record: _edit_record(record, schema=1),  # sealed, of another schema
+        lambda record: _edit_record(record, entry="../elsewhere"),  # a name outside the module's directory
+        lambda record: _edit_record(record, library=7),  # a field of the wrong type
+        lambda record: sealed({"schema": 2, "call": unsealed(record.read_bytes())["call"]}),  # fields missing
     ],
 )
 def test_a_damaged_or_foreign_record_is_ignored(tmp_path: Path, damage: object) -> None:
