@@ -1,16 +1,17 @@
-"""Where a cold CUDA load's nvcc time goes: our exact build command and its parts, against the
-bare ``nvcc -shared`` of bench_nvcc_overhead.py, interleaved.
+"""Where a cold CUDA load's nvcc time goes: our exact build commands and their parts, against
+the bare ``nvcc -shared`` of bench_nvcc_overhead.py, interleaved.
 
-The script loads the seeds' vector add once (compile-only, ``--arch``) and keeps the command
-ninja ran for it, then times in turns:
+The script loads the seeds' vector add once (compile-only, ``--arch``) and keeps the build
+directory and commands ninja got for it, then times in turns:
 
 - ``bare``: ``nvcc -shared -Xcompiler -fPIC -arch=ARCH`` of the kernel with a raw-pointer
   launcher (nvcc's defaults: host code at ``-O0``, a device-link step); ``bare_O3`` the same at ``-O3``;
-- ``ours``: the command ninja ran (compile and link in one nvcc call, with the decoder object);
-- ``ours_c``: the same unit compiled only (``-c``); ``ours_c_no_handlers``: without the
-  generated FFI handlers; ``ours_c_user_code``: the user's code alone (no entry points either);
-- ``handlers_gxx``: the handlers compiled by the host compiler as a unit of their own, and
-  ``link``: linking the objects without compiling: what a split into two units would add.
+- ``ours_ninja``: the whole build as ninja runs it (kernel unit and FFI handlers in parallel, then
+  the link);
+- ``ours_kernel_c``: nvcc's compile of the kernel unit alone; ``ours_c_user_code``: the user's
+  code alone (no entry points); ``ours_c_with_handlers``: the kernel unit with the FFI handlers
+  appended, as builds before the handlers got a unit of their own compiled it;
+- ``handlers_gxx``: the handlers' unit, by the host compiler; ``link``: the link alone.
 
 Usage: python benchmarks/bench_nvcc_parts.py [--repeat N] [--arch sm_90]
 """
@@ -18,6 +19,7 @@ Usage: python benchmarks/bench_nvcc_parts.py [--repeat N] [--arch sm_90]
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shlex
 import shutil
@@ -33,12 +35,12 @@ from bench_cuda import SEED_ADD
 from bench_nvcc_overhead import RAW
 from common import DEFAULT_ARCH, SRC, precompile
 
-HANDLERS = '#line 1 "<brainevent binding>"'
 ENTRY_POINTS = '#line 1 "<brainevent entry points>"'
 
 
-def built_command(arch: str, work: Path) -> list[str]:
-    """The nvcc command of a cold load, with the build directory it ran in copied to ``work``."""
+def built_commands(arch: str, work: Path) -> dict[str, list[str]]:
+    """The commands of a cold load's build, by output, with the build directory it ran in
+    copied to ``work / "build"``."""
     sys.path.insert(0, str(SRC))
     os.environ["BRAINEVENT_CACHE_DIR"] = str(work / "cache")
     import brainevent
@@ -60,36 +62,42 @@ def built_command(arch: str, work: Path) -> list[str]:
         load(name="parts", cuda_sources=SEED_ADD, compute_capability=arch, auto_register=False)
     finally:
         subprocess.Popen = spawn  # type: ignore[misc]
-    ninja_file = (work / "build" / "build.ninja").read_text()
-    line = next(x for x in ninja_file.splitlines() if x.strip().startswith("command ="))
-    return [a.replace(staged[0], str(work / "build")) for a in shlex.split(line.split("=", 1)[1])]
+    ninja_file = work / "build" / "build.ninja"
+    ninja_file.write_text(ninja_file.read_text().replace(staged[0], str(work / "build")))
+    lines = ninja_file.read_text().splitlines()
+    rules = {x.split()[1]: y.split("=", 1)[1] for x, y in itertools.pairwise(lines) if x.startswith("rule ")}
+    commands = {}
+    for line in lines:
+        if line.startswith("build "):  # build <output>: <rule> <inputs>
+            output, rule = line[len("build ") :].split(": ")[0], line.split(": ")[1].split()[0]
+            commands[output] = shlex.split(rules[rule])
+    return commands
 
 
-def variants(command: list[str], arch: str, build: Path) -> dict[str, list[str]]:
-    unit = next(a for a in command if a.startswith("src/k0_"))
+def variants(commands: dict[str, list[str]], arch: str, build: Path) -> dict[str, list[str]]:
+    from brainevent.build.ninja import ninja_executable
+
+    kernel = commands["k0.o"]
+    unit = next(a for a in kernel if a.startswith("src/k0_"))
     text = (build / unit).read_text()
-    (build / "no_handlers.cu").write_text(text[: text.index(HANDLERS)])
+    handlers = "\n" + '#line 1 "<brainevent binding>"\n' + (build / "src" / "binding.cpp").read_text()
+    (build / "with_handlers.cu").write_text(text + handlers)
     (build / "user_code.cu").write_text(text[: text.index(ENTRY_POINTS)])
-    (build / "handlers.cpp").write_text(text[text.index(HANDLERS) :])
     (build / "raw.cu").write_text(RAW)
-    link_only = {"-shared", "-nodlink", "-Xlinker=--strip-all", "-Xlinker", "-z,defs"}
-    compile_flags = [a for a in command[: command.index(unit)] if a not in link_only]
-    host = command[command.index("-ccbin") + 1]
-    includes = [a for i, a in enumerate(command) if i and command[i - 1] in ("-I", "-isystem")]
-    nvcc = command[0]
+    flags = kernel[: kernel.index(unit)]
+    nvcc = kernel[0]
     bare = [nvcc, "-shared", "-Xcompiler", "-fPIC", f"-arch={arch}", "raw.cu", "-o"]
-    host_flags = ["-std=c++17", "-O3", "-fPIC", "-fvisibility=hidden", "-I", includes[0]]
-    host_flags += ["-isystem", includes[1]]
-    objects = ["no_handlers.o", "handlers.o", "decoder.o"]
+    library = next(out for out in commands if out.endswith(".so"))
+    ninja = shlex.quote(ninja_executable())
     return {
         "bare": [*bare, "raw.so"],
         "bare_O3": [*bare, "raw3.so", "-O3"],
-        "ours": command,
-        "ours_c": [*compile_flags, unit, "-c", "-o", "full.o"],
-        "ours_c_no_handlers": [*compile_flags, "no_handlers.cu", "-c", "-o", "no_handlers.o"],
-        "ours_c_user_code": [*compile_flags, "user_code.cu", "-c", "-o", "user_code.o"],
-        "handlers_gxx": [host, *host_flags, "-c", "handlers.cpp", "-o", "handlers.o"],
-        "link": [nvcc, "-ccbin", host, "-shared", "-nodlink", *objects, "-o", "split.so"],
+        "ours_ninja": ["sh", "-c", f"rm -f k0.o binding.o {library} && {ninja} -C ."],
+        "ours_kernel_c": kernel,
+        "ours_c_user_code": [*flags, "user_code.cu", "-c", "-o", "user_code.o"],
+        "ours_c_with_handlers": [*flags, "with_handlers.cu", "-c", "-o", "with_handlers.o"],
+        "handlers_gxx": commands["binding.o"],
+        "link": commands[library],
     }
 
 
@@ -101,8 +109,8 @@ def main() -> None:
     precompile()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        command = built_command(args.arch, work)
-        runs = variants(command, args.arch, work / "build")
+        commands = built_commands(args.arch, work)
+        runs = variants(commands, args.arch, work / "build")
         seconds: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(args.repeat):
             for name, argv in runs.items():
