@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from .. import config
 
@@ -27,7 +27,7 @@ def cache_root(build_directory: str | os.PathLike[str] | None = None) -> Path:
     return config.CACHE_DIR.get()
 
 
-def inside_name(name: object) -> bool:
+def inside_name(name: object) -> TypeGuard[str]:
     """A file name inside its directory: what a manifest or a record names never points elsewhere."""
     return isinstance(name, str) and bool(name) and "/" not in name and not name.startswith(".")
 
@@ -51,5 +51,8 @@ def unsealed(raw: bytes) -> dict[str, Any] | None:
     seal, body = raw[:64], raw[65:]
     if raw[64:65] != b"\n" or hashlib.sha256(body).hexdigest().encode() != seal:
         return None
-    record = json.loads(body)
+    try:
+        record = json.loads(body)
+    except ValueError:  # sealed, yet not JSON: not a record brainevent wrote
+        return None
     return record if type(record) is dict else None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import CacheError
 from ..load_options import VARIANT_KEYED
-from . import LAYOUT_VERSION, RECALL_SUFFIX, unsealed
+from . import LAYOUT_VERSION, RECALL_SUFFIX, inside_name, unsealed
 from .manifest import Manifest
 from .trust import check_root, private_dir
 
@@ -134,7 +134,7 @@ def _forget_recalls(removed: Iterable[Path]) -> None:
             with contextlib.suppress(OSError):
                 record = unsealed(path.read_bytes()) or {}  # empty: damaged, and never recalled
                 entry = record.get("entry")  # a record of another version may have none
-                if not (isinstance(entry, str) and entry and (module_dir / entry).is_dir()):
+                if not (inside_name(entry) and (module_dir / entry).is_dir()):
                     path.unlink()
 
 

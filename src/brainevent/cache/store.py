@@ -144,8 +144,3 @@ class EntryStore:
         if entry is not None:
             record_use(entry.directory)
         return entry
-
-
-def _plain_name(name: object) -> bool:
-    """A file name inside the entry: a manifest never points elsewhere."""
-    return isinstance(name, str) and bool(name) and "/" not in name and not name.startswith(".")
