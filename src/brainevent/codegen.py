@@ -3,8 +3,9 @@
 The unit compiled for a source file holds the user's source, one C trampoline per entry point,
 then the FFI binding (a CUDA build compiles the binding as a host unit of its own). The
 trampolines live in the user's unit so they call the entry exactly as declared (namespaces,
-``static``, name mangling never leak) and catch C++ exceptions where they are thrown. The
-binding is one ``BE_FFI_FUNCTION`` line per entry point: the macro
+``static``, name mangling never leak); what they throw unwinds to the shared decoder that
+calls them, which turns it into an error (no try/catch in the user's unit keeps nvcc's passes
+over it short). The binding is one ``BE_FFI_FUNCTION`` line per entry point: the macro
 (``brainevent/ffi_function.h``, which needs only XLA's C ABI header) declares the entry's
 parameter table, its handlers with and without the command-buffer trait, and the forwarding
 slot a reloaded module takes over through. The call-frame decoder (``brainevent/ffi_binding.h``)
@@ -49,10 +50,9 @@ def _call_arguments(spec: FunctionSpec) -> list[str]:
 def render_trampoline(spec: FunctionSpec) -> str:
     args = ", ".join(_call_arguments(spec))
     return (
-        f"BE_ENTRY const char* {entry_symbol(spec.name)}(const ::BE::Tensor* t, void* const* a, "
-        "int64_t stream) {\n"
+        f"BE_ENTRY void {entry_symbol(spec.name)}(const ::BE::Tensor* t, void* const* a, int64_t stream) {{\n"
         "  (void)t; (void)a; (void)stream;\n"
-        f"  return ::BE::detail::guarded_call([&] {{ {spec.qualified_name}({args}); }});\n"
+        f"  {spec.qualified_name}({args});\n"
         "}\n"
     )
 

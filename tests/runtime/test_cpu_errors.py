@@ -28,6 +28,11 @@ void throws_std(const BE::Tensor x, BE::Tensor out) {
     throw std::out_of_range("index 7 is past the end");
 }
 
+// @BE throws_int arg ret
+void throws_int(const BE::Tensor x, BE::Tensor out) {
+    if (x.numel() > 0) throw 42;
+}
+
 // @BE small_count arg ret attr.count:uint8
 void small_count(const BE::Tensor x, BE::Tensor out, uint8_t count) {
     for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<float>()[i] = count;
@@ -78,6 +83,18 @@ def test_std_exception_becomes_python_error(failing: brainevent.CompiledModule) 
     pattern = r"uncaught C\+\+ exception: index 7 is past the end"
     with pytest.raises(jax.errors.JaxRuntimeError, match=pattern):
         _run("err_failing.throws_std", jnp.ones(3, jnp.float32))
+
+
+def test_exception_of_any_type_becomes_python_error(failing: brainevent.CompiledModule) -> None:
+    # The trampoline has no try/catch: what the entry throws unwinds to the shared decoder.
+    with pytest.raises(
+        jax.errors.JaxRuntimeError,
+        match=r"err_failing\.throws_int \(err_failing\.cpp:\d+\): uncaught C\+\+ exception of unknown type",
+    ):
+        _run("err_failing.throws_int", jnp.ones(3, jnp.float32))
+    np.testing.assert_array_equal(
+        _run("err_failing.checked", jnp.ones(2, jnp.float32), limit=100), np.ones(2)
+    )
 
 
 def test_typed_data_ptr_checks_dtype(failing: brainevent.CompiledModule) -> None:

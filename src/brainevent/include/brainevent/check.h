@@ -115,10 +115,9 @@ struct ErrorRaiser {
   [[noreturn]] void operator&(const ErrorBuilder& builder) const { builder.raise(); }
 };
 
-// Declared in entry.h (see there); a template so that a unit built without this header
-// can use the shared decoder's instance.
-template <typename Unused>
-const char* exception_prefix(const std::exception& e) noexcept {
+// How the shared decoder (ffi_binding.h) words an exception an entry point let through: a
+// BE::Error's message says what failed, anything else is said not to be one of ours.
+inline const char* exception_prefix(const std::exception& e) noexcept {
   return dynamic_cast<const ::BE::Error*>(&e) != nullptr ? "" : "uncaught C++ exception: ";
 }
 

@@ -1,21 +1,19 @@
 // brainevent/entry.h - support for the C trampolines brainevent appends to a
 // kernel's translation unit. Internal.
 //
-// A trampoline unpacks tensors and attribute values, calls the user's entry
-// point and turns every C++ exception into a message, so nothing thrown by
-// user code can cross into XLA (where it would terminate the process).
+// A trampoline unpacks tensors and attribute values and calls the user's entry point,
+// nothing more: the shared decoder that calls it (ffi_binding.h, linked into the same
+// library) turns every C++ exception into a message, so nothing thrown by user code can
+// cross into XLA (where it would terminate the process). Keeping the try/catch out of the
+// user's unit keeps nvcc's passes over it short.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <exception>
-#include <initializer_list>
 #include <type_traits>
 
 #include "brainevent/dtype.h"
 #if BE_CHECK_HEADERS
-#include "brainevent/check.h"
 #include "brainevent/scratch.h"
 #endif
 #include "brainevent/tensor.h"
@@ -24,37 +22,6 @@
 
 namespace BE {
 namespace detail {
-
-inline void copy_message(char* out, std::size_t cap, const char* prefix, const char* text) {
-  if (cap == 0) return;
-  std::size_t used = 0;
-  for (const char* part : {prefix, text}) {
-    for (const char* c = part; *c != '\0' && used + 1 < cap; ++c) out[used++] = *c;
-  }
-  out[used] = '\0';
-}
-
-// "" for a BE::Error (its message says what failed), else a prefix saying the exception is
-// not one of ours. Defined in check.h; a unit built without it (BE_CHECK_HEADERS=0) calls
-// the shared decoder's instance, as for the tensor checks' raise_tensor_error.
-template <typename Unused>
-const char* exception_prefix(const std::exception& e) noexcept;
-
-// One message buffer per thread (and per shared object): only failures touch it.
-inline thread_local char entry_error[2048];
-
-template <typename Fn>
-const char* guarded_call(Fn&& fn) noexcept {
-  try {
-    fn();
-    return nullptr;
-  } catch (const std::exception& e) {
-    copy_message(entry_error, sizeof entry_error, exception_prefix<void>(e), e.what());
-  } catch (...) {
-    copy_message(entry_error, sizeof entry_error, "uncaught C++ exception of unknown type", "");
-  }
-  return entry_error;
-}
 
 // Attribute values arrive as bytes already converted to the parameter's type.
 template <typename T>

@@ -7,19 +7,20 @@
 //
 // One FunctionDesc per entry point (BE_FFI_FUNCTION, ffi_function.h) describes its
 // parameters in C++ order; call_frame fills BE::Tensor views and converted attribute
-// values (ffi_attrs.h) and calls the entry point's C trampoline, which lives in the
-// user's translation unit. call_frame is defined here, not inline: the shared decoder
-// object is the one translation unit that includes this header.
+// values (ffi_attrs.h), calls the entry point's C trampoline, which lives in the
+// user's translation unit, and turns what it throws into an error. call_frame is defined
+// here, not inline: the shared decoder object is the one translation unit that includes
+// this header.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 
 #include "brainevent/check.h"
 #include "brainevent/dtype.h"
-#include "brainevent/entry.h"
 #include "brainevent/ffi_attrs.h"
 #include "brainevent/ffi_function.h"  // and through it xla/ffi/api/c_api.h, included once
 #include "brainevent/tensor.h"
@@ -28,12 +29,11 @@
 #error "the shared decoder holds the checks' error path: compile it with BE_CHECK_HEADERS=1"
 #endif
 
-// The error paths of BE::Tensor's checks and of the entry points, instantiated here once for
-// every module: a unit built with BE_CHECK_HEADERS=0 (no check.h, no <string>) declares
-// them without a body and calls these.
+// The error paths of BE::Tensor's checks, instantiated here once for every module: a unit
+// built with BE_CHECK_HEADERS=0 (no check.h, no <string>) declares them without a body and
+// calls these.
 template void BE::detail::raise_tensor_error<void>(const char*, int64_t, int64_t, BE::DType);
 template void BE::detail::raise_bounds_error<void>(int64_t, int64_t, const char*, int);
-template const char* BE::detail::exception_prefix<void>(const std::exception&) noexcept;
 
 // The CUDA runtime entry points the binding needs, declared here (C linkage, int-sized
 // enums) so the binding compiles without CUDA headers; CUDA modules link cudart.
@@ -100,13 +100,13 @@ inline void describe(Message& m, const Scalar& s, XLA_FFI_DataType dtype) {
   }
 }
 
-// Integer conversion with an exact range check; reals never truncate silently.
-
-// Kept out of line so the success path carries no message buffer on its stack.
+// An exception the entry point let through, as an INTERNAL error naming the function. Kept
+// out of line so the success path carries no message buffer on its stack.
 __attribute__((noinline, cold)) inline XLA_FFI_Error* entry_failed(const XLA_FFI_CallFrame* frame,
-                                                                   const FunctionDesc& fn, const char* failure) {
+                                                                   const FunctionDesc& fn, const char* prefix,
+                                                                   const char* text) {
   Message m;
-  m.add("%s (%s): %s", fn.target, fn.location, failure);
+  m.add("%s (%s): %s%s", fn.target, fn.location, prefix, text);
   return make_error(frame, XLA_FFI_Error_Code_INTERNAL, m.text);
 }
 
@@ -378,7 +378,15 @@ XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, XLA_
     ws.tensors[next_tensor++] = Tensor(buf->data, dtype, buf->rank, buf->dims, own);
   }
 
-  if (const char* failure = fn.entry(ws.tensors, ws.attr_pointers, stream)) return entry_failed(frame, fn, failure);
+  // The trampoline and the user's code it calls are in this library, built by the same host
+  // compiler: what they throw unwinds to here, and never into XLA.
+  try {
+    fn.entry(ws.tensors, ws.attr_pointers, stream);
+  } catch (const std::exception& e) {
+    return entry_failed(frame, fn, ::BE::detail::exception_prefix(e), e.what());
+  } catch (...) {
+    return entry_failed(frame, fn, "uncaught C++ exception of unknown type", "");
+  }
   return nullptr;
 }
 

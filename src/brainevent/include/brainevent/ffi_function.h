@@ -47,8 +47,8 @@ struct ParamDesc {
   int64_t dims[kMaxFixedRank];  // a dim >= 0 is itself; -(k + 1) is the value of attribute k
 };
 
-// Returns nullptr on success, else the failure's message (valid until the next call on this thread).
-using Trampoline = const char* (*)(const Tensor* tensors, void* const* attrs, int64_t stream);
+// Calls the user's entry point; what it throws reaches the decoder (call_frame), which catches it.
+using Trampoline = void (*)(const Tensor* tensors, void* const* attrs, int64_t stream);
 
 struct FunctionDesc {
   const char* target;    // "<module>.<func>", for messages
@@ -150,7 +150,7 @@ XLA_FFI_Error* forward_or_call(XLA_FFI_Handler* const* slot, XLA_FFI_CallFrame* 
   {::BE::ffi::Role::Ret, NAME, ::BE::DType::DTYPE, SHAPE, -1, RANK, {__VA_ARGS__}},
 
 #define BE_FFI_FUNCTION(F, TARGET, LOCATION, PLATFORM, ...)                                                   \
-  BE_ENTRY_DECL const char* be_entry_##F(const ::BE::Tensor*, void* const*, int64_t);                        \
+  BE_ENTRY_DECL void be_entry_##F(const ::BE::Tensor*, void* const*, int64_t);                              \
   static constexpr ::BE::ffi::ParamDesc be_params_##F[] = {__VA_ARGS__ ::BE::ffi::kPaddingRow};            \
   static constexpr ::BE::ffi::FunctionDesc be_desc_##F =                                                     \
       ::BE::ffi::describe(TARGET, LOCATION, be_params_##F, ::BE::ffi::Platform::PLATFORM, &be_entry_##F);    \
