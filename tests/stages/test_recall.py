@@ -140,6 +140,8 @@ def _edit_record(record: Path, **fields: object) -> bytes:
         lambda record: _edit_record(record, schema=1),  # sealed, of another schema
         lambda record: _edit_record(record, entry="../elsewhere"),  # a name outside the module's directory
         lambda record: _edit_record(record, library=7),  # a field of the wrong type
+        lambda record: _edit_record(record, files=7),  # a field read after the files' checks
+        lambda record: sealed({k: v for k, v in unsealed(record.read_bytes()).items() if k != "stamps"}),
         lambda record: sealed({"schema": 2, "call": unsealed(record.read_bytes())["call"]}),  # fields missing
     ],
 )

@@ -116,21 +116,38 @@ def attempt(
 
 def recall(call: Call) -> CompiledModule | None:
     """The module an earlier load of ``call`` found, registered; None to load in full."""
-    path = call.record_path
-    try:  # the record, then the entry's directory, manifest and library: ours, and private
-        if not (call.prepare() and private_file(path)):
-            return None
-        record = cache.unsealed(b"".join(read_blocks(path, limit=1 << 26)))
-        if record is None or record.get("schema") != RECORD_SCHEMA or record.get("call") != call.digest:
-            return None
-        if not (cache.inside_name(record["entry"]) and cache.inside_name(record["library"])):
-            return None  # names inside the module's directory only, whoever wrote the record
-        directory, fix = call.module_dir / record["entry"], entry_fix(call.name)
-        library, manifest = directory / record["library"], directory / cache.MANIFEST_NAME
-        owned = private_dir(directory, create=False, fix=fix) and private_file(manifest, fix)
-        if not (owned and private_file(library, fix)):
-            return None
+    try:
+        found = _recorded_entry(call)
     except (OSError, ValueError, KeyError, TypeError, CacheError):  # the full load says what is wrong
+        return None
+    if found is None:
+        return None
+    entry, functions = found
+    cache.record_use(entry.directory)
+    # The arguments hold every parameter of the loader, defaults filled in; the C++ loaders take
+    # no allow_cuda_graph, whose table default (True) their modules get.
+    given = call.arguments
+    chosen = {k: given[k] for k in ("target_prefix", "auto_register", "replace")}
+    graphs = given.get("allow_cuda_graph", True)
+    options = SimpleNamespace(name=call.name, allow_cuda_graph=graphs, extra_libraries=(), **chosen)
+    return register_entry(entry, functions, options, call.platform, None)
+
+
+def _recorded_entry(call: Call) -> tuple[SimpleNamespace, SpecTable] | None:
+    """The entry ``call``'s record names, and its functions, when every check holds. Every field
+    is read here: a sealed record lacking one, or of another type, raises for :func:`recall`."""
+    path = call.record_path  # the record, then the entry's directory, manifest and library: ours, private
+    if not (call.prepare() and private_file(path)):
+        return None
+    record = cache.unsealed(b"".join(read_blocks(path, limit=1 << 26)))
+    if record is None or record.get("schema") != RECORD_SCHEMA or record.get("call") != call.digest:
+        return None
+    if not (cache.inside_name(record["entry"]) and cache.inside_name(record["library"])):
+        return None  # names inside the module's directory only, whoever wrote the record
+    directory, fix = call.module_dir / record["entry"], entry_fix(call.name)
+    library, manifest = directory / record["library"], directory / cache.MANIFEST_NAME
+    owned = private_dir(directory, create=False, fix=fix) and private_file(manifest, fix)
+    if not (owned and private_file(library, fix)):
         return None
     files, around = record["files"], _environment_files()
     if files[len(files) - len(around) :] != around:
@@ -146,26 +163,9 @@ def recall(call: Call) -> CompiledModule | None:
 
         if first_stale(record["dependencies"], record["dependencies_since_ns"]) is not None:
             return None
-    cache.record_use(directory)
-    # The arguments hold every parameter of the loader, defaults filled in; the C++ loaders take
-    # no allow_cuda_graph, whose table default (True) their modules get.
-    given = call.arguments
-    options = SimpleNamespace(
-        name=call.name,
-        target_prefix=given["target_prefix"],
-        auto_register=given["auto_register"],
-        replace=given["replace"],
-        allow_cuda_graph=given.get("allow_cuda_graph", True),
-        extra_libraries=(),
-    )
-    entry = SimpleNamespace(
-        directory=directory,
-        library=library,
-        built_now=False,
-        artifact_sha256=record["artifact_sha256"],
-        openmp=record["openmp"],
-    )
-    return register_entry(entry, SpecTable(record["functions"]), options, call.platform, None)
+    entry = SimpleNamespace(directory=directory, library=library, built_now=False, openmp=record["openmp"])
+    entry.artifact_sha256 = record["artifact_sha256"]
+    return entry, SpecTable(record["functions"])
 
 
 def stamps_before(call: Call | None, request: LoadRequest) -> tuple[list[str], str] | None:
