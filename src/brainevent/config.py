@@ -114,8 +114,11 @@ def _positive_float(raw: str) -> float:
 def _path(raw: str) -> Path:
     try:
         return Path(raw).expanduser()
-    except RuntimeError as exc:  # ~name of no user, or no home directory to expand ~ to
-        raise ValueError(f"{exc}; write the path in full") from None
+    except RuntimeError:  # ~name of no user, or no home directory to expand ~ to
+        head = raw.split("/", 1)[0]
+        raise ValueError(
+            f"cannot expand {head} (no such user, or no home directory); write the path in full"
+        ) from None
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:

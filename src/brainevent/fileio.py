@@ -36,15 +36,19 @@ def atomic_write(path: StrPath, data: bytes | str, *, mode: int = 0o600, replace
             f"is a symbolic link (to {os.readlink(path)}), which is never written through",
             str(path),
         )
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
             os.fchmod(fh.fileno(), mode)
             fh.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    except BaseException as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno is not None:  # named by the file asked for
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 
 

@@ -40,7 +40,7 @@ _checked_ancestors: set[str] = set()
 
 
 def _refuse(path: Path | str, why: str, fix: str = _FIX) -> CacheError:
-    return CacheError(f"refusing to use {path}: it {why}. {fix}", path=str(path))
+    return CacheError(f"refused: {path} {why}. {fix}", path=str(path))
 
 
 def entry_fix(module: str) -> str:
@@ -63,14 +63,14 @@ def _others_can_rename_in(st: os.stat_result) -> bool:
     return bool(st.st_mode & 0o022) and not st.st_mode & stat.S_ISVTX
 
 
-def _examine(path: Path | str, *, follow: bool = False) -> os.stat_result | None:
+def _examine(path: Path | str, *, follow: bool = False, fix: str = _FIX) -> os.stat_result | None:
     """``stat`` (``lstat`` unless ``follow``) of ``path``; None when absent, refused when unreadable."""
     try:
         return os.stat(path) if follow else os.lstat(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise _refuse(path, f"cannot be examined ({exc.strerror})") from None
+        raise _refuse(path, f"cannot be examined ({exc.strerror})", fix) from None
 
 
 def _parents(path: str) -> list[str]:
@@ -86,7 +86,7 @@ def _parents(path: str) -> list[str]:
 def _check_ancestors(root: str, fix: str = _FIX) -> bool:
     """No other user may rename the root away; False when some do not exist yet."""
     for parent in _parents(root):
-        st = _examine(parent, follow=True)
+        st = _examine(parent, follow=True, fix=fix)
         if st is None:
             return False
         if _foreign_owner(st, allow_root=True):
@@ -108,7 +108,7 @@ def private_dir(path: Path, *, create: bool, fix: str = _FIX, tighten: bool = Tr
     ``tighten`` is off (then one that others can write is refused); False if absent and not
     created. A link, another owner or a non-directory is refused."""
     key = str(path)
-    st = _examine(path)
+    st = _examine(path, fix=fix)
     if st is None:
         if not create:
             return False
@@ -157,7 +157,7 @@ def check_root(root: Path, *, create: bool, fix: str = _FIX) -> bool:
             for parent in _parents(key):  # the missing levels are ours: made 0700
                 if not os.path.exists(parent):
                     private_dir(Path(parent), create=True, fix=fix)
-    st = _examine(key)
+    st = _examine(key, fix=fix)
     if st is None:
         if not create:
             return False
