@@ -98,21 +98,11 @@ def write(store: EntryStore, parts: Sequence[Any], platform: str, record: dict[s
         atomic_write(slot.staging / ARTIFACT, data)
         inputs = {"remembered": list(parts), "describe": what}
         sha = hashlib.sha256(data).hexdigest()
-        publish(
-            store,
-            slot,
-            Manifest(
-                key.digest,
-                store.name,
-                platform,
-                ARTIFACT,
-                sha,
-                {},
-                inputs,
-                time.time(),
-                variant={"remembered": list(parts)},
-            ),
+        about = {"remembered": list(parts)}  # what it is about: each measurement is a version of it
+        made = Manifest(
+            key.digest, store.name, platform, ARTIFACT, sha, {}, inputs, time.time(), variant=about
         )
+        publish(store, slot, made)
 
 
 def lookup(
