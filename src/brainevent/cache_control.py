@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 from . import config
-from .errors import CacheError, SpecError
+from .cache.trust import check_root
+from .errors import SpecError
 
 log = logging.getLogger("brainevent")
 
@@ -26,15 +27,10 @@ def set_cache_dir(path: str | os.PathLike[str]) -> None:
             f"got {type(path).__name__} {path!r}",
             value=repr(path),
         )
-    directory = Path(raw).expanduser()
-    try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as exc:  # a file of that name too ("File exists")
-        raise CacheError(
-            f"set_cache_dir({raw!r}): cannot create {directory}: {exc.strerror}. "
-            "Pass a directory this user can write.",
-            path=str(directory),
-        ) from exc
+    directory = config.CACHE_DIR.checked(raw, "set_cache_dir(path)")
+    # Created (missing levels 0700) and checked as every load checks the root: CacheError if
+    # it cannot be made, or another user could change it.
+    check_root(directory, create=True, fix="Pass a directory only this user can write.")
     config.set_override(config.CACHE_DIR, str(directory))
     log.debug("kernel cache set to %s", directory)
 

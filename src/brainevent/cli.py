@@ -8,13 +8,17 @@ time, e.g. in a container image, so that production nodes without nvcc only load
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import config
+from .cache.admin import parse_age, parse_size
 from .platforms.devices import BUILD_PLATFORMS
 
 if TYPE_CHECKING:
@@ -47,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     shared.add_argument(
         "--cache-dir",
         default=argparse.SUPPRESS,
-        help="cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent)",
+        type=_option(lambda raw: config.CACHE_DIR.given(raw, "--cache-dir")),
+        help="cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent; empty: the default)",
     )
     top = argparse.ArgumentParser(prog="brainevent", description=__doc__.splitlines()[0], parents=[shared])
     top.add_argument("-v", "--verbose", action="store_true", help="log build steps and commands to stderr")
@@ -67,8 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p["cache info"].add_argument("name")
     p["cache clear"].add_argument("name", nargs="?")
-    p["cache prune"].add_argument("--max-size", help="keep the cache under this size, e.g. 2G")
-    p["cache prune"].add_argument("--older-than", help="remove entries unused for this long, e.g. 7d")
+    p["cache prune"].add_argument(
+        "--max-size", type=_option(parse_size), help="keep the cache under this size, e.g. 2G"
+    )
+    p["cache prune"].add_argument(
+        "--older-than", type=_option(parse_age), help="remove entries unused for this long, e.g. 7d"
+    )
     p["cache prune"].add_argument(
         "--keep-newest",
         type=int,
@@ -82,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p["ide"].add_argument("--flag", action="append", default=[], help="one more compiler flag (repeatable)")
     p["ide"].add_argument("--arch", default="sm_80", help="the GPU architecture .cu files are read for")
+    p["ide"].add_argument(
+        "--output", metavar="PATH", help="write the database here (default: DIR/compile_commands.json)"
+    )
     p["includes"].add_argument(
         "--cmake-dir",
         metavar="DIR",
@@ -111,6 +123,18 @@ def _parser() -> argparse.ArgumentParser:
         help="with --into: build only .cpp files (cpu) or only .cu files (cuda); repeatable",
     )
     return top
+
+
+def _option(parse: Callable[[str], object]) -> Callable[[str], object]:
+    """An option's value parser for argparse: its ValueError becomes argparse's usage error."""
+
+    def parsed(raw: str) -> object:
+        try:
+            return parse(raw)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parsed
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -184,13 +208,9 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     if keep is not None and keep < 1:
         print(f"--keep-newest {keep}: keep at least 1 (`cache clear` removes everything)", file=sys.stderr)
         return 2
-    try:
-        max_size = admin.parse_size(args.max_size) if args.max_size else None
-        older = admin.parse_age(args.older_than) if args.older_than else None
-    except ValueError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    removed, skipped, left = admin.prune(root, max_size=max_size, older_than=older, keep_newest=keep)
+    removed, skipped, left = admin.prune(
+        root, max_size=args.max_size, older_than=args.older_than, keep_newest=keep
+    )
     print(f"removed {removed} entries, {_size(left)} left{_skipped(skipped)}")
     return 0
 
@@ -210,6 +230,9 @@ def _print_entry(entry: EntryInfo) -> None:
     print(f"  artifact    {m.artifact} (sha256 {m.artifact_sha256[:16]})")
     built = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.created))
     print(f"  built       {built} in {m.build_seconds:.2f} s")
+    # What tells this build from the entry's other builds (an NVRTC kernel's arch, names, options).
+    chosen = ", ".join(f"{k}={v}" for k, v in sorted(m.variant.items()) if v not in (None, "", [], {}))
+    print(f"  build       {chosen or '(default options)'}")
     for name, data in sorted(m.functions.items()):
         tokens = " ".join(f"attr.{p[1]}:{p[2]}" if p[0] == "attr" else p[0] for p in data["params"])
         print(f"  function    {name}: {tokens}  ({data.get('source_file')}:{data.get('line')})")
@@ -217,7 +240,8 @@ def _print_entry(entry: EntryInfo) -> None:
 
     described = platform_class(m.platform).describe_artifact(str(entry.directory / m.artifact), m.inputs)
     for label, value in described:
-        print(f"  {label:<11} {value}")
+        if value:
+            print(f"  {label:<11} {value}")
 
 
 def _cmd_choices(args: argparse.Namespace) -> int:
@@ -240,7 +264,9 @@ def _cmd_ide(args: argparse.Namespace) -> int:
     if not directory.is_dir():
         print(f"brainevent ide: {str(directory)!r} is not a directory of kernel files", file=sys.stderr)
         return 2
-    path, count = write_compile_commands(directory, extra_flags=args.flag, cuda_arch=args.arch)
+    path, count = write_compile_commands(
+        directory, output=args.output, extra_flags=args.flag, cuda_arch=args.arch
+    )
     print(f"wrote {path} ({count} file(s)); clangd reads it from there or a parent directory")
     for d in include_dirs():
         print(f"  include {d}")
@@ -312,23 +338,43 @@ def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
     return [make_request(platform, [unit], name, None, keywords)]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    args.cache_dir = getattr(args, "cache_dir", None)
-    if args.cache_dir is not None and args.command in (
-        "doctor",
-        "demo",
-    ):  # these read the cache root from the configuration
+def _run(args: argparse.Namespace) -> int:
+    args.cache_dir = getattr(args, "cache_dir", None)  # a Path, or None for the configured root
+    if args.cache_dir is not None and args.command in ("doctor", "demo"):  # they read the configuration
         from .cache_control import set_cache_dir
 
         set_cache_dir(args.cache_dir)
+    return int(globals()[f"_cmd_{args.command}"](args))  # each command's _cmd_<name>
+
+
+# Exit statuses of the error boundary (argparse's usage errors exit with 2).
+_FAILED, _PIPE_CLOSED, _INTERRUPTED = 1, 128 + 13, 128 + 2  # as a shell reports SIGPIPE, SIGINT
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="[brainevent] %(message)s"
     )
     from .errors import BrainEventError
 
+    # The one error boundary: what goes wrong is our message and an exit status, never a
+    # traceback (a bug, any other exception, still shows one).
     try:
-        return int(globals()[f"_cmd_{args.command}"](args))  # each command's _cmd_<name>
-    except BrainEventError as exc:  # our errors say what is wrong and how to fix it: no traceback
+        status = _run(args)
+        sys.stdout.flush()  # here, not at exit: a reader that left is seen below
+        return status
+    except BrainEventError as exc:  # our errors say what is wrong and how to fix it
         print(f"brainevent {args.command}: {exc}", file=sys.stderr)
-        return 1
+        return _FAILED
+    except BrokenPipeError:  # the reader left (`| head -1`): nothing more to say, to anyone
+        with contextlib.suppress(OSError):  # nor at exit, when Python flushes stdout again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return _PIPE_CLOSED
+    except OSError as exc:  # a read-only checkout, a directory where a file goes, ...
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"brainevent {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
+        return _FAILED
+    except KeyboardInterrupt:
+        print(f"brainevent {args.command}: interrupted", file=sys.stderr)
+        return _INTERRUPTED

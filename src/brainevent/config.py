@@ -7,10 +7,12 @@ environment at any time.
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, ParamSpec, TypeVar
 
 from .errors import BrainEventError
 from .platforms.devices import SPELLINGS as PLATFORM_ALIASES
@@ -39,14 +41,22 @@ class EnvVar(Generic[T]):
         raw = _overrides[self.name] if self.name in _overrides else os.environ.get(self.name)
         return self.default() if raw is None or raw == "" else self.checked(raw)
 
-    def checked(self, raw: str) -> T:
-        """``raw`` parsed; a ConfigError naming the variable, the value and the help otherwise."""
+    def checked(self, raw: str, where: str | None = None) -> T:
+        """``raw`` parsed; a ConfigError naming the variable (or ``where`` it was given: a
+        command-line option), the value and the help otherwise."""
         try:
             return self.parse(raw)
         except ValueError as exc:
             raise ConfigError(
-                f"{self.name}={raw!r} is not valid: {exc}. {self.help}", variable=self.name, value=raw
+                f"{where or self.name}={raw!r} is not valid: {exc}. {self.help}",
+                variable=self.name,
+                value=raw,
             ) from None
+
+    def given(self, raw: str | None, where: str) -> T | None:
+        """A value given elsewhere for this variable (a command-line option): parsed as the
+        variable is, None when absent or empty (as an empty variable counts as unset)."""
+        return None if raw is None or raw == "" else self.checked(raw, where)
 
     def source(self) -> str:
         """Where the value comes from: "set in code", "environment" or "default"."""
@@ -83,11 +93,32 @@ def _bool(raw: str) -> bool:
     raise ValueError("expected one of 1/0, true/false, yes/no, on/off")
 
 
-def _positive_float(raw: str) -> float:
+def finite_number(raw: str) -> float:
+    """A number, refusing nan and infinities (``1e400`` included) by name."""
     value = float(raw)
-    if value <= 0:
-        raise ValueError("expected a positive number of seconds")
+    if not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {raw.strip()!r}")
     return value
+
+
+_LONGEST_WAIT = 365 * 86400.0  # a timeout above a year is a mistake (and past what waits accept)
+
+
+def _positive_float(raw: str) -> float:
+    value = finite_number(raw)
+    if not 0 < value <= _LONGEST_WAIT:
+        raise ValueError(f"expected a positive number of seconds, at most {_LONGEST_WAIT:.0f} (a year)")
+    return value
+
+
+def _path(raw: str) -> Path:
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:  # ~name of no user, or no home directory to expand ~ to
+        head = raw.split("/", 1)[0]
+        raise ValueError(
+            f"cannot expand {head} (no such user, or no home directory); write the path in full"
+        ) from None
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -113,7 +144,7 @@ def _switch(name: str, default: bool, help: str) -> EnvVar[bool]:
 
 CACHE_DIR: EnvVar[Path] = EnvVar(
     "BRAINEVENT_CACHE_DIR",
-    lambda raw: Path(raw).expanduser(),
+    _path,
     _default_cache_dir,
     "Directory of the kernel cache (default: $XDG_CACHE_HOME/brainevent or ~/.cache/brainevent).",
 )
@@ -187,6 +218,32 @@ DISTRIBUTED_TIMEOUT: EnvVar[float] = EnvVar(
     "Seconds a process of a jax.distributed job waits for the process that builds a module for "
     "the job before raising CompileError (default: BRAINEVENT_COMPILE_TIMEOUT + 300).",
 )
+FULL_TRACEBACK = _switch(
+    "BRAINEVENT_FULL_TRACEBACK",
+    False,
+    "Set to 1 to keep brainevent's internal frames in the tracebacks of its errors.",
+)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def trim_internal_frames(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``fn`` re-raising brainevent's own errors with a traceback that starts at ``fn``: the
+    pipeline's frames under a user error say nothing to act on. BRAINEVENT_FULL_TRACEBACK=1
+    keeps them; a bug (not a BrainEventError) always does."""
+
+    @functools.wraps(fn)
+    def public(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return fn(*args, **kwargs)
+        except BrainEventError as exc:
+            if FULL_TRACEBACK.get():
+                raise
+            raise exc.with_traceback(None)  # noqa: B904 - the same error, its internal frames dropped
+
+    return public
+
+
 REQUIRE_ALL_TESTS = _switch(
     "BRAINEVENT_REQUIRE_ALL_TESTS",
     False,
@@ -202,6 +259,12 @@ DEBUG = _switch(
 
 # Every variable, in the order declared above.
 ALL: tuple[EnvVar[object], ...] = tuple(v for v in globals().values() if isinstance(v, EnvVar))
+
+
+def raw_values() -> list[tuple[str, str]]:
+    """Every ``BRAINEVENT_*`` variable set in the environment, declared or not, as (name, raw
+    value) pairs: what a digest of the environment covers (stages/recall.py)."""
+    return sorted((k, v) for k, v in os.environ.items() if k.startswith("BRAINEVENT_"))
 
 
 # -- The global backend choice of XLACustomKernel primitives ---------------------------------

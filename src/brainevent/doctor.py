@@ -26,6 +26,7 @@ from .cache import cache_root
 from .cache.admin import EntryInfo, iter_entries, object_cache_size
 from .cuda_graphs import capture_status
 from .errors import BrainEventError
+from .fileio import atomic_write
 from .headers import INCLUDE_DIR, c_api_digest, xla_include_dir
 from .nvrtc.compiler import base_options, compile_source
 from .nvrtc.library import nvrtc
@@ -77,7 +78,7 @@ _SMOKE_CU = f'#include <cuda_runtime.h>\n#include "brainevent/common.h"\n{_KERNE
 def _smoke_compile(report: Report, command: list[str], source: str, suffix: str, ok: str, fails: str) -> bool:
     """Whether the compiler turns a tiny source into an object; if not a PROBLEM: ``fails`` and why."""
     with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp, f"probe{suffix}").write_text(source)
+        atomic_write(Path(tmp, f"probe{suffix}"), source)
         command = [*command, "-I", str(INCLUDE_DIR), "-c", f"{tmp}/probe{suffix}", "-o", f"{tmp}/probe.o"]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -212,7 +213,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
             fails = "the host compiler cannot build a brainevent source"
             _smoke_compile(report, [*cxx.command, "-std=c++17"], _SMOKE_CPP, ".cpp", "ok", fails)
     except BrainEventError as exc:
-        if os.environ.get(config.CXX.name) or os.environ.get("CXX"):  # a choice that fails is broken
+        if config.CXX.get() or os.environ.get("CXX"):  # a choice that fails is broken
             report.problem(str(exc))
         else:
             report.item("compiler", exc.message.splitlines()[0])

@@ -1,9 +1,11 @@
 """Small file helpers every stage shares (one copy, so their guarantees are the same everywhere):
-atomic writes, file identity, content digests. Only the standard library is imported."""
+the one writer of files and directories, file identity, content digests. Only the standard
+library is imported."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -17,21 +19,63 @@ StrPath = str | os.PathLike[str]
 _BLOCK = 1 << 16
 
 
-def atomic_write(path: StrPath, data: bytes) -> None:
-    """Writes ``path`` through a new private file (mode 0600) renamed into place: readers never see
-    half of it, and a link planted at ``path`` is replaced rather than written through."""
+def atomic_write(path: StrPath, data: bytes | str, *, mode: int = 0o600, replace_link: bool = True) -> None:
+    """The one way brainevent writes a file (tests/layout/test_one_writer.py refuses any other).
+
+    The data goes to a new file beside ``path`` (created exclusively), which gets exactly
+    ``mode`` whatever the umask and is then renamed over ``path``: readers never see half of it,
+    and a symbolic link at ``path`` is replaced, never written through. With ``replace_link``
+    off, such a link is left alone and a FileExistsError names where it points (a user's
+    output whose link is theirs: ``brainevent ide``)."""
     import tempfile
 
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    if not replace_link and path.is_symlink():
+        raise FileExistsError(
+            errno.EEXIST,
+            f"is a symbolic link (to {os.readlink(path)}), which is never written through",
+            str(path),
+        )
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            os.fchmod(fh.fileno(), mode)
+            fh.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    except BaseException as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno is not None:  # named by the file asked for
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
+
+
+def make_dir(path: StrPath, *, mode: int = 0o700, parents: bool = False) -> None:
+    """Creates ``path`` (and, with ``parents``, each missing level above it) with exactly
+    ``mode`` whatever the umask; an existing directory is left as it is. A symbolic link or a
+    file in the way is an OSError (NotADirectoryError, FileExistsError): nothing is made through it."""
+    path = Path(path)
+    if parents and path.parent != path and not os.path.lexists(path.parent):
+        make_dir(path.parent, mode=mode, parents=True)
+    try:
+        os.mkdir(path, mode)
+        os.chmod(path, mode)  # exactly: mkdir took the umask's bits away
+    except FileExistsError:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            raise NotADirectoryError(
+                errno.ENOTDIR, "is a symbolic link, not a directory", str(path)
+            ) from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise
+
+
+def copy_file(source: StrPath, destination: StrPath, *, mode: int = 0o600) -> None:
+    """``source``'s contents (a regular file: see :func:`read_blocks`) written to ``destination``
+    through :func:`atomic_write`."""
+    atomic_write(destination, b"".join(read_blocks(source)), mode=mode)
 
 
 def size_and_mtime(path: StrPath) -> tuple[int, int]:

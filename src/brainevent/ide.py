@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from .fileio import atomic_write
 from .headers import INCLUDE_DIR, xla_include_dir
 from .platforms.devices import BUILD_PLATFORMS, C_SUFFIXES, UNIT_SUFFIXES
 
@@ -54,11 +55,19 @@ def compile_commands(
     ]
 
 
-def write_compile_commands(directory: str | Path, **options: Any) -> tuple[Path, int]:
-    """Writes ``<directory>/compile_commands.json``; its path and the number of files."""
+def write_compile_commands(
+    directory: str | Path, *, output: str | Path | None = None, **options: Any
+) -> tuple[Path, int]:
+    """Writes ``<directory>/compile_commands.json`` (or ``output``); its path and the number of
+    files. A symbolic link there (clangd's usual one to a build's database, or one planted in a
+    shared checkout) is never written through nor replaced: FileExistsError, naming it."""
     entries = compile_commands(directory, **options)
-    path = Path(directory).expanduser().resolve() / "compile_commands.json"
-    path.write_text(json.dumps(entries, indent=2) + "\n")
+    path = Path(output or Path(directory).expanduser().resolve() / "compile_commands.json").expanduser()
+    try:
+        atomic_write(path, json.dumps(entries, indent=2) + "\n", mode=0o644, replace_link=False)
+    except FileExistsError as exc:
+        fix = "write the database elsewhere with --output PATH (output=), or remove the link"
+        raise FileExistsError(exc.errno, f"{exc.strerror}; {fix}", exc.filename) from None
     return path, len(entries)
 
 
@@ -71,25 +80,47 @@ def write_cmake_config(directory: str | Path) -> Path:
     at it and ``find_package(brainevent CONFIG REQUIRED)`` gives ``brainevent::headers``.
     The paths are those of this installation (and its jaxlib): write it again after an upgrade."""
     from ._version import __version__
+    from .cache.trust import check_root
 
-    target = Path(directory).expanduser().resolve()
-    target.mkdir(parents=True, exist_ok=True)
-    dirs = " ".join(f'"{d}"' for d in include_dirs())
-    (target / "braineventConfig.cmake").write_text(
-        f"# Written by `brainevent includes --cmake-dir` for brainevent {__version__}.\n"
-        f"set(brainevent_VERSION {__version__})\n"
-        f"set(brainevent_INCLUDE_DIRS {dirs})\n"
-        "if(NOT TARGET brainevent::headers)\n"
-        "  add_library(brainevent::headers INTERFACE IMPORTED)\n"
-        "  set_target_properties(brainevent::headers PROPERTIES\n"
-        '    INTERFACE_INCLUDE_DIRECTORIES "${brainevent_INCLUDE_DIRS}"\n'
-        "    INTERFACE_COMPILE_FEATURES cxx_std_17)\n"
-        "endif()\n"
-    )
-    (target / "braineventConfigVersion.cmake").write_text(
-        f'set(PACKAGE_VERSION "{__version__}")\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\n'
-        "if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)\n"
-        "  set(PACKAGE_VERSION_COMPATIBLE FALSE)\n"
-        "endif()\n"
-    )
+    # CMake runs what this directory holds: it, and each directory above it, must be one that no
+    # other user can change, as for the cache (missing levels are made 0700, the files 0600).
+    target = Path(directory).expanduser().absolute()
+    check_root(target, create=True, fix="Choose a directory only you can write (--cmake-dir DIR).")
+    dirs = [str(d) for d in include_dirs()]
+    # CMake turns a backslash in an include directory into a slash: such a one goes in as a flag.
+    plain, slashed = [d for d in dirs if "\\" not in d], [f"-isystem{d}" for d in dirs if "\\" in d]
+    flags = f"    INTERFACE_COMPILE_OPTIONS {_cmake_list(slashed)}\n" if slashed else ""
+    files = {
+        "braineventConfig.cmake": (
+            f"# Written by `brainevent includes --cmake-dir` for brainevent {__version__}.\n"
+            f"set(brainevent_VERSION {__version__})\n"
+            f"set(brainevent_INCLUDE_DIRS {_cmake_list(dirs)})\n"
+            "if(NOT TARGET brainevent::headers)\n"
+            "  add_library(brainevent::headers INTERFACE IMPORTED)\n"
+            "  set_target_properties(brainevent::headers PROPERTIES\n"
+            f"    INTERFACE_INCLUDE_DIRECTORIES {_cmake_list(plain)}\n{flags}"
+            "    INTERFACE_COMPILE_FEATURES cxx_std_17)\n"
+            "endif()\n"
+        ),
+        "braineventConfigVersion.cmake": (
+            f'set(PACKAGE_VERSION "{__version__}")\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\n'
+            "if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)\n"
+            "  set(PACKAGE_VERSION_COMPATIBLE FALSE)\n"
+            "endif()\n"
+        ),
+    }
+    for name, text in files.items():
+        atomic_write(target / name, text)
     return target
+
+
+def _cmake_list(items: list[str]) -> str:
+    """``items`` as one CMake quoted argument holding a list of them: ``\\``, ``"`` and ``$``
+    escaped, a ``;`` inside an item kept from splitting it, ``$<`` kept from reading as a
+    generator expression."""
+    escaped = []
+    for item in items:
+        for char in '\\"$;':
+            item = item.replace(char, "\\" + char)
+        escaped.append(item.replace("\\$<", "$<1:\\$><"))
+    return '"' + ";".join(escaped) + '"'

@@ -210,6 +210,15 @@ OPTIONS = (
 FIELDS = tuple(dict.fromkeys(o.field for o in OPTIONS))
 BUNDLE_KEYED = tuple(dict.fromkeys(o.record for o in OPTIONS if "bundle" in o.keys))
 VARIANT_KEYED = tuple(dict.fromkeys(o.record for o in OPTIONS if "variant" in o.keys))
+
+
+def variant_of(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What tells a module's builds apart in its key record (a manifest's ``variant``, read by
+    `cache prune`): ``functions=`` and the variant rows; the rest (sources, compiler, version)
+    makes versions of one build. An input left empty counts as absent."""
+    return {k: record.get(k) or None for k in ("functions", *VARIANT_KEYED)}
+
+
 CLI_HELP = {
     "compute_capability": "CUDA arch, e.g. sm_80 (repeatable)",
     "extra_libraries": "an NVIDIA library to link, e.g. cublas (repeatable)",

@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import trim_internal_frames
+from .config import trim_internal_frames
 from .platforms.devices import HOST_PLATFORM as CPU
 from .stages.recall import attempt
 

@@ -102,7 +102,7 @@ def test_user_error_tracebacks_end_at_the_public_call(monkeypatch):
             brainevent.load_cpp_inline(name="err_frames", cpp_sources=source, auto_register=False)
         frames = traceback.extract_tb(info.value.__traceback__)
         internal = [f for f in frames if "brainevent" in f.filename and "tests" not in f.filename]
-        assert len(internal) == 1 and internal[0].filename.endswith("errors.py"), frames
+        assert len(internal) == 1 and internal[0].filename.endswith("config.py"), frames
     # On request, every frame stays (for reporting a bug in brainevent).
     monkeypatch.setenv("BRAINEVENT_FULL_TRACEBACK", "1")
     with pytest.raises(brainevent.CompileError) as info:

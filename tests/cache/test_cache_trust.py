@@ -128,7 +128,7 @@ def test_parent_writable_by_others_is_refused(tmp_path: Path) -> None:
     parent.mkdir()
     parent.chmod(0o777)  # anyone could rename our cache away and put theirs in its place
     with pytest.raises(
-        CacheError, match=r"above the cache\) is writable by other users without the sticky bit"
+        CacheError, match=r"lies above .*cache and is writable by other users without the sticky bit"
     ):
         load(parent / "cache")
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +120,105 @@ def test_includes_cmake_dir_gives_a_find_package_target(tmp_path: Path) -> None:
     ):
         done = subprocess.run(command, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_ide_never_writes_through_a_link_and_says_how_to_proceed(tmp_path: Path) -> None:
+    """clangd's usual link to a build's database, or one planted in a shared checkout: left alone."""
+    (tmp_path / "scale.cpp").write_text(KERNEL)
+    cmake_database = tmp_path / "build" / "compile_commands.json"
+    cmake_database.parent.mkdir()
+    cmake_database.write_text("[cmake's own]\n")
+    link = tmp_path / "compile_commands.json"
+    link.symlink_to("build/compile_commands.json")
+    done = _cli("ide", str(tmp_path))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"brainevent ide: {link}: is a symbolic link (to build/compile_commands.json)" in done.stderr
+    assert "--output PATH" in done.stderr
+    assert link.is_symlink() and cmake_database.read_text() == "[cmake's own]\n"
+    # Where the message points: the database is written there, and the link still left alone.
+    elsewhere = tmp_path / "editor" / "compile_commands.json"
+    elsewhere.parent.mkdir()
+    done = _cli("ide", str(tmp_path), "--output", str(elsewhere))
+    assert done.returncode == 0 and f"wrote {elsewhere} (1 file(s))" in done.stdout, done.stderr
+    assert [Path(e["file"]).name for e in json.loads(elsewhere.read_text())] == ["scale.cpp"]
+    assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o644
+    assert link.is_symlink() and cmake_database.read_text() == "[cmake's own]\n"
+
+
+def _umask_000(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    command = shlex.join([sys.executable, "-m", "brainevent", *args])
+    return subprocess.run(
+        ["sh", "-c", f"umask 000 && exec {command}"], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def _env(**values: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("BRAINEVENT_CACHE_DIR", "XDG_CACHE_HOME")}
+    return {**env, "PYTHONPATH": SRC, "JAX_PLATFORMS": "cpu", **values}
+
+
+def test_cmake_package_under_the_cache_is_private_whatever_the_umask(tmp_path: Path) -> None:
+    root = tmp_path / "made" / "cache"
+    done = _umask_000("includes", "--cmake-dir", env=_env(BRAINEVENT_CACHE_DIR=str(root)))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(root / "cmake")
+    modes = {p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in tmp_path.rglob("*")}
+    assert modes == {
+        "made": 0o700,
+        "made/cache": 0o700,
+        "made/cache/cmake": 0o700,
+        "made/cache/cmake/braineventConfig.cmake": 0o600,
+        "made/cache/cmake/braineventConfigVersion.cmake": 0o600,
+    }
+
+
+def test_cmake_package_is_never_written_under_a_root_that_loads_refuse(tmp_path: Path) -> None:
+    """An XDG_CACHE_HOME any user can write (no sticky bit): another user could edit the package
+    that `cmake -Dbrainevent_DIR=` then runs."""
+    xdg = tmp_path / "xdg"
+    xdg.mkdir()
+    xdg.chmod(0o777)
+    done = _umask_000("includes", "--cmake-dir", env=_env(XDG_CACHE_HOME=str(xdg)))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"brainevent includes: refused: {xdg} lies above" in done.stderr
+    assert (
+        "writable by other users without the sticky bit" in done.stderr and f"chmod go-w {xdg}" in done.stderr
+    )
+    assert list(xdg.iterdir()) == []
+    explicit = xdg / "mine"  # named on the command line: the same rule
+    done = _cli("includes", "--cmake-dir", str(explicit))
+    assert done.returncode == 1 and "writable by other users" in done.stderr and not explicit.exists()
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+def test_cmake_package_works_from_an_install_path_cmake_would_misread(tmp_path: Path) -> None:
+    """brainevent's headers reached through a directory whose name holds ", ;, $, \\ and $<."""
+    odd = tmp_path / 'we"ird;$dir\\x$<y>'
+    odd.mkdir()
+    (odd / "src").symlink_to(SRC)
+    package = tmp_path / "package"
+    done = subprocess.run(
+        [sys.executable, "-m", "brainevent", "includes", "--cmake-dir", str(package)],
+        env=_env(PYTHONPATH=str(odd / "src")),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "scale.cpp").write_text(KERNEL)
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(k CXX)\n"
+        "find_package(brainevent 0.3 CONFIG REQUIRED)\n"
+        "add_library(k OBJECT scale.cpp)\ntarget_link_libraries(k PRIVATE brainevent::headers)\n"
+    )
+    build = tmp_path / "build"
+    for command in (
+        ["cmake", "-S", str(project), "-B", str(build), f"-Dbrainevent_DIR={package}"],
+        ["cmake", "--build", str(build), "--verbose"],
+    ):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # brainevent/common.h exists only under the odd directory: the compile found it there.
+    assert "brainevent/include" in done.stdout and list(build.rglob("scale.cpp.o"))

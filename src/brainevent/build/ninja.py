@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from .. import config
 from ..errors import CompileError, SpecError, ToolchainError
+from ..fileio import atomic_write, make_dir
 from . import BUILD_DIR
 from .step import BuildStep
 
@@ -152,8 +153,8 @@ def run_build(
     """Runs the steps; returns (combined log, seconds). Raises CompileError with the log on failure."""
     for step in steps:
         for workdir in step.workdirs:
-            (directory / workdir).mkdir(parents=True, exist_ok=True)
-    (directory / "build.ninja").write_text(render_ninja(steps, directory))
+            make_dir(directory / workdir, parents=True)
+    atomic_write(directory / "build.ninja", render_ninja(steps, directory))
     jobs = workers if workers and workers > 0 else (os.cpu_count() or 1)
     command = [ninja_executable(), "-C", str(directory), f"-j{jobs}"]
     if verbose:
@@ -194,7 +195,7 @@ def run_build(
         ) from None
     text = "".join(lines)
     elapsed = time.monotonic() - started
-    (directory / "build.log").write_text(text)
+    atomic_write(directory / "build.log", text)
     if proc.returncode != 0:
         raise CompileError(f"building module {module!r} failed", module=module, log=text, timed_out=False)
     return text, elapsed
@@ -211,9 +212,9 @@ def preprocess(
 
     unit = next(u for u in units if u.display_name == file_name)
     scratch = directory / "preprocess"
-    scratch.mkdir(exist_ok=True)
+    make_dir(scratch)
     source, output = f"preprocess/unit{unit.suffix}", "preprocess/unit.i"
-    (directory / source).write_text(render_kernel_unit(unit.display_name, unit.text, []))
+    atomic_write(directory / source, render_kernel_unit(unit.display_name, unit.text, []))
     raw = platform.preprocess_command(options, unit, source, output)
     command = concrete(raw, directory)
     log.debug("reading %s after macro expansion: %s", file_name, " ".join(command))

@@ -12,9 +12,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..cache import MANIFEST_NAME
 from ..cache.manifest import Manifest
 from ..errors import CacheError
+from ..fileio import copy_file, make_dir
 from ..load_options import SourceUnit
 from ..platforms.devices import BUILD_PLATFORMS, PLATFORM_OF_SUFFIX
 from .layout import BUNDLE_DIR, HEADERS, PACKAGE_ROOT, bundle_key, bundle_path, source_dir
@@ -112,14 +112,12 @@ def write_bundle(units: Sequence[SourceUnit], entry_dir: Path, package_dir: Path
     final = bundle_path(directory, manifest.name, manifest.platform)
     # Modes are set exactly, whatever the umask: a loader refuses a bundle any part of which
     # another user could write (bundle/layout.py), and others need only read it.
-    final.parent.mkdir(parents=True, exist_ok=True)
+    make_dir(final.parent, mode=0o755, parents=True)
     os.chmod(final.parent, stat.S_IMODE(os.stat(final.parent).st_mode) & ~0o022 | 0o755)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
     try:
-        shutil.copyfile(entry_dir / manifest.artifact, staging / manifest.artifact)
-        os.chmod(staging / manifest.artifact, 0o755)
-        manifest.dump(staging)
-        os.chmod(staging / MANIFEST_NAME, 0o644)
+        copy_file(entry_dir / manifest.artifact, staging / manifest.artifact, mode=0o755)
+        manifest.dump(staging, mode=0o644)
         os.chmod(staging, 0o755)
         if final.exists():
             shutil.rmtree(final)

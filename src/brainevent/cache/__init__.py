@@ -21,10 +21,11 @@ MANIFEST_NAME = "manifest.json"  # in each entry (cache/manifest.py)
 RECALL_SUFFIX = ".recall"  # a recalled load's record (stages/recall.py)
 
 
-def cache_root(build_directory: str | os.PathLike[str] | None = None) -> Path:
-    if build_directory is not None:
-        return Path(build_directory).expanduser()
-    return config.CACHE_DIR.get()
+def cache_root(build_directory: str | os.PathLike[str] | None = None, where: str = "build_directory") -> Path:
+    """``build_directory`` (given as ``where``: a loader's argument, a command-line option), read
+    as BRAINEVENT_CACHE_DIR is (an empty one counts as unset), else the configured root."""
+    given = None if build_directory is None else config.CACHE_DIR.given(os.fspath(build_directory), where)
+    return config.CACHE_DIR.get() if given is None else given
 
 
 def inside_name(name: object) -> TypeGuard[str]:

@@ -3,6 +3,11 @@
 Removal is safe while other processes use the cache: an entry whose build lock is held is skipped,
 and entries are renamed out of the way before they are deleted, so a reader sees a whole entry or
 none (a process that already loaded an artifact keeps its mapping).
+
+Only what the cache made is touched: an entry is a directory named by a key (32 hex digits)
+holding a manifest.json file, an object or a recall record is named by its key too; anything
+else under the root (a root given by mistake, a user's own ``v1/api/``) is neither listed,
+removed nor chmod'ed.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -18,9 +24,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import finite_number
 from ..errors import CacheError
-from ..load_options import VARIANT_KEYED
-from . import LAYOUT_VERSION, RECALL_SUFFIX, inside_name, unsealed
+from . import LAYOUT_VERSION, MANIFEST_NAME, RECALL_SUFFIX, inside_name, unsealed
 from .manifest import Manifest
 from .trust import check_root, private_dir
 
@@ -43,17 +49,33 @@ def _tree_size(path: Path) -> int:
     return total
 
 
+_ENTRY = re.compile(r"[0-9a-f]{32}")  # CacheKey.short
+_OBJECT = re.compile(r"[0-9a-f]{40}\.(o|deps\.json)")  # ObjectCache.key, and its record
+_RECALL = re.compile(rf"[0-9a-f]{{32}}{re.escape(RECALL_SUFFIX)}")  # stages/recall.py
+
+
+def _ours(directory: Path) -> bool:
+    """A directory of the cache's (checked, never tightened: admin changes no mode); False when absent."""
+    return private_dir(directory, create=False, tighten=False)
+
+
+def _is_entry(path: Path) -> bool:
+    return bool(_ENTRY.fullmatch(path.name)) and os.path.isfile(path / MANIFEST_NAME) and _ours(path)
+
+
 def iter_entries(root: Path, module: str | None = None) -> Iterator[EntryInfo]:
     """Every entry under ``root``; a root or directory another user could write is refused."""
     base = root / LAYOUT_VERSION
-    if not (check_root(root, create=False) and private_dir(base, create=False)):
+    if module is not None and not inside_name(module):
+        return  # a path, not a module's name: nothing of the cache
+    if not (check_root(root, create=False) and _ours(base)):
         return
     modules = [base / module] if module else sorted(p for p in base.iterdir() if p.is_dir())
     for module_dir in modules:
-        if not private_dir(module_dir, create=False):
+        if not _ours(module_dir):
             continue
         for entry in sorted(module_dir.iterdir()):
-            if not entry.is_dir() or entry.name.startswith(".") or entry.name == "objects":
+            if not _is_entry(entry):
                 continue
             try:
                 last_used = entry.stat().st_mtime
@@ -62,14 +84,22 @@ def iter_entries(root: Path, module: str | None = None) -> Iterator[EntryInfo]:
             yield EntryInfo(module_dir.name, entry, Manifest.load(entry), _tree_size(entry), last_used)
 
 
+def _objects(root: Path, module: str | None = None) -> Iterator[Path]:
+    """The cached objects and their records (of one module), by name: nothing else is theirs."""
+    base = root / LAYOUT_VERSION
+    for directory in [base / module / "objects"] if module else base.glob("*/objects"):
+        if directory.is_dir() and not directory.is_symlink():
+            yield from (p for p in directory.iterdir() if _OBJECT.fullmatch(p.name))
+
+
 def object_cache_size(root: Path) -> int:
-    return sum(_tree_size(d) for d in (root / LAYOUT_VERSION).glob("*/objects") if d.is_dir())
+    return sum(os.lstat(p).st_size for p in _objects(root))
 
 
 def _remove_objects(root: Path, module: str | None = None) -> None:
-    base = root / LAYOUT_VERSION
-    for objects in [base / module / "objects"] if module else base.glob("*/objects"):
-        shutil.rmtree(objects, ignore_errors=True)
+    for path in list(_objects(root, module)):
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
@@ -130,7 +160,7 @@ def _remove_all(entries: list[EntryInfo]) -> tuple[set[Path], int]:
 def _forget_recalls(removed: Iterable[Path]) -> None:
     """Drops the recall records (stages/recall.py) that lead to an entry no longer there."""
     for module_dir in {entry.parent for entry in removed}:
-        for path in module_dir.glob(f"*{RECALL_SUFFIX}"):
+        for path in (p for p in module_dir.glob(f"*{RECALL_SUFFIX}") if _RECALL.fullmatch(p.name)):
             with contextlib.suppress(OSError):
                 record = unsealed(path.read_bytes()) or {}  # empty: damaged, and never recalled
                 entry = record.get("entry")  # a record of another version may have none
@@ -140,35 +170,34 @@ def _forget_recalls(removed: Iterable[Path]) -> None:
 
 def clear(root: Path, module: str | None = None) -> tuple[int, int]:
     """Removes every entry (of one module); returns (removed, skipped because busy)."""
-    _writable(root)
-    removed, skipped = _remove_all(list(iter_entries(root, module)))
+    entries = list(iter_entries(root, module))
+    if entries:
+        _writable(root)
+    removed, skipped = _remove_all(entries)
     _remove_objects(root, module)
     _forget_recalls(removed)
     return len(removed), skipped
 
 
-# What makes two entries of one module different builds, both worth keeping (the variant
-# rows of load_options.OPTIONS). Entries that differ in anything else (the sources, the
-# compiler, brainevent's version) are versions of one build: only the newest are kept.
-# "remembered": what one remembered benchmark result is about (custom_kernel/remembered.py).
-VARIANT_INPUTS = ("functions", *VARIANT_KEYED, "remembered")
-
-
 def superseded(entries: Iterable[EntryInfo], keep: int) -> list[EntryInfo]:
     """Entries beyond the ``keep`` (at least 1) most recently used versions of each build of a
-    module; a damaged entry (no readable manifest) never loads as it is, so it is always included."""
+    module; a damaged entry (no readable manifest) never loads as it is, so it is always included.
+
+    Each entry's manifest says what tells its build from the others of its name (``variant``,
+    chosen by the kind of entry that made it: a module's load options, an NVRTC kernel's
+    architecture, names and options, what a remembered result is about); entries that differ
+    in anything else (the sources, the compiler, brainevent's version) are versions of one build."""
     if keep < 1:
         raise ValueError(f"keep must be at least 1, got {keep}: `cache clear` removes every entry")
-    versions: dict[tuple[str, str, str], list[EntryInfo]] = {}
+    versions: dict[tuple[str, str, str, str], list[EntryInfo]] = {}
     old = []
     for entry in entries:
         if entry.manifest is None:
             old.append(entry)
             continue
-        # `or None`: an entry made before an input was recorded (extra_libraries) has it empty.
-        chosen = {k: entry.manifest.inputs.get(k) or None for k in VARIANT_INPUTS}
-        variant = (entry.module, entry.manifest.platform, json.dumps(chosen, sort_keys=True, default=str))
-        versions.setdefault(variant, []).append(entry)
+        m = entry.manifest
+        build = (entry.module, m.platform, m.name, json.dumps(m.variant, sort_keys=True, default=str))
+        versions.setdefault(build, []).append(entry)
     for group in versions.values():
         old += sorted(group, key=lambda e: e.last_used, reverse=True)[keep:]
     return old
@@ -225,9 +254,9 @@ def _quantity(text: str, raw: str, what: str, units: dict[str, int], default: st
     """``raw`` (``text`` normalised) as a non-negative number times its one-letter unit."""
     number, unit = (raw[:-1], raw[-1]) if raw and raw[-1] in units else (raw, default)
     try:
-        value = float(number)
+        value = finite_number(number) * units[unit]  # nan, inf and 1e400 too
     except ValueError:
         raise ValueError(f"{what} {text!r} is not valid: use e.g. {examples}") from None
-    if value < 0:
-        raise ValueError(f"{what} {text!r} must not be negative")
-    return value * units[unit]
+    if not 0 <= value < 2**63:
+        raise ValueError(f"{what} {text!r} must be a number from 0 up, below 2**63")
+    return value

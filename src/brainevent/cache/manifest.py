@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..fileio import read_blocks, sha256_file, size_and_mtime
+from ..fileio import atomic_write, read_blocks, sha256_file, size_and_mtime
 from ..records import Record
 from ..runtime.module import SpecTable
 from . import MANIFEST_NAME, records
@@ -14,7 +14,7 @@ from . import MANIFEST_NAME, records
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec, Param
 
-MANIFEST_SCHEMA = 2  # 2: dependencies recorded from the compiler
+MANIFEST_SCHEMA = 3  # 2: dependencies recorded from the compiler; 3: the variant
 MANIFEST_LIMIT = 1 << 26  # a manifest larger than this is damaged, not read
 
 
@@ -37,6 +37,10 @@ class Manifest(Record):
         # {path: [size, mtime_ns, sha256]} (see cache/deps.py), and when the build began.
         "dependencies",
         "dependencies_since_ns",
+        # What tells this entry's build from the other builds of its name (`cache prune` keeps
+        # the newest version of each): chosen by the kind of entry that made it; every input
+        # when it says nothing.
+        "variant",
         "schema",
     )
 
@@ -55,6 +59,7 @@ class Manifest(Record):
         artifact_mtime_ns: int = -1,
         dependencies: dict[str, list[Any]] | None = None,
         dependencies_since_ns: int = 0,
+        variant: dict[str, Any] | None = None,
         schema: int = MANIFEST_SCHEMA,
     ) -> None:
         self.key = key
@@ -70,6 +75,7 @@ class Manifest(Record):
         self.artifact_mtime_ns = artifact_mtime_ns
         self.dependencies: dict[str, list[Any]] = {} if dependencies is None else dependencies
         self.dependencies_since_ns = dependencies_since_ns
+        self.variant: dict[str, Any] = dict(self.inputs) if variant is None else variant
         self.schema = schema
 
     def as_dict(self) -> dict[str, Any]:
@@ -78,8 +84,10 @@ class Manifest(Record):
 
     __hash__ = None  # type: ignore[assignment]  # record_artifact changes it
 
-    def dump(self, directory: Path) -> None:
-        (directory / MANIFEST_NAME).write_text(json.dumps(self.as_dict(), indent=1, sort_keys=True))
+    def dump(self, directory: Path, *, mode: int = 0o600) -> None:
+        atomic_write(
+            directory / MANIFEST_NAME, json.dumps(self.as_dict(), indent=1, sort_keys=True), mode=mode
+        )
 
     @classmethod
     def load(cls, directory: Path) -> Manifest | None:

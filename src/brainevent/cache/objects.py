@@ -14,12 +14,11 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 from pathlib import Path
 from typing import NamedTuple
 
 from ..build.step import BuildStep
-from ..fileio import read_blocks, sha256_file
+from ..fileio import copy_file, read_blocks, sha256_file
 from . import records
 from .deps import DependencyRecord, first_stale
 from .trust import private_dir, private_file, write_private
@@ -52,7 +51,7 @@ class ObjectCache(NamedTuple):
                 return None
             # Verified as every other entry (size, then the sha256 of the copy we link): a
             # damaged object is rebuilt, never linked into this and every later build.
-            shutil.copyfile(obj, destination)
+            copy_file(obj, destination)
             if os.path.getsize(destination) != data["size"] or sha256_file(destination) != data["sha256"]:
                 log.warning("cached object %s is damaged (size or sha256 differ); it will be rebuilt", obj)
                 destination.unlink(missing_ok=True)

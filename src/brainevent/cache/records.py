@@ -134,9 +134,12 @@ _MANIFEST_FIELDS = {
     "artifact_mtime_ns": _is_int,
     "dependencies": lambda v: isinstance(v, dict),
     "dependencies_since_ns": _is_int,
+    "variant": lambda v: isinstance(v, dict),
     "schema": _is_int,
 }
-_REQUIRED = frozenset({"key", "name", "platform", "artifact", "artifact_sha256", "functions", "schema"})
+_REQUIRED = frozenset(
+    {"key", "name", "platform", "artifact", "artifact_sha256", "functions", "variant", "schema"}
+)
 
 
 def manifest(raw: object, schema: int, where: str = "manifest.json") -> dict[str, Any]:

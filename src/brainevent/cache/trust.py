@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 
 from ..errors import CacheError
-from ..fileio import atomic_write
+from ..fileio import atomic_write, make_dir
 
 _FIX = (
     "Point BRAINEVENT_CACHE_DIR (or build_directory=) at a directory only you can write, "
@@ -40,7 +40,7 @@ _checked_ancestors: set[str] = set()
 
 
 def _refuse(path: Path | str, why: str, fix: str = _FIX) -> CacheError:
-    return CacheError(f"refusing to use the cache: {path} {why}. {fix}", path=str(path))
+    return CacheError(f"refused: {path} {why}. {fix}", path=str(path))
 
 
 def entry_fix(module: str) -> str:
@@ -63,14 +63,14 @@ def _others_can_rename_in(st: os.stat_result) -> bool:
     return bool(st.st_mode & 0o022) and not st.st_mode & stat.S_ISVTX
 
 
-def _examine(path: Path | str, *, follow: bool = False) -> os.stat_result | None:
+def _examine(path: Path | str, *, follow: bool = False, fix: str = _FIX) -> os.stat_result | None:
     """``stat`` (``lstat`` unless ``follow``) of ``path``; None when absent, refused when unreadable."""
     try:
         return os.stat(path) if follow else os.lstat(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise _refuse(path, f"cannot be examined ({exc.strerror})") from None
+        raise _refuse(path, f"cannot be examined ({exc.strerror})", fix) from None
 
 
 def _parents(path: str) -> list[str]:
@@ -83,40 +83,42 @@ def _parents(path: str) -> list[str]:
     return found[::-1]
 
 
-def _check_ancestors(root: str) -> bool:
+def _check_ancestors(root: str, fix: str = _FIX) -> bool:
     """No other user may rename the root away; False when some do not exist yet."""
     for parent in _parents(root):
-        st = _examine(parent, follow=True)
+        st = _examine(parent, follow=True, fix=fix)
         if st is None:
             return False
         if _foreign_owner(st, allow_root=True):
-            raise _refuse(parent, f"(above the cache) is owned by uid {st.st_uid}, neither you nor root")
+            raise _refuse(
+                parent, f"lies above {root} and is owned by uid {st.st_uid}, neither you nor root", fix
+            )
         if _others_can_rename_in(st):
             raise _refuse(
                 parent,
-                f"(above the cache) is writable by other users without the sticky bit "
-                f"(mode {stat.S_IMODE(st.st_mode):o}), so they could replace the cache",
-                f"Run `chmod go-w {parent}`, or choose another cache directory.",
+                f"lies above {root} and is writable by other users without the sticky bit "
+                f"(mode {stat.S_IMODE(st.st_mode):o}), so they could replace {root}",
+                f"Run `chmod go-w {parent}`, or choose another directory.",
             )
     return True
 
 
-def private_dir(path: Path, *, create: bool, fix: str = _FIX) -> bool:
-    """Checks (or creates, mode 0700) one of our directories, tightening one too open; False
-    if absent and not created. A link, another owner or a non-directory is refused."""
+def private_dir(path: Path, *, create: bool, fix: str = _FIX, tighten: bool = True) -> bool:
+    """Checks (or creates, mode 0700) one of our directories, tightening one too open unless
+    ``tighten`` is off (then one that others can write is refused); False if absent and not
+    created. A link, another owner or a non-directory is refused."""
     key = str(path)
-    st = _examine(path)
+    st = _examine(path, fix=fix)
     if st is None:
         if not create:
             return False
         try:
-            os.mkdir(path, 0o700)
-            os.chmod(path, 0o700)  # exactly, whatever the umask
-        except FileExistsError:
-            pass  # another process made it meanwhile: checked below like any other
+            make_dir(path)  # 0700, whatever the umask
+        except (FileExistsError, NotADirectoryError):
+            pass  # another process made something there meanwhile: checked below like any other
         except OSError as exc:
             raise CacheError(
-                f"cannot create cache directory {path}: {exc.strerror}. {_FIX}", path=key
+                f"cannot create cache directory {path}: {exc.strerror}. {fix}", path=key
             ) from exc
         st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
@@ -126,7 +128,9 @@ def private_dir(path: Path, *, create: bool, fix: str = _FIX) -> bool:
     if _foreign_owner(st, allow_root=False):
         raise _not_ours(path, st, fix)
     mode = stat.S_IMODE(st.st_mode)
-    if mode & 0o077:
+    if mode & 0o022 and not tighten:
+        raise _refuse(path, f"is writable by other users (mode {mode:o})", fix)
+    if mode & 0o077 and tighten:
         # Group or others may enter: take their bits away, keep ours (a read-only cache
         # stays read-only). No link is followed: lstat said it is a directory we own.
         try:
@@ -139,11 +143,12 @@ def private_dir(path: Path, *, create: bool, fix: str = _FIX) -> bool:
     return True
 
 
-def check_root(root: Path, *, create: bool) -> bool:
-    """The cache root and everything above it; False if it does not exist and ``create`` is off."""
+def check_root(root: Path, *, create: bool, fix: str = _FIX) -> bool:
+    """The cache root (or another directory whose files this process runs: a CMake package)
+    and everything above it; False if it does not exist and ``create`` is off."""
     key = os.path.abspath(root)
     if key not in _checked_ancestors:
-        if _check_ancestors(key):
+        if _check_ancestors(key, fix):
             with _lock:
                 _checked_ancestors.add(key)
         elif not create:
@@ -151,27 +156,27 @@ def check_root(root: Path, *, create: bool) -> bool:
         else:
             for parent in _parents(key):  # the missing levels are ours: made 0700
                 if not os.path.exists(parent):
-                    private_dir(Path(parent), create=True)
-    st = _examine(key)
+                    private_dir(Path(parent), create=True, fix=fix)
+    st = _examine(key, fix=fix)
     if st is None:
         if not create:
             return False
-        private_dir(Path(key), create=True)
+        private_dir(Path(key), create=True, fix=fix)
         st = os.lstat(key)
     if stat.S_ISLNK(st.st_mode):
         # A link the user set up themselves is fine if what it points to passes the checks.
         real = os.path.realpath(key)
-        _check_ancestors(real)
+        _check_ancestors(real, fix)
         st = os.stat(real)
     if not stat.S_ISDIR(st.st_mode):
-        raise CacheError(f"cannot create cache directory {key}: a file has that name. {_FIX}", path=key)
+        raise CacheError(f"cannot create cache directory {key}: a file has that name. {fix}", path=key)
     if _foreign_owner(st, allow_root=False):
-        raise _not_ours(key, st)
+        raise _not_ours(key, st, fix)
     if _others_can_rename_in(st):
         raise _refuse(
             key,
             f"is writable by other users without the sticky bit (mode {stat.S_IMODE(st.st_mode):o})",
-            f"Run `chmod 700 {key}`, or choose another cache directory.",
+            f"Run `chmod 700 {key}`, or choose another directory.",
         )
     return True
 

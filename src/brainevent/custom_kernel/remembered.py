@@ -36,7 +36,7 @@ from ..cache import cache_root, records
 from ..cache.key import CacheKey
 from ..cache.store import EntryStore
 from ..errors import CacheError
-from ..fileio import read_blocks
+from ..fileio import atomic_write, read_blocks
 from .benchmark import BenchmarkRecord, BenchmarkResult, _device
 from .kernels import KernelEntry
 from .libraries import LIBRARIES
@@ -95,12 +95,14 @@ def write(store: EntryStore, parts: Sequence[Any], platform: str, record: dict[s
     data = json.dumps(record, indent=1, sort_keys=True).encode()
     with build_slot(store, key, force=True) as slot:
         assert slot.staging is not None
-        (slot.staging / ARTIFACT).write_bytes(data)
+        atomic_write(slot.staging / ARTIFACT, data)
         inputs = {"remembered": list(parts), "describe": what}
         sha = hashlib.sha256(data).hexdigest()
-        publish(
-            store, slot, Manifest(key.digest, store.name, platform, ARTIFACT, sha, {}, inputs, time.time())
+        about = {"remembered": list(parts)}  # what it is about: each measurement is a version of it
+        made = Manifest(
+            key.digest, store.name, platform, ARTIFACT, sha, {}, inputs, time.time(), variant=about
         )
+        publish(store, slot, made)
 
 
 def lookup(

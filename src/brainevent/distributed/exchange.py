@@ -32,6 +32,7 @@ from ..cache.key import CacheKey
 from ..cache.manifest import Manifest
 from ..cache.store import CacheEntry, EntryStore
 from ..errors import BrainEventError, CacheError, CompileError
+from ..fileio import atomic_write, make_dir
 
 log = logging.getLogger("brainevent.distributed")
 
@@ -215,10 +216,10 @@ def unpack(data: bytes, staging: Path) -> None:
                         path=member.name,
                     )
                 target = staging.joinpath(*name.parts)
-                target.parent.mkdir(parents=True, exist_ok=True)
+                make_dir(target.parent, parents=True)
                 source = tar.extractfile(member)
                 assert source is not None  # a regular file always has contents
-                target.write_bytes(source.read())
+                atomic_write(target, source.read())
     except (
         tarfile.TarError,
         EOFError,

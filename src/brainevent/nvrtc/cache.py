@@ -92,6 +92,7 @@ def _read_entry(entry: CacheEntry) -> Compiled:
 def _build(store: EntryStore, key: CacheKey, request: Request) -> tuple[Compiled, bool]:
     from ..cache.manifest import Manifest
     from ..cache.publish import build_slot, publish
+    from ..fileio import atomic_write
     from .compiler import base_options, compile_error, compile_source
     from .toolkit import runtime_include_dirs
 
@@ -106,8 +107,8 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> tuple[Compiled
         if compiled is None:
             raise compile_error(log, source, arch, ", ".join(names))
         artifact = f"kernel.{compiled.kind}"
-        (slot.staging / artifact).write_bytes(compiled.code)
-        (slot.staging / "build.log").write_text(compiled.log)
+        atomic_write(slot.staging / artifact, compiled.code)
+        atomic_write(slot.staging / "build.log", compiled.log)
         manifest = Manifest(
             key=key.digest,
             name=source.where,

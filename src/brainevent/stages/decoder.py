@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..cache import LAYOUT_VERSION, cache_root
 from ..codegen import render_decoder
+from ..fileio import atomic_write
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
@@ -61,7 +62,7 @@ def prepare_decoder(staging: Path, request: LoadRequest) -> tuple[str | None, De
     from ..platforms.steps import GeneratedSources, decoder_salt
 
     platform = request.platform
-    (staging / DECODER_SOURCE).write_text(render_decoder(target=platform.binding_target))
+    atomic_write(staging / DECODER_SOURCE, render_decoder(target=platform.binding_target))
     step = platform.decoder_step(GeneratedSources((), DECODER_OBJECT, DECODER_SOURCE, ""))
     cache = decoder_cache(request)
     key = cache.key(staging, step, json.dumps(decoder_salt(platform.name), sort_keys=True, default=str))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..cache.manifest import Manifest, sha256_file, spec_to_json
 from ..errors import CompileError
 from ..headers import INCLUDE_DIR
+from ..load_options import variant_of
 from .decoder import publish_decoder
 from .key import ModuleKey
 from .plan import BuildPlan
@@ -111,6 +112,7 @@ def run_plan(
         build_seconds=elapsed,
         dependencies=dict(sorted(dependencies.items())),
         dependencies_since_ns=started_ns,
+        variant=variant_of(key.record),
     )
 
 

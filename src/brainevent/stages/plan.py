@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from ..build.step import BuildStep
 from ..errors import SpecError
+from ..fileio import atomic_write, make_dir
 from ..load_options import SourceUnit
 from ..platforms.steps import GeneratedSources
 from ..spec.model import FunctionSpec
@@ -41,7 +42,7 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
         preprocess=partial(preprocess, staging, units, options, platform),
     )
     index = {u.display_name: i for i, u in enumerate(units)}
-    (staging / "src").mkdir()
+    make_dir(staging / "src")
     apart, target = platform.binding_apart and bool(specs), platform.binding_target
     kernel_units = []
     for i, unit in enumerate(units):
@@ -50,11 +51,11 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
         file_name = f"k{i}_{stem}{unit.suffix}"
         binding = render_binding(options.name, own, target=target) if own and not apart else ""
         text = render_kernel_unit(unit.display_name, unit.text, own, binding)
-        (staging / "src" / file_name).write_text(text)
+        atomic_write(staging / "src" / file_name, text)
         kernel_units.append((f"src/{file_name}", unit))
     binding_unit = "src/binding.cpp" if apart else None
     if binding_unit is not None:
-        (staging / binding_unit).write_text(render_binding(options.name, specs, target=target))
+        atomic_write(staging / binding_unit, render_binding(options.name, specs, target=target))
     decoder_source, decoder = prepare_decoder(staging, request)
     library = f"lib{options.name}.so"
     sources = GeneratedSources(tuple(kernel_units), DECODER_OBJECT, decoder_source, library, binding_unit)

@@ -93,9 +93,7 @@ def call_of(loader: str, platform: str, arguments: dict[str, Any]) -> Call | Non
         return None
     if not (isinstance(name, str) and _plain_name(name) and _plain(arguments)):
         return None
-    environment = sorted(
-        (k, os.environ[k]) for k in os.environ if k.startswith("BRAINEVENT_") or k in _ENVIRONMENT
-    )
+    environment = config.raw_values() + sorted((k, os.environ[k]) for k in _ENVIRONMENT if k in os.environ)
     try:
         where = (os.getcwd(), sys.prefix, sys.path, config.overrides())
         root = cache.cache_root(arguments.get("build_directory"))
