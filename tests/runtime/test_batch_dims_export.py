@@ -5,7 +5,8 @@ XLA splits such a call only for a target registered as batch partitionable. That
 used to happen when a call was lowered, which a deserialized program never does: the replaying
 process gathered the input and every device saw all 32 rows instead of its 8. Targets are now
 registered with it when they are registered at all (the module's load). Four host devices, each
-process started fresh, as the replay recipe is run.
+process started fresh, as the replay recipe is run. An operand whose batch dim is 1 (``w``) is
+broadcast before the call, so the split call still gets a ``w`` of its rows' size.
 """
 
 from __future__ import annotations
@@ -43,29 +44,38 @@ SCRIPT = textwrap.dedent(
       float* po = out.data_ptr<float>();
       for (int64_t i = 0; i < x.numel(); ++i) po[i] = px[i] * scale + static_cast<float>(x.size(0));
     }
+    // The same plus w, which must have x's size (a batch dim of 1 is broadcast before the call).
+    // @BE rows_plus arg arg ret attr.scale:float32
+    void rows_plus(const BE::Tensor x, const BE::Tensor w, BE::Tensor out, float scale) {
+      BE_CHECK(w.numel() == x.numel()) << "w has " << w.numel() << " elements, x " << x.numel();
+      rows(x, out, scale);
+      for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<float>()[i] += w.data_ptr<float>()[i];
+    }
     ''')
     mesh = jax.make_mesh((len(jax.devices()),), ("b",))
     host = np.arange(32 * 4, dtype=np.float32).reshape(32, 4)
     x = jax.device_put(host, NamedSharding(mesh, P("b")))
+    w = np.array([[0.5, -1.0, 2.0, 3.0]], np.float32)  # one row for every row of x
 
     def kinds():
-        mod.rows.num_batch_dims = 1
+        mod.rows.num_batch_dims = mod.rows_plus.num_batch_dims = 1
         op = brainevent.XLACustomKernel("export_rows_op", num_batch_dims=1).def_kernel("cpu", mod.rows)
         return {
-            "module_function": lambda v: mod.rows(v, scale=2.0),
-            "xla_custom_kernel": lambda v: op(v, outs=jax.ShapeDtypeStruct(v.shape, v.dtype), scale=2.0),
+            "module_function": (lambda v: mod.rows(v, scale=2.0), 0),
+            "xla_custom_kernel": (lambda v: op(v, outs=jax.ShapeDtypeStruct(v.shape, v.dtype), scale=2.0), 0),
+            "broadcast_operand": (lambda v: mod.rows_plus(v, w, scale=2.0), w),
         }
 
-    def seen(y):
-        # Per device, the rows its call saw (the offset the kernel added), and the result's check.
+    def seen(y, plus):
+        # Per device, the rows its call saw: the offset the kernel added to 2 x (+ w).
         per = {}
         for shard in y.addressable_shards:
-            part = np.asarray(shard.data) - 2.0 * host[shard.index]
+            part = np.asarray(shard.data) - 2.0 * host[shard.index] - plus
             per[str(shard.device.id)] = sorted(set(part.ravel().tolist()))
         return per
 
     found = {"devices": len(jax.devices())}
-    for name, f in kinds().items():
+    for name, (f, plus) in kinds().items():
         blob = where / f"{name}.bin"
         if mode == "export":
             jitted = jax.jit(f)
@@ -76,7 +86,7 @@ SCRIPT = textwrap.dedent(
             call = jax.jit(export.deserialize(bytearray(blob.read_bytes())).call)
         found[name] = {
             "all_gather": "all-gather" in call.lower(x).compile().as_text(),
-            "rows_seen": seen(call(x)),
+            "rows_seen": seen(call(x), plus),
         }
     print(json.dumps(found))
     """
@@ -101,7 +111,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     return {mode: run(mode, where) for mode in ("export", "replay")}
 
 
-@pytest.mark.parametrize("kind", ["module_function", "xla_custom_kernel"])
+@pytest.mark.parametrize("kind", ["module_function", "xla_custom_kernel", "broadcast_operand"])
 @pytest.mark.parametrize("mode", ["export", "replay"])
 def test_each_device_sees_its_own_rows(runs: dict[str, dict[str, Any]], mode: str, kind: str) -> None:
     found = runs[mode]
