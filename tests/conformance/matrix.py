@@ -115,6 +115,9 @@ class Kind:
     # through a generator) are traced JAX code that XLA partitions as it can: the result is
     # right, but the inputs may be gathered first.
     partitions: bool = True
+    # Its kernel is registered when a call is lowered (an XLACustomKernel backend that compiles
+    # at lowering: Numba, Numba-CUDA, NVRTC), not when its module loads or the call is traced.
+    registered_when_lowered: bool = False
 
 
 def _module(platform: str) -> Any:
@@ -393,7 +396,16 @@ KINDS = (
         True,
         True,
     ),
-    Kind("xla_numba", "cpu", primitive_kind("numba"), VMAP_PRIMITIVE, True, True, needs="numba"),
+    Kind(
+        "xla_numba",
+        "cpu",
+        primitive_kind("numba"),
+        VMAP_PRIMITIVE,
+        True,
+        True,
+        needs="numba",
+        registered_when_lowered=True,
+    ),
     Kind(
         "xla_numba_batch_dims",
         "cpu",
@@ -402,6 +414,7 @@ KINDS = (
         True,
         True,
         needs="numba",
+        registered_when_lowered=True,
     ),
     Kind(
         "xla_pallas_interpret",
@@ -442,13 +455,30 @@ KINDS = (
     # A Numba-CUDA kernel is typed for its operands' ranks: batching that adds an axis to
     # them would need another kernel, so this row claims "sequential" only.
     Kind(
-        "xla_numba_cuda", "gpu", primitive_kind("numba_cuda"), ("sequential",), True, True, needs="numba.cuda"
+        "xla_numba_cuda",
+        "gpu",
+        primitive_kind("numba_cuda"),
+        ("sequential",),
+        True,
+        True,
+        needs="numba.cuda",
+        registered_when_lowered=True,
     ),
     # Its sizes are scalars bound when the call is lowered. With batch dims they are those of one
     # batch element (the rows here), and the launcher runs the kernel per element of each call,
     # so a call split across devices stays right.
-    Kind("xla_nvrtc", "gpu", primitive_kind("nvrtc"), VMAP_PRIMITIVE, True, True),
-    Kind("xla_nvrtc_batch_dims", "gpu", with_batch_dim(primitive_kind("nvrtc")), VMAP_PRIMITIVE, True, True),
+    Kind(
+        "xla_nvrtc", "gpu", primitive_kind("nvrtc"), VMAP_PRIMITIVE, True, True, registered_when_lowered=True
+    ),
+    Kind(
+        "xla_nvrtc_batch_dims",
+        "gpu",
+        with_batch_dim(primitive_kind("nvrtc")),
+        VMAP_PRIMITIVE,
+        True,
+        True,
+        registered_when_lowered=True,
+    ),
     Kind("xla_pallas", "gpu", primitive_kind("pallas"), VMAP_PRIMITIVE, True, True, partitions=False),
     Kind(
         "xla_triton",
@@ -489,8 +519,9 @@ def replays_sharded(kind: Kind) -> bool:
 
 
 def replay_cells(kind: Kind) -> list[str]:
-    """The cells computed in the fresh process."""
-    return ["export_replay", *(["export_replay_sharded"] if replays_sharded(kind) else [])]
+    """The cells computed in the fresh process, the sharded one first (the plain one lowers a
+    call, which must not be what makes the sharded replay partition)."""
+    return [*(["export_replay_sharded"] if replays_sharded(kind) else []), "export_replay"]
 
 
 def cell_names(kind: Kind) -> list[str]:
@@ -704,17 +735,25 @@ def export_sharded(kind: Kind, mesh: Any, x: np.ndarray, w: np.ndarray, export_d
 
 
 def replayed(kind: Kind, cell: str, blob: Path, mesh: Any) -> str:
-    """One replay cell: register the kind's kernels as the exporting process did (a plain call,
-    without batch dims: loading a module registers its targets, a Numba or NVRTC kernel is
-    registered when first traced), then run the deserialized program."""
+    """One replay cell: make the kernels known as the docs' recipe does (loading a module
+    registers its targets; a Numba or NVRTC kernel is registered when first traced, an
+    XLACustomKernel's launcher backend when lowered), then run the deserialized program."""
     import jax
     from jax import export as jexport
 
     x, w = data()
+    if cell == "export_replay_sharded":
+        # The exported call itself, traced but lowered only where that is what registers its
+        # kernel: nothing here may do what only lowering a batch-dims call used to do.
+        g = kind.make("sequential", 1)
+        if kind.registered_when_lowered:
+            jax.jit(g).lower(x, w)
+        else:
+            jax.eval_shape(g, x, w)
+        call = jax.jit(jexport.deserialize(bytearray(blob.read_bytes())).call)
+        return partitioned(call, *row_sharded(mesh, x, w))
     jax.jit(kind.make("sequential" if kind.vmap_methods else None, None)).lower(x, w)
     call = jax.jit(jexport.deserialize(bytearray(blob.read_bytes())).call)
-    if cell == "export_replay_sharded":
-        return partitioned(call, *row_sharded(mesh, x, w))
     return "ok" if np.allclose(np.asarray(call(x, w)), reference(x, w), rtol=1e-5) else "wrong"
 
 
