@@ -6,16 +6,21 @@ Run as a script in a process of its own (the host device count is fixed when JAX
     python matrix.py replay <platform> <out.json> <export dir>
 
 ``run`` computes every cell and writes ``{kind: {cell: outcome}}``; ``replay`` deserializes
-what ``run`` exported and runs it in a fresh process. An outcome is ``"ok"``, ``"wrong: ..."``
-(a result that differs from NumPy), ``"refused: <error type>: ..."`` (a cell the kind does not
-support, refused with an error of ours) or ``"error: <error type>: ..."``. Every kernel
-computes ``out = 0.5 * x + w`` with ``w`` broadcast over leading axes, so each cell has one
-NumPy reference.
+what ``run`` exported and runs it in a fresh process (a kind that declares batch dims also
+replays a call exported with sharded inputs, which must still run on the local shards). An
+outcome is ``"ok"``, ``"wrong: ..."`` (a result that differs from NumPy), ``"refused: <error
+type>: ..."`` (a cell the kind does not support, refused with an error of ours) or ``"error:
+<error type>: ..."``. Every kernel computes ``out = 0.5 * x + w`` with ``w`` broadcast over
+leading axes, so each cell has one NumPy reference. Rows that declare batch dims in every cell
+use a kernel that requires ``x``, ``w`` and ``out`` of one size (``step_rows``): their kernel
+is promised operands that share the batch dims, so ``vmap`` of an unbatched ``w`` must reach
+it broadcast.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -42,6 +47,15 @@ void step(const BE::Tensor x, const BE::Tensor w, BE::Tensor out) {
   BE_CHECK(out.numel() == x.numel()) << "out has " << out.numel() << " elements, x has " << x.numel();
   for (int64_t i = 0; i < x.numel(); ++i) po[i] = 0.5f * px[i] + pw[i % nw];
 }
+// The same for a call with batch dims, whose operands share their size: it reads w as far as x.
+// @BE step_rows arg arg ret
+void step_rows(const BE::Tensor x, const BE::Tensor w, BE::Tensor out) {
+  BE_CHECK(w.numel() == x.numel() && out.numel() == x.numel())
+      << "x has " << x.numel() << " elements, w " << w.numel() << ", out " << out.numel();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    out.data_ptr<float>()[i] = 0.5f * x.data_ptr<float>()[i] + w.data_ptr<float>()[i];
+  }
+}
 """
 
 CUDA = r"""
@@ -58,6 +72,12 @@ void step(const BE::Tensor x, const BE::Tensor w, BE::Tensor out, int64_t stream
   step_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
       x.data_ptr<float>(), w.data_ptr<float>(), out.data_ptr<float>(), n, w.numel());
   BE_CHECK_KERNEL_LAUNCH();
+}
+// @BE step_rows arg arg ret stream
+void step_rows(const BE::Tensor x, const BE::Tensor w, BE::Tensor out, int64_t stream) {
+  BE_CHECK(w.numel() == x.numel() && out.numel() == x.numel())
+      << "x has " << x.numel() << " elements, w " << w.numel() << ", out " << out.numel();
+  step(x, w, out, stream);
 }
 """
 
@@ -95,6 +115,9 @@ class Kind:
     # through a generator) are traced JAX code that XLA partitions as it can: the result is
     # right, but the inputs may be gathered first.
     partitions: bool = True
+    # Its kernel is registered when a call is lowered (an XLACustomKernel backend that compiles
+    # at lowering: Numba, Numba-CUDA, NVRTC), not when its module loads or the call is traced.
+    registered_when_lowered: bool = False
 
 
 def _module(platform: str) -> Any:
@@ -105,9 +128,11 @@ def _module(platform: str) -> Any:
     return brainevent.load_cuda_inline(name="conformance_cuda", cuda_sources=CUDA)
 
 
-def module_kind(platform: str) -> Callable[[str | None, int | None], Callable[[Any, Any], Any]]:
+def module_kind(
+    platform: str, function: str = "step"
+) -> Callable[[str | None, int | None], Callable[[Any, Any], Any]]:
     def make(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
-        step = copy.copy(_module(platform).step)
+        step = copy.copy(getattr(_module(platform), function))
         step.vmap_method = vmap_method
         step.num_batch_dims = num_batch_dims
         return step  # type: ignore[no-any-return]
@@ -117,7 +142,7 @@ def module_kind(platform: str) -> Callable[[str | None, int | None], Callable[[A
 
 def batched_module_kind(platform: str) -> Callable[[str | None, int | None], Callable[[Any, Any], Any]]:
     """A module function that declares one batch dim, in every cell (not only sharded jit)."""
-    return with_batch_dim(module_kind(platform))
+    return with_batch_dim(module_kind(platform, "step_rows"))
 
 
 def raw_ffi_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
@@ -138,6 +163,20 @@ def _numba_cpu_step() -> Any:
             of[i] = 0.5 * xf[i] + wf[i % wf.size]
 
     return step
+
+
+def _numba_cpu_step_rows() -> Any:
+    import numba
+
+    @numba.njit
+    def step_rows(x: Any, w: Any, out: Any) -> None:
+        if w.size != x.size or out.size != x.size:
+            raise ValueError("x, w and out differ in size")
+        xf, wf, of = x.ravel(), w.ravel(), out.ravel()
+        for i in range(xf.size):
+            of[i] = 0.5 * xf[i] + wf[i]
+
+    return step_rows
 
 
 def numba_kind(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
@@ -290,22 +329,26 @@ def _warp_generator() -> Callable[..., Any]:
     return generator
 
 
-def primitive_kind(backend: str) -> Callable[[str | None, int | None], Callable[[Any, Any], Any]]:
-    """An XLACustomKernel with one backend, a JVP rule, and the given batching and batch dims."""
+def primitive_kind(
+    backend: str, rows: bool = False
+) -> Callable[[str | None, int | None], Callable[[Any, Any], Any]]:
+    """An XLACustomKernel with one backend, a JVP rule, and the given batching and batch dims;
+    ``rows``: its kernel requires operands of one size (``step_rows``, for batch dims)."""
 
     def make(vmap_method: str | None, num_batch_dims: int | None) -> Callable[[Any, Any], Any]:
         import brainevent
 
-        name = f"conformance_{backend}_{vmap_method}_{num_batch_dims}"
+        name = f"conformance_{backend}_{vmap_method}_{num_batch_dims}{'_rows' if rows else ''}"
         op = brainevent.XLACustomKernel(
             name, vmap_method=vmap_method or "sequential", num_batch_dims=num_batch_dims
         )
+        function = "step_rows" if rows else "step"
         if backend == "cpp":
-            op.def_kernel("cpu", _module("cpu").step)
+            op.def_kernel("cpu", getattr(_module("cpu"), function))
         elif backend == "cuda_raw":
-            op.def_kernel("gpu", _module("gpu").step)
+            op.def_kernel("gpu", getattr(_module("gpu"), function))
         elif backend == "numba":
-            op.def_numba_kernel(_numba_cpu_step())
+            op.def_numba_kernel(_numba_cpu_step_rows() if rows else _numba_cpu_step())
         elif backend == "numba_cuda":
             op.def_numba_cuda_kernel(_numba_cuda_2d(), launch_dims=lambda ins, outs: outs[0].shape)
         elif backend == "nvrtc":
@@ -345,7 +388,34 @@ KINDS = (
     Kind("raw_ffi_call", "cpu", raw_ffi_kind, VMAP_FFI, False, False),
     Kind("numba_kernel", "cpu", numba_kind, VMAP_FFI, False, False, needs="numba"),
     Kind("xla_cpp", "cpu", primitive_kind("cpp"), VMAP_PRIMITIVE, True, True),
-    Kind("xla_numba", "cpu", primitive_kind("numba"), VMAP_PRIMITIVE, True, True, needs="numba"),
+    Kind(
+        "xla_cpp_batch_dims",
+        "cpu",
+        with_batch_dim(primitive_kind("cpp", rows=True)),
+        VMAP_PRIMITIVE,
+        True,
+        True,
+    ),
+    Kind(
+        "xla_numba",
+        "cpu",
+        primitive_kind("numba"),
+        VMAP_PRIMITIVE,
+        True,
+        True,
+        needs="numba",
+        registered_when_lowered=True,
+    ),
+    Kind(
+        "xla_numba_batch_dims",
+        "cpu",
+        with_batch_dim(primitive_kind("numba", rows=True)),
+        VMAP_PRIMITIVE,
+        True,
+        True,
+        needs="numba",
+        registered_when_lowered=True,
+    ),
     Kind(
         "xla_pallas_interpret",
         "cpu",
@@ -374,16 +444,41 @@ KINDS = (
     Kind("nvrtc_cuda_kernel", "gpu", nvrtc_kind, VMAP_FFI, False, True),
     Kind("nvrtc_cuda_kernel_batch_dims", "gpu", with_batch_dim(nvrtc_kind), VMAP_FFI, False, True),
     Kind("xla_cuda_raw", "gpu", primitive_kind("cuda_raw"), VMAP_PRIMITIVE, True, True),
+    Kind(
+        "xla_cuda_raw_batch_dims",
+        "gpu",
+        with_batch_dim(primitive_kind("cuda_raw", rows=True)),
+        VMAP_PRIMITIVE,
+        True,
+        True,
+    ),
     # A Numba-CUDA kernel is typed for its operands' ranks: batching that adds an axis to
     # them would need another kernel, so this row claims "sequential" only.
     Kind(
-        "xla_numba_cuda", "gpu", primitive_kind("numba_cuda"), ("sequential",), True, True, needs="numba.cuda"
+        "xla_numba_cuda",
+        "gpu",
+        primitive_kind("numba_cuda"),
+        ("sequential",),
+        True,
+        True,
+        needs="numba.cuda",
+        registered_when_lowered=True,
     ),
     # Its sizes are scalars bound when the call is lowered. With batch dims they are those of one
     # batch element (the rows here), and the launcher runs the kernel per element of each call,
     # so a call split across devices stays right.
-    Kind("xla_nvrtc", "gpu", primitive_kind("nvrtc"), VMAP_PRIMITIVE, True, True),
-    Kind("xla_nvrtc_batch_dims", "gpu", with_batch_dim(primitive_kind("nvrtc")), VMAP_PRIMITIVE, True, True),
+    Kind(
+        "xla_nvrtc", "gpu", primitive_kind("nvrtc"), VMAP_PRIMITIVE, True, True, registered_when_lowered=True
+    ),
+    Kind(
+        "xla_nvrtc_batch_dims",
+        "gpu",
+        with_batch_dim(primitive_kind("nvrtc")),
+        VMAP_PRIMITIVE,
+        True,
+        True,
+        registered_when_lowered=True,
+    ),
     Kind("xla_pallas", "gpu", primitive_kind("pallas"), VMAP_PRIMITIVE, True, True, partitions=False),
     Kind(
         "xla_triton",
@@ -418,8 +513,19 @@ UNSUPPORTED = {
 }
 
 
+def replays_sharded(kind: Kind) -> bool:
+    """Whether the row exports a call with sharded inputs, to be replayed on the local shards."""
+    return kind.batch_dims and kind.partitions
+
+
+def replay_cells(kind: Kind) -> list[str]:
+    """The cells computed in the fresh process, the sharded one first (the plain one lowers a
+    call, which must not be what makes the sharded replay partition)."""
+    return [*(["export_replay_sharded"] if replays_sharded(kind) else []), "export_replay"]
+
+
 def cell_names(kind: Kind) -> list[str]:
-    """Every cell of ``kind``'s row, in the order :func:`cells` builds them."""
+    """Every cell of ``kind``'s row, in the order :func:`run` builds them."""
     return [
         "eager",
         "jit",
@@ -431,6 +537,7 @@ def cell_names(kind: Kind) -> list[str]:
         *(f"shard_map_{loop}" for loop in LOOPS),
         "sharded_jit",
         "export",
+        *(["export_sharded"] if replays_sharded(kind) else []),
     ]
 
 
@@ -527,6 +634,28 @@ def cells(kind: Kind, mesh: Any) -> dict[str, Callable[[], str]]:
     return out
 
 
+def row_sharded(mesh: Any, x: np.ndarray, w: np.ndarray) -> tuple[Any, Any]:
+    """``x`` and ``w`` split by rows over the mesh, as the sharded cells take them."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    row = NamedSharding(mesh, P("b"))
+    return jax.device_put(x, row), jax.device_put(w, row)
+
+
+def partitioned(jitted: Any, a: Any, b: Any) -> str:
+    """``jitted(a, b)`` checked against NumPy, and its program checked for an all-gather (a call
+    that declares batch dims runs on the local shards)."""
+    got = np.asarray(jitted(a, b))
+    want = reference(np.asarray(a), np.asarray(b))
+    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-5):
+        return f"wrong: got {got.ravel()[:4]}..., want {want.ravel()[:4]}..."
+    if "all-gather" in jitted.lower(a, b).compile().as_text():
+        return "wrong: declared batch dims but the call gathered its inputs"
+    return "ok"
+
+
 def _per_shard(nf: Callable[[Any, Any], Any], x: np.ndarray, w: np.ndarray) -> np.ndarray:
     rows = ROWS // N_DEVICES
     wl = w[:rows]
@@ -567,6 +696,8 @@ def run(platform: str, out_path: Path, export_dir: Path) -> None:
     for kind in selected(platform):
         found = {name: outcome(cell) for name, cell in cells(kind, mesh).items()}
         found["export"] = outcome(lambda kind=kind: export(kind, x, w, export_dir))
+        if replays_sharded(kind):
+            found["export_sharded"] = outcome(functools.partial(export_sharded, kind, mesh, x, w, export_dir))
         assert list(found) == cell_names(kind), (list(found), cell_names(kind))
         results[kind.name] = found
     out_path.write_text(json.dumps(results, indent=1))
@@ -588,28 +719,60 @@ def export(kind: Kind, x: np.ndarray, w: np.ndarray, export_dir: Path) -> str:
     return "ok"
 
 
-def replay(platform: str, out_path: Path, export_dir: Path) -> None:
-    """In a fresh process: load the same kernels (their FFI targets are registered when they
-    load or are first traced), then run what ``run`` exported."""
+def export_sharded(kind: Kind, mesh: Any, x: np.ndarray, w: np.ndarray, export_dir: Path) -> str:
+    """The row's call with one batch dim, exported with both operands split by rows."""
+    import jax
+    from jax import export as jexport
+
+    import brainevent
+
+    jitted = jax.jit(kind.make("sequential", 1))
+    a, b = row_sharded(mesh, x, w)
+    verdict = partitioned(jitted, a, b)  # traces it: its kernels are registered
+    exported = jexport.export(jitted, disabled_checks=brainevent.export_checks())(a, b)
+    (export_dir / f"{kind.name}.sharded.bin").write_bytes(exported.serialize())
+    return verdict
+
+
+def replayed(kind: Kind, cell: str, blob: Path, mesh: Any) -> str:
+    """One replay cell: make the kernels known as the docs' recipe does (loading a module
+    registers its targets; a Numba or NVRTC kernel is registered when first traced, an
+    XLACustomKernel's launcher backend when lowered), then run the deserialized program."""
+    import jax
     from jax import export as jexport
 
     x, w = data()
-    results: dict[str, str] = {}
+    if cell == "export_replay_sharded":
+        # The exported call itself, traced but lowered only where that is what registers its
+        # kernel: nothing here may do what only lowering a batch-dims call used to do.
+        g = kind.make("sequential", 1)
+        if kind.registered_when_lowered:
+            jax.jit(g).lower(x, w)
+        else:
+            jax.eval_shape(g, x, w)
+        call = jax.jit(jexport.deserialize(bytearray(blob.read_bytes())).call)
+        return partitioned(call, *row_sharded(mesh, x, w))
+    jax.jit(kind.make("sequential" if kind.vmap_methods else None, None)).lower(x, w)
+    call = jax.jit(jexport.deserialize(bytearray(blob.read_bytes())).call)
+    return "ok" if np.allclose(np.asarray(call(x, w)), reference(x, w), rtol=1e-5) else "wrong"
+
+
+def replay(platform: str, out_path: Path, export_dir: Path) -> None:
+    """In a fresh process, run what ``run`` exported: ``{kind: {replay cell: outcome}}``."""
+    import jax
+
+    devices = jax.devices(platform)[:N_DEVICES]
+    mesh = jax.make_mesh((len(devices),), ("b",), devices=devices)
+    results: dict[str, dict[str, str]] = {}
     for kind in selected(platform):
-        blob = export_dir / f"{kind.name}.bin"
-        if not blob.exists():
-            results[kind.name] = "error: not exported"
-            continue
-
-        def call(kind: Kind = kind, blob: Path = blob) -> str:
-            import jax
-
-            f = kind.make("sequential" if kind.vmap_methods else None, None)
-            jax.jit(f).lower(x, w)  # registers the kernel as the exporting process did
-            got = jexport.deserialize(bytearray(blob.read_bytes())).call(x, w)
-            return "ok" if np.allclose(np.asarray(got), reference(x, w), rtol=1e-5) else "wrong"
-
-        results[kind.name] = outcome(call)
+        found: dict[str, str] = {}
+        for cell in replay_cells(kind):
+            blob = export_dir / f"{kind.name}{'.sharded' if cell.endswith('sharded') else ''}.bin"
+            if not blob.exists():
+                found[cell] = "error: not exported"
+                continue
+            found[cell] = outcome(functools.partial(replayed, kind, cell, blob, mesh))
+        results[kind.name] = found
     out_path.write_text(json.dumps(results, indent=1))
 
 

@@ -12,8 +12,7 @@ for path in sys.argv[1:]:
         if kind == "_devices":
             print(path, "devices:", row["count"])
             continue
-        cells = row.items() if isinstance(row, dict) else [("export_replay", row)]
-        bad = [(cell, text) for cell, text in cells if text != "ok"]
-        print(f"{kind}: {len(list(cells)) - len(bad)} ok" if not bad else f"{kind}:")
+        bad = [(cell, text) for cell, text in row.items() if text != "ok"]  # run and replay: {cell: outcome}
+        print(f"{kind}: {len(row)} ok" if not bad else f"{kind}:")
         for cell, text in bad:
             print(f"  {cell}: {text[:700]}")

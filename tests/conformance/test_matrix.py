@@ -60,7 +60,7 @@ def _cells(platform: str) -> list[Any]:
         pytest.param(kind.name, cell, id=f"{kind.name}-{cell}")
         for kind in matrix.KINDS
         if kind.platform == platform
-        for cell in [*matrix.cell_names(kind), "export_replay"]
+        for cell in [*matrix.cell_names(kind), *matrix.replay_cells(kind)]
     ]
 
 
@@ -68,7 +68,11 @@ def _check(found: dict[str, Any], kind_name: str, cell: str) -> None:
     kind = next(k for k in matrix.KINDS if k.name == kind_name)
     if kind_name not in found["run"]:
         pytest.skip(f"{kind.needs} is not installed")
-    got = found["replay"][kind_name] if cell == "export_replay" else found["run"][kind_name][cell]
+    got = (
+        found["replay"][kind_name][cell]
+        if cell.startswith("export_replay")
+        else found["run"][kind_name][cell]
+    )
     words = matrix.UNSUPPORTED.get((kind_name, cell))
     if words is not None:
         assert got.startswith("error") and words in got, got

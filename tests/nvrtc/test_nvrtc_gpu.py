@@ -184,6 +184,58 @@ def test_sharded_jit_with_batch_dims_runs_on_the_local_shards() -> None:
     assert "all-gather" not in f.lower(a, b).compile().as_text()
 
 
+@pytest.mark.parametrize(("xshape", "yshape"), [((8, 1024), (1, 1024)), ((1, 1024), (8, 1024))])
+def test_an_operand_whose_batch_dim_is_1_is_broadcast(
+    xshape: tuple[int, ...], yshape: tuple[int, ...]
+) -> None:
+    """docs/nvrtc.md's promise, for cuda_kernel and def_cuda_kernel (it was a KernelCallError)."""
+    x = np.arange(np.prod(xshape), dtype=np.float32).reshape(xshape)
+    y = np.cos(np.arange(np.prod(yshape), dtype=np.float32)).reshape(yshape)
+    add = rows_add(8, 1024)
+    np.testing.assert_allclose(np.asarray(add(x, y)), x + y, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(add)(x, y)), x + y, rtol=1e-6)
+    op = brainevent.XLACustomKernel(
+        f"nvrtc_rows_broadcast_{xshape[0]}",
+        outs=lambda x, y, **_: jax.ShapeDtypeStruct(np.broadcast_shapes(x.shape, y.shape), x.dtype),
+        num_batch_dims=1,
+    )
+    op.def_cuda_kernel(
+        VECTOR_ADD, "add", launch_dims=lambda ins, outs: outs[0].size, n=lambda ins, outs: outs[0].size
+    )
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda p, q: op(p, q))(x, y)), x + y, rtol=1e-6)
+
+
+@pytest.mark.parametrize("in_axes", [(0, None), (None, 0), (0, 0)], ids=str)
+@pytest.mark.parametrize("method", ["sequential", "sequential_unrolled", "expand_dims", "broadcast_all"])
+def test_every_vmap_method_of_a_batch_dims_kernel(
+    method: str, in_axes: tuple[int | None, int | None]
+) -> None:
+    x = np.arange(6 * 300, dtype=np.float32).reshape(6, 300)
+    y = np.cos(x)
+    xs, ys = np.stack([x, 2 * x, 3 * x]), np.stack([y, y + 1, y + 2])
+    add = brainevent.cuda_kernel(
+        VECTOR_ADD, "add", jax.ShapeDtypeStruct((6, 300), np.float32), launch_dims=lambda x, y: x.size,
+        num_batch_dims=1, vmap_method=method, n=lambda x, y: x.size,
+    )  # fmt: skip
+    a, b = (xs if in_axes[0] == 0 else x), (ys if in_axes[1] == 0 else y)
+    got = jax.jit(jax.vmap(add, in_axes=in_axes))(a, b)
+    np.testing.assert_allclose(np.asarray(got), np.broadcast_to(a + b, (3, 6, 300)), rtol=1e-6)
+
+
+def test_sharded_jit_with_a_broadcast_operand() -> None:
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    devices = jax.devices("gpu")
+    mesh = jax.make_mesh((len(devices),), ("b",), devices=devices)
+    x = np.arange(4 * len(devices) * 500, dtype=np.float32).reshape(4 * len(devices), 500)
+    y = np.sin(np.arange(500, dtype=np.float32)).reshape(1, 500)
+    add = jax.jit(rows_add(*x.shape))
+    a, b = jax.device_put(x, NamedSharding(mesh, P("b"))), jax.device_put(y, NamedSharding(mesh, P()))
+    np.testing.assert_allclose(np.asarray(add(a, b)), x + y, rtol=1e-6)
+    assert "all-gather" not in add.lower(a, b).compile().as_text()
+
+
 def test_in_place_update_through_an_alias() -> None:
     source = r"""
     extern "C" __global__ void scale(const float* x, float* out, float s, int n) {

@@ -175,6 +175,41 @@ def test_batch_dims_follow_the_primitive_into_def_cuda_kernel() -> None:
     assert set(seen) == {(512,)} and text.count("brainevent_cubin_2i_1o.launch") == 1, (seen, text)
 
 
+def _launch_types(text: str) -> list[str]:
+    """The operand and result types of each launch in ``text``."""
+    return re.findall(r"stablehlo.custom_call @brainevent_cubin_\w+\.launch.*: (\(.*\) -> .*)", text)
+
+
+def test_an_operand_whose_batch_dim_is_1_reaches_the_launch_broadcast() -> None:
+    """docs/nvrtc.md: an operand whose batch dim is 1 is broadcast over the batch, for
+    cuda_kernel and def_cuda_kernel alike, at the call and under vmap."""
+    rows = jax.ShapeDtypeStruct((8, 512), np.float32)
+    one = jax.ShapeDtypeStruct((1, 512), np.float32)
+    whole = "(tensor<8x512xf32>, tensor<8x512xf32>) -> tensor<8x512xf32>"
+    size = lambda x, y: x.size  # noqa: E731
+    add = brainevent.cuda_kernel(
+        VECTOR_ADD, "add", rows, launch_dims=size, compute_capability=90, num_batch_dims=1, n=size,
+        vmap_method="expand_dims",
+    )  # fmt: skip
+    assert _launch_types(lowered(add, rows, one)) == [whole]
+    assert _launch_types(lowered(add, one, rows)) == [whole]
+    batched = jax.ShapeDtypeStruct((3, 8, 512), np.float32)
+    wide = "(tensor<3x8x512xf32>, tensor<3x8x512xf32>) -> tensor<3x8x512xf32>"
+    assert _launch_types(lowered(jax.vmap(add, in_axes=(0, None)), batched, rows)) == [wide]
+    op = brainevent.XLACustomKernel(
+        "nvrtc_add_rows_broadcast",
+        outs=lambda x, y, **_: jax.ShapeDtypeStruct(np.broadcast_shapes(x.shape, y.shape), x.dtype),
+        num_batch_dims=1,
+        vmap_method="expand_dims",
+    )
+    op.def_cuda_kernel(
+        VECTOR_ADD, "add", launch_dims=lambda ins, outs: outs[0].size, compute_capability="sm_90",
+        n=lambda ins, outs: outs[0].size,
+    )  # fmt: skip
+    assert _launch_types(lowered(lambda x, y: op(x, y), rows, one)) == [whole]
+    assert _launch_types(lowered(jax.vmap(lambda x, y: op(x, y), in_axes=(0, None)), batched, rows)) == [wide]
+
+
 def test_batch_dims_are_checked() -> None:
     from brainevent.errors import KernelCallError
 

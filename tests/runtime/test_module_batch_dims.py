@@ -59,7 +59,7 @@ def test_batch_dims_need_a_shared_leading_dim(mod: brainevent.CompiledModule) ->
     mod.double_it.num_batch_dims = 1
     try:
         with pytest.raises(
-            KernelCallError, match=r"share its first 1 dims, got shapes \[\(2, 2\), \(3, 2\)\]"
+            KernelCallError, match=r"share its first 1 dims .*got shapes \[\(2, 2\), \(3, 2\)\]"
         ):
             mod.double_it(np.ones((2, 2), np.float32), outs=jax.ShapeDtypeStruct((3, 2), np.float32))
     finally:

@@ -6,9 +6,12 @@ leading axis (one more batch dim, if it declares them).
 
 A call that declares batch dims (``mod.f.num_batch_dims = k``: the first ``k`` dims of every
 operand and result are independent problems) is one custom call XLA may split across devices.
-The lowering adds the ``num_batch_dims`` frontend attribute, which XLA's batch partitioner reads
-for a target registered as batch partitionable (under Shardy, also a sharding rule tying those
-dims together), so ``jit`` with sharded inputs runs on the local shards instead of gathering them.
+Its kernel is promised operands and results that share those dims: :func:`batch_operands`, the
+one check of every kind's calls and of their ``vmap``, broadcasts an operand's batch dim of 1
+over the batch. The lowering adds the ``num_batch_dims`` frontend attribute, which XLA's batch
+partitioner reads for a target registered as batch partitionable (every target is, when it is
+registered: runtime/registry.py; under Shardy, also a sharding rule tying those dims together),
+so ``jit`` with sharded inputs runs on the local shards instead of gathering them.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
 
 
 def batch_by_method(
+    name: str,
     bind: Callable[..., Sequence[Any]],
     method: str,
     args: Sequence[Any],
@@ -32,7 +36,8 @@ def batch_by_method(
     outs: tuple[Any, ...],
     params: dict[str, Any],
 ) -> tuple[list[Any], list[Any]]:
-    """``(results, out_axes)`` for ``bind(*args, outs=outs, **params)`` batched along ``axes``."""
+    """``(results, out_axes)`` for ``bind(*args, outs=outs, **params)`` batched along ``axes``;
+    with ``batch_dims`` in ``params``, the new axis is one more batch dim."""
     import jax
     import jax.numpy as jnp
     from jax.core import ShapedArray
@@ -51,7 +56,8 @@ def batch_by_method(
     lead = with_batch_axis(moved, [ax is not None for ax in axes], size, method)
     wide = tuple(ShapedArray((size, *o.shape), o.dtype) for o in outs)
     if "batch_dims" in params:
-        params = {**params, "batch_dims": params["batch_dims"] + 1}
+        k = params["batch_dims"] + 1
+        lead, params = batch_operands(name, lead, wide, k), {**params, "batch_dims": k}
     return list(bind(*lead, outs=wide, **params)), [0] * len(outs)
 
 
@@ -66,20 +72,32 @@ def with_batch_axis(args: Sequence[Any], batched: Sequence[bool], size: int, met
 
 
 _primitive: Any = None
-_registered: set[str] = set()
 _lock = threading.Lock()
 
 
-def check_batch_dims(name: str, arrays: Sequence[Any], specs: Sequence[Any], k: int) -> None:
-    """KernelCallError unless every operand and result shares its first ``k`` dims."""
-    shapes = [tuple(a.shape) for a in arrays] + [tuple(s.shape) for s in specs]
-    leading = {s[:k] for s in shapes}
-    if any(len(s) < k for s in shapes) or len(leading) != 1:
+def batch_operands(name: str, arrays: Sequence[Any], specs: Sequence[Any], k: int) -> list[Any]:
+    """``arrays`` with each batch dim of 1 broadcast over the batch, so that the kernel of a call
+    declaring ``k`` batch dims sees operands and results sharing their first ``k`` dims (it may
+    read any operand as far as its own size); KernelCallError when they cannot."""
+    import jax.numpy as jnp
+
+    ins = [tuple(jnp.shape(a)) for a in arrays]
+    results = [tuple(s.shape) for s in specs]
+    shapes = ins + results
+    batch: tuple[int, ...] | None = None
+    if all(len(s) >= k for s in shapes):
+        sizes = [{s[d] for s in shapes} - {1} for d in range(k)]
+        if all(len(found) <= 1 for found in sizes):
+            batch = tuple(min(found, default=1) for found in sizes)
+    if batch is None or any(s[:k] != batch for s in results):
         raise KernelCallError(
-            f"{name}: num_batch_dims={k} needs every operand and result to share its first "
-            f"{k} dims, got shapes {shapes}",
+            f"{name}: num_batch_dims={k} needs every operand and result to share its first {k} dims "
+            f"(an operand's may be 1, broadcast over the batch; a result has the whole batch), got shapes "
+            f"{shapes} (operands, then results)",
             kernel=name,
         )
+    pairs = zip(arrays, ins, strict=True)
+    return [a if s[:k] == batch else jnp.broadcast_to(a, batch + s[k:]) for a, s in pairs]
 
 
 def _shardy_rule(ctx: Any, num_batch_dims: int) -> Any | None:
@@ -112,15 +130,12 @@ def _shardy_rule(ctx: Any, num_batch_dims: int) -> Any | None:
     return sdy_sharding_rule_to_mlir(rule, *types)
 
 
-def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> dict[str, Any]:
-    """The lowering's extra attributes; registers ``target`` as batch partitionable once per process."""
+def batch_partition_attributes(ctx: Any, num_batch_dims: int) -> dict[str, Any]:
+    """The lowering's extra attributes (the target was registered as batch partitionable with
+    its handler, so that a deserialized program partitions too)."""
     import jax
     from jax.interpreters import mlir
 
-    with _lock:
-        if target not in _registered:
-            jax.ffi.register_ffi_target_as_batch_partitionable(target)  # every backend, plugins too
-            _registered.add(target)
     attributes: dict[str, Any] = {
         "mhlo.frontend_attributes": mlir.ir_attribute({"num_batch_dims": str(num_batch_dims)})
     }
@@ -134,7 +149,7 @@ def batch_partition_attributes(ctx: Any, target: str, num_batch_dims: int) -> di
 def _lower(ctx: Any, *operands: Any, target: str, batch_dims: int, attrs: tuple[Any, ...], **_: Any) -> Any:
     import jax
 
-    extra = batch_partition_attributes(ctx, target, batch_dims)
+    extra = batch_partition_attributes(ctx, batch_dims)
     return jax.ffi.ffi_lowering(target, extra_attributes=extra)(ctx, *operands, **dict(attrs))
 
 
@@ -146,7 +161,7 @@ def _batch(args: Sequence[Any], axes: Sequence[Any], *, outs: tuple[Any, ...], *
             f"mod.<function>.vmap_method to one of {list(METHODS)}",
             target=params["target"],
         )
-    return batch_by_method(primitive().bind, method, args, axes, outs, params)
+    return batch_by_method(params["target"], primitive().bind, method, args, axes, outs, params)
 
 
 def _not_differentiable(primals: Any, tangents: Any, *, target: str, **_: Any) -> Any:
@@ -171,7 +186,7 @@ def primitive() -> Any:
             prim = Primitive("brainevent_partitioned_call")
             prim.multiple_results = True
             prim.def_impl(partial(dispatch.apply_primitive, prim))
-            prim.def_abstract_eval(lambda *avals, outs, **_: abstract_results(avals, outs))
+            prim.def_abstract_eval(lambda *avals, outs, target, **_: abstract_results(target, avals, outs))
             mlir.register_lowering(prim, _lower)
             batching.primitive_batchers[prim] = _batch
             ad.primitive_jvps[prim] = _not_differentiable
@@ -190,8 +205,7 @@ def partitioned_call(
     """Call ``target`` with its first ``num_batch_dims`` dims declared independent."""
     from jax.core import ShapedArray
 
-    check_batch_dims(target, inputs, specs, num_batch_dims)
-    aligned, _ = align_inputs(inputs)
+    aligned, _ = align_inputs(batch_operands(target, inputs, specs, num_batch_dims))
     outs = tuple(ShapedArray(tuple(int(d) for d in s.shape), s.dtype) for s in specs)
     results = primitive().bind(
         *aligned,

@@ -17,8 +17,9 @@ def is_spec(value: Any) -> bool:
     return hasattr(value, "shape") and hasattr(value, "dtype")
 
 
-def flatten_outs(outs: Any) -> tuple[list[Any], Any]:
-    """``outs`` as a flat list of ShapeDtypeStructs plus the treedef to rebuild the results."""
+def flatten_outs(outs: Any, owner: str) -> tuple[list[Any], Any]:
+    """``outs`` as a flat list of ShapeDtypeStructs plus the treedef to rebuild the results;
+    ``owner`` (the kernel or target) names them in errors."""
     import jax
 
     leaves, treedef = jax.tree_util.tree_flatten(outs, is_leaf=is_spec)
@@ -27,7 +28,35 @@ def flatten_outs(outs: Any) -> tuple[list[Any], Any]:
     for leaf in leaves:
         if not is_spec(leaf):
             raise TypeError(f"outs entries must be jax.ShapeDtypeStruct (shape and dtype), got {leaf!r}")
-    return [jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype) for leaf in leaves], treedef
+    specs = [jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype) for leaf in leaves]
+    check_sizes(owner, specs)
+    return specs, treedef
+
+
+def check_sizes(owner: str, specs: Sequence[Any]) -> None:
+    """KernelCallError naming the first result XLA cannot size: a negative dim, or more than
+    2**63-1 bytes (XLA would abort the process). Every result shape a call makes, declared,
+    given or widened by ``vmap``, passes here before XLA sees it: where ``outs`` enter
+    (:func:`flatten_outs`) and where results are typed (:func:`result_types`,
+    :func:`abstract_results`)."""
+    import numpy as np
+
+    from ..errors import KernelCallError
+    from ..spec.out_shape import size_problem
+
+    for index, spec in enumerate(specs):
+        shape = tuple(spec.shape)
+        known = [int(d) for d in shape if isinstance(d, (int, np.integer))]  # symbolic dims: jax.export's
+        problem = size_problem(known, np.dtype(spec.dtype).itemsize)
+        if problem is not None:
+            raise KernelCallError(
+                f"{owner}: result {index} of shape {shape} and dtype {np.dtype(spec.dtype)}: {problem}. Fix: "
+                "size the result within those bounds (through outs=, scratch_bytes=, or the attributes "
+                "a declared ret:(...) shape names)",
+                kernel=owner,
+                result=index,
+                value=str(shape),
+            )
 
 
 def varying_axes(aval: Any) -> frozenset[Any]:
@@ -75,11 +104,12 @@ def typed_like(spec: Any, template: Any) -> Any:
     return template.update(shape=shape, dtype=spec.dtype, sharding=sharding, weak_type=False)
 
 
-def result_types(specs: Sequence[Any], inputs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+def result_types(owner: str, specs: Sequence[Any], inputs: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     """``(inputs aligned, result types)`` for an FFI call of ``inputs`` returning ``specs``; specs
     come back as given outside ``shard_map``, or when already typed with a manual-axis type."""
     import jax
 
+    check_sizes(owner, specs)
     aligned, axes = align_inputs(inputs)
     if not axes:
         return aligned, list(specs)
@@ -89,8 +119,9 @@ def result_types(specs: Sequence[Any], inputs: Sequence[Any]) -> tuple[list[Any]
     ]
 
 
-def abstract_results(avals_in: Sequence[Any], outs: Sequence[Any]) -> list[Any]:
+def abstract_results(owner: str, avals_in: Sequence[Any], outs: Sequence[Any]) -> list[Any]:
     """The same rule for a primitive's abstract eval (declared results are ShapedArrays)."""
+    check_sizes(owner, outs)
     axes = union_of(avals_in)
     if not axes:
         return list(outs)
@@ -116,7 +147,7 @@ def call_target(
     """Call FFI target ``target`` on ``inputs``; one result per spec, typed as the inputs."""
     import jax
 
-    aligned, types = result_types(specs, inputs)
+    aligned, types = result_types(target, specs, inputs)
     call = jax.ffi.ffi_call(target, types, vmap_method=vmap_method, input_output_aliases=input_output_aliases)
     return list(call(*aligned, **attrs))
 
@@ -139,7 +170,7 @@ def ffi_call(
     """
     import jax
 
-    specs, treedef = flatten_outs(result_shape_dtypes)
+    specs, treedef = flatten_outs(result_shape_dtypes, target_name)
     single = not isinstance(result_shape_dtypes, (list, tuple)) and len(specs) == 1
 
     def call(*inputs: Any, **attrs: Any) -> Any:

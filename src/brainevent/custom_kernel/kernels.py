@@ -55,7 +55,7 @@ class CallSiteKernel:
         target, attributes = self.call_site(call)
         extra = None
         if call.batch_dims:
-            extra = batch_partition_attributes(call.ctx, target, call.batch_dims)
+            extra = batch_partition_attributes(call.ctx, call.batch_dims)
         rule = jax.ffi.ffi_lowering(target, operand_output_aliases=call.aliases, extra_attributes=extra)
         return rule(call.ctx, *call.operands, **attributes)
 

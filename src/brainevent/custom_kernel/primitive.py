@@ -119,7 +119,7 @@ class XLACustomKernel(BackendTable, Rules):
         import jax.numpy as jnp
         from jax.core import ShapedArray
 
-        from ..calls.batching import check_batch_dims
+        from ..calls.batching import batch_operands
         from ..calls.ffi import align_inputs, flatten_outs
 
         if backend is None:
@@ -139,7 +139,7 @@ class XLACustomKernel(BackendTable, Rules):
                 "call: no result specs; pass outs=jax.ShapeDtypeStruct(...) to the call or to "
                 "XLACustomKernel(..., outs=...)"
             )
-        specs, treedef = flatten_outs(outs)
+        specs, treedef = flatten_outs(outs, self.name)
         out_avals = tuple(ShapedArray(tuple(int(d) for d in s.shape), np.dtype(s.dtype)) for s in specs)
         params = _check_attrs(self.name, attrs)
         if self._num_batch_dims is not None:
@@ -147,7 +147,7 @@ class XLACustomKernel(BackendTable, Rules):
                 raise self._error(
                     "call: the attribute name 'batch_dims' is reserved with num_batch_dims; rename it"
                 )
-            check_batch_dims(self.name, arrays, specs, self._num_batch_dims)
+            arrays = batch_operands(self.name, arrays, specs, self._num_batch_dims)
             params["batch_dims"] = self._num_batch_dims
         if backend is not None:
             params["backend"] = backend
@@ -165,7 +165,7 @@ class XLACustomKernel(BackendTable, Rules):
 
         prim = self.primitive
         prim.def_impl(partial(dispatch.apply_primitive, prim))
-        prim.def_abstract_eval(lambda *avals, outs, **params: abstract_results(avals, outs))
+        prim.def_abstract_eval(lambda *avals, outs, **params: abstract_results(self.name, avals, outs))
         for jax_platform in (*_OF_JAX_PLATFORM, None):  # None: any other platform, to name it in the error
             mlir.register_lowering(
                 prim, partial(self._lower, jax_platform=jax_platform), platform=jax_platform

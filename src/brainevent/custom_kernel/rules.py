@@ -100,7 +100,7 @@ class Rules:
             return list(results), list(out_axes)
         from ..calls.batching import batch_by_method
 
-        return batch_by_method(self.primitive.bind, self._vmap_method, args, axes, outs, params)
+        return batch_by_method(self.name, self.primitive.bind, self._vmap_method, args, axes, outs, params)
 
     def _defined(self, rule: Callable[..., Any] | None, what: str, how: str) -> Callable[..., Any]:
         """``rule``, or NotImplementedError saying which rule is missing and how to define it."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..calls.batching import check_batch_dims, partitioned_call, with_batch_axis
+from ..calls.batching import batch_operands, partitioned_call, with_batch_axis
 from ..calls.ffi import call_target, flatten_outs, vary_like
 from ..calls.operands import Signature, signature_of
 from ..launchers.launch_config import RANK_CHANGING, check_vmap_method
@@ -39,7 +39,7 @@ def memoized(key: Hashable, make: Callable[[Signature], Made]) -> Preparer:
 
 def has_work(specs: Sequence[Any]) -> bool:
     """Whether any result has an element (a launch writing only empty arrays is skipped)."""
-    return any(int(np.prod(s.shape)) > 0 for s in specs)
+    return any(0 not in tuple(s.shape) for s in specs)
 
 
 def on_signature(prepare: Preparer, launch: bool = True) -> CallPreparer:
@@ -94,7 +94,7 @@ class BridgedFunction:
         check_vmap_method(vmap_method)
         self._prepare = prepare
         self._launcher_for = launcher_for
-        self._specs, self._treedef = flatten_outs(outs)
+        self._specs, self._treedef = flatten_outs(outs, name)
         self._rank_changing = vmap_method in RANK_CHANGING
         self._vmap_method = self._given_vmap_method = vmap_method
         # A rank-changing method either compiles the kernel again for the batched ranks (a
@@ -114,7 +114,7 @@ class BridgedFunction:
         if self._check_args is not None:
             self._check_args(args)
         if self._batch_dims:
-            check_batch_dims(self.__name__, args, self._specs, self._batch_dims)
+            args = tuple(batch_operands(self.__name__, args, self._specs, self._batch_dims))
         if self._rank_changing:
             flat = self._batchable(tuple(self._specs))(*args)
         else:

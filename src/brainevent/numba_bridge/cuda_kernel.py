@@ -108,10 +108,10 @@ def numba_cuda_kernel(
         grid, block, launch_dims, threads_per_block, shared_mem, vmap_method=vmap_method, allow_empty=True
     )
     check_vmap_method(vmap_method)
-    specs, _ = flatten_outs(outs)
+    name = getattr(kernel, "__name__", "numba_cuda_kernel")
+    specs, _ = flatten_outs(outs, name)
     _refuse_bfloat16([s.dtype for s in specs], "output")
     cuda_dispatcher(kernel)
-    name = getattr(kernel, "__name__", "numba_cuda_kernel")
     prepare = on_signature(preparer(kernel, config), launch=not config.empty)
     # No launcher_for: a batching vmap launches the kernel once per batch element.
     return BridgedFunction(prepare, outs, vmap_method, input_output_aliases, name, check_args=_check_inputs)

@@ -5,6 +5,10 @@ the first, so a target is registered once per process; a changed module loaded a
 same name re-points the first handler (the one XLA holds) through its forwarding pointer. A
 different module claiming a registered target is refused unless ``replace=True``: silently, code
 written against the first module would run the second.
+
+Every target is registered as batch partitionable too (:func:`_register_with_jax`): XLA splits a
+call across devices only when the call carries ``num_batch_dims`` (calls/batching.py), and a
+program deserialized in another process (``jax.export``) finds the registration made at load.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import ctypes
 import logging
 import threading
 from collections.abc import Mapping
+from typing import Any
 
 from ..errors import RegistrationError
 from ..headers import forward_symbol, handler_symbol, impl_symbol
@@ -140,11 +145,9 @@ def _register_locked(
             log.info("target %s now runs the reloaded module (%s)", target, artifact_key[:12])
         return "reloaded"
 
-    import jax.ffi
-
     handler = getattr(library, handler_symbol(function, command_buffer=command_buffer))
     try:
-        jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform=platform, api_version=1)
+        _register_with_jax(target, handler, platform)
     except Exception as exc:  # XLA reports clashes as assorted runtime errors
         raise RegistrationError(
             f"could not register FFI target {target!r} on platform {platform!r}: {exc}. "
@@ -154,6 +157,13 @@ def _register_locked(
         ) from exc
     _targets[(target, platform)] = _Registered(library, function, artifact_key, module, library)
     return "registered"
+
+
+def _register_with_jax(target: str, handler: Any, platform: str) -> None:
+    import jax.ffi
+
+    jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform=platform, api_version=1)
+    jax.ffi.register_ffi_target_as_batch_partitionable(target)
 
 
 def _drop_compiled_executables(targets: list[str]) -> None:
@@ -179,8 +189,6 @@ def register_handler(target: str, library: ctypes.CDLL, symbol: str, platform: s
     """Registers ``library``'s handler ``symbol`` under ``target`` on JAX platform ``platform``
     (a launcher's, not a module function's: nothing re-points it) and returns the name used.
     XLA keeps a name's first handler, so a rebuilt library (another cache) gets a name of its own."""
-    import jax.ffi
-
     handler = getattr(library, symbol)
     address = ctypes.cast(handler, ctypes.c_void_p).value or 0
     with _lock:
@@ -189,7 +197,7 @@ def register_handler(target: str, library: ctypes.CDLL, symbol: str, platform: s
             n += 1
             chosen = f"{target}_{n}"
         if chosen not in _handlers:
-            jax.ffi.register_ffi_target(chosen, jax.ffi.pycapsule(handler), platform=platform, api_version=1)
+            _register_with_jax(chosen, handler, platform)
             _handlers[chosen] = (address, platform)
     return chosen
 

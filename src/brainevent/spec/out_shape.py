@@ -7,6 +7,7 @@ sugar builds ``outs`` from it.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -14,9 +15,12 @@ from typing import NamedTuple
 from brainevent.errors import SpecError
 from brainevent.spec.model import Param
 from brainevent.spec.names import canonical_type as canon
-from brainevent.vocabulary import SCALAR_TYPES, Role
+from brainevent.vocabulary import SCALAR_TYPES, Role, scalar
 
 MAX_FIXED_RANK = 8  # the binding keeps a fixed shape's dims in its parameter table
+# XLA sizes an array, in elements and in bytes, with a signed 64-bit integer; past that it
+# aborts the process ("overflow in static extent product") instead of raising.
+MAX_SIZE = 2**63 - 1
 SHAPE_FORMS = "ret:like(<input>), ret:like(<input>):<type> or ret:(<dim>,...):<type>"
 _INTEGER_TYPES = frozenset(t for t in SCALAR_TYPES if t.startswith(("int", "uint")))
 _NAME = "[A-Za-z_][A-Za-z0-9_]*"
@@ -59,6 +63,36 @@ def parse_out_shape(text: str) -> OutShape | None:
     if len(parts) > MAX_FIXED_RANK or not all(re.fullmatch(_DIM, p) for p in parts):
         return None
     return OutShape(None, tuple(int(p) if p.isdigit() else p for p in parts), canon(fixed.group(2)))
+
+
+def size_problem(dims: Sequence[int], itemsize: int) -> str | None:
+    """Why XLA cannot size an array of ``dims`` with ``itemsize``-byte elements, or None."""
+    negative = [d for d in dims if d < 0]
+    if negative:
+        return f"dim {negative[0]} is negative; dims are sizes, 0 or more"
+    too_long = [d for d in dims if d > MAX_SIZE]
+    if too_long:
+        return f"dim {too_long[0]} is larger than XLA can size (at most 2**63-1)"
+    count = math.prod(dims)
+    if count * itemsize > MAX_SIZE:
+        return (
+            f"{_power(count)} elements of {itemsize} byte(s) make {_power(count * itemsize)} bytes, more "
+            "than XLA can size (at most 2**63-1 bytes in one array)"
+        )
+    return None
+
+
+def _power(n: int) -> str:
+    """``n`` as ``2**k`` when it is one (the sizes that overflow usually are), else in digits."""
+    return f"2**{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n)
+
+
+def literal_problem(decl: OutShape) -> str | None:
+    """The size problem of a declaration's integer dims (an attribute dim counts as 1)."""
+    if decl.dims is None or decl.dtype is None:
+        return None
+    literal = [d for d in decl.dims if isinstance(d, int)]
+    return size_problem(literal, scalar(decl.dtype).bits // 8)
 
 
 def check_out_shapes(head: str, params: Sequence[Param], function: str) -> None:

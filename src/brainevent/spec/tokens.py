@@ -16,7 +16,7 @@ from brainevent.errors import SpecError
 from brainevent.spec.cxx_lexer import Comment, LexResult, lex
 from brainevent.spec.model import token_text
 from brainevent.spec.names import CXX_KEYWORDS, TYPE_ALIASES, canonical_type, close_matches, is_c_identifier
-from brainevent.spec.out_shape import MAX_FIXED_RANK, SHAPE_FORMS, parse_out_shape
+from brainevent.spec.out_shape import MAX_FIXED_RANK, MAX_SIZE, SHAPE_FORMS, literal_problem, parse_out_shape
 from brainevent.vocabulary import SCALAR_TYPES, Role
 
 # Plain tokens (each role's name, and 0.2.1's aliases) and what they mean; attrs are apart.
@@ -139,9 +139,12 @@ def _parse_form(where: str, raw: str, text: str, data: dict[str, Any]) -> SpecTo
         return _parse_attr(where, raw, rest, data)
     head, colon, value = text.partition(":")
     if colon and head == "scratch" and value.isdigit() and value.isascii():
+        too_many = f"{value} bytes is more than XLA can size (at most 2**63-1)"
+        _check_size(where, too_many if int(value) > MAX_SIZE else None, data)
         return SpecToken(Role.SCRATCH, scratch_bytes=int(value), text=raw)
     decl = parse_out_shape(value) if colon and head in ("ret", "rets") else None
     if decl is not None:  # a result whose shape (and dtype) the binding checks on every call
+        _check_size(where, literal_problem(decl), data)
         return SpecToken(Role.RET, shape=decl.canonical, text=raw)
     if colon and head in _BAD_VALUE:
         raise SpecError(f"{_INVALID}{where}: {value!r} {_BAD_VALUE[head]}", **data, value=value)
@@ -149,6 +152,12 @@ def _parse_form(where: str, raw: str, text: str, data: dict[str, Any]) -> SpecTo
         f"{_INVALID}{where} is not a known token. Expected one of: {EXPECTED_TOKENS}." + _token_hint(text),
         **data,
     )
+
+
+def _check_size(where: str, problem: str | None, data: dict[str, Any]) -> None:
+    """SpecError for a literal size XLA cannot hold (it would abort the process at the call)."""
+    if problem is not None:
+        raise SpecError(f"{_INVALID}{where}: {problem}. Fix: declare a smaller size.", **data)
 
 
 def _parse_attr(where: str, raw: str, rest: str, data: dict[str, Any]) -> SpecToken:
