@@ -322,9 +322,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .cache_control import set_cache_dir
 
         set_cache_dir(args.cache_dir)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING, format="[brainevent] %(message)s"
-    )
+    from .logs import show_on_stderr  # brainevent's records only: JAX's keep their own form
+
+    show_on_stderr(logging.getLogger("brainevent"), logging.INFO if args.verbose else logging.WARNING)
     from .errors import BrainEventError
 
     try:
