@@ -35,6 +35,10 @@ def cuda_plugin(tmp_path: Path) -> Path:
 
     if probe_devices().devices:
         pytest.skip("not applicable: a GPU is present, so JAX's CUDA plugin starts cleanly")
+    return _plugin_metadata(tmp_path)
+
+
+def _plugin_metadata(tmp_path: Path) -> Path:
     info = tmp_path / "site" / "jax_cuda13_plugin-0.0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: jax-cuda13-plugin\nVersion: 0.0.1\n")
@@ -80,3 +84,9 @@ def test_the_demo_says_how_to_silence_the_plugin_and_runs_on_the_cpu(cuda_plugin
     assert "set JAX_PLATFORMS=cpu to silence it" in done.stdout and "the demo runs on the CPU" in done.stdout
     assert "running on: cpu" in done.stdout and "matches NumPy: True" in done.stdout
     assert "[brainevent]" not in done.stderr, done.stderr
+
+
+@pytest.mark.gpu
+def test_doctor_has_nothing_to_say_with_a_gpu(tmp_path: Path) -> None:
+    done = _run(["-m", "brainevent", "doctor", "--no-compile"], _plugin_metadata(tmp_path))
+    assert "device 0" in done.stdout and "JAX_PLATFORMS" not in done.stdout, done.stdout
