@@ -41,6 +41,9 @@ def pytest_configure(config: pytest.Config) -> None:
             config.addinivalue_line("markers", f"{tier}: {meaning}")
     _session_cache = Path(tempfile.mkdtemp(prefix="brainevent-test-cache-"))
     os.environ["BRAINEVENT_CACHE_DIR"] = str(_session_cache)
+    # Run from a `unit` test of another session (tests of this file do so): without its stand-ins.
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    os.environ["PATH"] = os.pathsep.join(p for p in path if not (Path(p) / _STAND_IN_LOG).exists())
 
 
 def _hypothesis_database_usable() -> bool:
@@ -263,6 +266,47 @@ def cpu_default_device(request: pytest.FixtureRequest):  # type: ignore[no-untyp
 
     with jax.default_device(jax.devices("cpu")[0]):
         yield
+
+
+# While a `unit` test runs, PATH starts with stand-ins for the compilers that record the call
+# and fail, so a test that compiles in a subprocess (where collection cannot see it) fails,
+# telling its author to mark it `host`: the tier runs on a machine without compilers.
+_COMPILERS = ("g++", "gcc", "c++", "cc", "clang++", "clang", "nvcc")
+UNIT_RAN_A_COMPILER = "a `unit` test ran a compiler; mark it `host` (or `nvcc`): docs/testing.md"
+_STAND_IN_LOG = "brainevent-unit-tier-stand-ins.log"
+
+
+@pytest.fixture(scope="session")
+def _compiler_stand_ins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("no-compilers")
+    log = directory / _STAND_IN_LOG
+    log.touch()
+    for name in _COMPILERS:
+        stand_in = directory / name
+        # Single quotes: the message's backquotes must not run anything.
+        stand_in.write_text(
+            f"#!/bin/sh\necho \"{name} $*\" >> '{log}'\necho '{UNIT_RAN_A_COMPILER}' >&2\nexit 1\n"
+        )
+        stand_in.chmod(0o755)
+    return log
+
+
+@pytest.fixture(autouse=True)
+def unit_tier_runs_no_compiler(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """A `unit` test finds only the stand-ins on PATH (and no CXX); it fails if it ran one."""
+    if not request.node.get_closest_marker("unit") or os.name == "nt":
+        yield
+        return
+    log = request.getfixturevalue("_compiler_stand_ins")
+    monkeypatch.setenv("PATH", f"{log.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    for variable in ("CXX", "BRAINEVENT_CXX"):
+        monkeypatch.delenv(variable, raising=False)
+    before = log.stat().st_size
+    yield
+    with open(log) as fh:
+        ran = fh.read()[before:]
+    if ran:
+        pytest.fail(f"{UNIT_RAN_A_COMPILER}. It ran: {ran.strip()}", pytrace=False)
 
 
 @pytest.fixture(autouse=True)

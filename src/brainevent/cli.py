@@ -353,9 +353,9 @@ _FAILED, _PIPE_CLOSED, _INTERRUPTED = 1, 128 + 13, 128 + 2  # as a shell reports
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING, format="[brainevent] %(message)s"
-    )
+    from .logs import show_on_stderr  # brainevent's records only: JAX's keep their own form
+
+    show_on_stderr(logging.getLogger("brainevent"), logging.INFO if args.verbose else logging.WARNING)
     from .errors import BrainEventError
 
     # The one error boundary: what goes wrong is our message and an exit status, never a

@@ -43,7 +43,11 @@ def run_demo(print_fn: Callable[[str], object] = print) -> int:
     import numpy as np
 
     import brainevent
+    from brainevent.toolchain.nvcc import jax_cuda_plugin_without_gpu
 
+    if hint := jax_cuda_plugin_without_gpu():
+        print_fn(f"note: {hint}; the demo runs on the CPU")
+        jax.config.update("jax_platforms", "cpu")  # before JAX starts its backends: no traceback
     try:
         platform = "gpu" if any(d.platform == "gpu" for d in jax.devices()) else "cpu"
     except RuntimeError:  # no backend JAX can start

@@ -36,7 +36,12 @@ from .runtime.targets import list_registered_targets
 from .toolchain.cuda_driver import probe_devices
 from .toolchain.host import find_host_compiler
 from .toolchain.host_compat import check_host_compiler, host_compiler_version
-from .toolchain.nvcc import check_jax_plugin_match, find_nvcc, installed_jax_cuda_plugins
+from .toolchain.nvcc import (
+    check_jax_plugin_match,
+    find_nvcc,
+    installed_jax_cuda_plugins,
+    jax_cuda_plugin_without_gpu,
+)
 
 
 @dataclass
@@ -244,6 +249,8 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
             report.item(f"device {device.ordinal}", f"{device.name}, sm_{device.major}{device.minor}")
     else:
         report.item("devices", f"none ({probe.reason})")
+    if hint := jax_cuda_plugin_without_gpu():
+        report.item("note", hint)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         report.item("CUDA_VISIBLE_DEVICES", repr(visible))

@@ -20,15 +20,25 @@ def include_dirs() -> list[Path]:
     return [INCLUDE_DIR, xla_include_dir()]
 
 
-def _cuda_path() -> list[str]:
-    """clang's --cuda-path: the toolkit of the nvcc brainevent would use, if any."""
+# clangd takes the CUDA version from -target-sdk-version alone. Without it, or with a version
+# newer than it knows (clangd 16 knows up to 11.8, 20 up to 12.8, 22 up to 13.0), it assumes
+# CUDA older than 9.2 and reports ``cudaConfigureCall`` undeclared on every ``<<<...>>>``
+# launch. Launches read the same from 9.2 on: the toolkit's version is capped at 11.8.
+_CLANGD_KNOWS_CUDA = (11, 8)
+
+
+def _cuda_toolkit() -> list[str]:
+    """clang's flags for the toolkit of the nvcc brainevent would use, if any."""
     from .errors import BrainEventError
     from .toolchain.nvcc import find_nvcc
 
     try:
-        return [f"--cuda-path={Path(find_nvcc().path).resolve().parent.parent}"]
+        nvcc = find_nvcc()
     except BrainEventError:
         return []
+    major, minor = min(tuple(nvcc.version[:2]), _CLANGD_KNOWS_CUDA)
+    root = Path(nvcc.path).resolve().parent.parent
+    return [f"--cuda-path={root}", "-Xclang", f"-target-sdk-version={major}.{minor}"]
 
 
 def _arguments(file: Path, directory: Path, extra: list[str], cuda_arch: str) -> list[str]:
@@ -37,7 +47,7 @@ def _arguments(file: Path, directory: Path, extra: list[str], cuda_arch: str) ->
         return ["cc", "-std=gnu17", *includes, *extra, "-c", str(file)]
     if file.suffix in BUILD_PLATFORMS["cuda"].suffixes:
         cuda = ["-x", "cuda", f"--cuda-gpu-arch={cuda_arch}", "-nocudalib", "-Wno-unknown-cuda-version"]
-        cuda += _cuda_path()
+        cuda += _cuda_toolkit()
         return ["clang++", "-std=c++17", *cuda, *includes, *extra, "-c", str(file)]
     return ["c++", "-std=c++17", *includes, *extra, "-c", str(file)]
 

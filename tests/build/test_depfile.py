@@ -6,6 +6,8 @@ import itertools
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from brainevent.build.includes import _rules, read_depfile
 
 
@@ -63,6 +65,7 @@ def _gxx_depfile(tmp_path: Path, headers: list[str]) -> Path:
     return tmp_path / "unit.d"
 
 
+@pytest.mark.host
 def test_a_plain_gxx_depfile_lists_every_header(tmp_path: Path) -> None:
     depfile = _gxx_depfile(tmp_path, ["a.h", "b.h"])
     deps = read_depfile(depfile, tmp_path)
@@ -73,6 +76,7 @@ def test_a_plain_gxx_depfile_lists_every_header(tmp_path: Path) -> None:
     assert _rules(text) == _reference_rules(text)
 
 
+@pytest.mark.host
 def test_escaped_names_take_the_careful_reader(tmp_path: Path) -> None:
     depfile = _gxx_depfile(tmp_path, ["with space.h", "dollar$sign.h", "hash#mark.h"])
     deps = read_depfile(depfile, tmp_path)

@@ -301,6 +301,7 @@ def _syntax_check(header: str, macros: list[str], tmp_path: Path) -> subprocess.
     return subprocess.run([*command, str(source)], capture_output=True, text=True)
 
 
+@pytest.mark.host
 @pytest.mark.parametrize("header", [h for h in _HEADERS if h not in _NEEDS_CUDA])
 @pytest.mark.parametrize("checks", ["1", "0"])
 def test_each_header_compiles_on_its_own_in_both_modes(header: str, checks: str, tmp_path: Path) -> None:

@@ -13,11 +13,10 @@ import string
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from brainevent.cache import key as key_module
 from brainevent.cache.key import CacheKey, KeyBuilder
+from tests.support.properties import given, settings, st
 
 
 def digest(*pairs: tuple[str, Any], kind: str = "cpu") -> str:

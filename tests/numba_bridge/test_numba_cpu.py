@@ -156,6 +156,7 @@ def _add_target_and_id() -> tuple[str, int]:
     return preparer(add)(signature_of((x, x), [spec((8,))]))
 
 
+@pytest.mark.host
 def test_handler_calls_only_registered_kernels() -> None:
     target, kernel_id = _add_target_and_id()
     x = jnp.arange(8, dtype=jnp.float32)
@@ -166,6 +167,7 @@ def test_handler_calls_only_registered_kernels() -> None:
         jax.block_until_ready(jax.jit(lambda v: call(v, v, kernel_id=np.int64(unknown)))(x))
 
 
+@pytest.mark.host
 def test_handler_rejects_operands_the_kernel_was_not_compiled_for() -> None:
     target, kernel_id = _add_target_and_id()
     x = jnp.ones(8, jnp.float32)
@@ -179,6 +181,7 @@ def test_handler_rejects_operands_the_kernel_was_not_compiled_for() -> None:
         jax.block_until_ready(jax.ffi.ffi_call(target, spec((8,)))(x, doubles, kernel_id=np.int64(kernel_id)))
 
 
+@pytest.mark.host
 def test_handler_needs_its_kernel_id_attribute() -> None:
     target, kernel_id = _add_target_and_id()
     x = jnp.ones(8, jnp.float32)

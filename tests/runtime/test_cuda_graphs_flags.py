@@ -152,6 +152,8 @@ def test_capture_status_after_a_late_import_gives_the_line_to_use() -> None:
     assert f'XLA_FLAGS="{DEFAULT}"' in out
 
 
+# doctor asks the host compiler for its version
+@pytest.mark.host
 def test_doctor_reports_capture() -> None:
     code = (
         "from brainevent.doctor import run_doctor; "

@@ -5,11 +5,10 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from brainevent.errors import SpecError
 from brainevent.spec.tokens import Annotation, discover_annotations
+from tests.support.properties import given, settings, st
 
 
 def test_line_annotations_with_and_without_tokens() -> None:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from brainevent.errors import SpecError
 from brainevent.spec.cxx_lexer import Comment, Token, lex
+from tests.support.properties import given, settings, st
 
 
 def texts(source: str) -> list[str]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from brainevent.errors import SpecError
 from brainevent.spec.bind import infer_spec
@@ -15,6 +13,7 @@ from brainevent.spec.model import Role
 from brainevent.spec.signature import CxxSignature, find_signature, scan_functions
 from brainevent.spec.tokens import SpecToken
 from tests.support.kernels import CUDA_VECTOR_ADD as SEED
+from tests.support.properties import given, settings, st
 
 
 def sig_of(source: str, name: str = "f") -> CxxSignature:

@@ -6,13 +6,12 @@ import contextlib
 import pickle
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from brainevent.errors import SpecError
 from brainevent.spec.names import TYPE_ALIASES, canonical_type
 from brainevent.spec.tokens import SpecToken, parse_tokens
 from brainevent.vocabulary import SCALAR_TYPES, Role
+from tests.support.properties import given, settings, st
 
 
 @pytest.mark.parametrize(

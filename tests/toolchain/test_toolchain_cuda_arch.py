@@ -270,6 +270,7 @@ def test_resolve_without_gpu_says_how_to_pin(no_pin: None) -> None:
     assert info.value.reason == probe.reason  # type: ignore[attr-defined]
 
 
+@pytest.mark.host
 def test_resolve_from_driver_devices(
     no_pin: None, monkeypatch: pytest.MonkeyPatch, stub_driver_two_gpus: str
 ) -> None:

@@ -137,6 +137,7 @@ def test_library_without_entry_points(tmp_path: Path) -> None:
     assert "cuInit" in probe.reason
 
 
+@pytest.mark.host
 def test_no_device_names_cuda_visible_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lib = build_stub(tmp_path, init_result=100)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
@@ -148,6 +149,7 @@ def test_no_device_names_cuda_visible_devices(tmp_path: Path, monkeypatch: pytes
     assert probe_devices(lib).reason == ("no CUDA device is visible (CUDA_VISIBLE_DEVICES is unset)")
 
 
+@pytest.mark.host
 def test_init_failure_code_is_reported(tmp_path: Path) -> None:
     probe = probe_devices(build_stub(tmp_path, init_result=34))
     assert not probe.available
@@ -158,6 +160,7 @@ def test_init_failure_code_is_reported(tmp_path: Path) -> None:
     assert other.reason == "the NVIDIA driver failed to initialise (CUresult 7)"
 
 
+@pytest.mark.host
 def test_devices_are_read(tmp_path: Path) -> None:
     lib = build_stub(tmp_path, init_result=0, devices=((9, 0), (8, 6)))
     probe = probe_devices(lib)
@@ -172,6 +175,7 @@ def test_devices_are_read(tmp_path: Path) -> None:
     assert probe.reason == ""
 
 
+@pytest.mark.host
 def test_zero_devices_after_init(tmp_path: Path) -> None:
     probe = probe_devices(build_stub(tmp_path, init_result=0, devices=()))
     assert not probe.available
@@ -179,6 +183,7 @@ def test_zero_devices_after_init(tmp_path: Path) -> None:
     assert "no CUDA device is visible" in probe.reason
 
 
+@pytest.mark.host
 def test_query_failure_is_reported(tmp_path: Path) -> None:
     probe = probe_devices(build_stub(tmp_path, init_result=0, devices=((9, 0),), attr_fails=True))
     assert not probe.available

@@ -126,6 +126,7 @@ def test_header_fallback_for_releases_the_table_lacks(tmp_path: Path) -> None:
 # ------------------------------------------------------------ real and fake compilers
 
 
+@pytest.mark.host
 def test_real_gxx_version_and_ok_for_nvcc13() -> None:
     gxx = _real_gxx()
     kind, major = host_compiler_version(gxx)
@@ -226,6 +227,8 @@ def test_compiler_query_is_memoized(tmp_path: Path) -> None:
     assert log.read_text().count("run") == 2
 
 
+# it also asks the real g++
+@pytest.mark.host
 def test_version_and_include_dirs_come_from_one_run(tmp_path: Path) -> None:
     from brainevent.toolchain.host import HostCompiler
     from brainevent.toolchain.host_compat import system_include_dirs

@@ -32,6 +32,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.host
 @pytest.mark.slow
 def test_nvcc_from_the_cuda13_wheel_in_a_fresh_venv(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
