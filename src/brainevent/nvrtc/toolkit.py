@@ -11,6 +11,8 @@ import os
 import sys
 from pathlib import Path
 
+from ..toolchain.environment import variable
+
 # The pip distributions of libnvrtc, in cuda-pathfinder's order (libnvrtc.so.13 first).
 NVRTC_DISTRIBUTIONS = ("nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12")
 # Where NVIDIA's wheels put the runtime headers and CCCL, under site-packages.
@@ -62,9 +64,9 @@ def _find(candidates: list[Path], header: str, name: str) -> str | None:
 
 def _roots() -> list[Path]:
     """Toolkit roots named by the environment, in cuda-pathfinder's order, then the usual one."""
-    conda = os.environ.get("CONDA_PREFIX")
+    conda = variable("CONDA_PREFIX")
     roots = [Path(conda) / "targets" / "x86_64-linux", Path(conda)] if conda else []
-    roots += [Path(os.environ[v]) for v in ("CUDA_PATH", "CUDA_HOME") if os.environ.get(v)]
+    roots += [Path(value) for v in ("CUDA_PATH", "CUDA_HOME") if (value := variable(v))]
     return [*roots, Path("/usr/local/cuda")]
 
 

@@ -40,6 +40,7 @@ from ..headers import c_api_header, package_header_files
 from ..platforms.devices import BUILD_PLATFORMS, HOST_PLATFORM
 from ..runtime.module import CompiledModule, SpecTable
 from ..runtime.registry import register_targets, running_platforms
+from ..toolchain.environment import shortcut_environment, variable
 
 if TYPE_CHECKING:  # a Protocol class costs a first hit more than a plain one: type checkers only
     from collections.abc import Mapping
@@ -61,9 +62,6 @@ if TYPE_CHECKING:  # a Protocol class costs a first hit more than a plain one: t
 
 
 RECORD_SCHEMA = 2  # 2: the record holds what registering needs, sealed
-# Besides every BRAINEVENT_ variable: what the host compiler, nvcc and header searches read.
-_ENVIRONMENT = frozenset(["PATH", "CXX", "CC", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "HOME"])
-_ENVIRONMENT |= {"XDG_CACHE_HOME", "LD_LIBRARY_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"}
 
 
 class Call:
@@ -93,11 +91,9 @@ def call_of(loader: str, platform: str, arguments: dict[str, Any]) -> Call | Non
         return None
     if not (isinstance(name, str) and _plain_name(name) and _plain(arguments)):
         return None
-    environment = sorted(
-        (k, os.environ[k]) for k in os.environ if k.startswith("BRAINEVENT_") or k in _ENVIRONMENT
-    )
-    try:
-        where = (os.getcwd(), sys.prefix, sys.path, config.overrides())
+    environment = shortcut_environment()  # the toolchains' (one table) and BRAINEVENT_*
+    try:  # where relative and ~ paths resolve (the cache root names the record's directory)
+        where = (os.getcwd(), os.path.expanduser("~"), sys.prefix, sys.path, config.overrides())
         root = cache.cache_root(arguments.get("build_directory"))
     except (OSError, RuntimeError):
         return None
@@ -183,7 +179,7 @@ def stamps_before(call: Call | None, request: LoadRequest) -> tuple[list[str], s
 def _environment_files() -> list[str]:
     """The files every key depends on besides the toolchain's (XLA's C API header, ours) and
     the directories the searches look in: a recall finds them again (where; the stamps: what)."""
-    path = os.environ.get("PATH", "").split(os.pathsep)
+    path = (variable("PATH") or "").split(os.pathsep)
     searched = [d for d in (*path, *(p for p in sys.path if p.endswith("-packages"))) if d]
     return [c_api_header(), *package_header_files(), *searched]
 
