@@ -84,9 +84,9 @@ def test_the_table_is_the_only_list_of_toolchain_variables() -> None:
     for path in SRC.rglob("*.py"):
         name = path.relative_to(SRC).as_posix()
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv"):
-                if name not in _OWN_VARIABLES:
-                    readers.append(f"{name}:{node.lineno}")
+            reads = isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv")
+            if reads and name not in _OWN_VARIABLES:
+                readers.append(f"{name}:{node.lineno}")
             if (
                 isinstance(node, ast.Call)
                 and getattr(node.func, "id", getattr(node.func, "attr", None)) == "variable"

@@ -74,7 +74,11 @@ def supervise(start: Callable[[], J], what: str, **data: Any) -> J:
             job.stop()
         raise
     job.stop()
-    message = f"compiling {what} timed out"
+    message = (
+        f"compiling {what} timed out: it did not finish within {timeout:g} s and was stopped. A compiler "
+        f"may be hanging; if the compile is just slow, raise BRAINEVENT_COMPILE_TIMEOUT (now {timeout:g}), "
+        "in seconds."
+    )
     raise CompileError(message, log=job.output(), timed_out=True, timeout_s=timeout, **data)
 
 

@@ -174,6 +174,18 @@ def _inputs(inputs: Mapping[str, Any], where: str) -> None:
     root = inputs.get("bundle_package_root")
     if root is not None and not isinstance(root, str):
         _fail(f"{where}.bundle_package_root", "is not a string")
+    if "lowered" in inputs or "kind" in inputs:  # an NVRTC kernel's (nvrtc/cache.py)
+        _nvrtc_inputs(inputs, where)
+
+
+def _nvrtc_inputs(inputs: Mapping[str, Any], where: str) -> None:
+    """The artifact's kind, and the symbol of each name expression compiled, none missing."""
+    if inputs.get("kind") not in ("cubin", "ptx"):
+        _fail(f"{where}.kind", "is not 'cubin' or 'ptx'")
+    names = _str_list(inputs.get("name_expressions"), f"{where}.name_expressions")
+    lowered = _dict(inputs.get("lowered"), f"{where}.lowered")
+    if sorted(lowered) != sorted(names) or not all(isinstance(v, str) and v for v in lowered.values()):
+        _fail(f"{where}.lowered", "does not map each name expression to its symbol")
 
 
 def object_record(raw: object, where: str) -> dict[str, Any]:

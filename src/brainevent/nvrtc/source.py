@@ -10,17 +10,25 @@ from pathlib import Path
 from ..errors import KernelCallError
 
 _SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cuda")
+_INCLUDE_OPTIONS = ("-I", "--include-path")  # NVRTC's spellings: -Idir, -I dir, --include-path[=]dir
 
 
 @dataclass(frozen=True)
 class KernelSource:
-    """The source's text, its file (absolute; None for an inline string), NVRTC options and include
-    directories (absolute)."""
+    """The source's text, its file (absolute; None for an inline string), NVRTC options (include
+    paths made absolute) and include directories (absolute). ``raw``: a file's bytes as read,
+    which NVRTC compiles (``text`` decodes them for our own reading, any byte accepted)."""
 
     text: str
     path: str | None
     options: tuple[str, ...]
     include_dirs: tuple[str, ...]
+    raw: bytes | None = None
+
+    @property
+    def data(self) -> bytes:
+        """What NVRTC compiles and the key hashes."""
+        return self.text.encode("utf-8", "surrogatepass") if self.raw is None else self.raw
 
     @classmethod
     def read(
@@ -35,7 +43,8 @@ class KernelSource:
                 f"options must be a list of NVRTC options, got the string {options!r}", value=options
             )
         dirs = tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
-        return cls(*_read(source_or_path), tuple(str(o) for o in options), dirs)
+        text, path, raw = _read(source_or_path)
+        return cls(text, path, _absolute_include_paths([str(o) for o in options]), dirs, raw)
 
     @property
     def where(self) -> str:
@@ -51,9 +60,36 @@ class KernelSource:
         """The file's directory (for quoted includes), then the include directories."""
         return ([os.path.dirname(self.path)] if self.path else []) + list(self.include_dirs)
 
+    def option_dirs(self) -> list[str]:
+        """The include directories ``options`` name."""
+        pairs = zip(("", *self.options), self.options, strict=False)
+        named = (o if p in _INCLUDE_OPTIONS else _joined_dir(o) for p, o in pairs)
+        return [d for d in named if d is not None and d not in _INCLUDE_OPTIONS]
 
-def _read(source_or_path: str | os.PathLike[str]) -> tuple[str, str | None]:
-    """``(text, absolute path)``, or ``(text, None)`` for an inline source."""
+
+def _joined_dir(option: str) -> str | None:
+    """The directory of ``-Idir`` or ``--include-path=dir``, else None."""
+    for flag in ("--include-path=", "-I"):
+        if option.startswith(flag) and len(option) > len(flag) and option not in _INCLUDE_OPTIONS:
+            return option[len(flag) :]
+    return None
+
+
+def _absolute_include_paths(options: list[str]) -> tuple[str, ...]:
+    """``options`` with each include directory absolute: NVRTC runs elsewhere, and the key must
+    not mean another directory when the working directory changes."""
+    result = []
+    for previous, option in zip(("", *options), options, strict=False):
+        if previous in _INCLUDE_OPTIONS and option not in _INCLUDE_OPTIONS:
+            option = os.path.abspath(option)
+        elif (directory := _joined_dir(option)) is not None:
+            option = option[: len(option) - len(directory)] + os.path.abspath(directory)
+        result.append(option)
+    return tuple(result)
+
+
+def _read(source_or_path: str | os.PathLike[str]) -> tuple[str, str | None, bytes | None]:
+    """``(text, absolute path, bytes read)``, or ``(text, None, None)`` for an inline source."""
     if isinstance(source_or_path, os.PathLike):
         candidate: str | None = os.fspath(source_or_path)
     elif isinstance(source_or_path, str):
@@ -66,7 +102,7 @@ def _read(source_or_path: str | os.PathLike[str]) -> tuple[str, str | None]:
             type=type(source_or_path).__name__,
         )
     if candidate is None:
-        return str(source_or_path), None
+        return str(source_or_path), None, None
     path = Path(candidate).expanduser()
     if not path.is_file():
         looks_like_path = isinstance(source_or_path, os.PathLike) or candidate.endswith(_SUFFIXES)
@@ -75,4 +111,5 @@ def _read(source_or_path: str | os.PathLike[str]) -> tuple[str, str | None]:
             f"source_or_path {candidate!r}: {hint}. Pass the kernel's source text, or the path of a .cu file",
             value=candidate,
         )
-    return path.read_text(), str(path.resolve())
+    raw = path.read_bytes()  # compiled as it is: NVRTC, not Python, decides what its bytes mean
+    return raw.decode("utf-8", "replace"), str(path.resolve()), raw

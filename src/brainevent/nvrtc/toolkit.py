@@ -1,6 +1,7 @@
-"""What a compile uses besides libnvrtc: the CUDA runtime headers (and CCCL), and an identity of
-the NVRTC release for the cache key. Plain file checks first (wheels, conda, CUDA_HOME,
-/usr/local/cuda), cuda-pathfinder's search last, so a cache hit neither loads nor starts NVRTC.
+"""What a compile uses besides NVRTC's own code: where libnvrtc is, and the CUDA runtime headers
+(and CCCL). Plain file checks first (wheels, conda, CUDA_HOME, /usr/local/cuda); cuda-pathfinder's
+header search, which costs more, is remembered in the toolchain memo, so a cache hit neither
+loads nor starts NVRTC.
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ import functools
 import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
-from ..toolchain.environment import variable
+from ..fileio import file_stamps
+from ..toolchain.environment import shortcut_environment, variable
 
-# The pip distributions of libnvrtc, in cuda-pathfinder's order (libnvrtc.so.13 first).
-NVRTC_DISTRIBUTIONS = ("nvidia-cuda-nvrtc", "nvidia-cuda-nvrtc-cu12")
+# libnvrtc in NVIDIA's wheels, under site-packages, in cuda-pathfinder's order (CUDA 13 first).
+_NVRTC_LAYOUTS = ("nvidia/cu13/lib/libnvrtc.so.13", "nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
+_NVRTC_FILES = ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so")
 # Where NVIDIA's wheels put the runtime headers and CCCL, under site-packages.
 _CUDART_LAYOUTS = ("nvidia/cu13/include", "nvidia/cuda_runtime/include")
 _CCCL_LAYOUTS = ("nvidia/cu13/include/cccl", "nvidia/cuda_cccl/include")
@@ -25,41 +29,53 @@ def site_dirs() -> tuple[str, ...]:
     return tuple(p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and os.path.isdir(p))
 
 
-@functools.cache
-def wheel_version(distribution: str) -> str | None:
-    """The installed version of ``distribution``, from its ``.dist-info`` directory's name
-    (a directory listing: importing importlib.metadata costs more than a whole cache hit)."""
-    prefix = distribution.replace("-", "_").lower() + "-"
+class Located(NamedTuple):
+    """Where libnvrtc is (empty: where the system's loader finds it by soname) and how it was found."""
+
+    path: str
+    found_via: str  # cuda-pathfinder's words: "site-packages", "conda", "CUDA_HOME", "system-search"
+
+
+def locate_nvrtc() -> Located:
+    """libnvrtc by file checks alone, in cuda-pathfinder's order: NVIDIA's wheels,
+    ``$CONDA_PREFIX``, ``$CUDA_PATH`` and ``$CUDA_HOME``; else the system's loader."""
     for directory in site_dirs():
-        with contextlib.suppress(OSError):
-            for entry in os.listdir(directory):
-                if entry.lower().startswith(prefix) and entry.endswith(".dist-info"):
-                    return entry[len(prefix) : -len(".dist-info")]
-    return None
-
-
-@functools.cache
-def nvrtc_identity() -> str:
-    """``"nvidia-cuda-nvrtc==13.5.37"`` when a wheel provides libnvrtc (cuda-pathfinder
-    prefers it); otherwise the loaded library's path and version."""
-    found = [f"{name}=={v}" for name in NVRTC_DISTRIBUTIONS if (v := wheel_version(name))]
-    if found:
-        return ";".join(found)
-    from .library import nvrtc
-
-    bound = nvrtc()
-    return f"{bound.path}:{bound.version[0]}.{bound.version[1]}"
+        for layout in _NVRTC_LAYOUTS:
+            if os.path.isfile(path := os.path.join(directory, layout)):
+                return Located(path, "site-packages")
+    roots: list[tuple[str, str | None, tuple[str, ...]]] = [("conda", variable("CONDA_PREFIX"), ("lib",))]
+    roots += [("CUDA_HOME", variable(name), ("lib64", "lib")) for name in ("CUDA_PATH", "CUDA_HOME")]
+    for via, root, subdirs in roots:
+        for subdir in subdirs if root else ():
+            for name in _NVRTC_FILES:
+                if os.path.isfile(path := os.path.join(str(root), subdir, name)):
+                    return Located(path, via)
+    return Located("", "system-search")
 
 
 def _find(candidates: list[Path], header: str, name: str) -> str | None:
     """The first candidate holding ``header``, else cuda-pathfinder's header directory ``name``."""
-    found: object = next((c for c in candidates if (c / header).is_file()), None)
-    if found is None:
-        with contextlib.suppress(Exception):  # not supported by this cuda-pathfinder, or not found
-            from cuda.pathfinder import find_nvidia_header_directory
+    found = next((str(c) for c in candidates if (c / header).is_file()), None)
+    if found is None:  # cuda-pathfinder's search imports ~0.1 s of code: asked once per environment
+        from ..toolchain.memo import remembered
 
-            found = find_nvidia_header_directory(name)
-    return str(found) if found else None
+        context = repr((name, shortcut_environment(), file_stamps(list(site_dirs()))))
+        found = (
+            remembered("nvrtc-headers", context, lambda: _ask_pathfinder(name), fresh=_no_or_a_dir) or None
+        )
+    return found
+
+
+def _no_or_a_dir(found: str) -> bool:
+    return not found or os.path.isdir(found)
+
+
+def _ask_pathfinder(name: str) -> str:
+    with contextlib.suppress(Exception):  # not supported by this cuda-pathfinder, or not found
+        from cuda.pathfinder import find_nvidia_header_directory
+
+        return str(find_nvidia_header_directory(name) or "")
+    return ""
 
 
 def _roots() -> list[Path]:
