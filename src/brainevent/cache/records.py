@@ -11,7 +11,8 @@ an AttributeError, in a load or inside a user's ``jax.jit``.
 
 The checks are plain ``isinstance`` tests on the few fields each reader uses, cheap enough
 for the manifest a cache hit reads. A recalled load's record is sealed with its SHA-256
-instead (cache/__init__.py): only what brainevent wrote passes, so a recall imports no schema.
+(cache/__init__.py), which only tells a damaged record from an intact one (anyone can seal):
+its function rows, which a call reads later, pass :func:`function_table` too.
 """
 
 from __future__ import annotations
@@ -119,6 +120,14 @@ def _function_row(value: object, where: str) -> None:
         _fail(f"{where}.line", "is not an integer")
 
 
+def function_table(value: object, where: str) -> dict[str, Any]:
+    """``{function: row}`` as a manifest or a recall record holds the functions' specs."""
+    rows = _dict(value, f"{where} functions")
+    for function, row in rows.items():
+        _function_row(row, f"{where} function {function!r}")
+    return rows
+
+
 # Manifest fields: name -> check. Only those in _REQUIRED must be present.
 _MANIFEST_FIELDS = {
     "key": _is_digest,
@@ -154,8 +163,7 @@ def manifest(raw: object, schema: int, where: str = "manifest.json") -> dict[str
             continue
         if not check(data[field]):
             _fail(f"{where} field {field!r}", "has the wrong type or form")
-    for function, row in data["functions"].items():
-        _function_row(row, f"{where} function {function!r}")
+    function_table(data["functions"], where)
     if "dependencies" in data:
         dependency_rows(data["dependencies"], f"{where} dependencies")
     _inputs(_dict(data.get("inputs", {}), f"{where} inputs"), f"{where} inputs")

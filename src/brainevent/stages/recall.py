@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import cache, config
 from .._version import BINDING_SCHEMA, __version__
+from ..cache import records
 from ..cache.trust import entry_fix, private_dir, private_file, private_tree
 from ..errors import CacheError, LoadError
 from ..fileio import atomic_write, file_stamps, read_blocks
@@ -114,7 +115,7 @@ def recall(call: Call) -> CompiledModule | None:
     """The module an earlier load of ``call`` found, registered; None to load in full."""
     try:
         found = _recorded_entry(call)
-    except (OSError, ValueError, KeyError, TypeError, CacheError):  # the full load says what is wrong
+    except (OSError, ValueError, KeyError, TypeError, CacheError):  # RecordError too: the full load tells
         return None
     if found is None:
         return None
@@ -161,7 +162,7 @@ def _recorded_entry(call: Call) -> tuple[SimpleNamespace, SpecTable] | None:
             return None
     entry = SimpleNamespace(directory=directory, library=library, built_now=False, openmp=record["openmp"])
     entry.artifact_sha256 = record["artifact_sha256"]
-    return entry, SpecTable(record["functions"])
+    return entry, SpecTable(records.function_table(record["functions"], str(path)))
 
 
 def stamps_before(call: Call | None, request: LoadRequest) -> tuple[list[str], str] | None:
