@@ -116,14 +116,15 @@ def _read_entry(entry: CacheEntry) -> _Known:
 
 
 def _build(store: EntryStore, key: CacheKey, request: Request) -> _Known:
+    from .process import prestart
+
+    prestart()  # NVRTC's process starts while this one imports the build's modules and takes the lock
     from ..cache.deps import record, snapshot
     from ..cache.manifest import Manifest
     from ..cache.publish import build_slot, disk_full_guard, publish
     from .compiler import base_options, compile_error, compile_source
-    from .process import prestart
     from .toolkit import runtime_include_dirs
 
-    prestart()  # NVRTC's process starts while the entry's lock is taken
     source, names, arch = request.source, request.name_expressions, request.arch
     with disk_full_guard(store, f"{STORE_NAME} ({source.where})"), build_slot(store, key) as slot:
         if slot.staging is None and slot.existing is not None:  # another process built it meanwhile

@@ -54,14 +54,17 @@ def compile_source(
     from .worker import ERROR_COMPILATION, SUCCESS, TRACE_WRITE_FAILED
 
     kind = "cubin" if arch.startswith("sm_") else "ptx"
+    trace = workdir / "nvrtc-time-trace"  # NVRTC writes <name>.json
     request = {
         "source": source,
         "name": source_name,
         "names": list(name_expressions),
-        "options": list(options),
+        "options": [*options, f"--fdevice-time-trace={trace}"],
+        "kind": kind,
+        "cwd": str(workdir),
     }
     try:
-        reply = process.request({**request, "kind": kind, "cwd": str(workdir)}, f"{source_name} for {arch}")
+        reply = process.request(request, f"{source_name} for {arch}")
     except ToolchainError:  # NVRTC fails in its own ways to write on a full disk (an abort, say)
         _raise_if_full(workdir)
         raise
@@ -80,7 +83,31 @@ def compile_source(
             compiler="nvrtc",
             command=list(options),
         )
-    return Compiled(reply["code"], kind, reply["lowered"], log), log, reply["read"]
+    return Compiled(reply["code"], kind, reply["lowered"], log), log, headers_read(trace, workdir)
+
+
+# The time trace's event for each header NVRTC's front end opened, however it was named (a macro)
+# and wherever it was found: the compile's record of what it read.
+TRACE_EVENT = "Processing Header File"
+
+
+def headers_read(trace: Path, workdir: Path) -> list[str] | None:
+    """The headers a compile opened, by its trace's header events; None when the trace has none
+    (one this reader does not know: NVRTC always opens a built-in header). A name without a file
+    in ``workdir``, where NVRTC ran, is one of NVRTC's built-in headers."""
+    import json
+
+    written = next((t for t in (Path(f"{trace}.json"), trace) if t.is_file()), None)
+    try:
+        events = json.loads(written.read_bytes()).get("traceEvents", []) if written else []
+        named = [e.get("args", {}).get("detail") for e in events if e.get("name") == TRACE_EVENT]
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not named:
+        return None
+    names = dict.fromkeys(n for n in named if isinstance(n, str) and n)
+    here = [os.path.join(workdir, n) for n in names if not os.path.isabs(n)]
+    return [n for n in names if os.path.isabs(n)] + [p for p in here if os.path.isfile(p)]
 
 
 def _raise_if_full(directory: Path) -> None:

@@ -5,30 +5,26 @@ LIBRARY``: it imports only the standard library, so it is ready in milliseconds,
 inside NVRTC ends this process, not the user's. Requests and replies are length-prefixed
 ``marshal`` frames on stdin and stdout (the same interpreter writes and reads them); the first
 frame says which NVRTC was bound. The parent imports this module too, for its tables.
-
-Each compile also writes NVRTC's time trace: its "Processing Header File" events name every
-header the front end opened, however it was named (a macro) and wherever it was found. That
-list is the compile's record of what it read.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import json
 import marshal
 import os
 import struct
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported: the worker's start is on a first compile's path
+if TYPE_CHECKING:
+    from typing import Any
 
 # nvrtcResult codes.
 SUCCESS, ERROR_INVALID_OPTION, ERROR_COMPILATION = 0, 5, 6
 TRACE_WRITE_FAILED = (12, 17)  # NVRTC_ERROR_TIME_FILE_WRITE_FAILED, ..._TIME_TRACE_FILE_WRITE_FAILED
 
-# The release a compile needs at least: the first with --fdevice-time-trace.
+# The release a compile needs at least: the first with --fdevice-time-trace (compiler.py).
 MIN_RELEASE = (12, 8)
-TRACE_EVENT = "Processing Header File"
 SONAMES = ("libnvrtc.so.13", "libnvrtc.so.12")  # the system's loader search, newest first
 
 _char_pp = ctypes.POINTER(ctypes.c_char_p)
@@ -88,9 +84,11 @@ def bind(path: str) -> tuple[ctypes.CDLL | None, dict[str, Any]]:
     what the parent is told of it: path, version, and the functions it lacks with the release of each."""
     lib = None
     for name in [path] if path else SONAMES:
-        with contextlib.suppress(OSError):
+        try:
             lib = ctypes.CDLL(name, mode=ctypes.RTLD_LOCAL)
             break
+        except OSError:
+            continue
     if lib is None:
         return None, {"error": f"cannot load {path or ' or '.join(SONAMES)}"}
     if not path:  # where the loader found it
@@ -117,32 +115,14 @@ def _read(lib: ctypes.CDLL, program: ctypes.c_void_p, what: str) -> bytes:
     return buffer.raw[: size.value]
 
 
-def headers_read(trace: str, cwd: str) -> list[str] | None:
-    """The headers the front end opened, by the trace's header events (None: no such events,
-    a trace this reader does not know). A name without a file in ``cwd`` is NVRTC's own header."""
-    with open(trace, "rb") as fh:
-        events = json.load(fh).get("traceEvents", [])
-    named = [e.get("args", {}).get("detail") for e in events if e.get("name") == TRACE_EVENT]
-    if not named:
-        return None
-    names = dict.fromkeys(n for n in named if isinstance(n, str) and n)
-    return [
-        n if os.path.isabs(n) else os.path.join(cwd, n)
-        for n in names
-        if os.path.isabs(n) or os.path.isfile(n)
-    ]
-
-
 def compile_program(lib: ctypes.CDLL, request: dict[str, Any]) -> dict[str, Any]:
     """One compile: ``request`` holds source (bytes), name, names, options, kind and cwd (a
-    directory of the parent's own, where the trace is written); the reply its result code, log,
-    code, lowered names and the headers read."""
-    cwd = request["cwd"]
-    os.chdir(cwd)  # relative names resolve in the build's own directory, never the user's
-    trace = os.path.join(cwd, "nvrtc-time-trace")  # NVRTC writes <name>.json
-    options = [*request["options"], f"--fdevice-time-trace={trace}"]
+    directory of the parent's own, for NVRTC's files); the reply its result code, log, code and
+    lowered names."""
+    os.chdir(request["cwd"])  # relative names resolve in the build's own directory, never the user's
+    options = request["options"]
     program = ctypes.c_void_p()
-    reply: dict[str, Any] = {"code": b"", "lowered": {}, "read": None}
+    reply: dict[str, Any] = {"code": b"", "lowered": {}}
     result = lib.nvrtcCreateProgram(
         ctypes.byref(program), request["source"], request["name"].encode(), 0, None, None
     )
@@ -163,14 +143,9 @@ def compile_program(lib: ctypes.CDLL, request: dict[str, Any]) -> dict[str, Any]
             lib.nvrtcGetLoweredName(program, expression.encode(), ctypes.byref(lowered))
             reply["lowered"][expression] = (lowered.value or b"").decode()
         reply["code"] = _read(lib, program, request["kind"].upper())
-        written = next((t for t in (trace + ".json", trace) if os.path.isfile(t)), None)
-        reply["read"] = headers_read(written, cwd) if written else None
         return reply
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(program))
-        for leftover in (trace + ".json", trace):
-            with contextlib.suppress(OSError):
-                os.unlink(leftover)
 
 
 def main() -> int:
