@@ -100,8 +100,8 @@ def check(expect_major: int, require_gpu: bool) -> int:
     import brainevent
     import brainevent.nvrtc as nv
     from brainevent.launchers.cubin import launcher_for
-    from brainevent.nvrtc.process import nvrtc_info
     from brainevent.nvrtc.cache import nvrtc_identity
+    from brainevent.nvrtc.process import nvrtc_info
     from brainevent.nvrtc.toolkit import runtime_include_dirs
 
     sys.path.insert(0, str(HERE))

@@ -340,3 +340,61 @@ def test_a_damaged_lowered_field_is_a_rebuild_for_cuda_kernel_too(
     _edit_manifest(_entry(tmp_path), lowered=[])
     forget_process_memo()
     assert "custom_call" in lower()
+
+
+# A libnvrtc of an older CUDA, as far as the worker can tell: it reports VERSION and has every
+# function brainevent calls except, without HAS_CUBIN, the cubin readers (CUDA 11.1's).
+OLD_NVRTC = r"""
+extern "C" {
+int nvrtcVersion(int* major, int* minor) { *major = MAJOR; *minor = MINOR; return 0; }
+const char* nvrtcGetErrorString(int) { return "NVRTC_ERROR_OLD"; }
+int nvrtcCreateProgram(void**, const char*, const char*, int, const char**, const char**) { return 0; }
+int nvrtcDestroyProgram(void**) { return 0; }
+int nvrtcCompileProgram(void*, int, const char**) { return 0; }
+int nvrtcAddNameExpression(void*, const char*) { return 0; }
+int nvrtcGetLoweredName(void*, const char*, const char**) { return 0; }
+int nvrtcGetProgramLogSize(void*, unsigned long*) { return 0; }
+int nvrtcGetProgramLog(void*, char*) { return 0; }
+int nvrtcGetPTXSize(void*, unsigned long*) { return 0; }
+int nvrtcGetPTX(void*, char*) { return 0; }
+#ifdef HAS_CUBIN
+int nvrtcGetCUBINSize(void*, unsigned long*) { return 0; }
+int nvrtcGetCUBIN(void*, char*) { return 0; }
+#endif
+}
+"""
+
+
+@pytest.mark.host
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (
+            ["-DMAJOR=11", "-DMINOR=0"],
+            r"lacks nvrtcGetCUBIN \(CUDA 11\.1\), nvrtcGetCUBINSize \(CUDA 11\.1\)",
+        ),
+        (
+            ["-DMAJOR=12", "-DMINOR=4", "-DHAS_CUBIN"],
+            r"is NVRTC 12\.4: brainevent compiles with NVRTC 12\.8 or newer",
+        ),
+    ],
+    ids=["lacking a function", "too old"],
+)
+def test_an_old_libnvrtc_is_a_toolchain_error_naming_the_release_needed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], expected: str
+) -> None:
+    import brainevent.nvrtc as nv
+    from brainevent.nvrtc import process
+    from brainevent.nvrtc.toolkit import Located
+
+    (tmp_path / "old.cpp").write_text(OLD_NVRTC)
+    library = tmp_path / "libnvrtc.so.11"
+    subprocess.run(
+        ["g++", "-shared", "-fPIC", *flags, "-o", str(library), str(tmp_path / "old.cpp")], check=True
+    )
+    monkeypatch.setattr(process, "locate_nvrtc", lambda: Located(str(library), "CUDA_HOME"))
+    monkeypatch.setattr(process, "_worker", None)  # this process's worker comes back afterwards
+    with pytest.raises(ToolchainError, match=expected) as caught:
+        nv.compile(VECTOR_ADD, "add", "sm_80", build_directory=str(tmp_path / "cache"))
+    assert str(library) in str(caught.value) and "pip install" in str(caught.value)
+    assert _left_behind(tmp_path / "cache") == []
