@@ -31,19 +31,12 @@ PROGRESS_INTERVAL_S = 10.0
 
 
 class Job(Protocol):
-    """A compile in progress."""
+    """A compile in progress: ``wait`` says within ``seconds`` (a signal wakes it) whether it
+    finished, ``stop`` ends it and all it started, ``output`` is what it printed so far."""
 
-    def wait(self, seconds: float) -> bool:
-        """True once it has finished; returns after at most ``seconds`` (a signal wakes it)."""
-        ...
-
-    def stop(self) -> None:
-        """Stops it and everything it started; returns once they are gone."""
-        ...
-
-    def output(self) -> str:
-        """What it printed so far."""
-        ...
+    def wait(self, seconds: float) -> bool: ...
+    def stop(self) -> None: ...
+    def output(self) -> str: ...
 
 
 J = TypeVar("J", bound=Job)

@@ -15,9 +15,10 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..cache import cache_root
+from ..cache.deps import first_stale
 from ..cache.key import CacheKey, KeyBuilder
 from ..cache.store import CacheEntry, EntryStore
 from .compiler import Compiled
@@ -55,36 +56,19 @@ def key_of(request: Request) -> CacheKey:
 
 
 def nvrtc_identity() -> str:
-    """The identity of the libnvrtc a compile would use (its real path, size and modification
-    time); one the system's loader finds is asked for once per environment and remembered."""
-    from ..fileio import file_identity, file_stamps
+    """The libnvrtc a compile would use: its real path, size and modification time."""
+    from ..fileio import file_identity
     from .toolkit import locate_nvrtc
 
-    located = locate_nvrtc()
-    if located.path:
-        return file_identity(located.path)
-    from ..toolchain.environment import shortcut_environment
-    from ..toolchain.memo import remembered
-    from .process import nvrtc_info  # starts NVRTC's process: once per environment
-
-    context = repr((shortcut_environment(), file_stamps(["/etc/ld.so.cache"])))
-    return file_identity(
-        remembered("nvrtc-library", context, lambda: nvrtc_info().path, fresh=os.path.isfile)
-    )
+    return file_identity(locate_nvrtc().path)
 
 
-@dataclass(frozen=True)
-class _Known:
-    """A result of this process, with the record of what its compile read."""
+class _Known(NamedTuple):
+    """A result of this process, and the record of what its compile read (since_ns < 0: unknown)."""
 
     compiled: Compiled
     dependencies: dict[str, list[Any]]
     since_ns: int
-
-    def current(self) -> bool:
-        from ..cache.deps import first_stale
-
-        return not self.dependencies or first_stale(self.dependencies, self.since_ns) is None
 
 
 # This process's results by cache root and key (a dict's get and set are atomic): a second trace
@@ -98,7 +82,9 @@ def compile_cached(request: Request, *, build_directory: str | None = None) -> t
     root = cache_root(build_directory)
     memo_key = (str(root), key.digest)
     found = _memo.get(memo_key)
-    if found is not None and found.current():
+    if found is not None and (
+        not found.dependencies or first_stale(found.dependencies, found.since_ns) is None
+    ):
         return found.compiled, False
     store = EntryStore(root, STORE_NAME)
     entry = store.hit(key)

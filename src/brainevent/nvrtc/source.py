@@ -61,30 +61,22 @@ class KernelSource:
         return ([os.path.dirname(self.path)] if self.path else []) + list(self.include_dirs)
 
     def option_dirs(self) -> list[str]:
-        """The include directories ``options`` name."""
-        pairs = zip(("", *self.options), self.options, strict=False)
-        named = (o if p in _INCLUDE_OPTIONS else _joined_dir(o) for p, o in pairs)
-        return [d for d in named if d is not None and d not in _INCLUDE_OPTIONS]
-
-
-def _joined_dir(option: str) -> str | None:
-    """The directory of ``-Idir`` or ``--include-path=dir``, else None."""
-    for flag in ("--include-path=", "-I"):
-        if option.startswith(flag) and len(option) > len(flag) and option not in _INCLUDE_OPTIONS:
-            return option[len(flag) :]
-    return None
+        """The include directories ``options`` name (made ``-I<absolute dir>`` when read)."""
+        return [o[2:] for o in self.options if o.startswith("-I") and len(o) > 2]
 
 
 def _absolute_include_paths(options: list[str]) -> tuple[str, ...]:
-    """``options`` with each include directory absolute: NVRTC runs elsewhere, and the key must
-    not mean another directory when the working directory changes."""
-    result = []
-    for previous, option in zip(("", *options), options, strict=False):
-        if previous in _INCLUDE_OPTIONS and option not in _INCLUDE_OPTIONS:
-            option = os.path.abspath(option)
-        elif (directory := _joined_dir(option)) is not None:
-            option = option[: len(option) - len(directory)] + os.path.abspath(directory)
-        result.append(option)
+    """``options`` with each include directory (``-Idir``, ``-I dir``, ``--include-path[=]dir``)
+    written ``-I<absolute dir>``: NVRTC runs elsewhere, and the key must not mean another
+    directory when the working directory changes."""
+    result: list[str] = []
+    for option in options:
+        if result and result[-1] in _INCLUDE_OPTIONS:
+            result[-1] = "-I" + os.path.abspath(option)
+        elif option.startswith(("-I", "--include-path=")) and option not in _INCLUDE_OPTIONS:
+            result.append("-I" + os.path.abspath(option.removeprefix("-I").removeprefix("--include-path=")))
+        else:
+            result.append(option)
     return tuple(result)
 
 

@@ -1,24 +1,31 @@
 """What a compile uses besides NVRTC's own code: where libnvrtc is, and the CUDA runtime headers
-(and CCCL). Plain file checks first (wheels, conda, CUDA_HOME, /usr/local/cuda); cuda-pathfinder's
-header search, which costs more, is remembered in the toolchain memo, so a cache hit neither
-loads nor starts NVRTC.
+(and CCCL). File checks first (wheels, conda, CUDA_HOME, /usr/local/cuda); cuda-pathfinder's
+header search, which costs more, is remembered in the toolchain memo: a cache hit neither loads
+nor starts NVRTC.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import sys
 from pathlib import Path
 from typing import NamedTuple
 
+from ..errors import ToolchainError
 from ..fileio import file_stamps
 from ..toolchain.environment import shortcut_environment, variable
 
-# libnvrtc in NVIDIA's wheels, under site-packages, in cuda-pathfinder's order (CUDA 13 first).
-_NVRTC_LAYOUTS = ("nvidia/cu13/lib/libnvrtc.so.13", "nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
-_NVRTC_FILES = ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so")
+# libnvrtc, newest first: in NVIDIA's wheels (under site-packages), and elsewhere. The system's
+# directories are looked at too (cuda-pathfinder asks the loader, but this process never loads NVRTC).
+_WHEEL_NVRTC = ("nvidia/cu13/lib/libnvrtc.so.13", "nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
+_NVRTC = ("libnvrtc.so.13", "libnvrtc.so.12")
+_SYSTEM_DIRS = (
+    "/usr/local/cuda/lib64",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+)
 # Where NVIDIA's wheels put the runtime headers and CCCL, under site-packages.
 _CUDART_LAYOUTS = ("nvidia/cu13/include", "nvidia/cuda_runtime/include")
 _CCCL_LAYOUTS = ("nvidia/cu13/include/cccl", "nvidia/cuda_cccl/include")
@@ -30,52 +37,55 @@ def site_dirs() -> tuple[str, ...]:
 
 
 class Located(NamedTuple):
-    """Where libnvrtc is (empty: where the system's loader finds it by soname) and how it was found."""
-
-    path: str
+    path: str  # libnvrtc, as found
     found_via: str  # cuda-pathfinder's words: "site-packages", "conda", "CUDA_HOME", "system-search"
 
 
 def locate_nvrtc() -> Located:
-    """libnvrtc by file checks alone, in cuda-pathfinder's order: NVIDIA's wheels,
-    ``$CONDA_PREFIX``, ``$CUDA_PATH`` and ``$CUDA_HOME``; else the system's loader."""
-    for directory in site_dirs():
-        for layout in _NVRTC_LAYOUTS:
-            if os.path.isfile(path := os.path.join(directory, layout)):
-                return Located(path, "site-packages")
-    roots: list[tuple[str, str | None, tuple[str, ...]]] = [("conda", variable("CONDA_PREFIX"), ("lib",))]
-    roots += [("CUDA_HOME", variable(name), ("lib64", "lib")) for name in ("CUDA_PATH", "CUDA_HOME")]
-    for via, root, subdirs in roots:
-        for subdir in subdirs if root else ():
-            for name in _NVRTC_FILES:
-                if os.path.isfile(path := os.path.join(str(root), subdir, name)):
-                    return Located(path, via)
-    return Located("", "system-search")
+    """libnvrtc in NVIDIA's wheels, ``$CONDA_PREFIX``, ``$CUDA_PATH``/``$CUDA_HOME``, then
+    ``$LD_LIBRARY_PATH`` and the system's library directories; ToolchainError if nowhere."""
+    places = [("site-packages", d, _WHEEL_NVRTC) for d in site_dirs()]
+    roots = [("conda", variable("CONDA_PREFIX"), "lib")]
+    roots += [("CUDA_HOME", variable(v), sub) for v in ("CUDA_PATH", "CUDA_HOME") for sub in ("lib64", "lib")]
+    places += [(via, os.path.join(root, sub), _NVRTC) for via, root, sub in roots if root]
+    system = [*(variable("LD_LIBRARY_PATH") or "").split(os.pathsep), *_SYSTEM_DIRS]
+    places += [("system-search", d, _NVRTC) for d in system if d]
+    for via, directory, names in places:
+        for name in names:
+            if os.path.isfile(path := os.path.join(directory, name)):
+                return Located(path, via)
+    raise ToolchainError(
+        "cannot find libnvrtc, which brainevent.cuda_kernel compiles with: install NVIDIA's wheel "
+        "(`pip install nvidia-cuda-nvrtc` for CUDA 13, `pip install nvidia-cuda-nvrtc-cu12` for CUDA 12; "
+        "jax[cuda12] and jax[cuda13] already bring it) or point CUDA_HOME at a CUDA toolkit. Searched: "
+        + ", ".join(dict.fromkeys(directory for _, directory, _ in places)),
+        compiler="nvrtc",
+    )
 
 
 def _find(candidates: list[Path], header: str, name: str) -> str | None:
-    """The first candidate holding ``header``, else cuda-pathfinder's header directory ``name``."""
+    """The first candidate holding ``header``, else cuda-pathfinder's header directory ``name``
+    (its search imports ~0.1 s of code: asked once per environment, the answer remembered)."""
     found = next((str(c) for c in candidates if (c / header).is_file()), None)
-    if found is None:  # cuda-pathfinder's search imports ~0.1 s of code: asked once per environment
+    if found is None:
         from ..toolchain.memo import remembered
 
         context = repr((name, shortcut_environment(), file_stamps(list(site_dirs()))))
-        found = (
-            remembered("nvrtc-headers", context, lambda: _ask_pathfinder(name), fresh=_no_or_a_dir) or None
-        )
-    return found
+        found = remembered("nvrtc-headers", context, lambda: _ask_pathfinder(name), fresh=_gone_or_a_dir)
+    return found or None
 
 
-def _no_or_a_dir(found: str) -> bool:
+def _gone_or_a_dir(found: str) -> bool:
     return not found or os.path.isdir(found)
 
 
 def _ask_pathfinder(name: str) -> str:
-    with contextlib.suppress(Exception):  # not supported by this cuda-pathfinder, or not found
+    try:
         from cuda.pathfinder import find_nvidia_header_directory
 
         return str(find_nvidia_header_directory(name) or "")
-    return ""
+    except Exception:  # not supported by this cuda-pathfinder, or not found
+        return ""
 
 
 def _roots() -> list[Path]:

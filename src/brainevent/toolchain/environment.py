@@ -13,27 +13,16 @@ import os
 
 COMPILER, SEARCH = "read by the compilers", "read by the searches for them"
 
-TOOLCHAIN_ENVIRONMENT: dict[str, str] = {
-    # g++, clang and nvcc: header and library search, their own programs, flags, dates
-    "CPATH": COMPILER,
-    "C_INCLUDE_PATH": COMPILER,
-    "CPLUS_INCLUDE_PATH": COMPILER,
-    "LIBRARY_PATH": COMPILER,
-    "GCC_EXEC_PREFIX": COMPILER,
-    "COMPILER_PATH": COMPILER,
-    "SOURCE_DATE_EPOCH": COMPILER,
-    "NVCC_PREPEND_FLAGS": COMPILER,
-    "NVCC_APPEND_FLAGS": COMPILER,
-    "NVCC_CCBIN": COMPILER,
-    "LD_RUN_PATH": COMPILER,  # the linker writes it into the library as its run path
-    "LD_LIBRARY_PATH": COMPILER,  # the linker resolves libraries' dependencies there; cuda-pathfinder too
-    # where the compilers and NVIDIA's libraries are found
-    "PATH": SEARCH,
-    "CXX": SEARCH,
-    "CC": SEARCH,
-    "CONDA_PREFIX": SEARCH,
-    "CUDA_HOME": SEARCH,
-    "CUDA_PATH": SEARCH,
+# g++, clang, nvcc and the linker: header and library search, their own programs, flags, dates;
+# the linker writes LD_RUN_PATH into a library, and resolves libraries' dependencies (as does
+# cuda-pathfinder) through LD_LIBRARY_PATH.
+_COMPILERS = "CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH LIBRARY_PATH GCC_EXEC_PREFIX COMPILER_PATH"
+_COMPILERS += " SOURCE_DATE_EPOCH NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS NVCC_CCBIN LD_RUN_PATH LD_LIBRARY_PATH"
+# Where the compilers and NVIDIA's libraries are found.
+_SEARCHES = "PATH CXX CC CONDA_PREFIX CUDA_HOME CUDA_PATH"
+TOOLCHAIN_ENVIRONMENT = {
+    **dict.fromkeys(_COMPILERS.split(), COMPILER),
+    **dict.fromkeys(_SEARCHES.split(), SEARCH),
 }
 
 
