@@ -1,4 +1,4 @@
-"""The environment variables the toolchains read are one table (toolchain/environment.py),
+"""The environment variables the toolchains read are one table (environment.py),
 read by the cache key, the toolchain memo and every shortcut that decides a hit: a header
 found through CPATH is another build when CPATH points elsewhere, in this process and in a
 recalled load of a later one."""
@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "brainevent"
 # Modules that read os.environ for what is not a toolchain's: BRAINEVENT_* (config.py), the
 # table itself, the OpenMP runtime's policy, XLA's flags, the visible GPUs, and doctor's report.
 _OWN_VARIABLES = {
-    "config.py", "toolchain/environment.py", "runtime/openmp.py", "cuda_graphs.py",
+    "config.py", "environment.py", "runtime/openmp.py", "cuda_graphs.py",
     "toolchain/cuda_driver.py", "doctor.py", "errors.py",
 }  # fmt: skip
 VALUE = "#include <be_env_value.h>\n"
@@ -65,8 +65,8 @@ def test_cpath_is_keyed_within_one_process(tmp_path: Path, monkeypatch: pytest.M
 def test_the_cuda_toolchain_memo_is_keyed_by_every_variable_of_the_table(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from brainevent.environment import TOOLCHAIN_ENVIRONMENT
     from brainevent.platforms.cuda import _search_context
-    from brainevent.toolchain.environment import TOOLCHAIN_ENVIRONMENT
 
     for name in TOOLCHAIN_ENVIRONMENT:
         monkeypatch.setenv(name, "/one")
@@ -78,7 +78,7 @@ def test_the_cuda_toolchain_memo_is_keyed_by_every_variable_of_the_table(
 def test_the_table_is_the_only_list_of_toolchain_variables() -> None:
     """Refuses a second list: outside the modules that read their own variables, nothing reads
     os.environ, and every variable read through the table is in it."""
-    from brainevent.toolchain.environment import TOOLCHAIN_ENVIRONMENT
+    from brainevent.environment import TOOLCHAIN_ENVIRONMENT
 
     readers, unknown = [], []
     for path in SRC.rglob("*.py"):
@@ -95,5 +95,5 @@ def test_the_table_is_the_only_list_of_toolchain_variables() -> None:
                 and node.args[0].value not in TOOLCHAIN_ENVIRONMENT
             ):
                 unknown.append(f"{name}:{node.lineno} {node.args[0].value}")
-    assert readers == [], "read the toolchain's environment through toolchain/environment.py"
+    assert readers == [], "read the toolchain's environment through environment.py"
     assert unknown == [], "add the variable to TOOLCHAIN_ENVIRONMENT"

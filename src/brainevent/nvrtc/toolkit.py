@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+from ..environment import shortcut_environment, variable
 from ..errors import ToolchainError
 from ..fileio import file_stamps
-from ..toolchain.environment import shortcut_environment, variable
 
 # libnvrtc, newest first: in NVIDIA's wheels (under site-packages), and elsewhere. The system's
 # directories are looked at too (cuda-pathfinder asks the loader, but this process never loads NVRTC).

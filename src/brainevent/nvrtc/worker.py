@@ -105,11 +105,13 @@ def compile_program(lib: ctypes.CDLL, request: dict[str, Any]) -> dict[str, Any]
         strings = (ctypes.c_char_p * len(options))(*(o.encode() for o in options))
         reply["result"] = result = lib.nvrtcCompileProgram(program, len(options), strings)
         reply.update(error=lib.nvrtcGetErrorString(result), log=_read(lib, program, "ProgramLog"))
+        for expression in request["names"] if result == SUCCESS else ():
+            lowered = ctypes.c_char_p()
+            result = lib.nvrtcGetLoweredName(program, expression.encode(), ctypes.byref(lowered))
+            if result != SUCCESS:  # e.g. an expression NVRTC did not take: say so, not an empty symbol
+                return {**reply, "result": result, "error": lib.nvrtcGetErrorString(result)}
+            reply["lowered"][expression] = (lowered.value or b"").decode()
         if result == SUCCESS:
-            for expression in request["names"]:
-                lowered = ctypes.c_char_p()
-                lib.nvrtcGetLoweredName(program, expression.encode(), ctypes.byref(lowered))
-                reply["lowered"][expression] = (lowered.value or b"").decode()
             reply["code"] = _read(lib, program, request["kind"].upper())
         return reply
     finally:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import config
+from ..environment import shortcut_environment
 from ..errors import ToolchainError
 from ..fileio import file_identity, file_stamps
-from ..toolchain.environment import shortcut_environment
 from ..toolchain.host import find_host_compiler, host_key_inputs
 from ..toolchain.memo import remembered
 from .base import Platform, UnitCommand

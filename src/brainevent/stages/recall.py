@@ -35,13 +35,13 @@ from .. import cache, config
 from .._version import BINDING_SCHEMA, __version__
 from ..cache import records
 from ..cache.trust import entry_fix, private_dir, private_file, private_tree
+from ..environment import call_environment, variable
 from ..errors import CacheError, LoadError
 from ..fileio import atomic_write, file_stamps, read_blocks
 from ..headers import c_api_header, package_header_files
 from ..platforms.devices import BUILD_PLATFORMS, HOST_PLATFORM
 from ..runtime.module import CompiledModule, SpecTable
 from ..runtime.registry import register_targets, running_platforms
-from ..toolchain.environment import shortcut_environment, variable
 
 if TYPE_CHECKING:  # a Protocol class costs a first hit more than a plain one: type checkers only
     from collections.abc import Mapping
@@ -92,7 +92,7 @@ def call_of(loader: str, platform: str, arguments: dict[str, Any]) -> Call | Non
         return None
     if not (isinstance(name, str) and _plain_name(name) and _plain(arguments)):
         return None
-    environment = shortcut_environment()  # the toolchains' (one table) and BRAINEVENT_*
+    environment = call_environment()  # the toolchains' (one table) and BRAINEVENT_*
     try:  # where relative and ~ paths resolve (the cache root names the record's directory)
         where = (os.getcwd(), os.path.expanduser("~"), sys.prefix, sys.path, config.overrides())
         root = cache.cache_root(arguments.get("build_directory"))

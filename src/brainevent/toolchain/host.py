@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import config
+from ..environment import keyed_environment, variable
 from ..errors import HostCompilerNotFoundError
 from ..fileio import file_identity
 from ..headers import c_api_digest, c_api_header
 from ..records import Record
-from .environment import keyed_environment, variable
 from .memo import remembered_digest
 
 _PATH_NAMES = ("g++", "c++", "clang++")

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .. import config
+from ..environment import shortcut_environment, variable
 from ..errors import NvccNotFoundError
 from ..fileio import file_identity, file_stamps
-from .environment import shortcut_environment, variable
 from .memo import remembered
 
 logger = logging.getLogger(__name__)

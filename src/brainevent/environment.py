@@ -39,7 +39,13 @@ def keyed_environment() -> dict[str, str]:
 
 
 def shortcut_environment() -> list[tuple[str, str]]:
-    """Every variable a shortcut past a search or a key depends on: the table's and the
-    ``BRAINEVENT_*`` ones (their parser is config.py's; here they are only compared)."""
+    """Every variable of the table, as set: what a shortcut past a toolchain search is keyed by."""
+    env = os.environ
+    return sorted((k, env[k]) for k in TOOLCHAIN_ENVIRONMENT if k in env)
+
+
+def call_environment() -> list[tuple[str, str]]:
+    """The table's variables and the ``BRAINEVENT_*`` ones (config.py parses those; here they are
+    only compared): what a recalled load's call is keyed by."""
     env = os.environ
     return sorted((k, env[k]) for k in env if k in TOOLCHAIN_ENVIRONMENT or k.startswith("BRAINEVENT_"))
