@@ -22,14 +22,15 @@ from pathlib import Path
 from . import config
 from ._version import __version__
 from .build.ninja import ninja_executable
+from .build.runner import ProcessJob, supervise
 from .cache import cache_root
 from .cache.admin import EntryInfo, iter_entries, object_cache_size
 from .cuda_graphs import capture_status
-from .errors import BrainEventError
+from .errors import BrainEventError, CompileError
 from .fileio import atomic_write
 from .headers import INCLUDE_DIR, c_api_digest, xla_include_dir
 from .nvrtc.compiler import base_options, compile_source
-from .nvrtc.library import nvrtc
+from .nvrtc.process import nvrtc_info
 from .nvrtc.toolkit import runtime_include_dirs
 from .platforms.devices import HOST_PLATFORM
 from .runtime.targets import list_registered_targets
@@ -86,10 +87,10 @@ def _smoke_compile(report: Report, command: list[str], source: str, suffix: str,
         atomic_write(Path(tmp, f"probe{suffix}"), source)
         command = [*command, "-I", str(INCLUDE_DIR), "-c", f"{tmp}/probe{suffix}", "-o", f"{tmp}/probe.o"]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-            lines = (done.stderr or done.stdout).strip().splitlines()
-            failure = None if done.returncode == 0 else (lines or [f"exit status {done.returncode}"])[-1]
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            job = supervise(lambda: ProcessJob(command, Path(tmp)), f"the smoke test ({command[0]})")
+            lines = job.output().strip().splitlines()
+            failure = None if job.returncode == 0 else (lines or [f"exit status {job.returncode}"])[-1]
+        except (OSError, CompileError) as exc:
             failure = str(exc)
     if failure is not None:
         report.problem(f"{fails}: {failure}")
@@ -168,11 +169,11 @@ def _nvrtc_section(report: Report, compile_checks: bool) -> None:
     """Which libnvrtc ``brainevent.cuda_kernel`` compiles with, and what still needs nvcc."""
     report.section("NVRTC (brainevent.cuda_kernel, no nvcc)")
     try:
-        bound = nvrtc()
+        bound = nvrtc_info()
     except BrainEventError as exc:
-        report.item("libnvrtc", f"not found: {exc.message.splitlines()[0]}")
+        report.item("libnvrtc", f"not usable: {exc.message.splitlines()[0]}")
         return
-    report.item("libnvrtc", f"{bound.path} (NVRTC {bound.version[0]}.{bound.version[1]})")
+    report.item("libnvrtc", f"{bound.path} (NVRTC {bound.version[0]}.{bound.version[1]}, its own process)")
     report.item("found_via", bound.found_via)
     report.item(
         "runtime headers",
@@ -185,9 +186,11 @@ def _nvrtc_section(report: Report, compile_checks: bool) -> None:
     )
     if compile_checks:
         try:
-            compiled, log = compile_source(
-                f'extern "C" {_KERNEL}', "doctor.cu", ["be_doctor_kernel"], "sm_80", base_options("sm_80", [])
-            )
+            with tempfile.TemporaryDirectory() as scratch:
+                source, options = f'extern "C" {_KERNEL}'.encode(), base_options("sm_80", [])
+                compiled, log, _ = compile_source(
+                    source, "doctor.cu", ["be_doctor_kernel"], "sm_80", options, Path(scratch)
+                )
         except BrainEventError as exc:
             compiled, log = None, str(exc)
         report.item(

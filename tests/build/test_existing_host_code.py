@@ -328,9 +328,9 @@ def test_verbose_build_lines_are_streamed() -> None:
 
 @pytest.mark.usefixtures("slow_link_cxx", "fresh_cache")
 def test_long_builds_say_they_are_still_compiling(monkeypatch: pytest.MonkeyPatch) -> None:
-    from brainevent.build import ninja
+    from brainevent.build import runner
 
-    monkeypatch.setattr(ninja, "PROGRESS_INTERVAL_S", 1.0)
+    monkeypatch.setattr(runner, "PROGRESS_INTERVAL_S", 1.0)
     handler = _capture("brainevent")
     logging.getLogger("brainevent").setLevel(logging.INFO)
     try:

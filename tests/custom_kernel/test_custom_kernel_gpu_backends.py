@@ -57,10 +57,10 @@ MISSING = {
 
 def have_nvrtc() -> bool:
     from brainevent.errors import ToolchainError
-    from brainevent.nvrtc.library import nvrtc
+    from brainevent.nvrtc.process import nvrtc_info
 
     try:
-        nvrtc()
+        nvrtc_info()
     except ToolchainError:
         return False
     return True

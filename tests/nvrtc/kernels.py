@@ -30,3 +30,20 @@ __global__ void block_sum(const T* x, T* partial, long long n) {
   if (threadIdx.x == 0) partial[blockIdx.x] = tile[0];
 }
 """
+
+
+def slow_kernel(depth: int = 200, kernels: int = 8) -> tuple[str, list[str]]:
+    """A source NVRTC takes many seconds over (about 17 s on 2 cores for the defaults): every
+    one of ``kernels`` instantiations unrolls a ``depth``-deep template chain 64 times."""
+    source = (
+        "template <int N> struct Step { __device__ static float run(float x) "
+        "{ return Step<N - 1>::run(x * 1.0001f + (float)N); } };\n"
+        "template <> struct Step<0> { __device__ static float run(float x) { return x; } };\n"
+        "template <int K> __global__ void slow(float* o) {\n"
+        "  float v = o[threadIdx.x];\n"
+        "  #pragma unroll\n"
+        f"  for (int i = 0; i < 64; ++i) v = Step<{depth}>::run(v) * (i + K);\n"
+        "  o[threadIdx.x] = v;\n"
+        "}\n"
+    )
+    return source, [f"slow<{k}>" for k in range(kernels)]

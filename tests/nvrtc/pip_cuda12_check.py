@@ -100,8 +100,9 @@ def check(expect_major: int, require_gpu: bool) -> int:
     import brainevent
     import brainevent.nvrtc as nv
     from brainevent.launchers.cubin import launcher_for
-    from brainevent.nvrtc.library import nvrtc
-    from brainevent.nvrtc.toolkit import nvrtc_identity, runtime_include_dirs
+    from brainevent.nvrtc.cache import nvrtc_identity
+    from brainevent.nvrtc.process import nvrtc_info
+    from brainevent.nvrtc.toolkit import runtime_include_dirs
 
     sys.path.insert(0, str(HERE))
     from kernels import VECTOR_ADD
@@ -111,7 +112,7 @@ def check(expect_major: int, require_gpu: bool) -> int:
     if nvcc:
         print("FAIL: nvcc is still reachable")
         return 1
-    bound = nvrtc()
+    bound = nvrtc_info()
     print(f"libnvrtc: {bound.path} (NVRTC {bound.version[0]}.{bound.version[1]})")
     print(f"found_via: {bound.found_via}")
     print(f"identity: {nvrtc_identity()}")

@@ -300,3 +300,52 @@ def test_as_an_xla_custom_kernel_backend_with_attributes() -> None:
     # Ten float32 additions round differently from NumPy's one product: compare with a bound
     # on the accumulated rounding, not bit for bit.
     np.testing.assert_allclose(np.asarray(loop(x)), x + 10 * y, rtol=1e-5, atol=1e-5)
+
+
+# A fresh process that runs the vector add on the GPU: which NVRTC libraries were mapped before
+# brainevent's first call (JAX's CUDA plugin may load libnvrtc itself) and after it, and whether
+# it started a process (NVRTC's worker).
+RUN_ON_GPU = r"""
+import json, os, sys
+from pathlib import Path
+import jax, numpy as np, brainevent
+
+def nvrtc_mapped():
+    names = {os.path.basename(l.split()[-1]) for l in open("/proc/self/maps") if "/" in l}
+    return sorted(n for n in names if n.startswith("libnvrtc"))
+
+x = jax.device_put(np.arange(1024, dtype=np.float32))
+before = nvrtc_mapped()
+add = brainevent.cuda_kernel(sys.argv[1], "add", jax.ShapeDtypeStruct(x.shape, x.dtype),
+                             launch_dims=lambda x, y: x.size, n=lambda x, y: x.size)
+out = np.asarray(jax.jit(add)(x, x))
+children = [c for t in Path("/proc/self/task").iterdir() for c in (t / "children").read_text().split()]
+print(json.dumps({"ok": bool((out == 2 * np.arange(1024)).all()), "before": before,
+                  "after": nvrtc_mapped(), "children": children}))
+"""
+
+
+def test_a_hit_on_the_gpu_neither_loads_nor_starts_nvrtc(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(
+        os.environ, BRAINEVENT_CACHE_DIR=str(tmp_path), PYTHONPATH=str(Path(brainevent.__file__).parents[1])
+    )
+    for _attempt in ("miss", "hit"):
+        done = subprocess.run(
+            [sys.executable, "-c", RUN_ON_GPU, VECTOR_ADD],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    hit = json.loads(done.stdout.strip().splitlines()[-1])
+    assert hit["ok"]
+    # Whatever JAX itself loaded, the hit added nothing, and NVRTC never compiled (its builtins).
+    assert hit["after"] == hit["before"], hit
+    assert not [n for n in hit["after"] if n.startswith("libnvrtc-builtins")], hit
+    assert hit["children"] == [], hit

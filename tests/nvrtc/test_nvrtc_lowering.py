@@ -29,10 +29,10 @@ SPEC = jax.ShapeDtypeStruct((4096,), np.float32)
 @pytest.fixture(scope="module", autouse=True)
 def _nvrtc() -> None:
     from brainevent.errors import ToolchainError
-    from brainevent.nvrtc.library import nvrtc
+    from brainevent.nvrtc.process import nvrtc_info
 
     try:
-        nvrtc()
+        nvrtc_info()
     except ToolchainError as exc:
         pytest.skip(f"needs libnvrtc (pip install nvidia-cuda-nvrtc): {exc}")
 
@@ -230,10 +230,10 @@ def test_batch_dims_are_checked() -> None:
 
 def test_the_pip_cuda12_check_script_runs_its_checks_with_nvcc_hidden() -> None:
     """The script a CUDA 12 GPU host runs (here with the NVRTC this environment has)."""
-    from brainevent.nvrtc.library import nvrtc
+    from brainevent.nvrtc.process import nvrtc_info
 
     script = Path(__file__).with_name("pip_cuda12_check.py")
-    major = str(nvrtc().version[0])
+    major = str(nvrtc_info().version[0])
     done = subprocess.run(
         [sys.executable, str(script), "--expect-major", major], capture_output=True, text=True, timeout=600
     )

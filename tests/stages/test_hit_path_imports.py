@@ -142,7 +142,6 @@ NOT_ON_A_RECALL = (
     "brainevent.toolchain",
     "brainevent.cache.key",
     "brainevent.cache.manifest",
-    "brainevent.cache.records",
     "brainevent.cache.store",
 )
 # All that a recall imports after `import brainevent`: each module costs a first load ~0.15-0.3 ms.
@@ -152,6 +151,8 @@ ON_A_RECALL = {
     "brainevent.stages.recall",
     "brainevent.cache",  # the layout and the sealed record
     "brainevent.cache.trust",
+    "brainevent.cache.records",  # the one schema check of the record's function rows
+    "brainevent.environment",  # the variables the call's digest covers, one table
     "brainevent.fileio",
     "brainevent.headers",
     "brainevent.runtime",

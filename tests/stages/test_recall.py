@@ -258,3 +258,22 @@ def test_clearing_the_cache_drops_the_records_of_what_it_removed(tmp_path: Path)
     assert len(_records(tmp_path)) == 1
     assert admin.clear(tmp_path) == (1, 0)
     assert _records(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        {"recall_scale": {"params": 7}},  # not a list of parameter rows
+        {"recall_scale": {"params": [["arg", "x"]]}},  # a row too short
+        {"recall_scale": {"params": [["weird", "x", "float32", "float"]]}},  # an unknown role
+        {"recall_scale": []},  # not an object
+    ],
+)
+def test_a_record_with_malformed_function_rows_falls_back_to_the_full_load(
+    tmp_path: Path, rows: dict[str, object]
+) -> None:
+    _load(tmp_path)
+    (record,) = _records(tmp_path)
+    record.write_bytes(_edit_record(record, functions=rows))
+    result = _load(tmp_path)
+    assert result["recalled"] is False and result["y"] == [0.0, 2.0, 4.0, 6.0]

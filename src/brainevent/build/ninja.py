@@ -5,25 +5,20 @@ output's line markers name the user's file and lines."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import math
 import os
 import shlex
 import shutil
-import signal
-import subprocess
 import sysconfig
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import config
 from ..errors import CompileError, SpecError, ToolchainError
 from ..fileio import atomic_write, make_dir
 from . import BUILD_DIR
+from .runner import ProcessJob, supervise
 from .step import BuildStep
 
 if TYPE_CHECKING:
@@ -90,63 +85,6 @@ def render_ninja(steps: Sequence[BuildStep], directory: Path) -> str:
     return "\n".join(lines)
 
 
-# Without verbose=True a long build says it is still running, this often (seconds).
-PROGRESS_INTERVAL_S = 10.0
-
-
-def _pump(proc: subprocess.Popen[bytes], lines: list[str], verbose: bool) -> None:
-    """Collects ninja's output as it comes; with verbose, logs each line at once."""
-    assert proc.stdout is not None
-    for raw in iter(proc.stdout.readline, b""):
-        line = raw.decode("utf-8", "replace")
-        lines.append(line)
-        if verbose:
-            log.info("%s", line.rstrip())
-
-
-def _wait(
-    proc: subprocess.Popen[bytes],
-    reader: threading.Thread,
-    started: float,
-    timeout: float | None,
-    module: str,
-) -> bool:
-    """Waits for ninja, logging "still compiling" now and then; False when it ran past ``timeout``.
-    Joins the reader thread, which wakes as soon as the output ends (``Popen.wait`` polls, 25 ms late)."""
-    deadline = math.inf if timeout is None else started + timeout
-    next_note = started + PROGRESS_INTERVAL_S
-    while True:
-        now = time.monotonic()
-        wake = min(next_note, deadline)
-        # At most a second per join: ninja may exit while a process it started (a compiler
-        # server) still holds its output open.
-        reader.join(timeout=min(max(wake - now, 0.01), 1.0))
-        if not reader.is_alive() or proc.poll() is not None:
-            proc.wait()
-            reader.join(timeout=1.0)
-            return True
-        now = time.monotonic()
-        if now >= deadline:
-            return False
-        if now >= next_note:
-            log.info("still compiling %s (%.0f s)", module, now - started)
-            next_note += PROGRESS_INTERVAL_S
-
-
-def _stop(proc: subprocess.Popen[bytes], reader: threading.Thread | None) -> None:
-    """Stops ninja (which stops its commands' process groups on SIGTERM), else SIGKILLs its group."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    if reader is not None and reader.ident is not None:  # started
-        reader.join(timeout=10)
-
-
 def run_build(
     directory: Path, steps: Sequence[BuildStep], *, workers: int | None, verbose: bool, module: str
 ) -> tuple[str, float]:
@@ -159,44 +97,15 @@ def run_build(
     command = [ninja_executable(), "-C", str(directory), f"-j{jobs}"]
     if verbose:
         command.append("-v")
-    timeout = config.COMPILE_TIMEOUT.get()
     log.debug("running %s", shlex.join(command))
     started = time.monotonic()
-    lines: list[str] = []
-    proc: subprocess.Popen[bytes] | None = None
-    reader: threading.Thread | None = None
-    try:  # from the start: an interrupt while ninja starts must stop it too
-        # A new session lets a timeout stop the compilers ninja started, not only ninja.
-        proc = subprocess.Popen(
-            command,
-            cwd=directory,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        reader = threading.Thread(target=_pump, args=(proc, lines, verbose), daemon=True)
-        reader.start()
-        finished = _wait(proc, reader, started, timeout, module)
-    except BaseException:
-        # KeyboardInterrupt (or any error) while waiting: ninja runs in its own session, so
-        # the terminal's SIGINT never reached it or its compilers; stop them all here.
-        if proc is not None:
-            _stop(proc, reader)
-        raise
-    if not finished:
-        _stop(proc, reader)
-        raise CompileError(
-            f"building module {module!r} timed out",  # diagnostics.compile_error words it for the user
-            module=module,
-            log="".join(lines),
-            timed_out=True,
-            timeout_s=timeout,
-        ) from None
-    text = "".join(lines)
+    # Ninja stops the compilers it started when the runner stops it; diagnostics.compile_error
+    # words a timeout for the user.
+    job = supervise(lambda: ProcessJob(command, directory, verbose), module, module=module)
+    text = job.output()
     elapsed = time.monotonic() - started
     atomic_write(directory / "build.log", text)
-    if proc.returncode != 0:
+    if job.returncode != 0:
         raise CompileError(f"building module {module!r} failed", module=module, log=text, timed_out=False)
     return text, elapsed
 
@@ -219,22 +128,14 @@ def preprocess(
     command = concrete(raw, directory)
     log.debug("reading %s after macro expansion: %s", file_name, " ".join(command))
     try:
-        proc = subprocess.run(
-            command,
-            cwd=directory,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=config.COMPILE_TIMEOUT.get(),
-            check=False,
-        )
-        if proc.returncode != 0:
-            text = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()
+        start = lambda: ProcessJob(command, directory)  # noqa: E731
+        job = supervise(start, f"{file_name} (preprocessor)", command=command)
+        if job.returncode != 0:
+            text = job.output().strip()
             lines = text.splitlines() or ["(no output)"]
             first = lines[first_error_index(lines) or 0].strip()
             raise CompileError(f"the preprocessor failed on {file_name}: {first}", command=command, log=text)
         return (directory / output).read_text(errors="replace")
-    except subprocess.TimeoutExpired:
-        raise CompileError(f"the preprocessor did not finish on {file_name}", command=command) from None
     except OSError as exc:
         raise CompileError(f"cannot run the preprocessor on {file_name}: {exc}", command=command) from None
     finally:

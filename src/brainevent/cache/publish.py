@@ -68,7 +68,7 @@ def build_slot(store: EntryStore, key: CacheKey, *, force: bool = False) -> Iter
         raise _cannot_build_error(directory, "no write permission or a read-only filesystem")
     with _locked(store, key):
         if not force:
-            entry = store.lookup(key)  # another process may have published meanwhile
+            entry = store.lookup(key, again=True)  # another process may have published meanwhile
             if entry is not None:
                 yield BuildSlot(key, None, entry, replace=False)
                 return
@@ -99,6 +99,19 @@ def disk_full_error(exc: OSError, store: EntryStore, module: str) -> CacheError 
     )
 
 
+@contextlib.contextmanager
+def disk_full_guard(store: EntryStore, module: str) -> Iterator[None]:
+    """Turns a full disk inside (a build slot and what is written into it) into
+    :func:`disk_full_error`'s CacheError; the slot has removed its staging directory by then."""
+    try:
+        yield
+    except OSError as exc:
+        full = disk_full_error(exc, store, module)
+        if full is None:
+            raise
+        raise full from exc
+
+
 def publish(store: EntryStore, slot: BuildSlot, manifest: Manifest) -> CacheEntry:
     """Writes ``manifest`` into the slot's staging directory and moves it into place."""
     if slot.staging is None:
@@ -126,7 +139,7 @@ def _publish(store: EntryStore, staging: Path, final: Path, key: CacheKey, *, re
     with contextlib.suppress(OSError):  # when the final directory exists
         os.rename(staging, final)
         return
-    if not replace and store.lookup(key) is not None:
+    if not replace and store.lookup(key, again=True) is not None:
         log.debug("%s was published by another builder; keeping it", final)
         return
     # Damaged, incomplete or being force-rebuilt: move it aside, then publish ours.
@@ -142,7 +155,9 @@ def _publish(store: EntryStore, staging: Path, final: Path, key: CacheKey, *, re
 
 def _remove_abandoned_staging(store: EntryStore, key: CacheKey) -> None:
     prefix = f".staging-{key.short}-"
-    for child in store.module_dir.glob(f"{prefix}*"):
+    with os.scandir(store.module_dir) as entries:  # not glob: compiling its pattern costs ms a build
+        children = [Path(e.path) for e in entries if e.name.startswith(prefix)]
+    for child in children:
         pid_text = child.name[len(prefix) :].split("-", 1)[0]
         if not pid_text.isdigit():
             continue

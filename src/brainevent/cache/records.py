@@ -11,7 +11,8 @@ an AttributeError, in a load or inside a user's ``jax.jit``.
 
 The checks are plain ``isinstance`` tests on the few fields each reader uses, cheap enough
 for the manifest a cache hit reads. A recalled load's record is sealed with its SHA-256
-instead (cache/__init__.py): only what brainevent wrote passes, so a recall imports no schema.
+(cache/__init__.py), which only tells a damaged record from an intact one (anyone can seal):
+its function rows, which a call reads later, pass :func:`function_table` too.
 """
 
 from __future__ import annotations
@@ -119,6 +120,14 @@ def _function_row(value: object, where: str) -> None:
         _fail(f"{where}.line", "is not an integer")
 
 
+def function_table(value: object, where: str) -> dict[str, Any]:
+    """``{function: row}`` as a manifest or a recall record holds the functions' specs."""
+    rows = _dict(value, f"{where} functions")
+    for function, row in rows.items():
+        _function_row(row, f"{where} function {function!r}")
+    return rows
+
+
 # Manifest fields: name -> check. Only those in _REQUIRED must be present.
 _MANIFEST_FIELDS = {
     "key": _is_digest,
@@ -157,8 +166,7 @@ def manifest(raw: object, schema: int, where: str = "manifest.json") -> dict[str
             continue
         if not check(data[field]):
             _fail(f"{where} field {field!r}", "has the wrong type or form")
-    for function, row in data["functions"].items():
-        _function_row(row, f"{where} function {function!r}")
+    function_table(data["functions"], where)
     if "dependencies" in data:
         dependency_rows(data["dependencies"], f"{where} dependencies")
     _inputs(_dict(data.get("inputs", {}), f"{where} inputs"), f"{where} inputs")
@@ -177,6 +185,18 @@ def _inputs(inputs: Mapping[str, Any], where: str) -> None:
     root = inputs.get("bundle_package_root")
     if root is not None and not isinstance(root, str):
         _fail(f"{where}.bundle_package_root", "is not a string")
+    if "lowered" in inputs or "kind" in inputs:  # an NVRTC kernel's (nvrtc/cache.py)
+        _nvrtc_inputs(inputs, where)
+
+
+def _nvrtc_inputs(inputs: Mapping[str, Any], where: str) -> None:
+    """The artifact's kind, and the symbol of each name expression compiled, none missing."""
+    if inputs.get("kind") not in ("cubin", "ptx"):
+        _fail(f"{where}.kind", "is not 'cubin' or 'ptx'")
+    names = _str_list(inputs.get("name_expressions"), f"{where}.name_expressions")
+    lowered = _dict(inputs.get("lowered"), f"{where}.lowered")
+    if sorted(lowered) != sorted(names) or not all(isinstance(v, str) and v for v in lowered.values()):
+        _fail(f"{where}.lowered", "does not map each name expression to its symbol")
 
 
 def object_record(raw: object, where: str) -> dict[str, Any]:

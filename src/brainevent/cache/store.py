@@ -87,31 +87,38 @@ class EntryStore:
     def failed_log_path(self, key: CacheKey) -> Path:
         return self.module_dir / f"{key.short}.failed.log"
 
-    def lookup(self, key: CacheKey, *, check_dependencies: bool = True) -> CacheEntry | None:
-        """The published entry for ``key`` if it is intact and up to date; never locks or builds."""
-        return self.lookup_why(key, check_dependencies=check_dependencies)[0]
+    def lookup(
+        self, key: CacheKey, *, check_dependencies: bool = True, again: bool = False
+    ) -> CacheEntry | None:
+        """The published entry for ``key`` if it is intact and up to date; never locks or builds.
+        ``again``: a build's re-check, after a lookup that warned of damage already."""
+        return self.lookup_why(key, check_dependencies=check_dependencies, again=again)[0]
 
     def lookup_why(
-        self, key: CacheKey, *, check_dependencies: bool = True
+        self, key: CacheKey, *, check_dependencies: bool = True, again: bool = False
     ) -> tuple[CacheEntry | None, str | None]:
         """(entry, None) on a hit, else (None, why not) — the reason is None when there is no entry."""
         directory = self.entry_dir(key)
         fix = entry_fix(self.name)
-        if not (
-            self.prepare(create=False)
-            and private_dir(directory, create=False, fix=fix)
-            and private_file(directory / MANIFEST_NAME, fix)
-        ):
+        if not (self.prepare(create=False) and private_dir(directory, create=False, fix=fix)):
             return None, None
-        manifest = Manifest.load(directory)
+        # Entries are published whole (one rename): one that lacks a part was damaged since.
+        manifest = Manifest.load(directory) if private_file(directory / MANIFEST_NAME, fix) else None
         if manifest is None:
-            return None, None
-        if not inside_name(manifest.artifact) or not private_file(directory / manifest.artifact, fix):
-            return None, "the entry is damaged (its library is missing)"
-        problem = manifest.verify(directory, key.digest)
+            problem: str | None = "its manifest is missing, truncated, damaged or of another version"
+        elif not inside_name(manifest.artifact) or not private_file(directory / manifest.artifact, fix):
+            problem = "its library is missing"
+        else:
+            problem = manifest.verify(directory, key.digest)
         if problem is not None:
-            log.warning("cache entry %s is damaged (%s); it will be rebuilt", directory, problem)
+            log.log(
+                logging.DEBUG if again else logging.WARNING,
+                "cache entry %s is damaged (%s); it will be rebuilt",
+                directory,
+                problem,
+            )
             return None, f"the entry is damaged ({problem})"
+        assert manifest is not None
         if check_dependencies:
             stale = manifest.stale_dependency()
             if stale is not None:

@@ -1,16 +1,18 @@
-"""One NVRTC compile: CUDA source and name expressions in, a cubin (or PTX) and the lowered
-(mangled) names of the kernels out, or NVRTC's log as a :class:`CompileError` quoting the user's
-line (the program is named after the user's file, or ``<inline>``, so NVRTC's ``<name>(<line>):
-error`` maps back to it). No cache here: see :mod:`.cache`."""
+"""One NVRTC compile: CUDA source and name expressions in, a cubin (or PTX), the lowered
+(mangled) names of the kernels and the headers NVRTC read out, or NVRTC's log as a
+:class:`CompileError` quoting the user's line (the program is named after the user's file, or
+``<inline>``, so NVRTC's ``<name>(<line>): error`` maps back to it). NVRTC runs in its worker
+process (process.py). No cache here: see :mod:`.cache`."""
 
 from __future__ import annotations
 
-import ctypes
+import errno
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import CompileError, ToolchainError
 from ..toolchain.cuda_arch import nvrtc_arch
@@ -32,61 +34,90 @@ parse_arch = nvrtc_arch
 
 
 def base_options(arch: str, include_dirs: Sequence[str]) -> list[str]:
-    """What every compile passes before the user's options."""
-    return [f"--gpu-architecture={arch}", *(f"-I{d}" for d in include_dirs)]
+    """What every compile passes before the user's options. NVRTC would also search the working
+    directory for an inline source's quoted includes (its "directory"): never, here."""
+    return [f"--gpu-architecture={arch}", "--no-source-include", *(f"-I{d}" for d in include_dirs)]
 
 
 def compile_source(
-    source: str,
+    source: bytes,
     source_name: str,
     name_expressions: Sequence[str],
     arch: str,
     options: Sequence[str],
-) -> tuple[Compiled | None, str]:
-    """``(compiled, log)``; ``compiled`` is None when NVRTC rejected the source. ``options`` are
-    complete (see :func:`base_options`)."""
-    from .library import ERROR_COMPILATION, nvrtc
+    workdir: Path,
+) -> tuple[Compiled | None, str, list[str] | None]:
+    """``(compiled, log, headers read)``; ``compiled`` is None when NVRTC rejected the source,
+    the headers None when NVRTC did not say. ``options`` are complete (see :func:`base_options`);
+    ``workdir``, a private directory, holds NVRTC's scratch files while it runs."""
+    from . import process
+    from .worker import ERROR_COMPILATION, SUCCESS, TRACE_WRITE_FAILED
 
-    bound = nvrtc()
-    program = ctypes.c_void_p()
-    bound.call(
-        "nvrtcCreateProgram", ctypes.byref(program), source.encode(), source_name.encode(), 0, None, None
-    )
+    kind = "cubin" if arch.startswith("sm_") else "ptx"
+    trace = workdir / "nvrtc-time-trace"  # NVRTC writes <name>.json
+    request = {
+        "source": source,
+        "name": source_name,
+        "names": list(name_expressions),
+        "options": [*options, f"--fdevice-time-trace={trace}"],
+        "kind": kind,
+        "cwd": str(workdir),
+    }
     try:
-        for expression in name_expressions:
-            bound.call("nvrtcAddNameExpression", program, expression.encode())
-        strings = (ctypes.c_char_p * max(len(options), 1))(*(o.encode() for o in options))
-        result = bound.lib.nvrtcCompileProgram(program, len(options), strings)
-        log = _read(bound, program, "ProgramLog").decode(errors="replace").rstrip("\x00")
-        if result == ERROR_COMPILATION:
-            return None, log
-        if result != 0:  # e.g. NVRTC_ERROR_INVALID_OPTION: an option or architecture it rejects
-            raise ToolchainError(
-                f"NVRTC {bound.version[0]}.{bound.version[1]} refused the compile of {source_name} for "
-                f"{arch}: {bound.error_text(result)}. {log.strip() or '(no log)'} Options: {list(options)}. "
-                "Check the options= given, and that this NVRTC supports the architecture (CUDA 13 starts "
-                "at sm_75).",
-                compiler="nvrtc",
-                command=list(options),
-            )
-        lowered = {}
-        for expression in name_expressions:
-            name = ctypes.c_char_p()
-            bound.call("nvrtcGetLoweredName", program, expression.encode(), ctypes.byref(name))
-            lowered[expression] = (name.value or b"").decode()
-        kind = "cubin" if arch.startswith("sm_") else "ptx"
-        return Compiled(_read(bound, program, kind.upper()), kind, lowered, log), log
-    finally:
-        bound.lib.nvrtcDestroyProgram(ctypes.byref(program))
+        reply = process.request(request, f"{source_name} for {arch}")
+    except ToolchainError:  # NVRTC fails in its own ways to write on a full disk (an abort, say)
+        _raise_if_full(workdir)
+        raise
+    log = reply["log"].decode("utf-8", "replace").rstrip("\x00")
+    if reply["result"] == ERROR_COMPILATION:
+        return None, log, None
+    if reply["result"] in TRACE_WRITE_FAILED:
+        _raise_if_full(workdir)
+    if reply["result"] != SUCCESS:  # e.g. NVRTC_ERROR_INVALID_OPTION: an option or architecture it rejects
+        major, minor = process.nvrtc_info().version
+        error = (reply["error"] or b"").decode(errors="replace")
+        raise ToolchainError(
+            f"NVRTC {major}.{minor} refused the compile of {source_name} for {arch}: {error}. "
+            f"{log.strip() or '(no log)'} Options: {list(options)}. Check the options= given, and "
+            "that this NVRTC supports the architecture (CUDA 13 starts at sm_75).",
+            compiler="nvrtc",
+            command=list(options),
+        )
+    return Compiled(reply["code"], kind, reply["lowered"], log), log, headers_read(trace, workdir)
 
 
-def _read(bound: Any, program: ctypes.c_void_p, what: str) -> bytes:
-    """The program's log, CUBIN or PTX (``what``), through ``nvrtcGet<what>Size`` and ``nvrtcGet<what>``."""
-    size = ctypes.c_size_t()
-    bound.call(f"nvrtcGet{what}Size", program, ctypes.byref(size))
-    buffer = ctypes.create_string_buffer(max(size.value, 1))
-    bound.call(f"nvrtcGet{what}", program, buffer)
-    return buffer.raw[: size.value]
+# The time trace's event for each header NVRTC's front end opened, however it was named (a macro)
+# and wherever it was found: the compile's record of what it read.
+TRACE_EVENT = "Processing Header File"
+
+
+def headers_read(trace: Path, workdir: Path) -> list[str] | None:
+    """The headers a compile opened, by its trace's header events; None when the trace has none
+    (one this reader does not know: NVRTC always opens a built-in header). A name without a file
+    in ``workdir``, where NVRTC ran, is one of NVRTC's built-in headers."""
+    import json
+
+    written = next((t for t in (Path(f"{trace}.json"), trace) if t.is_file()), None)
+    try:
+        events = json.loads(written.read_bytes()).get("traceEvents", []) if written else []
+        named = [e.get("args", {}).get("detail") for e in events if e.get("name") == TRACE_EVENT]
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not named:
+        return None
+    names = dict.fromkeys(n for n in named if isinstance(n, str) and n)
+    here = [os.path.join(workdir, n) for n in names if not os.path.isabs(n)]
+    return [n for n in names if os.path.isabs(n)] + [p for p in here if os.path.isfile(p)]
+
+
+def _raise_if_full(directory: Path) -> None:
+    """ENOSPC (a CacheError for the caller) when the disk holding ``directory`` is full."""
+    try:
+        full = os.statvfs(directory).f_bavail == 0
+    except OSError:
+        return
+    if full:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(directory))
 
 
 _PLACE = re.compile(

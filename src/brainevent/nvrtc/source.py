@@ -10,17 +10,25 @@ from pathlib import Path
 from ..errors import KernelCallError
 
 _SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cuda")
+_INCLUDE_OPTIONS = ("-I", "--include-path")  # NVRTC's spellings: -Idir, -I dir, --include-path[=]dir
 
 
 @dataclass(frozen=True)
 class KernelSource:
-    """The source's text, its file (absolute; None for an inline string), NVRTC options and include
-    directories (absolute)."""
+    """The source's text, its file (absolute; None for an inline string), NVRTC options (include
+    paths made absolute) and include directories (absolute). ``raw``: a file's bytes as read,
+    which NVRTC compiles (``text`` decodes them for our own reading, any byte accepted)."""
 
     text: str
     path: str | None
     options: tuple[str, ...]
     include_dirs: tuple[str, ...]
+    raw: bytes | None = None
+
+    @property
+    def data(self) -> bytes:
+        """What NVRTC compiles and the key hashes."""
+        return self.text.encode("utf-8", "surrogatepass") if self.raw is None else self.raw
 
     @classmethod
     def read(
@@ -35,7 +43,8 @@ class KernelSource:
                 f"options must be a list of NVRTC options, got the string {options!r}", value=options
             )
         dirs = tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
-        return cls(*_read(source_or_path), tuple(str(o) for o in options), dirs)
+        text, path, raw = _read(source_or_path)
+        return cls(text, path, _absolute_include_paths([str(o) for o in options]), dirs, raw)
 
     @property
     def where(self) -> str:
@@ -51,9 +60,28 @@ class KernelSource:
         """The file's directory (for quoted includes), then the include directories."""
         return ([os.path.dirname(self.path)] if self.path else []) + list(self.include_dirs)
 
+    def option_dirs(self) -> list[str]:
+        """The include directories ``options`` name (made ``-I<absolute dir>`` when read)."""
+        return [o[2:] for o in self.options if o.startswith("-I") and len(o) > 2]
 
-def _read(source_or_path: str | os.PathLike[str]) -> tuple[str, str | None]:
-    """``(text, absolute path)``, or ``(text, None)`` for an inline source."""
+
+def _absolute_include_paths(options: list[str]) -> tuple[str, ...]:
+    """``options`` with each include directory (``-Idir``, ``-I dir``, ``--include-path[=]dir``)
+    written ``-I<absolute dir>``: NVRTC runs elsewhere, and the key must not mean another
+    directory when the working directory changes."""
+    result: list[str] = []
+    for option in options:
+        if result and result[-1] in _INCLUDE_OPTIONS:
+            result[-1] = "-I" + os.path.abspath(option)
+        elif option.startswith(("-I", "--include-path=")) and option not in _INCLUDE_OPTIONS:
+            result.append("-I" + os.path.abspath(option.removeprefix("-I").removeprefix("--include-path=")))
+        else:
+            result.append(option)
+    return tuple(result)
+
+
+def _read(source_or_path: str | os.PathLike[str]) -> tuple[str, str | None, bytes | None]:
+    """``(text, absolute path, bytes read)``, or ``(text, None, None)`` for an inline source."""
     if isinstance(source_or_path, os.PathLike):
         candidate: str | None = os.fspath(source_or_path)
     elif isinstance(source_or_path, str):
@@ -66,7 +94,7 @@ def _read(source_or_path: str | os.PathLike[str]) -> tuple[str, str | None]:
             type=type(source_or_path).__name__,
         )
     if candidate is None:
-        return str(source_or_path), None
+        return str(source_or_path), None, None
     path = Path(candidate).expanduser()
     if not path.is_file():
         looks_like_path = isinstance(source_or_path, os.PathLike) or candidate.endswith(_SUFFIXES)
@@ -75,4 +103,5 @@ def _read(source_or_path: str | os.PathLike[str]) -> tuple[str, str | None]:
             f"source_or_path {candidate!r}: {hint}. Pass the kernel's source text, or the path of a .cu file",
             value=candidate,
         )
-    return path.read_text(), str(path.resolve())
+    raw = path.read_bytes()  # compiled as it is: NVRTC, not Python, decides what its bytes mean
+    return raw.decode("utf-8", "replace"), str(path.resolve()), raw

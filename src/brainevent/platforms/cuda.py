@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import config
+from ..environment import shortcut_environment
 from ..errors import ToolchainError
 from ..fileio import file_identity, file_stamps
 from ..toolchain.host import find_host_compiler, host_key_inputs
@@ -266,7 +267,7 @@ def _search_context(compute_capability: object) -> str | None:
         repr(arch),
         config.NVCC.get(),
         config.NVCC_PREFER.get(),
-        *(os.environ.get(name) for name in ("CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "PATH")),
+        repr(shortcut_environment()),
         sys.prefix,
         *sys.path,
         file_stamps([entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))]),

@@ -83,24 +83,18 @@ def _artifact(request: LoadRequest) -> CacheEntry:
 def build_missing(request: LoadRequest, key: ModuleKey, store: EntryStore) -> CacheEntry:
     """The local cache has no usable entry for ``key`` (or force_rebuild): build it under
     the entry's lock, in a staging directory, and publish it."""
-    from ..cache.publish import build_slot, disk_full_error, publish
+    from ..cache.publish import build_slot, disk_full_guard, publish
     from .execute import run_plan
     from .plan import plan_build
 
     assert key.exact is not None
-    try:
-        with build_slot(store, key.exact, force=request.options.force_rebuild) as slot:
-            if slot.staging is None:  # another process published it while this one waited
-                assert slot.existing is not None
-                return slot.existing
-            plan = plan_build(slot.staging, request)
-            entry = publish(store, slot, run_plan(plan, slot.staging, request, key, store))
-    except OSError as exc:
-        # The slot removed its staging directory on the way out: nothing half-written stays.
-        full = disk_full_error(exc, store, request.options.name)
-        if full is None:
-            raise
-        raise full from exc
+    force = request.options.force_rebuild
+    with disk_full_guard(store, request.options.name), build_slot(store, key.exact, force=force) as slot:
+        if slot.staging is None:  # another process published it while this one waited
+            assert slot.existing is not None
+            return slot.existing
+        plan = plan_build(slot.staging, request)
+        entry = publish(store, slot, run_plan(plan, slot.staging, request, key, store))
     store.write_alias(key.portable, key.exact)
     return entry
 

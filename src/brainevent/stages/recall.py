@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import cache, config
 from .._version import BINDING_SCHEMA, __version__
+from ..cache import records
 from ..cache.trust import entry_fix, private_dir, private_file, private_tree
+from ..environment import shortcut_environment, variable
 from ..errors import CacheError, LoadError
 from ..fileio import atomic_write, file_stamps, read_blocks
 from ..headers import c_api_header, package_header_files
@@ -61,9 +63,6 @@ if TYPE_CHECKING:  # a Protocol class costs a first hit more than a plain one: t
 
 
 RECORD_SCHEMA = 2  # 2: the record holds what registering needs, sealed
-# Besides every BRAINEVENT_ variable: what the host compiler, nvcc and header searches read.
-_ENVIRONMENT = frozenset(["PATH", "CXX", "CC", "CONDA_PREFIX", "CUDA_HOME", "CUDA_PATH", "HOME"])
-_ENVIRONMENT |= {"XDG_CACHE_HOME", "LD_LIBRARY_PATH", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"}
 
 
 class Call:
@@ -93,9 +92,9 @@ def call_of(loader: str, platform: str, arguments: dict[str, Any]) -> Call | Non
         return None
     if not (isinstance(name, str) and _plain_name(name) and _plain(arguments)):
         return None
-    environment = config.raw_values() + sorted((k, os.environ[k]) for k in _ENVIRONMENT if k in os.environ)
-    try:
-        where = (os.getcwd(), sys.prefix, sys.path, config.overrides())
+    environment = shortcut_environment() + config.raw_values()  # the toolchains' (one table) and BRAINEVENT_*
+    try:  # where relative and ~ paths resolve (the cache root names the record's directory)
+        where = (os.getcwd(), os.path.expanduser("~"), sys.prefix, sys.path, config.overrides())
         root = cache.cache_root(arguments.get("build_directory"))
     except (OSError, RuntimeError):
         return None
@@ -116,7 +115,7 @@ def recall(call: Call) -> CompiledModule | None:
     """The module an earlier load of ``call`` found, registered; None to load in full."""
     try:
         found = _recorded_entry(call)
-    except (OSError, ValueError, KeyError, TypeError, CacheError):  # the full load says what is wrong
+    except (OSError, ValueError, KeyError, TypeError, CacheError):  # RecordError too: the full load tells
         return None
     if found is None:
         return None
@@ -163,7 +162,7 @@ def _recorded_entry(call: Call) -> tuple[SimpleNamespace, SpecTable] | None:
             return None
     entry = SimpleNamespace(directory=directory, library=library, built_now=False, openmp=record["openmp"])
     entry.artifact_sha256 = record["artifact_sha256"]
-    return entry, SpecTable(record["functions"])
+    return entry, SpecTable(records.function_table(record["functions"], str(path)))
 
 
 def stamps_before(call: Call | None, request: LoadRequest) -> tuple[list[str], str] | None:
@@ -181,7 +180,7 @@ def stamps_before(call: Call | None, request: LoadRequest) -> tuple[list[str], s
 def _environment_files() -> list[str]:
     """The files every key depends on besides the toolchain's (XLA's C API header, ours) and
     the directories the searches look in: a recall finds them again (where; the stamps: what)."""
-    path = os.environ.get("PATH", "").split(os.pathsep)
+    path = (variable("PATH") or "").split(os.pathsep)
     searched = [d for d in (*path, *(p for p in sys.path if p.endswith("-packages"))) if d]
     return [c_api_header(), *package_header_files(), *searched]
 

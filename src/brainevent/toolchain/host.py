@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config
+from ..environment import keyed_environment, variable
 from ..errors import HostCompilerNotFoundError
 from ..fileio import file_identity
 from ..headers import c_api_digest, c_api_header
@@ -74,10 +75,10 @@ def _find_host_compiler(
     env_be: str | None, env_cxx: str | None, conda: str | None, path: str
 ) -> HostCompiler:
     searched: list[str] = []
-    for variable, value in (("BRAINEVENT_CXX", env_be), ("CXX", env_cxx)):
+    for name, value in (("BRAINEVENT_CXX", env_be), ("CXX", env_cxx)):
         if value:
-            return _from_command(value, variable, searched)
-        searched.append(f"{variable} (unset)")
+            return _from_command(value, name, searched)
+        searched.append(f"{name} (unset)")
     if conda:
         for name in _CONDA_NAMES:
             candidate = Path(conda) / "bin" / name
@@ -99,9 +100,8 @@ def _find_host_compiler(
 
 def find_host_compiler() -> HostCompiler:
     """The host compiler per the current environment (memoised per environment)."""
-    env = os.environ
     return _find_host_compiler(
-        config.CXX.get(), env.get("CXX") or None, env.get("CONDA_PREFIX") or None, env.get("PATH", "")
+        config.CXX.get(), variable("CXX") or None, variable("CONDA_PREFIX") or None, variable("PATH") or ""
     )
 
 
@@ -131,9 +131,11 @@ def find_host_c_compiler() -> HostCompiler:
 
 def host_key_inputs() -> dict[str, Any]:
     """The host compilers' and XLA's C API's identity: every platform's binding needs them.
-    The host C compiler's is keyed with the C++ compiler's: it builds ``.c`` units."""
+    The host C compiler's is keyed with the C++ compiler's: it builds ``.c`` units. With them,
+    the environment the compilers read (``CPATH``...): it changes what they make of a source."""
     cxx, cc = find_host_compiler(), find_host_c_compiler()
     return {
+        "environment": keyed_environment(),
         "cxx": cxx.command,
         "cxx_identity": cxx.identity,
         "cc": cc.command,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .. import config
+from ..environment import shortcut_environment, variable
 from ..errors import NvccNotFoundError
 from ..fileio import file_identity, file_stamps
 from .memo import remembered
@@ -223,8 +224,9 @@ class SearchContext(NamedTuple):
     default_roots: tuple[str, ...]
     prefer: str
     pathfinder: bool
-    # The loader's inputs: pathfinder's lookup depends on them, so a change to either is a new search.
-    ld_library_path: str | None
+    # The toolchain environment (LD_LIBRARY_PATH, the loader's, among it) and the loader's cache:
+    # pathfinder's lookup depends on them, so a change to either is a new search.
+    environment: tuple[tuple[str, str], ...]
     ld_cache_stamp: str
 
 
@@ -269,7 +271,7 @@ def _step_pathfinder(ctx: SearchContext) -> list[Candidate]:
     # remembered, keyed by the places it looks at and their stamps (installing
     # or removing a wheel or a toolkit changes one); an answer since vanished is asked again.
     dirs = [*ctx.site_dirs, *(os.path.join(r, "bin") for _, r in ctx.env_roots), "/etc/ld.so.cache"]
-    places = f"{file_stamps(dirs)}\0{ctx.ld_library_path}"
+    places = f"{file_stamps(dirs)}\0{ctx.environment}"
     try:
         path = remembered("nvcc-pathfinder", places, _ask_pathfinder)
         if not os.path.isfile(path):
@@ -333,18 +335,17 @@ def find_nvcc(
     replaces the real ones and ``pathfinder=False`` skips cuda-pathfinder (for tests on a machine
     whose loader knows a toolkit). Remembered per search context (environment, arguments), a
     failure never."""
-    env = os.environ
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     ctx = SearchContext(
         explicit=explicit,
         env_nvcc=config.NVCC.get(),
         site_dirs=(*site.getsitepackages(), *([user_site] if user_site else [])),
-        env_roots=tuple((via, env[var]) for via, var in _ENV_ROOTS_VARS if env.get(var)),
-        path_env=env.get("PATH"),
+        env_roots=tuple((via, value) for via, var in _ENV_ROOTS_VARS if (value := variable(var))),
+        path_env=variable("PATH"),
         default_roots=tuple(default_roots),
         prefer=config.NVCC_PREFER.get(),
         pathfinder=pathfinder,
-        ld_library_path=env.get("LD_LIBRARY_PATH"),
+        environment=tuple(shortcut_environment()),
         ld_cache_stamp=file_stamps(["/etc/ld.so.cache"]),
     )
     return _find_in_context(ctx)
