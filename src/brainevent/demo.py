@@ -43,7 +43,7 @@ def run_demo(print_fn: Callable[[str], object] = print) -> int:
     import numpy as np
 
     import brainevent
-    from brainevent.toolchain.nvcc import jax_cuda_plugin_without_gpu
+    from brainevent.doctor import jax_cuda_plugin_without_gpu
 
     if hint := jax_cuda_plugin_without_gpu():
         print_fn(f"note: {hint}; the demo runs on the CPU")

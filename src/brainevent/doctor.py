@@ -41,7 +41,6 @@ from .toolchain.nvcc import (
     check_jax_plugin_match,
     find_nvcc,
     installed_jax_cuda_plugins,
-    jax_cuda_plugin_without_gpu,
 )
 
 
@@ -346,3 +345,18 @@ def print_diagnostics() -> None:
     report.item("count", str(len(targets)))
     report.lines.extend(f"    {name}" for name in targets)
     print("brainevent diagnostics" + "\n".join(report.lines))
+
+
+def jax_cuda_plugin_without_gpu() -> str | None:
+    """How to silence a JAX CUDA plugin where the driver finds no GPU (it prints a long traceback
+    whenever JAX starts), or None where that is not the situation."""
+    if os.environ.get("JAX_PLATFORMS"):  # platforms chosen: the plugin starts only if asked for
+        return None
+    plugins = installed_jax_cuda_plugins()
+    if not plugins or probe_devices().devices:
+        return None
+    return (
+        f"{', '.join(plugins)} is installed but the CUDA driver finds no GPU, so JAX prints "
+        "a 'Jax plugin configuration error' traceback ('Unable to load cuPTI') whenever it starts: "
+        "set JAX_PLATFORMS=cpu to silence it on this machine"
+    )

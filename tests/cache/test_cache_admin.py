@@ -40,10 +40,10 @@ def nvrtc_kernels(tmp_path: Path) -> dict[str, Path]:
     import brainevent.nvrtc as nv
     from brainevent.errors import ToolchainError
     from brainevent.nvrtc.cache import forget_process_memo
-    from brainevent.nvrtc.library import nvrtc
+    from brainevent.nvrtc.process import nvrtc_info
 
     try:
-        nvrtc()
+        nvrtc_info()
     except ToolchainError as exc:  # the test extra installs nvidia-cuda-nvrtc
         pytest.skip(f"needs libnvrtc (pip install nvidia-cuda-nvrtc): {exc}")
     cache = tmp_path / "cache"

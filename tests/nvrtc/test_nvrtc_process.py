@@ -87,6 +87,7 @@ report("stablehlo.custom_call" in text or "custom_call" in text)
 )
 
 
+@pytest.mark.host  # lowering a cuda_kernel call builds its cubin launcher with g++
 @pytest.mark.parametrize("script", [HIT_COMPILE, HIT_LOWER], ids=["nvrtc.compile", "cuda_kernel lowered"])
 def test_a_hit_in_a_fresh_process_neither_loads_nor_starts_nvrtc(tmp_path: Path, script: str) -> None:
     cache = str(tmp_path / "cache")

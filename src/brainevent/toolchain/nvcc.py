@@ -409,26 +409,6 @@ def installed_jax_cuda_plugins() -> dict[str, tuple[str, int]]:
     return found
 
 
-def jax_cuda_plugin_without_gpu() -> str | None:
-    """How to silence a JAX CUDA plugin where the driver finds no GPU (it prints a long traceback
-    whenever JAX starts), or None where that is not the situation."""
-    if os.environ.get("JAX_PLATFORMS"):  # platforms chosen: the plugin starts only if asked for
-        return None
-    plugins = installed_jax_cuda_plugins()
-    if not plugins:
-        return None
-    from .cuda_driver import probe_devices
-
-    probe = probe_devices()
-    if probe.devices:
-        return None
-    return (
-        f"{', '.join(plugins)} is installed but the CUDA driver finds no GPU, so JAX prints "
-        "a 'Jax plugin configuration error' traceback ('Unable to load cuPTI') whenever it starts: "
-        "set JAX_PLATFORMS=cpu to silence it on this machine"
-    )
-
-
 def check_jax_plugin_match(nvcc: NvccInfo) -> str | None:
     """Warn (and return the text) when nvcc's CUDA major differs from JAX's plugin."""
     plugins = installed_jax_cuda_plugins()
