@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,29 +47,38 @@ def compile_source(
     arch: str,
     options: Sequence[str],
     workdir: Path,
+    *,
+    traced: bool = True,
 ) -> tuple[Compiled | None, str, list[str] | None]:
     """``(compiled, log, headers read)``; ``compiled`` is None when NVRTC rejected the source,
     the headers None when NVRTC did not say. ``options`` are complete (see :func:`base_options`);
-    ``workdir``, a private directory, holds NVRTC's scratch files while it runs."""
-    from . import process
+    ``workdir``, a private directory, holds NVRTC's scratch files while it runs. ``traced=False``:
+    the source includes nothing (``KernelSource.includes_nothing``), so no time trace (which
+    costs NVRTC 10-20 ms) and no headers. A source that includes
+    anything uses and makes precompiled headers (pch.py)."""
+    from . import pch, process
     from .worker import ERROR_COMPILATION, SUCCESS, TRACE_WRITE_FAILED
 
     kind = "cubin" if arch.startswith("sm_") else "ptx"
     trace = workdir / "nvrtc-time-trace"  # NVRTC writes <name>.json
-    request = {
-        "source": source,
-        "name": source_name,
-        "names": list(name_expressions),
-        "options": [*options, f"--fdevice-time-trace={trace}"],
-        "kind": kind,
-        "cwd": str(workdir),
-    }
-    try:
-        reply = process.request(request, f"{source_name} for {arch}")
-    except ToolchainError:  # NVRTC fails in its own ways to write on a full disk (an abort, say)
-        _raise_if_full(workdir)
-        raise
-    log = reply["log"].decode("utf-8", "replace").rstrip("\x00")
+    with pch.session(b"include" in source and not any("pch" in o for o in options)) as pch_options:
+        request = {
+            "source": source,
+            "name": source_name,
+            "names": list(name_expressions),
+            "options": [*options, *([f"--fdevice-time-trace={trace}"] if traced else [])],
+            "pch": pch_options,
+            "kind": kind,
+            "cwd": str(workdir),
+        }
+        started_ns = time.time_ns()
+        try:
+            reply = process.request(request, f"{source_name} for {arch}")
+        except ToolchainError:  # NVRTC fails in its own ways to write on a full disk (an abort, say)
+            _raise_if_full(workdir)
+            raise
+        read = headers_read(trace, workdir) if traced else []
+        log, read = pch.account(reply["log"].decode("utf-8", "replace").rstrip("\x00"), read, started_ns)
     if reply["result"] == ERROR_COMPILATION:
         return None, log, None
     if reply["result"] in TRACE_WRITE_FAILED:
@@ -83,7 +93,7 @@ def compile_source(
             compiler="nvrtc",
             command=list(options),
         )
-    return Compiled(reply["code"], kind, reply["lowered"], log), log, headers_read(trace, workdir)
+    return Compiled(reply["code"], kind, reply["lowered"], log), log, read
 
 
 # The time trace's event for each header NVRTC's front end opened, however it was named (a macro)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import KernelCallError
 from ..launchers.launch_config import LaunchConfig
-from .signature import KernelParam, KernelSignature, kernel_signature
+from .params import KernelParam, KernelSignature, kernel_signature
 from .source import KernelSource
 
 
