@@ -85,7 +85,7 @@ start = time.perf_counter()
 path, arch, pch_dir = sys.argv[1:4]
 dirs, kernels = json.loads(sys.argv[4]), json.loads(sys.argv[5])
 lib = ctypes.CDLL(path)
-options = [f"--gpu-architecture={arch}", "--no-source-include", *(f"-I{d}" for d in dirs)]
+options = [f"--gpu-architecture={arch}", *(f"-I{d}" for d in dirs)]
 if pch_dir:
     options += ["-pch", f"--pch-dir={pch_dir}", "--pch-verbose=false"]
     lib.nvrtcSetPCHHeapSize(ctypes.c_size_t(1 << 30))

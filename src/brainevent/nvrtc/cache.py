@@ -125,7 +125,10 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> _Known:
             source.data, source.program_name, names, arch, options, slot.staging, traced=traced
         )
         if compiled is None:
-            raise compile_error(nvrtc_log, source, arch, ", ".join(names))
+            failed_log = store.failed_log_path(key)
+            with contextlib.suppress(OSError):
+                atomic_write(failed_log, nvrtc_log)
+            raise compile_error(nvrtc_log, source, arch, ", ".join(names), failed_log)
         if read is None:  # never published: nothing could tell when it goes stale
             log.warning(
                 "NVRTC did not report the headers it read; %s is compiled again in each process", source.where

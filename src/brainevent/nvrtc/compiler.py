@@ -35,9 +35,11 @@ parse_arch = nvrtc_arch
 
 
 def base_options(arch: str, include_dirs: Sequence[str]) -> list[str]:
-    """What every compile passes before the user's options. NVRTC would also search the working
-    directory for an inline source's quoted includes (its "directory"): never, here."""
-    return [f"--gpu-architecture={arch}", "--no-source-include", *(f"-I{d}" for d in include_dirs)]
+    """What every compile passes before the user's options. An inline source's "directory", which
+    NVRTC searches for its quoted includes, is the working directory: the worker runs each compile
+    in a private one, never the user's. (``--no-source-include`` would also stop a header's quoted
+    includes from being found beside it, as cooperative groups' are.)"""
+    return [f"--gpu-architecture={arch}", *(f"-I{d}" for d in include_dirs)]
 
 
 def compile_source(
@@ -154,15 +156,54 @@ def _where(found: re.Match[str], source: KernelSource) -> str:
     return where + "\n" + "\n".join(quoted)
 
 
-def compile_error(log: str, source: KernelSource, arch: str, kernel: str) -> CompileError:
-    """The error for a failed compile of ``source``, naming it as the user knows it."""
+# CCCL headers with host parts (kernel launches, allocation, the C++ standard library), which
+# NVRTC rejects, by prefix, and what a kernel includes instead (docs/nvrtc.md lists what works).
+_HOST_SIDE = {
+    "cub/cub.cuh": "the block- or warp-level header of what it uses, e.g. <cub/block/block_reduce.cuh> "
+    "or <cub/warp/warp_reduce.cuh>",
+    "cub/device/": "CUB's block- or warp-level headers (<cub/block/block_reduce.cuh>, "
+    "<cub/warp/warp_scan.cuh>): device-wide algorithms are launched from the host",
+    "thrust/": "<cuda/std/...> (cuda::std::array, cuda::std::plus, ...) or CUB's block- or warp-level "
+    "headers (<cub/block/block_reduce.cuh>): Thrust's algorithms run from the host",
+}
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^<>"\n]+)[>"]', re.M)
+_HOST_ONLY = ("not allowed in JIT mode", "cannot open source file")
+
+
+def _host_side_hint(log: str, source: KernelSource) -> str:
+    """What to include instead of a host-side CCCL header the source includes, when NVRTC's
+    log says it met host code; empty otherwise."""
+    if not any(what in log for what in _HOST_ONLY):
+        return ""
+    for header in _INCLUDE.findall(source.text):
+        instead = next((i for prefix, i in _HOST_SIDE.items() if header.startswith(prefix)), None)
+        if instead:
+            return (
+                f"<{header}> holds host code, which NVRTC (device code only) cannot compile; "
+                f"include {instead} instead.\n"
+            )
+    return ""
+
+
+def compile_error(log: str, source: KernelSource, arch: str, kernel: str, log_path: Path) -> CompileError:
+    """The error for a failed compile of ``source``, naming it as the user knows it; the full
+    log is also at ``log_path``."""
     found = next((m for raw in log.splitlines() if (m := _PLACE.match(raw.strip()))), None)
     if found is not None:
         first = _where(found, source)
     else:
         first = (log.strip().splitlines() or ["(NVRTC gave no log)"])[0]
     message = (
-        f"NVRTC could not compile {source.where} for {arch} (kernel {kernel!r}):\n{first}\n\n"
-        f"NVRTC's log:\n{log.rstrip()}"
+        f"NVRTC could not compile {source.where} for {arch} (kernel {kernel!r}):\n"
+        f"{_host_side_hint(log, source)}{first}\n\nNVRTC's log:\n{log.rstrip()}\n\nFull log: {log_path}"
     )
-    return CompileError(message, log=log, first_error=first, kernel=kernel, backend="nvrtc", platform="cuda")
+    return CompileError(
+        message,
+        module=source.program_name,
+        log=log,
+        log_path=str(log_path),
+        first_error=first,
+        kernel=kernel,
+        backend="nvrtc",
+        platform="cuda",
+    )
