@@ -56,14 +56,15 @@ def compile_source(
     the headers None when NVRTC did not say. ``options`` are complete (see :func:`base_options`);
     ``workdir``, a private directory, holds NVRTC's scratch files while it runs. ``traced=False``:
     the source includes nothing (``KernelSource.includes_nothing``), so no time trace (which
-    costs NVRTC 10-20 ms) and no headers. A source that includes
-    anything uses and makes precompiled headers (pch.py)."""
+    costs NVRTC 10-20 ms) and no headers. A source that includes anything uses and makes
+    precompiled headers (pch.py), unless the options ask for PCHs themselves."""
     from . import pch, process
     from .worker import ERROR_COMPILATION, SUCCESS, TRACE_WRITE_FAILED
 
     kind = "cubin" if arch.startswith("sm_") else "ptx"
     trace = workdir / "nvrtc-time-trace"  # NVRTC writes <name>.json
-    with pch.session(b"include" in source and not any("pch" in o for o in options)) as pch_options:
+    own_pch = any("pch" in o for o in options if not o.startswith("-I"))
+    with pch.session(b"include" in source and not own_pch) as pch_options:
         request = {
             "source": source,
             "name": source_name,
@@ -79,8 +80,10 @@ def compile_source(
         except ToolchainError:  # NVRTC fails in its own ways to write on a full disk (an abort, say)
             _raise_if_full(workdir)
             raise
+        log = reply["log"].decode("utf-8", "replace").rstrip("\x00")
         read = headers_read(trace, workdir) if traced else []
-        log, read = pch.account(reply["log"].decode("utf-8", "replace").rstrip("\x00"), read, started_ns)
+        if pch_options:  # not for a user's own -pch: NVRTC's notes are theirs to read
+            log, read = pch.account(log, read, started_ns)
     if reply["result"] == ERROR_COMPILATION:
         return None, log, None
     if reply["result"] in TRACE_WRITE_FAILED:
@@ -173,15 +176,12 @@ _HOST_ONLY = ("not allowed in JIT mode", "cannot open source file")
 def _host_side_hint(log: str, source: KernelSource) -> str:
     """What to include instead of a host-side CCCL header the source includes, when NVRTC's
     log says it met host code; empty otherwise."""
-    if not any(what in log for what in _HOST_ONLY):
-        return ""
-    for header in _INCLUDE.findall(source.text):
-        instead = next((i for prefix, i in _HOST_SIDE.items() if header.startswith(prefix)), None)
-        if instead:
-            return (
-                f"<{header}> holds host code, which NVRTC (device code only) cannot compile; "
-                f"include {instead} instead.\n"
-            )
+    met_host_code = any(what in log for what in _HOST_ONLY)
+    for header in _INCLUDE.findall(source.text) if met_host_code else ():
+        for prefix, instead in _HOST_SIDE.items():
+            if header.startswith(prefix):
+                why = "holds host code, which NVRTC (device code only) cannot compile"
+                return f"<{header}> {why}; include {instead} instead.\n"
     return ""
 
 
@@ -197,13 +197,5 @@ def compile_error(log: str, source: KernelSource, arch: str, kernel: str, log_pa
         f"NVRTC could not compile {source.where} for {arch} (kernel {kernel!r}):\n"
         f"{_host_side_hint(log, source)}{first}\n\nNVRTC's log:\n{log.rstrip()}\n\nFull log: {log_path}"
     )
-    return CompileError(
-        message,
-        module=source.program_name,
-        log=log,
-        log_path=str(log_path),
-        first_error=first,
-        kernel=kernel,
-        backend="nvrtc",
-        platform="cuda",
-    )
+    data = {"log": log, "first_error": first, "kernel": kernel, "backend": "nvrtc", "platform": "cuda"}
+    return CompileError(message, module=source.program_name, log_path=str(log_path), **data)
