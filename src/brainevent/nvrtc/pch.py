@@ -34,7 +34,7 @@ class _Made(NamedTuple):
 
 
 _made: dict[str, _Made] = {}
-_directory: list[str] = []
+_directory: dict[int, str] = {}  # by process id: a forked child makes its own
 _lock = threading.Lock()  # one compile with PCHs at a time: pruning never meets a PCH being made
 
 
@@ -46,11 +46,17 @@ def session(wanted: bool) -> Iterator[list[str]]:
         yield []
         return
     with _lock:
-        if not _directory:
-            _directory.append(tempfile.mkdtemp(prefix="brainevent-nvrtc-pch-"))
-            atexit.register(shutil.rmtree, _directory[0], True)
-        _prune(_directory[0])
-        yield ["-pch", f"--pch-dir={_directory[0]}", "--pch-verbose=false"]
+        if (directory := _directory.get(os.getpid())) is None:
+            _made.clear()
+            directory = _directory[os.getpid()] = tempfile.mkdtemp(prefix="brainevent-nvrtc-pch-")
+            atexit.register(_remove, directory, os.getpid())
+        _prune(directory)
+        yield ["-pch", f"--pch-dir={directory}", "--pch-verbose=false"]
+
+
+def _remove(directory: str, owner: int) -> None:
+    if os.getpid() == owner:  # not a forked child's exit
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _prune(directory: str) -> None:
