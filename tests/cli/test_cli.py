@@ -188,7 +188,40 @@ def test_cache_list_info_clear(fresh_cache: Path) -> None:
     cleared = _cli("cache", "clear", "cli_one", env=env)
     assert "removed 1 entries" in cleared.stdout
     assert "cli_one/" not in _cli("cache", "list", env=env).stdout
-    assert _cli("cache", "clear", env=env).stdout.startswith("removed 1 entries")
+    everything = _cli("cache", "clear", env=env)  # no name: a script must say --all
+    assert everything.returncode == 2 and "--all" in everything.stderr, everything.stderr
+    assert "cli_two/" in _cli("cache", "list", env=env).stdout  # nothing was removed
+    assert _cli("cache", "clear", "--all", env=env).stdout.startswith("removed 1 entries")
+
+
+def test_cache_dir_that_does_not_exist_is_flagged(tmp_path: Path) -> None:
+    missing = tmp_path / "no_such_cache"
+    for command in (["list"], ["info", "m"], ["clear", "--all"], ["prune"]):
+        done = _cli("cache", *command, "--cache-dir", str(missing))
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert f"--cache-dir {missing} does not exist" in done.stderr, done.stderr
+    assert not missing.exists()
+    # The default root not created yet is an empty cache, and says so.
+    done = _cli("cache", "list", env={"BRAINEVENT_CACHE_DIR": str(missing)})
+    assert done.returncode == 0 and "not created yet" in done.stdout, done.stdout
+
+
+def test_help_is_plain_text_and_describes_every_argument() -> None:
+    top = _cli("--help").stdout
+    assert "``" not in top and ":func:" not in top and "C++ and CUDA kernels" in top, top
+    clear = _cli("cache", "clear", "--help").stdout
+    assert "the module whose entries go" in clear and "--all" in clear, clear
+    import argparse
+
+    from brainevent.cli import _parser
+
+    parsers = [_parser()]
+    for parser in parsers:  # every command's positional arguments have a line of help
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            elif not action.option_strings:
+                assert action.help, (parser.prog, action.dest)
 
 
 HOLD_LOCK = textwrap.dedent(
@@ -391,6 +424,16 @@ def test_build_without_a_gpu_names_the_arch_option(tmp_path: Path) -> None:
     done = _cli("build", str(kernel), env=env)
     assert done.returncode == 1
     assert "--arch sm_90" in done.stderr and "compute_capability=" not in done.stderr, done.stderr
+
+
+@pytest.mark.nvcc
+def test_build_with_a_bad_arch_answers_in_cli_terms(tmp_path: Path) -> None:
+    kernel = tmp_path / "ones.cu"
+    kernel.write_text(CUDA_KERNEL)
+    done = _cli("build", str(kernel), "--arch", "sm_xx", env={"BRAINEVENT_CACHE_DIR": str(tmp_path / "c")})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "--arch 'sm_xx' is not valid" in done.stderr and "--arch sm_86" in done.stderr, done.stderr
+    assert "compute_capability=" not in done.stderr, done.stderr
 
 
 @pytest.mark.nvcc
