@@ -58,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     top = argparse.ArgumentParser(
         prog="brainevent",
-        description="C++ and CUDA kernels for JAX: build them ahead of time, inspect the cache, check the setup.",
+        description="C++ and CUDA kernels for JAX: build them ahead of time, inspect the cache, "
+        "check the setup.",
         epilog="`brainevent COMMAND --help` shows a command's options.",
         parents=[shared],
     )
@@ -95,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
         "(versions differ in sources, compiler or brainevent version; builds in options or archs)",
     )
     p["choices"].add_argument(
-        "action", nargs="?", choices=("list", "clear"), default="list", help="list them (default), or forget them"
+        "action", nargs="?", choices=("list", "clear"), default="list", help="list (default) or forget them"
     )
     p["ide"].add_argument(
         "directory", nargs="?", default=".", help="the kernel files' directory (default: .)"
@@ -205,7 +206,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         return 0
     if args.cache_command == "clear":
         if args.name is None and not args.all and not _confirmed(f"remove every entry under {root}?"):
-            print("brainevent cache clear: give a module name, or --all to remove every entry", file=sys.stderr)
+            print("brainevent cache clear: name a module, or --all to remove every entry", file=sys.stderr)
             return 2
         if args.name is not None and not any(True for _ in admin.iter_entries(root, args.name)):
             known = sorted({e.module for e in admin.iter_entries(root)}) if root.is_dir() else []

@@ -114,7 +114,8 @@ def test_an_empty_cache_dir_is_the_default_root_not_the_working_directory(tmp_pa
     project.mkdir()
     before = _users_tree(project)
     cache = tmp_path / "cache"
-    for command in (["cache", "clear", "--all"], ["cache", "prune"], ["cache", "list"], ["cache", "clear", "api"]):
+    commands = (["cache", "clear", "--all"], ["cache", "prune"], ["cache", "list"], ["cache", "clear", "api"])
+    for command in commands:
         done = _cli(*command, "--cache-dir", "", cwd=project, BRAINEVENT_CACHE_DIR=str(cache))
         assert "Traceback" not in done.stderr, done.stderr
         assert str(project) not in done.stdout, done.stdout  # the root used is the configured one
