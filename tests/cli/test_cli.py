@@ -448,3 +448,26 @@ def test_doctor_without_a_gpu_says_cuda_builds_need_an_arch(tmp_path: Path) -> N
     verdict = done.stdout.split("Verdict")[-1]
     assert "CUDA builds work when given an architecture" in verdict, done.stdout
     assert "BRAINEVENT_CUDA_ARCH=sm_90" in verdict and "--arch sm_90" in verdict
+
+
+@pytest.mark.host
+def test_doctor_verdict_says_whether_cuda_kernel_works(monkeypatch: pytest.MonkeyPatch) -> None:
+    from brainevent import doctor
+    from brainevent.errors import ToolchainError
+    from brainevent.nvrtc.process import nvrtc_info
+
+    try:
+        version = "NVRTC {}.{} found".format(*nvrtc_info().version)
+    except ToolchainError:
+        version = None
+    verdict = "\n".join(doctor.run_doctor(compile_checks=False).lines).split("Verdict")[-1]
+    if version is not None:
+        assert f"cuda_kernel works: {version}" in verdict, verdict
+
+    # Where libnvrtc cannot be used, the verdict says so.
+    def no_nvrtc() -> None:
+        raise ToolchainError("libnvrtc was not found")
+
+    monkeypatch.setattr(doctor, "nvrtc_info", no_nvrtc)
+    verdict = "\n".join(doctor.run_doctor(compile_checks=False).lines).split("Verdict")[-1]
+    assert "cuda_kernel does not work here: no usable NVRTC" in verdict, verdict
