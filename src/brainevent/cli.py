@@ -56,13 +56,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent; empty: the default)",
     )
-    top = argparse.ArgumentParser(
-        prog="brainevent",
-        description="C++ and CUDA kernels for JAX: build them ahead of time, inspect the cache, "
-        "check the setup.",
-        epilog="`brainevent COMMAND --help` shows a command's options.",
-        parents=[shared],
-    )
+    about = "C++ and CUDA kernels for JAX: build them ahead of time, inspect the cache, check the setup."
+    epilog = "`brainevent COMMAND --help` shows a command's options."
+    top = argparse.ArgumentParser(prog="brainevent", description=about, epilog=epilog, parents=[shared])
     top.add_argument("-v", "--verbose", action="store_true", help="log build steps and commands to stderr")
     p = {"": top}  # the parsers by command ("" is the top)
     subs = {}  # the subparser groups by parent command
@@ -235,9 +231,8 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
 def _confirmed(question: str) -> bool:
     """A yes to ``question`` at a terminal; a script (no terminal) never answers."""
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return False
-    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    return interactive and input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
 
 
 def _print_entry(entry: EntryInfo) -> None:

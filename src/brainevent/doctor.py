@@ -173,8 +173,8 @@ def _nvrtc_section(report: Report, compile_checks: bool, gpu_present: bool) -> s
     except BrainEventError as exc:
         report.item("libnvrtc", f"not usable: {exc.message.splitlines()[0]}")
         return "cuda_kernel does not work here: no usable NVRTC (see the NVRTC section)"
-    found = f"NVRTC {bound.version[0]}.{bound.version[1]} found"
-    report.item("libnvrtc", f"{bound.path} (NVRTC {bound.version[0]}.{bound.version[1]}, its own process)")
+    found = "NVRTC {}.{} found".format(*bound.version)
+    report.item("libnvrtc", f"{bound.path} ({found[:-6]}, its own process)")
     report.item("found_via", bound.found_via)
     report.item(
         "runtime headers",
@@ -199,9 +199,7 @@ def _nvrtc_section(report: Report, compile_checks: bool, gpu_present: bool) -> s
         )
         if compiled is None:
             return f"cuda_kernel does not work here: {found}, but it cannot compile a kernel"
-    return f"cuda_kernel works: {found}" + (
-        "" if gpu_present else " (it compiles here; kernels run on a GPU)"
-    )
+    return f"cuda_kernel works: {found}" + ("" if gpu_present else " (kernels compile here, run on a GPU)")
 
 
 def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> Report:
@@ -305,7 +303,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
         report.item("note", CUDA12_NOTE)
 
     _libraries_section(report)
-    nvrtc_verdict = _nvrtc_section(report, compile_checks, bool(probe.devices))
+    on_nvrtc = _nvrtc_section(report, compile_checks, bool(probe.devices))
 
     report.section("Kernel cache")
     root = cache_root()
@@ -338,11 +336,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
             'compute_capability="sm_90" to the loader (`brainevent build --arch sm_90`) or set '
             f"{config.CUDA_ARCH.name}=sm_90"
         )
-    report.lines += [
-        f"  {verdict}",
-        f"  {nvrtc_verdict}",
-        *(f"  cannot build {what}" for what in report.cannot_build),
-    ]
+    report.lines += [f"  {verdict}", f"  {on_nvrtc}", *(f"  cannot build {w}" for w in report.cannot_build)]
     if report.require_build and report.cannot_build:
         report.lines.append("  --require-build: this node must build, so the exit status is 1")
     return report

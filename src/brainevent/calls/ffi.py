@@ -183,9 +183,8 @@ def ffi_call(
 
 
 def _check_target(target: str) -> None:
-    """A KernelCallError for a target a loaded module does not have ("mymod.stpe" where mymod
-    registered "mymod.step"), naming the module's targets, closest first: XLA would only say
-    NOT_FOUND. A name brainevent does not know the module of is left to XLA."""
+    """A target a loaded module lacks ("m.stpe" beside "m.step"): a KernelCallError naming the
+    module's targets, closest first, where XLA would say NOT_FOUND. Other names are XLA's."""
     from ..runtime.registry import registered_targets
 
     known = registered_targets()
@@ -202,8 +201,7 @@ def _check_target(target: str) -> None:
 
     ordered = ", ".join(repr(t) for t in dict.fromkeys([*close_matches(target, siblings), *siblings]))
     raise KernelCallError(
-        f"ffi_call({target!r}): no FFI target of that name is registered; module {module!r} "
-        f"registered {ordered}. Check the spelling (brainevent.list_registered_targets() lists "
-        "every target)",
+        f"ffi_call({target!r}): no FFI target of that name is registered; module {module!r} registered "
+        f"{ordered}. Check the spelling (brainevent.list_registered_targets() lists every target)",
         target=target,
     )
