@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -192,6 +193,30 @@ def test_cache_list_info_clear(fresh_cache: Path) -> None:
     assert everything.returncode == 2 and "--all" in everything.stderr, everything.stderr
     assert "cli_two/" in _cli("cache", "list", env=env).stdout  # nothing was removed
     assert _cli("cache", "clear", "--all", env=env).stdout.startswith("removed 1 entries")
+
+
+def test_cache_clear_without_a_name_asks_at_a_terminal(fresh_cache: Path) -> None:
+    import pty
+
+    brainevent.load_cpp_inline(name="ask_mod", cpp_sources=KERNEL, auto_register=False)
+    env = dict(os.environ, PYTHONPATH=SRC, JAX_PLATFORMS="cpu")
+    for answer, outcome in (("n", "name a module, or --all"), ("y", "removed 1 entries")):
+        main, terminal = pty.openpty()
+        command = [sys.executable, "-m", "brainevent", "cache", "clear"]
+        done = subprocess.Popen(command, stdin=terminal, stdout=terminal, stderr=terminal, env=env)
+        os.close(terminal)
+        seen = b""
+        while b"[y/N]" not in seen:
+            seen += os.read(main, 1024)
+        assert f"remove every entry under {fresh_cache}?".encode() in seen, seen
+        os.write(main, f"{answer}\n".encode())
+        assert done.wait(timeout=120) == (2 if answer == "n" else 0)
+        with contextlib.suppress(OSError):  # the terminal closes when the process ends
+            while chunk := os.read(main, 1024):
+                seen += chunk
+        os.close(main)
+        assert outcome.encode() in seen, seen
+    assert "ask_mod/" not in _cli("cache", "list").stdout
 
 
 def test_cache_dir_that_does_not_exist_is_flagged(tmp_path: Path) -> None:
