@@ -66,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
         parent, _, name = command.rpartition(" ")
         if parent not in subs:  # dest: "command", "cache_command"
             subs[parent] = p[parent].add_subparsers(dest=f"{parent}_command".lstrip("_"), required=True)
-        p[command] = subs[parent].add_parser(name, help=text, parents=[shared])
+        p[command] = subs[parent].add_parser(name, help=text, description=text, parents=[shared])
 
     p["doctor"].add_argument("--no-compile", action="store_true", help="skip the smoke compiles")
     p["doctor"].add_argument(

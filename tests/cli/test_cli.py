@@ -236,6 +236,7 @@ def test_help_is_plain_text_and_describes_every_argument() -> None:
     assert "``" not in top and ":func:" not in top and "C++ and CUDA kernels" in top, top
     clear = _cli("cache", "clear", "--help").stdout
     assert "the module whose entries go" in clear and "--all" in clear, clear
+    assert "remove one module's entries, or all of them" in clear, clear  # the command's description
     import argparse
 
     from brainevent.cli import _parser
