@@ -92,7 +92,15 @@ def kernel_blob(
 ) -> bytes:
     """A kernel as the ``kernel`` attribute carries it (be_cubin_register_blob reads it): format 1."""
     name, ordered = entry.encode(), sorted(images.items())
-    ints = [1, *grid, *block, 0, n_operands, len(params), *(v for p in params for v in (p.kind, p.value, p.size))]
+    ints = [
+        1,
+        *grid,
+        *block,
+        0,
+        n_operands,
+        len(params),
+        *(v for p in params for v in (p.kind, p.value, p.size)),
+    ]
     shapes = [v for shape in element_shapes or () for v in (len(shape), *shape)]
     ints += [len(shapes), *shapes, len(name), len(ordered)]
     ints += [v for cc, image in ordered for v in (cc, image.shared_mem, len(image.code))]
@@ -110,10 +118,10 @@ def export_launcher() -> Launcher:
     return Launcher(target, library)
 
 
-def register_blob(launcher: Launcher, kernel_id: int, blob: bytes) -> None:
+def register_blob(launcher: Launcher, kernel_id: int, blob: bytes, entry: str) -> None:
     """Registers ``blob``'s kernel under ``kernel_id`` and loads it on the active devices."""
     error = launcher.library.be_cubin_register_blob(kernel_id, blob, len(blob))
     if error:
         from ..errors import LoadError
 
-        raise LoadError(f"cannot load GPU kernel {kernel_id}: {error.decode(errors='replace')}", kernel_id=kernel_id)
+        raise LoadError(f"cannot load GPU kernel {entry}: {error.decode(errors='replace')}", entry=entry)

@@ -20,7 +20,9 @@ Preparer = Callable[[Signature], tuple[str, int]]
 Made = tuple[str, int, tuple[Any, ...]]
 # ``(FFI target, kernel id)`` for a call's operands and result specs, optionally with the specs of
 # scratch buffers the kernel writes after its results (Triton's); None: zeros, nothing launched.
-CallPreparer = Callable[[tuple[Any, ...], list[Any]], "tuple[str, int | dict[str, Any]] | tuple[str, int, list[Any]] | None"]
+CallPreparer = Callable[
+    [tuple[Any, ...], list[Any]], "tuple[str, int | dict[str, Any]] | tuple[str, int, list[Any]] | None"
+]
 
 _prepared: dict[Hashable, Made] = {}  # this process's prepared kernels, by (key, signature)
 

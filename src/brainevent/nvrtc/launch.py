@@ -178,8 +178,9 @@ def prepare(
         images[one_arch(arch).cc] = Image(compiled.code, config.shared_mem)
     shapes = [tuple(int(d) for d in a.shape) for a in operands] if per_batch_element else None
     # The call carries its kernel: a program exported with it runs where it was never traced.
-    blob = kernel_blob(compiled.lowered[expression], config.grid, config.block, params, len(operands), images, shapes)
+    entry = compiled.lowered[expression]
+    blob = kernel_blob(entry, config.grid, config.block, params, len(operands), images, shapes)
     kernel_id = content_id("nvrtc", blob)
     launcher = export_launcher()
-    register_blob(launcher, kernel_id, blob)
+    register_blob(launcher, kernel_id, blob, entry)
     return launcher.target, {"kernel_id": np.int64(kernel_id), "kernel": blob}

@@ -159,7 +159,9 @@ def _register_locked(
     return "registered"
 
 
-def _register_with_jax(target: str, handler: Any, platform: str, stages: tuple[str, ...] = ("execute",)) -> None:
+def _register_with_jax(
+    target: str, handler: Any, platform: str, stages: tuple[str, ...] = ("execute",)
+) -> None:
     import jax.ffi
 
     capsule = jax.ffi.pycapsule(handler)
@@ -191,7 +193,8 @@ def register_handler(
     target: str, library: ctypes.CDLL, symbol: str, platform: str, stages: tuple[str, ...] = ("execute",)
 ) -> str:
     """Registers ``library``'s handler ``symbol`` under ``target`` on JAX platform ``platform``
-    for XLA's ``stages`` (a launcher's, not a module function's: nothing re-points it) and returns the name used.
+    for XLA's ``stages`` (a launcher's, not a module function's: nothing re-points it) and returns
+    the name used.
     XLA keeps a name's first handler, so a rebuilt library (another cache) gets a name of its own."""
     handler = getattr(library, symbol)
     address = ctypes.cast(handler, ctypes.c_void_p).value or 0
