@@ -92,17 +92,10 @@ def kernel_blob(
 ) -> bytes:
     """A kernel as the ``kernel`` attribute carries it (be_cubin_register_blob reads it): format 1."""
     name, ordered = entry.encode(), sorted(images.items())
-    ints = [
-        1,
-        *grid,
-        *block,
-        0,
-        n_operands,
-        len(params),
-        *(v for p in params for v in (p.kind, p.value, p.size)),
-    ]
+    flat = [v for p in params for v in (p.kind, p.value, p.size)]
     shapes = [v for shape in element_shapes or () for v in (len(shape), *shape)]
-    ints += [len(shapes), *shapes, len(name), len(ordered)]
+    ints = [1, *grid, *block, 0, n_operands, len(params), *flat, len(shapes), *shapes]
+    ints += [len(name), len(ordered)]
     ints += [v for cc, image in ordered for v in (cc, image.shared_mem, len(image.code))]
     return b"".join([struct.pack(f"<{len(ints)}q", *ints), name, *(image.code for _, image in ordered)])
 

@@ -18,11 +18,9 @@ Preparer = Callable[[Signature], tuple[str, int]]
 # The FFI target, the kernel id, and what the entry keeps alive (the kernel, so that its id() in
 # a key is not reused while the entry lives, and anything the registered launcher points into).
 Made = tuple[str, int, tuple[Any, ...]]
-# ``(FFI target, kernel id)`` for a call's operands and result specs, optionally with the specs of
-# scratch buffers the kernel writes after its results (Triton's); None: zeros, nothing launched.
-CallPreparer = Callable[
-    [tuple[Any, ...], list[Any]], "tuple[str, int | dict[str, Any]] | tuple[str, int, list[Any]] | None"
-]
+# ``(FFI target, kernel id or the call's attributes)`` for a call's operands and result specs, optionally
+# with the specs of scratch buffers the kernel writes after its results (Triton's); None: zeros.
+CallPreparer = Callable[[tuple[Any, ...], list[Any]], "tuple[str, Any] | tuple[str, int, list[Any]] | None"]
 
 _prepared: dict[Hashable, Made] = {}  # this process's prepared kernels, by (key, signature)
 
