@@ -216,21 +216,29 @@ XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
 // config: grid x y z, block x y z. params: (kind, value, size) triplets. shapes: per operand,
 // its rank then its dims, the shape of one batch element (n_shapes 0: not batched). Returns 0,
 // or 1 if the id is already registered (same content: nothing to do).
+namespace be_cubin {
+namespace {
+std::unique_ptr<Kernel> make_kernel(const char* entry, const int64_t* config, int64_t cooperative, int64_t operands,
+                                    const int64_t* params, int64_t n_params, const int64_t* shapes, int64_t n_shapes) {
+  auto k = std::make_unique<Kernel>();
+  be_cuda_launch::set_launch(*k, entry, config, cooperative);
+  k->operands = operands;
+  for (int64_t i = 0; i < n_params; ++i) {
+    k->params.push_back({params[3 * i], params[3 * i + 1], params[3 * i + 2]});
+  }
+  for (int64_t at = 0; at < n_shapes; at += shapes[at] + 1) {
+    k->element_shapes.emplace_back(shapes + at + 1, shapes + at + 1 + shapes[at]);
+  }
+  return k;
+}
+}  // namespace
+}  // namespace be_cubin
+
 BE_LAUNCHER_EXPORT int be_cubin_register(int64_t id, const char* entry, const int64_t* config,
                                          int64_t cooperative, int64_t operands, const int64_t* params,
                                          int64_t n_params, const int64_t* shapes, int64_t n_shapes) {
-  using be_cubin::Kernel;
-  return be_cuda_launch::register_kernel<Kernel>(id, [&] {
-    auto k = std::make_unique<Kernel>();
-    be_cuda_launch::set_launch(*k, entry, config, cooperative);
-    k->operands = operands;
-    for (int64_t i = 0; i < n_params; ++i) {
-      k->params.push_back({params[3 * i], params[3 * i + 1], params[3 * i + 2]});
-    }
-    for (int64_t at = 0; at < n_shapes; at += shapes[at] + 1) {
-      k->element_shapes.emplace_back(shapes + at + 1, shapes + at + 1 + shapes[at]);
-    }
-    return k;
+  return be_cuda_launch::register_kernel<be_cubin::Kernel>(id, [&] {
+    return be_cubin::make_kernel(entry, config, cooperative, operands, params, n_params, shapes, n_shapes);
   });
 }
 
@@ -251,7 +259,8 @@ BE_LAUNCHER_EXPORT XLA_FFI_Error* be_cubin_handler(XLA_FFI_CallFrame* frame) { r
 // shapes' length and values, the entry's length, the number of images, each image's compute
 // capability, shared memory and size), then the entry and the images. A blob comes from a
 // program, which is data: every count is checked against its size before anything is kept.
-// Registers it under `id` unless present and loads it on the active devices; "" or the error.
+// Registers it under `id` (whole: a launch never sees it without its images) unless present,
+// and loads it on the active devices; "" or the error.
 BE_LAUNCHER_EXPORT const char* be_cubin_register_blob(int64_t id, const char* blob, int64_t size) {
   int64_t at = 0;
   bool ok = size >= 0;
@@ -261,7 +270,11 @@ BE_LAUNCHER_EXPORT const char* be_cubin_register_blob(int64_t id, const char* bl
     for (int64_t i = 0; ok && i < count; ++i, at += 8) v.push_back(0), std::memcpy(&v.back(), blob + at, 8);
     return v;
   };
-  auto next = [&](int64_t limit) { const std::vector<int64_t> v = ints(1, 1); return ok && v[0] >= 0 && v[0] <= limit ? v[0] : (ok = false, 0); };
+  auto next = [&](int64_t limit) {  // one field in [0, limit]
+    const std::vector<int64_t> v = ints(1, 1);
+    ok = ok && v[0] >= 0 && v[0] <= limit;
+    return ok ? v[0] : 0;
+  };
   if (next(INT64_MAX) != 1) return "the kernel was written by another version of brainevent (format); export it again";
   const std::vector<int64_t> head = ints(8, 8);  // grid, block, cooperative, operands
   const std::vector<int64_t> params = ints(3 * next(be_cubin::kMaxParams), 3 * be_cubin::kMaxParams);
@@ -270,21 +283,25 @@ BE_LAUNCHER_EXPORT const char* be_cubin_register_blob(int64_t id, const char* bl
     ok = shapes[s] >= 0 && static_cast<size_t>(shapes[s]) < shapes.size() - s;
   }
   const int64_t entry_size = next(INT64_MAX);
-  const std::vector<int64_t> images = ints(3 * next(size / 24), INT64_MAX);
+  const std::vector<int64_t> images = ints(3 * next(size / 24), INT64_MAX);  // cc, shared memory, size
   int64_t rest = size - at - entry_size;
-  for (size_t i = 2; ok && i < images.size(); i += 3) ok = images[i] >= 0 && (rest -= images[i]) >= 0;
+  for (size_t i = 0; ok && i < images.size(); i += 3) {
+    ok = images[i + 1] >= 0 && images[i + 1] <= UINT32_MAX && images[i + 2] >= 0 && (rest -= images[i + 2]) >= 0;
+  }
   if (!ok || rest != 0 || head[7] < 0 || head[7] > be_cubin::kMaxOperands) {
     return "the kernel attribute is malformed (its counts do not match its size)";
   }
   const std::string entry(blob + at, static_cast<size_t>(entry_size));
-  at += entry_size;
-  if (be_cubin_register(id, entry.c_str(), head.data(), head[6], head[7], params.data(),
-                        static_cast<int64_t>(params.size() / 3), shapes.data(), static_cast<int64_t>(shapes.size()))) {
-    return "";  // registered already (the same content: the id is its digest)
-  }
-  for (size_t i = 0; i < images.size(); i += 3) {
-    be_cubin_add_image(id, images[i], blob + at, images[i + 2], images[i + 1]);
-    at += images[i + 2];
-  }
-  return be_cubin_preload(id);
+  const char* code = blob + at + entry_size;
+  const int added = be_cuda_launch::register_kernel<be_cubin::Kernel>(id, [&] {
+    auto k = be_cubin::make_kernel(entry.c_str(), head.data(), head[6], head[7], params.data(),
+                                   static_cast<int64_t>(params.size() / 3), shapes.data(),
+                                   static_cast<int64_t>(shapes.size()));
+    for (size_t i = 0; i < images.size(); code += images[i + 2], i += 3) {
+      k->images[static_cast<int>(images[i])] = {std::string(code, static_cast<size_t>(images[i + 2])),
+                                                static_cast<unsigned>(images[i + 1])};
+    }
+    return k;
+  });
+  return added == 0 ? be_cubin_preload(id) : "";  // present already: the same content (the id is its digest)
 }
