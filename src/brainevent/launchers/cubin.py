@@ -89,12 +89,13 @@ def kernel_blob(
     n_operands: int,
     images: Mapping[int, Image],
     element_shapes: Sequence[tuple[int, ...]] | None = None,
+    cooperative: bool = False,
 ) -> bytes:
     """A kernel as the ``kernel`` attribute carries it (be_cubin_register_blob reads it): format 1."""
     name, ordered = entry.encode(), sorted(images.items())
     flat = [v for p in params for v in (p.kind, p.value, p.size)]
     shapes = [v for shape in element_shapes or () for v in (len(shape), *shape)]
-    ints = [1, *grid, *block, 0, n_operands, len(params), *flat, len(shapes), *shapes]
+    ints = [1, *grid, *block, int(cooperative), n_operands, len(params), *flat, len(shapes), *shapes]
     ints += [len(name), len(ordered)]
     ints += [v for cc, image in ordered for v in (cc, image.shared_mem, len(image.code))]
     return b"".join([struct.pack(f"<{len(ints)}q", *ints), name, *(image.code for _, image in ordered)])

@@ -24,6 +24,7 @@
 #include "brainevent/xla_ffi.h"
 
 BE_LAUNCHER_EXPORT const char* be_cubin_register_blob(int64_t id, const char* blob, int64_t size);
+BE_LAUNCHER_EXPORT const char* be_cubin_preload(int64_t id);
 
 namespace be_cubin {
 namespace {
@@ -181,14 +182,17 @@ XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
   const int64_t id = kernel_id(frame);
   if (id < 0) return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, "expected an int64 attribute kernel_id");
   // A kernel that travels with its program (jax.export) is registered from its `kernel` attribute
-  // where this process has not traced it: when XLA instantiates the call, so it is loaded before
-  // a CUDA graph captures the launch.
+  // where this process has not traced it. When XLA instantiates the call, the kernel is loaded on
+  // the active devices, before a CUDA graph captures a launch.
   const auto* blob = static_cast<const XLA_FFI_ByteSpan*>(attribute(frame, "kernel", XLA_FFI_AttrType_STRING));
   if (blob != nullptr && table<Kernel>().find(id) == nullptr) {
     const std::string error = be_cubin_register_blob(id, blob->ptr, static_cast<int64_t>(blob->len));
     if (!error.empty()) return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, error);
   }
-  if (!execute) return nullptr;
+  if (!execute) {
+    const std::string error = be_cubin_preload(id);
+    return error.empty() ? nullptr : fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, error);
+  }
   const int64_t n_args = frame->args.size, count = n_args + frame->rets.size;
   if (count > kMaxOperands) return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, "too many arrays");
   const XLA_FFI_Buffer* buffers[kMaxOperands];
