@@ -116,6 +116,24 @@ def test_the_serialized_program_holds_each_cubin_and_a_fresh_process_decodes_it(
     assert done.stdout.split()[0] == EXPORT_TARGET and done.stdout.rstrip().endswith("[]"), done.stdout
 
 
+def test_deserialize_registers_nothing_for_a_program_without_cuda_kernel_calls(tmp_path: Path) -> None:
+    x = np.arange(4, dtype=np.float32)
+    (tmp_path / "sin.bin").write_bytes(export.export(jax.jit(jax.numpy.sin))(x).serialize())
+    done = fresh(
+        """
+        import numpy as np
+
+        again = brainevent.deserialize(open("sin.bin", "rb").read())
+        x = np.arange(4, dtype=np.float32)
+        np.testing.assert_allclose(np.asarray(again.call(x)), np.sin(x), rtol=1e-6)
+        print(brainevent.list_registered_targets())
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]", done.stdout  # no launcher built or registered
+
+
 def test_a_malformed_kernel_attribute_is_refused_with_a_reason() -> None:
     from brainevent.launchers.cubin import Image, Param, export_launcher, kernel_blob
 
