@@ -197,5 +197,13 @@ def compile_error(log: str, source: KernelSource, arch: str, kernel: str, log_pa
         f"NVRTC could not compile {source.where} for {arch} (kernel {kernel!r}):\n"
         f"{_host_side_hint(log, source)}{first}\n\nNVRTC's log:\n{log.rstrip()}\n\nFull log: {log_path}"
     )
-    data = {"log": log, "first_error": first, "kernel": kernel, "backend": "nvrtc", "platform": "cuda"}
-    return CompileError(message, module=source.program_name, log_path=str(log_path), **data)
+    return CompileError(
+        message,
+        module=source.program_name,
+        log=log,
+        log_path=str(log_path),
+        first_error=first,
+        kernel=kernel,
+        backend="nvrtc",
+        platform="cuda",
+    )
