@@ -113,9 +113,14 @@ def _load_export(package: str, exports: dict[str, str], namespace: dict[str, Any
     raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
 
+# Subpackages reachable as attributes (``brainevent.nvrtc.compile``), imported on first use.
+_SUBPACKAGES = ("nvrtc",)
+
 if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error there
 
     def __getattr__(name: str) -> Any:
+        if name in _SUBPACKAGES:
+            return _importlib.import_module(f"{__name__}.{name}")
         return _load_export(__name__, _EXPORTS, globals(), name)
 
     def __dir__() -> list[str]:  # tab completion sees the lazy names before their first use
