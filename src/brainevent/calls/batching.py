@@ -146,19 +146,25 @@ def batch_partition_attributes(ctx: Any, num_batch_dims: int) -> dict[str, Any]:
     return attributes
 
 
-def _lower(ctx: Any, *operands: Any, target: str, batch_dims: int, attrs: tuple[Any, ...], **_: Any) -> Any:
+def _lower(
+    ctx: Any, *operands: Any, target: str, batch_dims: int, attrs: tuple[Any, ...], aliases: tuple[Any, ...] = (),
+    **_: Any,
+) -> Any:  # fmt: skip
     import jax
 
     extra = batch_partition_attributes(ctx, batch_dims)
-    return jax.ffi.ffi_lowering(target, extra_attributes=extra)(ctx, *operands, **dict(attrs))
+    lowering = jax.ffi.ffi_lowering(target, extra_attributes=extra, operand_output_aliases=dict(aliases) or None)
+    return lowering(ctx, *operands, **dict(attrs))
 
 
 def _batch(args: Sequence[Any], axes: Sequence[Any], *, outs: tuple[Any, ...], **params: Any) -> Any:
     method = params["vmap_method"]
     if method not in METHODS:
+        function = params["target"].rpartition(".")[2]
         raise KernelCallError(
-            f"{params['target']}: jax.vmap needs a batching method; set "
-            f"mod.<function>.vmap_method to one of {list(METHODS)}",
+            f"{params['target']}: jax.vmap needs a vmap method, and none is declared. Declare one: "
+            f"'vmap_method=sequential' among the arg_spec tokens (the '// @BE {function} ...' line), or on the "
+            f"function: mod.{function}.vmap_method = 'sequential' (one of {list(METHODS)})",
             target=params["target"],
         )
     return batch_by_method(params["target"], primitive().bind, method, args, axes, outs, params)
@@ -201,8 +207,10 @@ def partitioned_call(
     num_batch_dims: int,
     vmap_method: str | None,
     attrs: Mapping[str, Any],
+    aliases: Mapping[int, int] | None = None,
 ) -> list[Any]:
-    """Call ``target`` with its first ``num_batch_dims`` dims declared independent."""
+    """Call ``target`` with its first ``num_batch_dims`` dims declared independent; ``aliases``:
+    ``{input: result}`` buffers shared, as ``input_output_aliases``."""
     from jax.core import ShapedArray
 
     aligned, _ = align_inputs(batch_operands(target, inputs, specs, num_batch_dims))
@@ -214,5 +222,6 @@ def partitioned_call(
         batch_dims=num_batch_dims,
         vmap_method=vmap_method,
         attrs=tuple(sorted(attrs.items())),
+        aliases=tuple(sorted((aliases or {}).items())),
     )
     return list(results)
