@@ -147,13 +147,19 @@ def batch_partition_attributes(ctx: Any, num_batch_dims: int) -> dict[str, Any]:
 
 
 def _lower(
-    ctx: Any, *operands: Any, target: str, batch_dims: int, attrs: tuple[Any, ...], aliases: tuple[Any, ...] = (),
+    ctx: Any,
+    *operands: Any,
+    target: str,
+    batch_dims: int,
+    attrs: tuple[Any, ...],
+    aliases: tuple[Any, ...] = (),
     **_: Any,
-) -> Any:  # fmt: skip
+) -> Any:
     import jax
 
     extra = batch_partition_attributes(ctx, batch_dims)
-    lowering = jax.ffi.ffi_lowering(target, extra_attributes=extra, operand_output_aliases=dict(aliases) or None)
+    shared = dict(aliases) or None  # {operand: result}: results declared ':zeros'
+    lowering = jax.ffi.ffi_lowering(target, extra_attributes=extra, operand_output_aliases=shared)
     return lowering(ctx, *operands, **dict(attrs))
 
 
@@ -163,8 +169,8 @@ def _batch(args: Sequence[Any], axes: Sequence[Any], *, outs: tuple[Any, ...], *
         function = params["target"].rpartition(".")[2]
         raise KernelCallError(
             f"{params['target']}: jax.vmap needs a vmap method, and none is declared. Declare one: "
-            f"'vmap_method=sequential' among the arg_spec tokens (the '// @BE {function} ...' line), or on the "
-            f"function: mod.{function}.vmap_method = 'sequential' (one of {list(METHODS)})",
+            f"'vmap_method=sequential' among the arg_spec tokens (the '// @BE {function} ...' line), or on "
+            f"the function: mod.{function}.vmap_method = 'sequential' (one of {list(METHODS)})",
             target=params["target"],
         )
     return batch_by_method(params["target"], primitive().bind, method, args, axes, outs, params)

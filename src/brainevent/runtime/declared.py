@@ -38,7 +38,8 @@ def check_call(target: str, spec: FunctionSpec, arrays: Sequence[Any], vmap_meth
             raise call_error(
                 target,
                 f"input {index} '{p.name}' is declared arg:{p.dtype} but got dtype {got} (shape "
-                f"{tuple(np.shape(array))}); the kernel was not run. Fix: pass {p.name}.astype(jnp.{p.dtype})",
+                f"{tuple(np.shape(array))}); the kernel was not run. "
+                f"Fix: pass {p.name}.astype(jnp.{p.dtype})",
                 parameter=p.name,
                 value=got,
             )
@@ -52,18 +53,19 @@ def check_call(target: str, spec: FunctionSpec, arrays: Sequence[Any], vmap_meth
         raise no_vmap_method(target, how)
 
 
-def zeroed_results(target: str, spec: FunctionSpec, specs: Sequence[Any], vmap_method: str | None) -> dict[int, Any]:
+def zeroed_results(
+    target: str, spec: FunctionSpec, specs: Sequence[Any], vmap_method: str | None
+) -> dict[int, Any]:
     """``{result index: zeros}`` for each result declared ``:zeros``, to pass in aliased to it."""
-    from ..spec.out_shape import parse_out_shape
-
-    indices = [i for i, p in enumerate(spec.rets) if p.shape and getattr(parse_out_shape(p.shape), "zeros", 0)]
+    indices = [i for i, p in enumerate(spec.rets) if p.shape and p.shape.endswith("zeros")]
     if not indices:
         return {}
     if vmap_method == "expand_dims":  # an unbatched operand gets a batch dim of 1, its result the whole batch
         raise call_error(
             target,
-            "a result declared ':zeros' is passed in aliased to its result, which vmap_method='expand_dims' "
-            "cannot batch (the two would differ in shape). Fix: use vmap_method='broadcast_all' or 'sequential'",
+            "a result declared ':zeros' is passed in aliased to its result, which "
+            "vmap_method='expand_dims' cannot batch (the two would differ in shape). "
+            "Fix: use vmap_method='broadcast_all' or 'sequential'",
             value=vmap_method,
         )
     import jax.numpy as jnp

@@ -40,7 +40,7 @@ def parse_spec(function: str, tokens: Sequence[str] | str) -> tuple[list[SpecTok
             raise SpecError(f"{where} declares {key} a second time; keep one.", **data)
         options[key] = _value(where, key, value, data)
     parsed = parse_tokens(function, rest)
-    zeroed = [t.shown() for t in parsed if t.shape and (t.shape == "zeros" or t.shape.endswith(":zeros"))]
+    zeroed = [t.shown() for t in parsed if t.shape and t.shape.endswith("zeros")]
     if zeroed and options.get("vmap_method") == "expand_dims":
         raise SpecError(
             f"{function}: {zeroed[0]!r} is passed in aliased to its result, which vmap_method=expand_dims "
@@ -57,8 +57,8 @@ def _value(where: str, key: str, value: str, data: dict[str, Any]) -> Any:
         if value not in METHODS:
             hint = close_matches(value, METHODS)
             fix = f" Did you mean 'vmap_method={hint[0]}'?" if hint else ""
-            raise SpecError(f"{where}: {value!r} is not a vmap method. Expected one of: {', '.join(METHODS)}.{fix}",
-                            **data)  # fmt: skip
+            expected = f"Expected one of: {', '.join(METHODS)}."
+            raise SpecError(f"{where}: {value!r} is not a vmap method. {expected}{fix}", **data)
         return value
     if not (value.isascii() and value.isdigit() and int(value) >= 1):
         raise SpecError(f"{where}: num_batch_dims takes a positive integer, e.g. 'num_batch_dims=1'.", **data)

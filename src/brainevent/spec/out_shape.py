@@ -146,7 +146,9 @@ def check_out_shapes(head: str, params: Sequence[Param], function: str) -> None:
                     problem = f"dim {dim!r} indexes past dim {MAX_INPUT_DIM}. Fix: index a dim the input has."
             elif not problem and isinstance(dim, str) and attrs.get(dim) not in _INTEGER_TYPES:
                 what = f"a {attrs[dim]} attribute" if dim in attrs else "not an attribute of the function"
-                fix = f"use an integer literal, an integer attribute (attr.{dim}:int64) or an input's dim (x.shape[0])"
+                fix = (
+                    f"use an integer, an integer attribute (attr.{dim}:int64) or an input's dim (x.shape[0])"
+                )
                 problem = f"dim {dim!r} is {what}. Fix: {fix}."
         if problem:
             raise SpecError(

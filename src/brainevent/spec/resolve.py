@@ -20,10 +20,10 @@ from brainevent.errors import BrainEventError, SpecError
 from brainevent.spec.bind import bind_tokens, infer_spec
 from brainevent.spec.cxx_lexer import LexResult, lex
 from brainevent.spec.cxx_types import classify
+from brainevent.spec.declarations import parse_spec
 from brainevent.spec.model import FunctionSpec, Role
 from brainevent.spec.names import CXX_KEYWORDS, did_you_mean, is_c_identifier
 from brainevent.spec.signature import CxxSignature, clash_error, pick_one, scan_functions
-from brainevent.spec.declarations import parse_spec
 from brainevent.spec.tokens import Annotation, SpecToken, discover_annotations
 
 Functions = Mapping[str, Sequence[str] | str | None] | Sequence[str] | None
@@ -130,7 +130,8 @@ def _from_annotations(files: list[str], lexed: list[LexResult]) -> list[_Request
     for file_name, lx in zip(files, lexed, strict=True):
         for ann in discover_annotations(lx, file_name, seen):
             tokens, options = parse_spec(ann.function, ann.tokens) if ann.tokens else ([], {})
-            requests.append((ann.function, tokens or None, f"'@BE' at {ann.where}", options))  # none: inferred
+            # Declarations alone (no parameter tokens): the spec is inferred.
+            requests.append((ann.function, tokens or None, f"'@BE' at {ann.where}", options))
     return requests
 
 
