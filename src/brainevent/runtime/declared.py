@@ -33,8 +33,10 @@ def check_call(target: str, spec: FunctionSpec, arrays: Sequence[Any], vmap_meth
     """KernelCallError for an input of another dtype than its ``arg:<type>``, or for ``jax.vmap``
     of a function without a vmap method (JAX's own error names neither fix)."""
     for index, (p, array) in enumerate(zip(spec.args, arrays, strict=False)):
+        if p.dtype is None or not hasattr(array, "dtype"):  # any dtype; not an array: JAX refuses it
+            continue
         got = np.dtype(array.dtype).name
-        if p.dtype is not None and got != p.dtype:
+        if got != p.dtype:
             raise call_error(
                 target,
                 f"input {index} '{p.name}' is declared arg:{p.dtype} but got dtype {got} (shape "

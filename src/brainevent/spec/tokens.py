@@ -38,7 +38,7 @@ _REPEATED = {
 _BAD_VALUE = {
     "scratch": "after 'scratch:' is not a byte count. Expected scratch:<bytes> with a non-negative decimal "
     "integer, e.g. 'scratch:4096', or a bare 'scratch' (then pass scratch_bytes= when calling).",
-    "ret": f"after 'ret:' is not a result declaration. Expected {SHAPE_FORMS}, e.g. 'ret:like(x)', "
+    "ret": f"after 'ret:' is not a result shape. Expected {SHAPE_FORMS}, e.g. 'ret:like(x)', "
     f"'ret:like(x):int32', 'ret:(n,x.shape[1]):float32:zeros' (dims: integers, integer attributes or "
     f"an input's dims, at most {MAX_FIXED_RANK}; types: {', '.join(SCALAR_TYPES)}).",
     "arg": f"after 'arg:' is not a scalar type. Expected arg:<type>, e.g. 'arg:float32' (types: "
