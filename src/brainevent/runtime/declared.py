@@ -32,10 +32,12 @@ def no_vmap_method(owner: str, how: str) -> Any:
 def check_call(target: str, spec: FunctionSpec, arrays: Sequence[Any], vmap_method: str | None) -> None:
     """KernelCallError for an input of another dtype than its ``arg:<type>``, or for ``jax.vmap``
     of a function without a vmap method (JAX's own error names neither fix)."""
+    import jax
+
     for index, (p, array) in enumerate(zip(spec.args, arrays, strict=False)):
         if p.dtype is None or not hasattr(array, "dtype"):  # any dtype; not an array: JAX refuses it
             continue
-        got = np.dtype(array.dtype).name
+        got = np.dtype(jax.dtypes.canonicalize_dtype(array.dtype)).name  # as JAX will pass it
         if got != p.dtype:
             raise call_error(
                 target,
