@@ -187,3 +187,36 @@ def test_a_traced_attribute_is_told_to_be_an_input_array(mod):
         jax.jit(lambda v: mod.scale(v, s=v.sum()))(x)
     for word in ("attribute 's'", "traced value", "pass it as an input array", "np.float32(2.0)"):
         assert word in str(info.value), (word, str(info.value))
+
+
+CUDA_SOURCE = r"""
+#include <cuda_runtime.h>
+#include "brainevent/common.h"
+
+__global__ void hist_kernel(const int* x, int* counts, int n, int bins) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && x[i] >= 0 && x[i] < bins) atomicAdd(&counts[x[i]], 1);
+}
+
+// @BE histogram arg:int32 ret:(bins,x.shape[0]):int32:zeros attr.bins:int32 stream vmap_method=sequential
+void histogram(const BE::Tensor x, BE::Tensor counts, int bins, int64_t stream) {
+    int n = x.numel();
+    hist_kernel<<<(n + 255) / 256, 256, 0, (cudaStream_t)stream>>>(
+        x.data_ptr<int32_t>(), counts.data_ptr<int32_t>(), n, bins);
+    BE_CHECK_KERNEL_LAUNCH();
+}
+"""
+
+
+@pytest.mark.nvcc
+def test_a_cuda_module_with_declarations_builds():
+    mod = brainevent.load_cuda_inline(
+        "declarations_cuda", CUDA_SOURCE, compute_capability="sm_80", auto_register=False
+    )
+    assert mod.specs["histogram"] == [
+        "arg:int32",
+        "ret:(bins,x.shape[0]):int32:zeros",
+        "attr.bins:int32",
+        "stream",
+        "vmap_method=sequential",
+    ]
