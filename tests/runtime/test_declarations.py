@@ -220,3 +220,19 @@ def test_a_cuda_module_with_declarations_builds():
         "stream",
         "vmap_method=sequential",
     ]
+
+
+def test_vmap_of_a_numba_kernel_without_a_method_names_the_keyword():
+    pytest.importorskip("numba")
+
+    def add_one(x, out):
+        for i in range(x.size):
+            out[i] = x[i] + 1
+
+    spec = jax.ShapeDtypeStruct((4,), jnp.float32)
+    with pytest.raises(KernelCallError) as info:
+        jax.vmap(brainevent.numba_kernel(add_one, spec))(jnp.ones((2, 4), jnp.float32))
+    for word in ("add_one", "jax.vmap needs a vmap method", "vmap_method='sequential'"):
+        assert word in str(info.value), (word, str(info.value))
+    batched = jax.vmap(brainevent.numba_kernel(add_one, spec, vmap_method="sequential"))(jnp.ones((2, 4)))
+    np.testing.assert_array_equal(np.asarray(batched), np.full((2, 4), 2.0))
