@@ -165,14 +165,10 @@ def _lower(
 
 def _batch(args: Sequence[Any], axes: Sequence[Any], *, outs: tuple[Any, ...], **params: Any) -> Any:
     method = params["vmap_method"]
-    if method not in METHODS:
-        function = params["target"].rpartition(".")[2]
-        raise KernelCallError(
-            f"{params['target']}: jax.vmap needs a vmap method, and none is declared. Declare one: "
-            f"'vmap_method=sequential' among the arg_spec tokens (the '// @BE {function} ...' line), or on "
-            f"the function: mod.{function}.vmap_method = 'sequential' (one of {list(METHODS)})",
-            target=params["target"],
-        )
+    if method not in METHODS:  # e.g. vmap(jit(f)): the call was traced outside vmap
+        from ..runtime.declared import no_vmap_method
+
+        raise no_vmap_method(params["target"])
     return batch_by_method(params["target"], primitive().bind, method, args, axes, outs, params)
 
 

@@ -19,8 +19,15 @@ def is_batched(value: Any) -> bool:
     return type(value).__name__ == "BatchTracer"
 
 
-def no_vmap_method(owner: str, how: str) -> Any:
-    """The error for ``jax.vmap`` of a call that declares no vmap method; ``how``: where to declare it."""
+def no_vmap_method(owner: str, how: str = "") -> Any:
+    """The error for ``jax.vmap`` of a call that declares no vmap method; ``how``: where to
+    declare it (by default, a module function's two ways)."""
+    function = owner.rpartition(".")[2]
+    how = how or (
+        f"'vmap_method=sequential' among the arg_spec tokens (the '// @BE {function} ...' line, or "
+        f"functions={{{function!r}: '... vmap_method=sequential'}}), or on the function: "
+        f"mod.{function}.vmap_method = 'sequential'"
+    )
     return call_error(
         owner,
         f"jax.vmap needs a vmap method, and none is declared. Declare one: {how} (one of 'sequential', "
@@ -48,13 +55,7 @@ def check_call(target: str, spec: FunctionSpec, arrays: Sequence[Any], vmap_meth
                 value=got,
             )
     if vmap_method is None and any(is_batched(a) for a in arrays):
-        function = target.rpartition(".")[2]
-        how = (
-            f"'vmap_method=sequential' among the arg_spec tokens (the '// @BE {function} ...' line, or "
-            f"functions={{{function!r}: '... vmap_method=sequential'}}), or on the function: "
-            f"mod.{function}.vmap_method = 'sequential'"
-        )
-        raise no_vmap_method(target, how)
+        raise no_vmap_method(target)
 
 
 def zeroed_results(
