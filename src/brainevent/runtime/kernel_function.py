@@ -96,7 +96,7 @@ class KernelFunction:
         else:
             if spec.scratch or scratch_bytes is not None:  # one more result (results.py), dropped below
                 specs.append(scratch_result(self.target, spec, arrays, scratch_bytes))
-            options = {"vmap_method": self.vmap_method, "input_output_aliases": aliases}
+            options: dict[str, Any] = {"vmap_method": self.vmap_method, "input_output_aliases": aliases}
             out = call_target(self.target, arrays, specs, **options, **converted)
             out = out[: len(spec.rets)]
         return out[0] if single else out

@@ -30,7 +30,7 @@ def parse_spec(function: str, tokens: Sequence[str] | str) -> tuple[list[SpecTok
             rest.append(raw)
             continue
         key, _, value = raw.strip().partition("=")
-        data = {"function": function, "token": raw, "position": position}
+        data: dict[str, Any] = {"function": function, "token": raw, "position": position}
         where = f"{function}: arg_spec token {position} {raw!r}"
         if key not in OPTIONS:
             hint = close_matches(key, OPTIONS)
