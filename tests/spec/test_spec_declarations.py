@@ -96,3 +96,17 @@ def test_declarations_survive_the_manifest():
     assert spec_from_json("seg", row) == spec
     plain = spec_to_json(_resolve("arg arg ret attr.n"))
     assert "vmap_method" not in plain and "num_batch_dims" not in plain  # older rows read the same
+
+
+def test_normalize_tokens_keeps_declarations():
+    import brainevent
+
+    tokens = "args:f32 rets:(n,x.shape[0]):float:zeros attrs.n:i64 num_batch_dims=1"
+    assert brainevent.normalize_tokens(tokens) == [
+        "arg:float32",
+        "ret:(n,x.shape[0]):float32:zeros",
+        "attr.n:int64",
+        "num_batch_dims=1",
+    ]
+    with pytest.raises(SpecError, match="Did you mean 'num_batch_dims=1'"):
+        brainevent.normalize_tokens(["arg", "num_batch_dim=1"])

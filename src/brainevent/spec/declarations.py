@@ -52,6 +52,17 @@ def parse_spec(function: str, tokens: Sequence[str] | str) -> tuple[list[SpecTok
     return parsed, options
 
 
+def normalize_tokens(tokens: Sequence[str] | str) -> list[str]:
+    """The arg_spec ``tokens`` in canonical form: ``args`` -> ``arg``, ``rets`` -> ``ret``,
+    ``ctx.stream`` -> ``stream``, ``attrs.x`` -> ``attr.x``, ``attr.x:f32`` -> ``attr.x:float32``,
+    declarations last (0.2.1's public helper). A string is split on whitespace; an unknown or
+    malformed token raises :class:`SpecError` naming it (0.2.1 passed it through, to fail later
+    at load time).
+    """
+    parsed, options = parse_spec("normalize_tokens", tokens)
+    return [token.canonical for token in parsed] + [f"{key}={value}" for key, value in options.items()]
+
+
 def _value(where: str, key: str, value: str, data: dict[str, Any]) -> Any:
     if key == "vmap_method":
         if value not in METHODS:

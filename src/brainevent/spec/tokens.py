@@ -107,15 +107,6 @@ def parse_tokens(function: str, tokens: Sequence[str] | str) -> list[SpecToken]:
     return parsed
 
 
-def normalize_tokens(tokens: Sequence[str] | str) -> list[str]:
-    """The arg_spec ``tokens`` in canonical form: ``args`` -> ``arg``, ``rets`` -> ``ret``,
-    ``ctx.stream`` -> ``stream``, ``attrs.x`` -> ``attr.x``, ``attr.x:f32`` -> ``attr.x:float32``
-    (0.2.1's public helper). A string is split on whitespace; an unknown or malformed token
-    raises :class:`SpecError` naming it (0.2.1 passed it through, to fail later at load time).
-    """
-    return [token.canonical for token in parse_tokens("normalize_tokens", tokens)]
-
-
 def _parse_one(function: str, position: int, raw: object) -> SpecToken:
     where = f"{function}: arg_spec token {position}"
     data: dict[str, Any] = {"function": function, "token": raw, "position": position}
