@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from .runtime.targets import export_checks as export_checks
     from .runtime.targets import list_registered_targets as list_registered_targets
     from .runtime.targets import register_ffi_target as register_ffi_target
-    from .spec.tokens import normalize_tokens as normalize_tokens
+    from .spec.declarations import normalize_tokens as normalize_tokens
 
 # public name -> the module under brainevent that defines it
 _EXPORTS: dict[str, str] = {
@@ -94,7 +94,7 @@ _EXPORTS: dict[str, str] = {
     "deserialize": "runtime.targets",
     "ffi_call": "calls.ffi",
     "print_diagnostics": "doctor",
-    "normalize_tokens": "spec.tokens",
+    "normalize_tokens": "spec.declarations",
     "triton_kernel": "custom_kernel",
     "jaxtype_to_warptype": "custom_kernel.warp_types",
     "jaxinfo_to_warpinfo": "custom_kernel.warp_types",

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from ._version import BINDING_SCHEMA
 from .spec.model import FunctionSpec, Param, Role
-from .spec.out_shape import parse_out_shape
+from .spec.out_shape import input_dim, parse_out_shape
 from .vocabulary import BindingTarget, builtin_target, dtype_enum, entry_symbol, unhandled
 
 
@@ -78,14 +78,25 @@ def _declared_ret_row(param: Param, spec: FunctionSpec) -> str:
     assert param.shape is not None
     decl = parse_out_shape(param.shape)
     assert decl is not None  # checked when the spec was bound
+    if not decl.sized:  # ret:zeros: the caller gives the shape
+        return "BE_RET"
     name, shape = c_string_literal(param.name), c_string_literal(param.shape)
     dtype = dtype_enum(decl.dtype) if decl.dtype else "Invalid"
     if decl.like is not None:
         ordinal = [p.name for p in spec.args].index(decl.like)
         return f"BE_RET_LIKE({name}, {shape}, {ordinal}, {dtype})"
-    attrs = [p.name for p in spec.attrs]
-    dims = [str(d) if isinstance(d, int) else str(-(attrs.index(d) + 1)) for d in decl.dims or ()]
+    attrs, inputs = [p.name for p in spec.attrs], [p.name for p in spec.args]
+    dims = [_dim_code(d, attrs, inputs) for d in decl.dims or ()]
     return f"BE_RET_FIXED({name}, {shape}, {dtype}, {len(dims)}, {', '.join(dims)})"
+
+
+def _dim_code(dim: int | str, attrs: list[str], inputs: list[str]) -> str:
+    """A fixed dim's code in the parameter table: itself, attribute k as -(k+1), and dim d of
+    input k as kInputDim - (k * 256 + d) (brainevent/ffi_function.h)."""
+    of_input = input_dim(dim)
+    if of_input is not None:
+        return f"::BE::ffi::kInputDim - {inputs.index(of_input[0]) * 256 + of_input[1]}"
+    return str(dim) if isinstance(dim, int) else str(-(attrs.index(dim) + 1))
 
 
 def _param_row(param: Param, spec: FunctionSpec) -> str:

@@ -148,6 +148,7 @@ def spec_to_json(spec: FunctionSpec) -> dict[str, Any]:
         "source_file": spec.source_file,
         "line": spec.line,
         "scope": spec.scope,
+        **{k: v for k in ("vmap_method", "num_batch_dims") if (v := getattr(spec, k)) is not None},
     }
 
 

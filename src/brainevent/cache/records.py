@@ -113,11 +113,12 @@ def _function_row(value: object, where: str) -> None:
         _fail(where, "has no list of params")
     for i, param in enumerate(params):
         _param_row(param, f"{where}.params[{i}]")
-    for field, check in (("source_file", str), ("scope", str)):
+    for field, check in (("source_file", str), ("scope", str), ("vmap_method", str)):
         if field in row and not isinstance(row[field], check):
             _fail(f"{where}.{field}", "is not a string")
-    if "line" in row and not _is_int(row["line"]):
-        _fail(f"{where}.line", "is not an integer")
+    for field in ("line", "num_batch_dims"):
+        if field in row and not _is_int(row[field]):
+            _fail(f"{where}.{field}", "is not an integer")
 
 
 def function_table(value: object, where: str) -> dict[str, Any]:

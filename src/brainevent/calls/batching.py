@@ -146,21 +146,29 @@ def batch_partition_attributes(ctx: Any, num_batch_dims: int) -> dict[str, Any]:
     return attributes
 
 
-def _lower(ctx: Any, *operands: Any, target: str, batch_dims: int, attrs: tuple[Any, ...], **_: Any) -> Any:
+def _lower(
+    ctx: Any,
+    *operands: Any,
+    target: str,
+    batch_dims: int,
+    attrs: tuple[Any, ...],
+    aliases: tuple[Any, ...] = (),
+    **_: Any,
+) -> Any:
     import jax
 
     extra = batch_partition_attributes(ctx, batch_dims)
-    return jax.ffi.ffi_lowering(target, extra_attributes=extra)(ctx, *operands, **dict(attrs))
+    shared = dict(aliases) or None  # {operand: result}: results declared ':zeros'
+    lowering = jax.ffi.ffi_lowering(target, extra_attributes=extra, operand_output_aliases=shared)
+    return lowering(ctx, *operands, **dict(attrs))
 
 
 def _batch(args: Sequence[Any], axes: Sequence[Any], *, outs: tuple[Any, ...], **params: Any) -> Any:
     method = params["vmap_method"]
-    if method not in METHODS:
-        raise KernelCallError(
-            f"{params['target']}: jax.vmap needs a batching method; set "
-            f"mod.<function>.vmap_method to one of {list(METHODS)}",
-            target=params["target"],
-        )
+    if method not in METHODS:  # e.g. vmap(jit(f)): the call was traced outside vmap
+        from ..runtime.declared import no_vmap_method
+
+        raise no_vmap_method(params["target"])
     return batch_by_method(params["target"], primitive().bind, method, args, axes, outs, params)
 
 
@@ -201,8 +209,10 @@ def partitioned_call(
     num_batch_dims: int,
     vmap_method: str | None,
     attrs: Mapping[str, Any],
+    aliases: Mapping[int, int] | None = None,
 ) -> list[Any]:
-    """Call ``target`` with its first ``num_batch_dims`` dims declared independent."""
+    """Call ``target`` with its first ``num_batch_dims`` dims declared independent; ``aliases``:
+    ``{input: result}`` buffers shared, as ``input_output_aliases``."""
     from jax.core import ShapedArray
 
     aligned, _ = align_inputs(batch_operands(target, inputs, specs, num_batch_dims))
@@ -214,5 +224,6 @@ def partitioned_call(
         batch_dims=num_batch_dims,
         vmap_method=vmap_method,
         attrs=tuple(sorted(attrs.items())),
+        aliases=tuple(sorted((aliases or {}).items())),
     )
     return list(results)

@@ -13,6 +13,7 @@ from ..calls.ffi import call_target, flatten_outs, vary_like
 from ..calls.operands import Signature, signature_of
 from ..launchers.launch_config import RANK_CHANGING, check_vmap_method
 from ..launchers.library import Launcher
+from ..runtime.declared import is_batched, no_vmap_method
 
 Preparer = Callable[[Signature], tuple[str, int]]
 # The FFI target, the kernel id, and what the entry keeps alive (the kernel, so that its id() in
@@ -113,6 +114,8 @@ class BridgedFunction:
 
         if self._check_args is not None:
             self._check_args(args)
+        if self._given_vmap_method is None and any(is_batched(a) for a in args):
+            raise no_vmap_method(self.__name__, "pass vmap_method='sequential' where the function is made")
         if self._batch_dims:
             args = tuple(batch_operands(self.__name__, args, self._specs, self._batch_dims))
         if self._rank_changing:

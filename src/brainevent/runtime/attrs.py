@@ -18,13 +18,19 @@ def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
             target,
             name,
             f"({dtype}) got a traced value {value!r}: attributes are constants compiled into the call, "
-            "and jax.jit traces every argument it is given. Fix: close over it (jax.jit(lambda x: "
-            f"f(x, {name}=2))), or mark it static (jax.jit(f, static_argnames={name!r}))",
+            "known when it is traced. Fix: if the value is computed from the inputs, pass it as an input "
+            "array (an 'arg' parameter the kernel reads); if it is a constant, give a Python or NumPy "
+            f"scalar ({name}=2.0 or np.float32(2.0); jnp.float32(2.0) inside jax.jit is traced), close "
+            f"over it, or mark it static (jax.jit(f, static_argnames={name!r}))",
         )
+    if hasattr(value, "__array__") and np.ndim(value) == 0 and not isinstance(value, np.generic):
+        value = np.asarray(value)[()]  # a concrete JAX scalar (jnp.float32(2.0)) or a 0-d array: its value
+    if isinstance(value, np.generic) and not isinstance(value, (np.number, np.bool_)):
+        value = float(value)  # ml_dtypes' scalars (bfloat16, float8_*), which NumPy files under no kind
     np_type: Any = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype).type  # NumPy's names
     kind = np.dtype(np_type).kind
-    if isinstance(value, np.ndarray) and value.ndim != 0:
-        raise _error(target, name, f"must be a scalar {dtype}, got an array of shape {value.shape}")
+    if hasattr(value, "shape") and np.ndim(value) != 0:
+        raise _error(target, name, f"must be a scalar {dtype}, got an array of shape {np.shape(value)}")
     if kind in "iu":
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
             raise _error(

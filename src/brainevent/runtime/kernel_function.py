@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import KernelNotAvailableError
 from ..platforms import HOST_PLATFORM, platform_class
 from .attrs import call_error, convert_attr
+from .declared import check_call, zeroed_results
 from .results import result_specs, scratch_result
 
 if TYPE_CHECKING:
@@ -45,8 +46,9 @@ class KernelFunction:
         unregistered: str | None = None,
         module: str = "",
     ) -> None:
-        self.target, self.spec, self.vmap_method = target, spec, vmap_method
-        self.num_batch_dims: int | None = None
+        # The spec's declarations (vmap_method=, num_batch_dims= in the arg_spec) are the defaults.
+        self.target, self.spec, self.vmap_method = target, spec, vmap_method or spec.vmap_method
+        self.num_batch_dims: int | None = spec.num_batch_dims
         self.platform, self.unregistered, self.module = platform, unregistered, module
 
     def __repr__(self) -> str:
@@ -65,11 +67,16 @@ class KernelFunction:
                 platform=self.platform,
                 reason=self.unregistered,
             )
-        spec = self.spec
+        spec, aliases = self.spec, None
         self.check_arity(len(arrays))
         converted = self.converted_attrs(attrs)
         platform_class(self.platform).check_inputs(self.target, arrays)
+        check_call(self.target, spec, arrays, self.vmap_method)
         specs = result_specs(self.target, spec, arrays, converted, outs)
+        zeroed = zeroed_results(self.target, spec, specs, self.vmap_method)
+        if zeroed:  # cleared buffers passed in, aliased to their results: zero before the kernel runs
+            aliases = {len(arrays) + j: index for j, index in enumerate(zeroed)}
+            arrays = arrays + tuple(zeroed.values())
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
         k = self.num_batch_dims
         if k is not None:
@@ -85,11 +92,12 @@ class KernelFunction:
                     "a function with a 'scratch' parameter cannot declare batch dims (its scratch buffer is "
                     "not split with the operands); set num_batch_dims = None",
                 )
-            out = partitioned_call(self.target, arrays, specs, k, self.vmap_method, converted)
+            out = partitioned_call(self.target, arrays, specs, k, self.vmap_method, converted, aliases)
         else:
             if spec.scratch or scratch_bytes is not None:  # one more result (results.py), dropped below
                 specs.append(scratch_result(self.target, spec, arrays, scratch_bytes))
-            out = call_target(self.target, arrays, specs, vmap_method=self.vmap_method, **converted)
+            options: dict[str, Any] = {"vmap_method": self.vmap_method, "input_output_aliases": aliases}
+            out = call_target(self.target, arrays, specs, **options, **converted)
             out = out[: len(spec.rets)]
         return out[0] if single else out
 

@@ -169,6 +169,5 @@ def spec_from_json(name: str, data: Mapping[str, Any]) -> FunctionSpec:
     from ..spec.model import FunctionSpec, Param, Role
 
     params = tuple(Param(Role(row[0]), *row[1:]) for row in data["params"])
-    return FunctionSpec(
-        name, params, data.get("source_file", ""), int(data.get("line", 0)), data.get("scope", "")
-    )
+    where = (data.get("source_file", ""), int(data.get("line", 0)), data.get("scope", ""))
+    return FunctionSpec(name, params, *where, data.get("vmap_method"), data.get("num_batch_dims"))

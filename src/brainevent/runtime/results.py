@@ -41,9 +41,9 @@ def result_specs(
             raise call_error(
                 target, f"outs= entries need .shape and .dtype (use jax.ShapeDtypeStruct), got {item!r}"
             )
-    if rets and all(p.shape is not None for p in rets):
+    if rets and all(_declared(p) is not None for p in rets):
         inputs = {p.name: a for p, a in zip(spec.args, arrays, strict=False)}
-        expected = [_expected(p, inputs, attrs) for p in rets]
+        expected = [_expected(p, inputs, attrs, target) for p in rets]
         if given is None:
             return [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in expected]
         for index, (p, item, (shape, dtype)) in enumerate(zip(rets, given, expected, strict=True)):
@@ -67,19 +67,39 @@ def result_specs(
     return [jax.ShapeDtypeStruct(np.shape(arrays[0]), arrays[0].dtype) for _ in rets]
 
 
-def _expected(
-    p: Param, inputs: Mapping[str, Any], attrs: Mapping[str, Any]
-) -> tuple[tuple[int, ...], np.dtype[Any]]:
+def _declared(p: Param) -> Any:
+    """The result's declaration when it gives a shape (``ret:zeros`` alone does not), else None."""
     from ..spec.out_shape import parse_out_shape
 
-    decl = parse_out_shape(p.shape or "")
-    assert decl is not None
+    decl = parse_out_shape(p.shape) if p.shape else None
+    return decl if decl is not None and decl.sized else None
+
+
+def _expected(
+    p: Param, inputs: Mapping[str, Any], attrs: Mapping[str, Any], target: str = ""
+) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    from ..spec.out_shape import input_dim
+
+    decl = _declared(p)
     if decl.like is not None:
         like = inputs[decl.like]
         return tuple(np.shape(like)), np.dtype(decl.dtype or like.dtype)
-    assert decl.dims is not None and decl.dtype is not None
-    dims = tuple(d if isinstance(d, int) else int(attrs[d]) for d in decl.dims)
-    return dims, np.dtype(decl.dtype)
+    dims = []
+    for d in decl.dims:
+        of_input = input_dim(d)
+        if of_input is None:
+            dims.append(d if isinstance(d, int) else int(attrs[d]))
+            continue
+        shape = np.shape(inputs[of_input[0]])
+        if of_input[1] >= len(shape):
+            raise call_error(
+                target,
+                f"result '{p.name}' is declared ret:{p.shape}, but input {of_input[0]!r} has shape {shape}, "
+                f"which has no dim {of_input[1]}. Fix: pass an input of rank {of_input[1] + 1} or more.",
+                parameter=p.name,
+            )
+        dims.append(int(shape[of_input[1]]))
+    return tuple(dims), np.dtype(decl.dtype)
 
 
 def scratch_result(target: str, spec: FunctionSpec, arrays: Sequence[Any], scratch_bytes: Any) -> Any:

@@ -57,9 +57,9 @@ def bind_tokens(sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = ""
         _check_attr_name(head, sig, position, tok, cparam)  # after the type: a tensor's name is no news
         if tok.role is Role.ATTR:
             params.append(Param(Role.ATTR, str(tok.attr_name), tok.dtype or cls.detail, cparam.type))
-        else:  # scratch_bytes is set for scratch tokens only, shape for ret tokens only
+        else:  # scratch_bytes: scratch tokens only; shape: rets only; dtype: args'
             name = cparam.name or f"param{position}"
-            params.append(Param(tok.role, name, None, cparam.type, tok.scratch_bytes, tok.shape))
+            params.append(Param(tok.role, name, tok.dtype, cparam.type, tok.scratch_bytes, tok.shape))
     check_out_shapes(head, params, sig.name)
     return tuple(params)
 

@@ -17,6 +17,8 @@ def token_text(
     """The canonical arg_spec token of one parameter (``attr.x`` alone when its type is open)."""
     if role is Role.ATTR:
         return f"attr.{name}:{dtype}" if dtype else f"attr.{name}"
+    if role is Role.ARG and dtype is not None:
+        return f"arg:{dtype}"
     if role is Role.SCRATCH and scratch_bytes is not None:
         return f"scratch:{scratch_bytes}"
     if role is Role.RET and shape is not None:
@@ -40,7 +42,7 @@ class Param(Record):
     ) -> None:
         self.role = role
         self.name = name  # the C++ parameter name (for attrs: the attribute name seen from Python)
-        self.dtype = dtype  # canonical scalar type, attrs only
+        self.dtype = dtype  # canonical scalar type: an attr's, or an arg's declared dtype (None: any)
         self.cxx_type = cxx_type  # the C++ type as written, normalised to single spaces
         self.scratch_bytes = scratch_bytes  # scratch only: the size `scratch:<bytes>` gave, if any
         self.shape = shape  # ret only: the declared shape (spec/out_shape.py), canonical, if any
@@ -49,16 +51,26 @@ class Param(Record):
 class FunctionSpec(Record):
     """A checked entry point: its name, parameters and where it is defined."""
 
-    __slots__ = _fields = ("name", "params", "source_file", "line", "scope")
+    __slots__ = _fields = ("name", "params", "source_file", "line", "scope", "vmap_method", "num_batch_dims")
 
     def __init__(
-        self, name: str, params: tuple[Param, ...], source_file: str = "", line: int = 0, scope: str = ""
+        self,
+        name: str,
+        params: tuple[Param, ...],
+        source_file: str = "",
+        line: int = 0,
+        scope: str = "",
+        vmap_method: str | None = None,
+        num_batch_dims: int | None = None,
     ) -> None:
         self.name = name
         self.params = params
         self.source_file = source_file  # virtual or real file name where the function is defined
         self.line = line  # 1-based line of the definition
         self.scope = scope  # enclosing namespaces, e.g. "ops"; the entry is called as ::ops::name
+        # Declared with the spec (spec/declarations.py): the call's defaults, settable on mod.<f>.
+        self.vmap_method = vmap_method
+        self.num_batch_dims = num_batch_dims
 
     @property
     def qualified_name(self) -> str:
@@ -86,4 +98,7 @@ class FunctionSpec(Record):
 
     def tokens(self) -> list[str]:
         """The canonical arg_spec of this function (aliases resolved, attr types explicit)."""
-        return [token_text(p.role, p.name, p.dtype, p.scratch_bytes, p.shape) for p in self.params]
+        options = {"vmap_method": self.vmap_method, "num_batch_dims": self.num_batch_dims}
+        return [token_text(p.role, p.name, p.dtype, p.scratch_bytes, p.shape) for p in self.params] + [
+            f"{key}={value}" for key, value in options.items() if value is not None
+        ]

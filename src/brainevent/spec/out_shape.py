@@ -1,4 +1,5 @@
-"""Declared result shapes: the ``ret:like(x)[:type]`` and ``ret:(dim,...):type`` tokens (docs/arg-spec.md).
+"""Declared results: the ``ret:like(x)[:type]`` and ``ret:(dim,...):type`` tokens, each optionally
+``:zeros`` (and ``ret:zeros`` alone: cleared to zero before the kernel runs) (docs/arg-spec.md).
 
 The generated binding checks the declaration on every call before the kernel runs (a kernel
 that loops over its input's size cannot write past a result that is too small), and the call
@@ -21,38 +22,60 @@ MAX_FIXED_RANK = 8  # the binding keeps a fixed shape's dims in its parameter ta
 # XLA sizes an array, in elements and in bytes, with a signed 64-bit integer; past that it
 # aborts the process ("overflow in static extent product") instead of raising.
 MAX_SIZE = 2**63 - 1
-SHAPE_FORMS = "ret:like(<input>), ret:like(<input>):<type> or ret:(<dim>,...):<type>"
+SHAPE_FORMS = "ret:like(<input>)[:<type>], ret:(<dim>,...):<type> (each may end ':zeros') or ret:zeros"
 _INTEGER_TYPES = frozenset(t for t in SCALAR_TYPES if t.startswith(("int", "uint")))
 _NAME = "[A-Za-z_][A-Za-z0-9_]*"
 # Compiled by `re` on first use: most modules declare no result shape.
 _LIKE = rf"like\(({_NAME})\)(?::(\w+))?"
 _FIXED = r"\(([^()]*)\):(\w+)"
-_DIM = rf"[0-9]+|{_NAME}"
+_DIM = rf"[0-9]+|{_NAME}|{_NAME}\.shape\[[0-9]+\]"  # a literal, an integer attribute, an input's dim
+_IN_DIM = rf"({_NAME})\.shape\[([0-9]+)\]"
+MAX_INPUT_DIM = 255  # the binding packs an input dim's index in 8 bits
 
 
 class OutShape(NamedTuple):
-    """One parsed declaration: ``like`` (an input's name) or ``dims`` (ints and attribute names)."""
+    """One parsed declaration: ``like`` (an input's name) or ``dims`` (ints, integer attribute
+    names, ``x.shape[k]``), or neither (``ret:zeros``: the caller gives the shape)."""
 
     like: str | None
     dims: tuple[int | str, ...] | None
     dtype: str | None  # canonical; None with `like`: the input's own dtype
+    zeros: bool = False  # cleared to zero before the kernel runs
 
     @property
     def canonical(self) -> str:
         suffix = f":{self.dtype}" if self.dtype else ""
         if self.like is not None:
-            return f"like({self.like}){suffix}"
-        assert self.dims is not None
-        return f"({','.join(str(d) for d in self.dims)}){suffix}"
+            text = f"like({self.like}){suffix}"
+        elif self.dims is not None:
+            text = f"({','.join(str(d) for d in self.dims)}){suffix}"
+        else:
+            return "zeros"
+        return text + ":zeros" if self.zeros else text
+
+    @property
+    def sized(self) -> bool:
+        """Whether the declaration gives the result's shape (not ``ret:zeros`` alone)."""
+        return self.like is not None or self.dims is not None
+
+
+def input_dim(dim: int | str) -> tuple[str, int] | None:
+    """``("x", 1)`` for the dim ``x.shape[1]``, else None."""
+    found = re.fullmatch(_IN_DIM, dim) if isinstance(dim, str) else None
+    return None if found is None else (found.group(1), int(found.group(2)))
 
 
 def parse_out_shape(text: str) -> OutShape | None:
     """The declaration after ``ret:``, or None (an unknown type too: the caller lists the forms)."""
+    if text == "zeros":
+        return OutShape(None, None, None, True)
+    zeros = text.endswith(":zeros")
+    text = text.removesuffix(":zeros")
     like = re.fullmatch(_LIKE, text)
     if like is not None:
         written = like.group(2)
         dtype = canon(written) if written else None
-        return OutShape(like.group(1), None, dtype) if dtype or not written else None
+        return OutShape(like.group(1), None, dtype, zeros) if dtype or not written else None
     fixed = re.fullmatch(_FIXED, text)
     if fixed is None or canon(fixed.group(2)) is None:
         return None
@@ -62,7 +85,8 @@ def parse_out_shape(text: str) -> OutShape | None:
         parts.pop()
     if len(parts) > MAX_FIXED_RANK or not all(re.fullmatch(_DIM, p) for p in parts):
         return None
-    return OutShape(None, tuple(int(p) if p.isdigit() else p for p in parts), canon(fixed.group(2)))
+    dims = tuple(int(p) if p.isdigit() else p for p in parts)
+    return OutShape(None, dims, canon(fixed.group(2)), zeros)
 
 
 def size_problem(dims: Sequence[int], itemsize: int) -> str | None:
@@ -111,9 +135,20 @@ def check_out_shapes(head: str, params: Sequence[Param], function: str) -> None:
                 "Fix: name an 'arg' parameter inside like(...)."
             )
         for dim in decl.dims or ():
-            if not problem and isinstance(dim, str) and attrs.get(dim) not in _INTEGER_TYPES:
+            of_input = input_dim(dim)
+            if not problem and of_input is not None:
+                if of_input[0] not in inputs:
+                    problem = (
+                        f"dim {dim!r} names {of_input[0]!r}, which is not an input of the function (its "
+                        f"inputs: {', '.join(inputs) or 'none'}). Fix: name an 'arg' parameter."
+                    )
+                elif of_input[1] > MAX_INPUT_DIM:
+                    problem = f"dim {dim!r} indexes past dim {MAX_INPUT_DIM}. Fix: index a dim the input has."
+            elif not problem and isinstance(dim, str) and attrs.get(dim) not in _INTEGER_TYPES:
                 what = f"a {attrs[dim]} attribute" if dim in attrs else "not an attribute of the function"
-                fix = f"use an integer literal or an integer attribute (attr.{dim}:int64)"
+                fix = (
+                    f"use an integer, an integer attribute (attr.{dim}:int64) or an input's dim (x.shape[0])"
+                )
                 problem = f"dim {dim!r} is {what}. Fix: {fix}."
         if problem:
             raise SpecError(

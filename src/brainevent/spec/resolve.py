@@ -14,15 +14,17 @@ import codecs
 import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
+from typing import Any
 
 from brainevent.errors import BrainEventError, SpecError
 from brainevent.spec.bind import bind_tokens, infer_spec
 from brainevent.spec.cxx_lexer import LexResult, lex
 from brainevent.spec.cxx_types import classify
+from brainevent.spec.declarations import parse_spec
 from brainevent.spec.model import FunctionSpec, Role
 from brainevent.spec.names import CXX_KEYWORDS, did_you_mean, is_c_identifier
 from brainevent.spec.signature import CxxSignature, clash_error, pick_one, scan_functions
-from brainevent.spec.tokens import Annotation, SpecToken, discover_annotations, parse_tokens
+from brainevent.spec.tokens import Annotation, SpecToken, discover_annotations
 
 Functions = Mapping[str, Sequence[str] | str | None] | Sequence[str] | None
 _ACCEPTED_FUNCTIONS = (
@@ -33,8 +35,9 @@ _ACCEPTED_FUNCTIONS = (
 Preprocess = Callable[[str], str]
 # One reading of the sources: each source's namespace-scope functions, and why reading failed.
 _Reading = tuple[list[list[CxxSignature]], str]
-# One requested function: its name, its tokens (None: infer them), where the spec was given.
-_Request = tuple[str, list[SpecToken] | None, str]
+# One requested function: its name, its tokens (None: infer them), where the spec was given,
+# and its declarations (vmap_method=, num_batch_dims=).
+_Request = tuple[str, list[SpecToken] | None, str, dict[str, Any]]
 
 
 def resolve_functions(
@@ -47,7 +50,7 @@ def resolve_functions(
     plain: _Reading = ([scan_functions(lx, f) for lx, f in zip(lexed, files, strict=True)], "")
     expanded = None if preprocess is None else cache(lambda: _expand(preprocess, files))
     specs: list[FunctionSpec] = []
-    for name, given, origin in _requests(functions, files, lexed):
+    for name, given, origin, options in _requests(functions, files, lexed):
         sig = _locate_anywhere(name, files, plain, expanded)
         tokens = given if given is not None else infer_spec(sig)
         if not any(t.role is Role.RET for t in tokens):  # refused: XLA would drop the call
@@ -64,7 +67,7 @@ def resolve_functions(
                 tokens=shown,
             )
         params = bind_tokens(sig, tokens, origin)
-        specs.append(FunctionSpec(name, params, sig.file_name, sig.line, sig.scope))
+        specs.append(FunctionSpec(name, params, sig.file_name, sig.line, sig.scope, **options))
     return specs
 
 
@@ -116,8 +119,9 @@ def _from_entry(name: object, tokens: object) -> _Request:
             function=name,
         )
     if tokens is None:
-        return name, None, ""
-    return name, parse_tokens(name, tokens), "functions="  # type: ignore[arg-type]
+        return name, None, "", {}
+    given, options = parse_spec(name, tokens)  # type: ignore[arg-type]
+    return name, given if given or not options else None, "functions=", options
 
 
 def _from_annotations(files: list[str], lexed: list[LexResult]) -> list[_Request]:
@@ -125,8 +129,9 @@ def _from_annotations(files: list[str], lexed: list[LexResult]) -> list[_Request
     seen: dict[str, Annotation] = {}
     for file_name, lx in zip(files, lexed, strict=True):
         for ann in discover_annotations(lx, file_name, seen):
-            tokens = parse_tokens(ann.function, ann.tokens) if ann.tokens else None
-            requests.append((ann.function, tokens, f"'@BE' at {ann.where}"))
+            tokens, options = parse_spec(ann.function, ann.tokens) if ann.tokens else ([], {})
+            # Declarations alone (no parameter tokens): the spec is inferred.
+            requests.append((ann.function, tokens or None, f"'@BE' at {ann.where}", options))
     return requests
 
 

@@ -39,15 +39,18 @@ _BAD_VALUE = {
     "scratch": "after 'scratch:' is not a byte count. Expected scratch:<bytes> with a non-negative decimal "
     "integer, e.g. 'scratch:4096', or a bare 'scratch' (then pass scratch_bytes= when calling).",
     "ret": f"after 'ret:' is not a result shape. Expected {SHAPE_FORMS}, e.g. 'ret:like(x)', "
-    f"'ret:like(x):int32', 'ret:(n,4):float32' (dims: integers or integer attributes, at most "
-    f"{MAX_FIXED_RANK}; types: {', '.join(SCALAR_TYPES)}).",
+    f"'ret:like(x):int32', 'ret:(n,x.shape[1]):float32:zeros' (dims: integers, integer attributes or "
+    f"an input's dims, at most {MAX_FIXED_RANK}; types: {', '.join(SCALAR_TYPES)}).",
+    "arg": f"after 'arg:' is not a scalar type. Expected arg:<type>, e.g. 'arg:float32' (types: "
+    f"{', '.join(SCALAR_TYPES)}), or a bare 'arg' to take any dtype.",
 }
-_BAD_VALUE["rets"] = _BAD_VALUE["ret"]
+_BAD_VALUE["rets"], _BAD_VALUE["args"] = _BAD_VALUE["ret"], _BAD_VALUE["arg"]
 
 EXPECTED_TOKENS = (
-    "arg, ret, stream, attr.<name>, attr.<name>:<type>, scratch, scratch:<bytes>, "
-    "ret:like(<input>)[:<type>] or ret:(<dim>,...):<type> "
-    "(aliases: args, rets, ctx.stream, attrs.<name>[:<type>])"
+    "arg, ret, stream, attr.<name>, attr.<name>:<type>, scratch, scratch:<bytes>, arg:<type>, "
+    "ret:like(<input>)[:<type>], ret:(<dim>,...):<type> (each may end ':zeros'), ret:zeros "
+    "(aliases: args, rets, ctx.stream, attrs.<name>[:<type>]), and the declarations "
+    "vmap_method=<method> and num_batch_dims=<k>"
 )
 
 
@@ -57,7 +60,7 @@ class SpecToken:
 
     role: Role
     attr_name: str | None = None  # attrs only
-    dtype: str | None = None  # attrs only; None for a bare ``attr.<name>`` (the C++ type decides)
+    dtype: str | None = None  # attrs (None: the C++ type decides) and args (None: any dtype)
     scratch_bytes: int | None = None  # `scratch:<bytes>` only
     shape: str | None = None  # `ret:<shape>` only: the canonical declaration (spec/out_shape.py)
     text: str = field(default="", compare=False)  # as the user wrote it, for error messages
@@ -104,15 +107,6 @@ def parse_tokens(function: str, tokens: Sequence[str] | str) -> list[SpecToken]:
     return parsed
 
 
-def normalize_tokens(tokens: Sequence[str] | str) -> list[str]:
-    """The arg_spec ``tokens`` in canonical form: ``args`` -> ``arg``, ``rets`` -> ``ret``,
-    ``ctx.stream`` -> ``stream``, ``attrs.x`` -> ``attr.x``, ``attr.x:f32`` -> ``attr.x:float32``
-    (0.2.1's public helper). A string is split on whitespace; an unknown or malformed token
-    raises :class:`SpecError` naming it (0.2.1 passed it through, to fail later at load time).
-    """
-    return [token.canonical for token in parse_tokens("normalize_tokens", tokens)]
-
-
 def _parse_one(function: str, position: int, raw: object) -> SpecToken:
     where = f"{function}: arg_spec token {position}"
     data: dict[str, Any] = {"function": function, "token": raw, "position": position}
@@ -142,6 +136,8 @@ def _parse_form(where: str, raw: str, text: str, data: dict[str, Any]) -> SpecTo
         too_many = f"{value} bytes is more than XLA can size (at most 2**63-1)"
         _check_size(where, too_many if int(value) > MAX_SIZE else None, data)
         return SpecToken(Role.SCRATCH, scratch_bytes=int(value), text=raw)
+    if colon and head in ("arg", "args") and canonical_type(value) is not None:  # checked on every call
+        return SpecToken(Role.ARG, dtype=canonical_type(value), text=raw)
     decl = parse_out_shape(value) if colon and head in ("ret", "rets") else None
     if decl is not None:  # a result whose shape (and dtype) the binding checks on every call
         _check_size(where, literal_problem(decl), data)

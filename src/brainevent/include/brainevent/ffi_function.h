@@ -36,6 +36,8 @@ enum class Platform : int { Cpu = 0, Cuda = 1 };
 // A declared result shape (arg_spec `ret:like(x)`, `ret:like(x):int32`, `ret:(n,4):float32`)
 // is checked by the decoder before the entry point runs.
 constexpr int kMaxFixedRank = 8;
+// A fixed dim taken from an input (`x.shape[d]` of input k) is kInputDim - (k * 256 + d).
+constexpr int64_t kInputDim = -(int64_t{1} << 40);
 
 struct ParamDesc {
   Role role;
@@ -44,7 +46,7 @@ struct ParamDesc {
   const char* shape;      // declared rets: the declaration as written in the spec, else nullptr
   int like_arg;           // ret:like(x): x's ordinal among the inputs, else -1
   int rank;               // ret:(d0,...): the rank, else -1
-  int64_t dims[kMaxFixedRank];  // a dim >= 0 is itself; -(k + 1) is the value of attribute k
+  int64_t dims[kMaxFixedRank];  // a dim >= 0 is itself; -(k + 1) is attribute k's value; see kInputDim
 };
 
 // Calls the user's entry point; what it throws reaches the decoder (call_frame), which catches it.

@@ -1,0 +1,78 @@
+"""What a function's declarations ask of each call (docs/arg-spec.md): inputs of their declared
+dtypes, results cleared to zero before the kernel runs, and a vmap method before ``jax.vmap``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .attrs import call_error
+
+if TYPE_CHECKING:
+    from ..spec.model import FunctionSpec
+
+
+def is_batched(value: Any) -> bool:
+    """Whether ``value`` is ``jax.vmap``'s tracer (JAX has no public name for its class)."""
+    return type(value).__name__ == "BatchTracer"
+
+
+def no_vmap_method(owner: str, how: str = "") -> Any:
+    """The error for ``jax.vmap`` of a call that declares no vmap method; ``how``: where to
+    declare it (by default, a module function's two ways)."""
+    function = owner.rpartition(".")[2]
+    how = how or (
+        f"'vmap_method=sequential' among the arg_spec tokens (the '// @BE {function} ...' line, or "
+        f"functions={{{function!r}: '... vmap_method=sequential'}}), or on the function: "
+        f"mod.{function}.vmap_method = 'sequential'"
+    )
+    return call_error(
+        owner,
+        f"jax.vmap needs a vmap method, and none is declared. Declare one: {how} (one of 'sequential', "
+        "'sequential_unrolled', 'expand_dims', 'broadcast_all')",
+        value=None,
+    )
+
+
+def check_call(target: str, spec: FunctionSpec, arrays: Sequence[Any], vmap_method: str | None) -> None:
+    """KernelCallError for an input of another dtype than its ``arg:<type>``, or for ``jax.vmap``
+    of a function without a vmap method (JAX's own error names neither fix)."""
+    import jax
+
+    for index, (p, array) in enumerate(zip(spec.args, arrays, strict=False)):
+        if p.dtype is None or not hasattr(array, "dtype"):  # any dtype; not an array: JAX refuses it
+            continue
+        got = np.dtype(jax.dtypes.canonicalize_dtype(array.dtype)).name  # as JAX will pass it
+        if got != p.dtype:
+            raise call_error(
+                target,
+                f"input {index} '{p.name}' is declared arg:{p.dtype} but got dtype {got} (shape "
+                f"{tuple(np.shape(array))}); the kernel was not run. "
+                f"Fix: pass {p.name}.astype(jnp.{p.dtype})",
+                parameter=p.name,
+                value=got,
+            )
+    if vmap_method is None and any(is_batched(a) for a in arrays):
+        raise no_vmap_method(target)
+
+
+def zeroed_results(
+    target: str, spec: FunctionSpec, specs: Sequence[Any], vmap_method: str | None
+) -> dict[int, Any]:
+    """``{result index: zeros}`` for each result declared ``:zeros``, to pass in aliased to it."""
+    indices = [i for i, p in enumerate(spec.rets) if p.shape and p.shape.endswith("zeros")]
+    if not indices:
+        return {}
+    if vmap_method == "expand_dims":  # an unbatched operand gets a batch dim of 1, its result the whole batch
+        raise call_error(
+            target,
+            "a result declared ':zeros' is passed in aliased to its result, which "
+            "vmap_method='expand_dims' cannot batch (the two would differ in shape). "
+            "Fix: use vmap_method='broadcast_all' or 'sequential'",
+            value=vmap_method,
+        )
+    import jax.numpy as jnp
+
+    return {i: jnp.zeros(specs[i].shape, specs[i].dtype) for i in indices}
