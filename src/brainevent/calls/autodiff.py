@@ -58,7 +58,9 @@ class Differentiable:
                 *residuals,
                 *tangents,
                 fun=lambda *a: self._tangents(a[: len(primals)], a[-len(primals) :], dkw),
-                transpose=lambda *a: self._cotangents(a[: len(residuals)], a[len(residuals) :], len(primals), dkw),
+                transpose=lambda *a: self._cotangents(
+                    a[: len(residuals)], a[len(residuals) :], len(primals), dkw
+                ),
                 n_res=len(primals) + len(residuals),
                 n_primals=len(primals),
                 out_avals=tuple(jax.typeof(o) for o in flat_out),
@@ -69,45 +71,41 @@ class Differentiable:
         # sums the cotangent of an input that did not vary.
         return call(*align_inputs(args)[0])
 
-    def _forward(self, args: Sequence[Any], kw: dict[str, Any], dkw: dict[str, Any]) -> tuple[Any, tuple[Any, ...]]:
+    def _forward(
+        self, args: Sequence[Any], kw: dict[str, Any], dkw: dict[str, Any]
+    ) -> tuple[Any, tuple[Any, ...]]:
         """``(f's results, residuals)``: through ``fwd`` where given, else ``f`` keeping the inputs."""
         import jax
 
         if self.fwd is None:
             return self.f(*args, **kw), tuple(args)
-        tree = jax.tree.structure(jax.eval_shape(lambda *a: self.f(*a, **kw), *args))
+        shapes = jax.eval_shape(lambda *a: self.f(*a, **kw), *args)
+        n = len(jax.tree.leaves(shapes))
         flat = list(self.fwd(*args, **dkw))
-        return jax.tree.unflatten(tree, flat[: tree.num_leaves]), tuple(flat[tree.num_leaves :])
+        return jax.tree.unflatten(jax.tree.structure(shapes), flat[:n]), tuple(flat[n:])
 
     def _tangents(self, primals: Sequence[Any], tangents: Sequence[Any], dkw: dict[str, Any]) -> list[Any]:
         import jax
 
         if self.jvp is None:
-            raise KernelCallError(
-                f"{_name(self.f)}: jax.jvp (forward mode) needs a JVP; this function declares only a "
-                f"VJP. Add one: {ONE_LINER}",
-                kernel=_name(self.f),
-            )
+            raise self._missing("jax.jvp (forward mode) needs a JVP", "VJP")
         return list(jax.tree.leaves(self.jvp(*primals, *tangents, **dkw)))
 
     def _cotangents(
-        self, residuals: Sequence[Any], cts: Sequence[Any], n_inputs: int, dkw: dict[str, Any]
+        self, residuals: Sequence[Any], cts: Sequence[Any], n: int, dkw: dict[str, Any]
     ) -> list[Any]:
         if self.bwd is None:
-            raise KernelCallError(
-                f"{_name(self.f)}: jax.grad and jax.vjp (reverse mode) need a VJP; this function declares "
-                f"only a JVP. Add one: {ONE_LINER}",
-                kernel=_name(self.f),
-            )
+            raise self._missing("jax.grad and jax.vjp (reverse mode) need a VJP", "JVP")
         found = self.bwd(*residuals, *cts, **dkw)
         found = list(found) if isinstance(found, (list, tuple)) else [found]
-        if len(found) != n_inputs:
-            raise KernelCallError(
-                f"{_name(self.bwd)}: the VJP of {_name(self.f)} returned {len(found)} cotangent(s) for "
-                f"{n_inputs} input(s); return one per input (None for an input without one)",
-                kernel=_name(self.f),
-            )
+        if len(found) != n:
+            raise self._missing(f"its VJP returned {len(found)} cotangent(s) for {n} input(s)", "", n)
         return found
+
+    def _missing(self, what: str, declared: str, n: int = 0) -> KernelCallError:
+        name = _name(self.f)
+        fix = f"declares only a {declared}. Add one" if declared else f"return {n} (None for no cotangent)"
+        return KernelCallError(f"{name}: {what}; this function {fix}: {ONE_LINER}", kernel=name)
 
 
 def differentiable(
@@ -125,9 +123,13 @@ def differentiable(
     fwd, bwd = vjp if isinstance(vjp, tuple) else (None, vjp)
     for what, g in (("f", f), ("vjp", bwd), ("vjp's fwd", fwd), ("jvp", jvp)):
         if g is not None and not callable(g):
-            raise KernelCallError(f"differentiable: {what} must be callable, got {g!r}; {ONE_LINER}", value=repr(g))
+            raise KernelCallError(
+                f"differentiable: {what} must be callable, got {g!r}; {ONE_LINER}", value=repr(g)
+            )
     if bwd is None and jvp is None:
-        raise KernelCallError(f"differentiable({_name(f)}) needs vjp=, jvp= or both; {ONE_LINER}", kernel=_name(f))
+        raise KernelCallError(
+            f"differentiable({_name(f)}) needs vjp=, jvp= or both; {ONE_LINER}", kernel=_name(f)
+        )
     return Differentiable(f, fwd, bwd, jvp)
 
 
@@ -141,25 +143,38 @@ _primitive: Any = None
 _lock = threading.Lock()
 
 
-def _transpose(cts: Sequence[Any], *args: Any, transpose: Callable[..., Any], n_res: int, n_primals: int, **_: Any) -> list[Any]:
+def _transpose(
+    cts: Sequence[Any], *args: Any, transpose: Callable[..., Any], n_res: int, n_primals: int, **_: Any
+) -> list[Any]:
     from jax.interpreters import ad
 
     linear = args[n_res:]
     found = transpose(*args[n_primals:n_res], *map(ad.instantiate_zeros, cts))
-    return [None] * n_res + [c if ad.is_undefined_primal(t) else None for c, t in zip(found, linear, strict=True)]
+    return [None] * n_res + [
+        c if ad.is_undefined_primal(t) else None for c, t in zip(found, linear, strict=True)
+    ]
 
 
-def _batch(args: Sequence[Any], axes: Sequence[Any], *, fun: Any, transpose: Any, out_avals: Any, **params: Any) -> Any:
-    """Every operand given the batch axis first (a broadcast, whose transpose sums), the pair vmapped."""
+def _batch(args: Sequence[Any], axes: Sequence[Any], *, fun: Any, transpose: Any, **params: Any) -> Any:
+    """The pair vmapped, batch axes first; a linear operand without one is broadcast (its transpose
+    sums), so that both functions map every linear value."""
     import jax
     import jax.numpy as jnp
+
+    n_res, n_primals, out_avals = params["n_res"], params["n_primals"], params["out_avals"]
     size = next(a.shape[ax] for a, ax in zip(args, axes, strict=True) if ax is not None)
-    moved = [
-        jnp.broadcast_to(a, (size, *jnp.shape(a))) if ax is None else jnp.moveaxis(a, ax, 0)
-        for a, ax in zip(args, axes, strict=True)
-    ]
-    wide = tuple(a.update(shape=(size, *a.shape)) for a in out_avals)
-    out = _linear().bind(*moved, fun=jax.vmap(fun), transpose=jax.vmap(transpose), out_avals=wide, **params)
+    res_axes = tuple(None if ax is None else 0 for ax in axes[:n_res])
+
+    def lead(a: Any, ax: int | None, linear: bool) -> Any:
+        if ax is not None:
+            return jnp.moveaxis(a, ax, 0)
+        return jnp.broadcast_to(a, (size, *jnp.shape(a))) if linear else a
+
+    moved = [lead(a, ax, i >= n_res) for i, (a, ax) in enumerate(zip(args, axes, strict=True))]
+    params["out_avals"] = tuple(a.update(shape=(size, *a.shape)) for a in out_avals)
+    fun = jax.vmap(fun, in_axes=(*res_axes, *[0] * (len(args) - n_res)))
+    transpose = jax.vmap(transpose, in_axes=(*res_axes[n_primals:], *[0] * len(out_avals)))
+    out = _linear().bind(*moved, fun=fun, transpose=transpose, **params)
     return out, [0] * len(out)
 
 
