@@ -283,3 +283,32 @@ def test_numba_kernels_pair() -> None:
     )
     got = jax.jit(jax.grad(lambda x: (f(x) * jnp.cos(x)).sum()))(X)
     assert_close(got, jax.grad(lambda x: (x**3 * jnp.cos(x)).sum())(X))
+
+
+# The same pair written for NVRTC (brainevent.cuda_kernel): y = x * x * w and its VJP.
+NVRTC_PAIR = r"""
+extern "C" __global__ void f(const float* x, const float* w, float* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] * x[i] * w[i];
+}
+extern "C" __global__ void f_vjp(
+    const float* x, const float* w, const float* g, float* dx, float* dw, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) { dx[i] = 2 * x[i] * w[i] * g[i]; dw[i] = x[i] * x[i] * g[i]; }
+}
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.host
+def test_cuda_kernels_pair() -> None:
+    spec = jax.ShapeDtypeStruct((1000,), jnp.float32)
+    size = {"launch_dims": lambda *a: a[0].size, "n": lambda *a: a[0].size, "vmap_method": "sequential"}
+    f = brainevent.differentiable(
+        brainevent.cuda_kernel(NVRTC_PAIR, "f", spec, **size),
+        vjp=brainevent.cuda_kernel(NVRTC_PAIR, "f_vjp", (spec, spec), **size),
+    )
+    x = np.linspace(-2, 3, 1000, dtype=np.float32)
+    w = np.cos(np.arange(1000, dtype=np.float32))
+    for make in (REVERSE["jit_grad"], REVERSE["vmap_grad"], REVERSE["scan_grad"]):
+        assert_close(make(f)(x, w), make(reference)(x, w))

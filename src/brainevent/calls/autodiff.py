@@ -1,17 +1,9 @@
-"""Autodiff for any kernel by pairing it with the kernels of its derivatives:
-``brainevent.differentiable(f, vjp=..., jvp=...)`` (docs/transformations.md).
-
-``vjp=bwd`` keeps the inputs as residuals and calls ``bwd(*inputs, *cotangents)``;
-``vjp=(fwd, bwd)`` runs ``fwd(*inputs)`` (f's results, then the residuals, flat, as a kernel
-returns them) instead of ``f`` and calls ``bwd(*residuals, *cotangents)``. ``bwd`` returns one
-cotangent per input (None: zero). ``jvp(*inputs, *tangents)`` returns the results' tangents.
-Keywords are static: they reach ``f`` and its derivatives alike, but for ``outs`` and
-``scratch_bytes`` (f's alone).
+"""``brainevent.differentiable``: a kernel paired with the kernels of its derivatives.
 
 One ``jax.custom_jvp`` serves both modes: its tangent is a linear primitive that runs ``jvp``
-and transposes to ``bwd`` (the two kernels are transposes of each other), so ``jax.jvp`` runs
-the one and ``jax.grad`` the other, under ``jit``, ``vmap``, loops and ``shard_map``; a missing
-one is our error where that mode is asked for.
+and transposes to the VJP (the two are transposes of each other), so ``jax.jvp`` runs the one
+and ``jax.grad`` the other, under ``jit``, ``vmap``, loops and ``shard_map``; a missing one is
+our error where that mode is asked for.
 """
 
 from __future__ import annotations
@@ -114,11 +106,18 @@ def differentiable(
     vjp: Callable[..., Any] | tuple[Callable[..., Any], Callable[..., Any]] | None = None,
     jvp: Callable[..., Any] | None = None,
 ) -> Differentiable:
-    """``f`` (any kernel: a module function, ``cuda_kernel``, a Numba kernel, an XLACustomKernel)
-    differentiated by the kernels given (module docstring; docs/transformations.md)::
+    """``f`` (any kernel: a module function, ``cuda_kernel``, a Numba kernel, an XLACustomKernel
+    without rules, or Python around them) differentiated by the functions given, a new callable::
 
-        step = brainevent.differentiable(mod.step, vjp=mod.step_bwd, jvp=mod.step_jvp)
+        step = brainevent.differentiable(mod.step, vjp=mod.step_vjp, jvp=mod.step_jvp)
         jax.grad(lambda x, w: step(x, w).sum())(x, w)
+
+    ``vjp=bwd`` keeps the inputs as residuals and calls ``bwd(*inputs, *cotangents)``;
+    ``vjp=(fwd, bwd)`` runs ``fwd(*inputs)`` (f's results, then the residuals, flat, as a kernel
+    returns them) instead of ``f`` in reverse mode and calls ``bwd(*residuals, *cotangents)``.
+    ``bwd`` returns one cotangent per input (None: none). ``jvp(*inputs, *tangents)`` returns the
+    results' tangents. Keywords of a call reach ``f`` and its derivatives alike, but ``outs``
+    and ``scratch_bytes`` (f's alone). docs/transformations.md, "Derivatives".
     """
     fwd, bwd = vjp if isinstance(vjp, tuple) else (None, vjp)
     for what, g in (("f", f), ("vjp", bwd), ("vjp's fwd", fwd), ("jvp", jvp)):
