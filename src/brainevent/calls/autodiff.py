@@ -114,7 +114,7 @@ def differentiable(
 
     ``vjp=bwd`` keeps the inputs as residuals and calls ``bwd(*inputs, *cotangents)``;
     ``vjp=(fwd, bwd)`` runs ``fwd(*inputs)`` (f's results, then the residuals, flat, as a kernel
-    returns them) instead of ``f`` in reverse mode and calls ``bwd(*residuals, *cotangents)``.
+    returns them) instead of ``f`` when differentiated and calls ``bwd(*residuals, *cotangents)``.
     ``bwd`` returns one cotangent per input (None: none). ``jvp(*inputs, *tangents)`` returns the
     results' tangents. Keywords of a call reach ``f`` and its derivatives alike, but ``outs``
     and ``scratch_bytes`` (f's alone). docs/transformations.md, "Derivatives".

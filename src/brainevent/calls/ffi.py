@@ -171,10 +171,14 @@ def not_differentiable(target: str) -> Exception:
 
 def _own_jvp_error() -> None:
     """Our error for ``jax.grad``/``jax.jvp`` of our FFI calls, JAX's for everyone else's."""
-    from jax._src import ffi as jax_ffi
     from jax.interpreters import ad
 
-    jax_rule = ad.primitive_jvps[jax_ffi.ffi_call_p]
+    try:  # JAX's primitive behind jax.ffi.ffi_call (internal: without it, JAX's error stays)
+        from jax._src import ffi as jax_ffi
+
+        jax_rule = ad.primitive_jvps[jax_ffi.ffi_call_p]
+    except (ImportError, AttributeError, KeyError):
+        return
     if getattr(jax_rule, "__module__", None) == __name__:
         return
 
