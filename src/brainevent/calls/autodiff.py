@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import KernelCallError
-from .ffi import align_inputs
+from .ffi import abstract_results, align_inputs
 
 ONE_LINER = "f = brainevent.differentiable(f, vjp=bwd, jvp=...)"
 _PRIMAL_ONLY = ("outs", "scratch_bytes")  # keywords that size f's results, not its derivatives'
@@ -46,9 +46,7 @@ class Differentiable:
             )
             flat_out, tree = jax.tree.flatten(out)
             found = _linear().bind(
-                *primals,
-                *residuals,
-                *tangents,
+                *align_inputs([*primals, *residuals, *tangents])[0],  # one type rule for all calls
                 fun=lambda *a: self._tangents(a[: len(primals)], a[-len(primals) :], dkw),
                 transpose=lambda *a: self._cotangents(
                     a[: len(residuals)], a[len(residuals) :], len(primals), dkw
@@ -187,7 +185,9 @@ def _linear() -> Any:
             prim = Primitive("brainevent_linear")
             prim.multiple_results = True
             prim.def_impl(lambda *args, fun, **_: fun(*args))
-            prim.def_abstract_eval(lambda *_, out_avals, **__: list(out_avals))
+            prim.def_abstract_eval(
+                lambda *avals, out_avals, **_: abstract_results(prim.name, avals, out_avals)
+            )
             mlir.register_lowering(prim, mlir.lower_fun(lambda *a, fun, **_: fun(*a), multiple_results=True))
             ad.primitive_transposes[prim] = _transpose
             batching.primitive_batchers[prim] = _batch
