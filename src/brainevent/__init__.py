@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .cache_control import clear_cache as clear_cache
     from .cache_control import get_cache_dir as get_cache_dir
     from .cache_control import set_cache_dir as set_cache_dir
+    from .calls.autodiff import differentiable as differentiable
     from .calls.ffi import ffi_call as ffi_call
     from .cuda_graphs import enable_cuda_graphs as enable_cuda_graphs
     from .cuda_loaders import load_cuda_dir as load_cuda_dir
@@ -93,6 +94,7 @@ _EXPORTS: dict[str, str] = {
     "export_checks": "runtime.targets",
     "deserialize": "runtime.targets",
     "ffi_call": "calls.ffi",
+    "differentiable": "calls.autodiff",
     "print_diagnostics": "doctor",
     "normalize_tokens": "spec.declarations",
     "triton_kernel": "custom_kernel",

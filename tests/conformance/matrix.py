@@ -514,6 +514,17 @@ KINDS = (
 # -- cells -------------------------------------------------------------------------------------
 
 LOOPS = ("fori_loop", "scan", "while_loop", "cond")
+# The row's kernel given derivatives made of the same kind's kernels (brainevent.differentiable).
+PAIRED = (
+    "paired_grad",
+    "paired_vjp",
+    "paired_jvp",
+    "paired_grad_vmap",
+    "paired_grad_scan",
+    "paired_grad_fori_loop",
+    "paired_grad_shard_map",
+    "paired_grad_shard_map_scan",
+)
 
 # Cells a kind does not support, and the words of the error the user gets there.
 UNSUPPORTED = {
@@ -555,6 +566,9 @@ def cell_names(kind: Kind) -> list[str]:
         "lower_compile",
         *(f"vmap_{m}" for m in kind.vmap_methods),
         "grad",
+        "vjp",
+        "jvp",
+        *PAIRED,
         *LOOPS,
         "shard_map",
         *(f"shard_map_{loop}" for loop in LOOPS),
@@ -624,6 +638,9 @@ def cells(kind: Kind, mesh: Any) -> dict[str, Callable[[], str]]:
         return check(np.stack(got), np.stack([np.full_like(x, 0.5), np.ones_like(w)]))
 
     out["grad"] = grad
+    out["vjp"] = lambda: check(np.stack(jax.vjp(f, x, w)[1](x + 1)), np.stack([0.5 * (x + 1), x + 1]))
+    out["jvp"] = lambda: check(jax.jvp(f, (x, w), (x, w[::-1]))[1], reference(x, w[::-1]))
+    out.update(paired_cells(kind, mesh))
     for name, (jf, nf) in loop_cells(f).items():
         out[name] = lambda jf=jf, nf=nf: check(jax.jit(jf)(x, w), nf(x, w))
 
@@ -655,6 +672,78 @@ def cells(kind: Kind, mesh: Any) -> dict[str, Callable[[], str]]:
 
     out["sharded_jit"] = sharded_jit
     return out
+
+
+def paired(f: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``f`` differentiated by calls of ``f`` itself: it is linear, so its JVP is ``f`` of the
+    tangents and its VJP ``(f(g, 0), f(0, g))`` (``0.5 g`` and ``g``)."""
+    import jax.numpy as jnp
+
+    import brainevent
+
+    def bwd(x: Any, w: Any, g: Any) -> tuple[Any, Any]:
+        zero = jnp.zeros_like(g)
+        return f(g, zero), f(zero, g)
+
+    return brainevent.differentiable(f, vjp=bwd, jvp=lambda x, w, dx, dw: f(dx, dw))
+
+
+def paired_cells(kind: Kind, mesh: Any) -> dict[str, Callable[[], str]]:
+    """The ``paired_*`` cells: the gradients of ``sum(g(x, w) ** 2)`` for ``g`` one step of the
+    kernel or two (a loop), whose NumPy references follow from ``y1 = 0.5 x + w``,
+    ``y2 = 0.5 y1 + w``: one step gives ``(y1, 2 y1)``, two give ``(0.5 y2, 3 y2)``."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    x, w = data()
+    f = paired(kind.make("sequential" if kind.vmap_methods else None, None))
+    loops = loop_cells(f)
+    scan, fori = loops["scan"][0], loops["fori_loop"][0]
+
+    def grads(g: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        return jax.jit(jax.grad(lambda x, w: (g(x, w) ** 2).sum(), argnums=(0, 1)))
+
+    def check(got: Any, want: Any) -> str:
+        for a, b in zip(got, want, strict=True):
+            a = np.asarray(a)
+            if a.shape != b.shape or not np.allclose(a, b, rtol=1e-5, atol=1e-5):
+                return f"wrong: got {a.ravel()[:4]}... shape {a.shape}, want {b.ravel()[:4]}..."
+        return "ok"
+
+    y1 = reference(x, w)
+    y2 = reference(y1, w)
+    xs = np.stack([x + b for b in range(BATCH)])
+    ys = reference(xs, w)
+    # shard_map: x split by rows, w replicated; w's gradient sums over the shards.
+    rows = ROWS // N_DEVICES
+    wl = w[:rows]
+    z1, z2 = _per_shard(reference, x, w), _per_shard(lambda a, b: reference(reference(a, b), b), x, w)
+    shards = (jax.device_put(x, NamedSharding(mesh, P("b"))), jax.device_put(wl, NamedSharding(mesh, P())))
+
+    def sharded(body: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        return jax.shard_map(body, mesh=mesh, in_specs=(P("b"), P()), out_specs=P("b"))
+
+    def summed(a: np.ndarray) -> np.ndarray:
+        return a.reshape(N_DEVICES, rows, COLS).sum(0)
+
+    ct = x + 1
+    return {
+        "paired_grad": lambda: check(grads(f)(x, w), (y1, 2 * y1)),
+        "paired_vjp": lambda: check(jax.vjp(f, x, w)[1](ct), (0.5 * ct, ct)),
+        "paired_jvp": lambda: check(
+            jax.jit(lambda: jax.jvp(f, (x, w), (x, w[::-1])))(), (y1, reference(x, w[::-1]))
+        ),
+        "paired_grad_vmap": lambda: check(
+            jax.jit(jax.vmap(grads(f), in_axes=(0, None)))(xs, w), (ys, 2 * ys)
+        ),
+        "paired_grad_scan": lambda: check(grads(scan)(x, w), (0.5 * y2, 3 * y2)),
+        "paired_grad_fori_loop": lambda: check(grads(fori)(x, w), (0.5 * y2, 3 * y2)),
+        "paired_grad_shard_map": lambda: check(grads(sharded(f))(*shards), (z1, summed(2 * z1))),
+        "paired_grad_shard_map_scan": lambda: check(
+            grads(sharded(scan))(*shards), (0.5 * z2, summed(3 * z2))
+        ),
+    }
 
 
 def row_sharded(mesh: Any, x: np.ndarray, w: np.ndarray) -> tuple[Any, Any]:

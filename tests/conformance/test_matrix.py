@@ -2,8 +2,9 @@
 
 The matrix runs once per platform in a subprocess of its own (CPU: 4 host devices), then what
 it exported runs in a second, fresh process. Every cell must compute NumPy's result; the
-only cells allowed to fail are ``grad`` of kinds without a JVP rule, and they must fail with
-JAX's "cannot be differentiated" error (docs/multi-gpu.md lists the matrix).
+only cells allowed to fail are ``grad``, ``vjp`` and ``jvp`` of kinds without derivatives of
+their own, and they must fail with our error naming ``brainevent.differentiable`` (their
+``paired_*`` cells use it); docs/transformations.md lists the matrix.
 """
 
 from __future__ import annotations
@@ -80,11 +81,11 @@ def _check(found: dict[str, Any], kind_name: str, cell: str) -> None:
     if words is not None:
         assert got.startswith("error") and words in got, got
         return
-    if cell == "grad" and not kind.differentiable:
-        # No JVP rule: JAX's ValueError (or ours, for a call with batch dims) says so and
-        # names the way out.
-        typed = got.startswith(("error: ValueError", "refused: KernelCallError"))
-        assert typed and "cannot be differentiated" in got, got
+    if cell in ("grad", "vjp", "jvp") and not kind.differentiable:
+        # No derivative of its own: our error says so and names the one-liner that gives it one
+        # (the paired_* cells of the same row use it).
+        assert got.startswith("refused: KernelCallError") and "cannot be differentiated" in got, got
+        assert "brainevent.differentiable(f, vjp=" in got, got
         return
     assert got == "ok", got
 

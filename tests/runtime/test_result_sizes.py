@@ -202,6 +202,10 @@ def test_shapes_reach_xla_only_through_the_checked_helpers() -> None:
             elif node.func.attr == "def_abstract_eval":
                 abstract_evals[where] = ast.unparse(node.args[0])
     assert ffi_calls == ["calls/ffi.py"], ffi_calls
-    assert sorted(abstract_evals) == ["calls/batching.py", "custom_kernel/primitive.py"], abstract_evals
+    assert sorted(abstract_evals) == [
+        "calls/autodiff.py",
+        "calls/batching.py",
+        "custom_kernel/primitive.py",
+    ], abstract_evals
     for where, rule in abstract_evals.items():
         assert rule.startswith("lambda") and "abstract_results(" in rule, (where, rule)

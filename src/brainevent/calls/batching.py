@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import KernelCallError
-from .ffi import abstract_results, align_inputs
+from .ffi import abstract_results, align_inputs, not_differentiable
 
 METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
 
@@ -173,11 +173,7 @@ def _batch(args: Sequence[Any], axes: Sequence[Any], *, outs: tuple[Any, ...], *
 
 
 def _not_differentiable(primals: Any, tangents: Any, *, target: str, **_: Any) -> Any:
-    raise KernelCallError(
-        f"The FFI call to {target} cannot be differentiated: a compiled function has no JVP rule. "
-        "Wrap it in an XLACustomKernel with def_jvp_rule, or in jax.custom_jvp",
-        target=target,
-    )
+    raise not_differentiable(target)
 
 
 def primitive() -> Any:

@@ -147,9 +147,47 @@ def call_target(
     """Call FFI target ``target`` on ``inputs``; one result per spec, typed as the inputs."""
     import jax
 
+    if target not in _called:
+        _called.add(target)
+        _own_jvp_error()
     aligned, types = result_types(target, specs, inputs)
     call = jax.ffi.ffi_call(target, types, vmap_method=vmap_method, input_output_aliases=input_output_aliases)
     return list(call(*aligned, **attrs))
+
+
+_called: set[str] = set()  # the targets our calls issued: differentiating them gets our error
+
+
+def not_differentiable(target: str) -> Exception:
+    from ..errors import KernelCallError
+
+    return KernelCallError(
+        f"The FFI call to {target} cannot be differentiated: a compiled kernel has no derivative of "
+        "its own. Pair it with the kernels of its derivatives: f = brainevent.differentiable(f, vjp=bwd, "
+        "jvp=...) (docs/transformations.md)",
+        target=target,
+    )
+
+
+def _own_jvp_error() -> None:
+    """Our error for ``jax.grad``/``jax.jvp`` of our FFI calls, JAX's for everyone else's."""
+    from jax.interpreters import ad
+
+    try:  # JAX's primitive behind jax.ffi.ffi_call (internal: without it, JAX's error stays)
+        from jax._src import ffi as jax_ffi
+
+        jax_rule = ad.primitive_jvps[jax_ffi.ffi_call_p]
+    except (ImportError, AttributeError, KeyError):
+        return
+    if getattr(jax_rule, "__module__", None) == __name__:
+        return
+
+    def rule(primals: Any, tangents: Any, *, target_name: str, **params: Any) -> Any:
+        if target_name in _called:
+            raise not_differentiable(target_name)
+        return jax_rule(primals, tangents, target_name=target_name, **params)
+
+    ad.primitive_jvps[jax_ffi.ffi_call_p] = rule
 
 
 def ffi_call(
