@@ -10,7 +10,7 @@ import pytest
 
 from brainevent.launchers import cubin as cubin_launcher
 from brainevent.launchers import numba_cuda as cuda_launcher
-from brainevent.launchers.library import int64s
+from brainevent.launchers.launcher import int64s
 from brainevent.toolchain.cuda_driver import probe_devices
 
 pytestmark = pytest.mark.nvcc

@@ -78,7 +78,7 @@ def test_ptx_for_a_signature_without_a_gpu(add_kernel) -> None:  # type: ignore[
     from numba.cuda.cudadrv.error import CudaSupportError, NvrtcSupportError, NvvmSupportError
 
     from brainevent.calls.operands import Operand, Signature
-    from brainevent.numba_bridge.cuda_kernel import compile_ptx
+    from brainevent.numba_bridge.gpu_kernel import compile_ptx
 
     f32 = Operand(1, np.dtype(np.float32))
     try:

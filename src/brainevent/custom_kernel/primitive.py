@@ -13,13 +13,13 @@ from typing import Any, cast
 import numpy as np
 
 from .. import config
+from ..backends import require_library
 from ..errors import UnhashableAttributeError
 from ..platforms.devices import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
 from . import selection
 from .benchmark import BenchmarkConfig, BenchmarkResult, benchmark_backends, log, verbosity
 from .definitions import BackendTable, platform_name
 from .kernels import KernelEntry, LoweringCall
-from .libraries import require_library
 from .rules import VMAP_METHODS, Rules
 
 

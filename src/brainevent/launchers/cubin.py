@@ -6,7 +6,7 @@ import ctypes
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .library import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s, register_images
+from .launcher import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s, register_images
 
 # Parameter kinds, as brainevent/cubin_launcher.h numbers them (enum Kind).
 OPERAND, SCALAR, NULL, SCRATCH = 0, 1, 2, 3

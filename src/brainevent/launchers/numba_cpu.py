@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..calls.operands import Signature
-from .library import I64, P64, Launcher, LauncherCache, LauncherSpec, operand_layout
+from .launcher import I64, P64, Launcher, LauncherCache, LauncherSpec, operand_layout
 
 _NUMBA_CPU_CONTEXT = "<numba.core.cpu.CPUContext"
 

@@ -6,7 +6,7 @@ import ctypes
 
 from ..calls.operands import Signature
 from .launch_config import LaunchConfig
-from .library import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s, operand_layout, register_images
+from .launcher import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s, operand_layout, register_images
 
 _SPEC = LauncherSpec(
     header="numba_cuda_launcher.h",

@@ -15,10 +15,10 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from ..calls.bridge import BridgedFunction, Made, Preparer, memoized, on_signature
 from ..calls.operands import Signature
-from ..launchers.library import LauncherCache, LauncherSpec
-from .bridge import BridgedFunction, Made, Preparer, memoized, on_signature
-from .cuda_kernel import require_numba_cuda
+from ..launchers.launcher import LauncherCache, LauncherSpec
+from .gpu_kernel import require_numba_cuda
 
 # int run(callable id, buffers, shapes, device, stream, error buffer, its size)
 _I64, _PTR = ctypes.c_int64, ctypes.c_void_p

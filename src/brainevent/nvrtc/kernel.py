@@ -136,7 +136,7 @@ def _prepare_call(
 ) -> tuple[str, int] | None:
     """``BridgedFunction``'s ``prepare``: binds the call's abstract operands (one batch element of
     each, with batch dims) and prepares the launch; None when nothing is launched."""
-    from ..numba_bridge.bridge import has_work
+    from ..calls.bridge import has_work
     from .launch import element_avals, prepare
 
     ins, outs = element_avals(arrays, batch_dims), element_avals(specs, batch_dims)
@@ -230,8 +230,8 @@ def cuda_kernel(
         "cuda_kernel", source_or_path, name, launch, compute_capability, options, include_dirs, scalars,
         vmap_method, all_scalars=True,
     )  # fmt: skip
+    from ..calls.bridge import BridgedFunction
     from ..calls.operands import check_arrays
-    from ..numba_bridge.bridge import BridgedFunction
 
     title = name if isinstance(name, str) else getattr(name, "__name__", "cuda_kernel")
     batch_dims = num_batch_dims or 0

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
+from ..calls.bridge import BridgedFunction, Made, Preparer, memoized, on_signature, stable_text
 from ..calls.ffi import flatten_outs
 from ..calls.operands import Signature, content_id
 from ..errors import KernelTypeError
 from ..launchers.launch_config import LaunchConfig, check_vmap_method, resolve_launch
-from .bridge import BridgedFunction, Made, Preparer, memoized, on_signature, stable_text
 
 
 def require_numba_cuda() -> Any:

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from ..calls.batching import batch_operands, partitioned_call, with_batch_axis
-from ..calls.ffi import call_target, flatten_outs, vary_like
-from ..calls.operands import Signature, signature_of
 from ..launchers.launch_config import RANK_CHANGING, check_vmap_method
-from ..launchers.library import Launcher
+from ..launchers.launcher import Launcher
+from .batching import batch_operands, partitioned_call, with_batch_axis
+from .ffi import call_target, flatten_outs, vary_like
+from .operands import Signature, signature_of
 
 Preparer = Callable[[Signature], tuple[str, int]]
 # The FFI target, the kernel id, and what the entry keeps alive (the kernel, so that its id() in

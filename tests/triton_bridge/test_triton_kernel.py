@@ -15,10 +15,10 @@ import pytest
 
 import brainevent
 from brainevent.custom_kernel import XLACustomKernel
-from brainevent.custom_kernel.triton_call import scalar_bits, scalar_type, trailing_params
 from brainevent.errors import KernelCallError
 from brainevent.launchers.cubin import NULL, OPERAND, SCALAR, SCRATCH, Param
 from brainevent.toolchain.cuda_arch import one_arch
+from brainevent.triton_bridge.triton_call import scalar_bits, scalar_type, trailing_params
 
 SPEC = jax.ShapeDtypeStruct((4096,), jnp.float32)
 
@@ -77,8 +77,8 @@ def test_a_scalar_that_its_type_cannot_hold_is_refused(ty: str, value: Any) -> N
 
 
 def test_trailing_scratch_parameters_follow_the_ptx_entry() -> None:
-    from brainevent.custom_kernel.triton_call import Compiled
     from brainevent.launchers.cubin import Image
+    from brainevent.triton_bridge.triton_call import Compiled
 
     compiled = Compiled(
         "k", Image(b"", 0), n_ptx_params=6, num_warps=4, scratch=((64, 128), (0, 1)), cooperative=False
@@ -176,7 +176,7 @@ def test_an_unsupported_dtype_is_named(kernels: dict[str, Any]) -> None:
 
 
 def test_compiled_for_an_explicit_architecture_without_a_gpu(kernels: dict[str, Any]) -> None:
-    from brainevent.custom_kernel.triton_call import bind, compile_for
+    from brainevent.triton_bridge.triton_call import bind, compile_for
 
     bound = bind(kernels["axpy"], [np.float32] * 2, [np.float32], {"n": 4096, "alpha": 2.0, "BLOCK": 1024})
     assert bound.signature == {

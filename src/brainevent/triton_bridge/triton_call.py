@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import require_library
 from ..errors import CompileError, KernelCallError
 from ..launchers.cubin import NULL, OPERAND, SCALAR, SCRATCH, Image, Param
-from .libraries import require_library
 
 # JAX dtype name -> Triton element type.
 _ELEMENT = {"bool": "i1", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
@@ -386,8 +386,8 @@ def triton_kernel(
     capabilities = None
     if compute_capability is not None:
         capabilities = sorted({a.cc for a in parse_compute_capability(compute_capability)})
+    from ..calls.bridge import BridgedFunction
     from ..calls.operands import check_arrays
-    from ..numba_bridge.bridge import BridgedFunction
 
     check = functools.partial(check_arrays, name, scalars_go="as keywords of triton_kernel")
     prepare = functools.partial(_prepare, kernel, grid, dict(params), options, capabilities)
