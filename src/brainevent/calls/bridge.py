@@ -8,9 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..launchers.launch_config import RANK_CHANGING, check_vmap_method
-from ..launchers.launcher import Launcher
-from .batching import batch_operands, partitioned_call, with_batch_axis
+from .batching import RANK_CHANGING, batch_operands, check_vmap_method, partitioned_call, with_batch_axis
 from .ffi import call_target, flatten_outs, vary_like
 from .operands import Signature, signature_of
 
@@ -87,7 +85,7 @@ class BridgedFunction:
         input_output_aliases: dict[int, int] | None,
         name: str,
         *,
-        launcher_for: Callable[[int, int], Launcher] | None = None,
+        launcher_for: Callable[[int, int], Any] | None = None,
         check_args: Callable[[tuple[Any, ...]], None] | None = None,
         batch_dims: int = 0,
     ) -> None:

@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from ..calls.batching import check_vmap_method
 from ..calls.bridge import BridgedFunction, Made, Preparer, memoized, on_signature, stable_text
 from ..calls.ffi import flatten_outs
 from ..calls.operands import Signature, content_id
 from ..errors import KernelTypeError
-from ..launchers.launch_config import LaunchConfig, check_vmap_method, resolve_launch
+from ..launchers.launch_config import LaunchConfig, resolve_launch
 
 
 def require_numba_cuda() -> Any:

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from ..calls.batching import RANK_CHANGING
 from ..errors import KernelCallError
-from ..launchers.launch_config import RANK_CHANGING, LaunchConfig, is_int, resolve_launch
+from ..launchers.launch_config import LaunchConfig, is_int, resolve_launch
 from .source import KernelSource
 
 # The CUDA C++ spelling of each dtype (NVRTC has no <cstdint> without the toolkit's headers).
