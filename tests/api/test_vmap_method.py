@@ -34,7 +34,7 @@ MAKERS: dict[str, Callable[[str], Any]] = {
 
 @pytest.mark.parametrize("kind", sorted(MAKERS))
 def test_a_wrong_vmap_method_is_one_error_naming_the_choices(kind: str) -> None:
-    with pytest.raises(KernelCallError, match="vmap_method must be one of .*'sequential'.*got 'loop'"):
+    with pytest.raises(KernelCallError, match=r"vmap_method must be one of .*'sequential'.*got 'loop'"):
         MAKERS[kind]("loop")
 
 
