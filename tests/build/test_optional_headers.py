@@ -283,7 +283,6 @@ _NEEDS_CUDA = {
     "cuda_check.h",
     "cuda_kernel_table.h",
     "numba_callable_launcher.h",
-    "numba_cuda_launcher.h",
 }
 
 

@@ -5,21 +5,29 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from ..calls.operands import content_id
+from ..errors import KernelCallError
 from .launcher import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s, register_images
 
-# Parameter kinds, as brainevent/cubin_launcher.h numbers them (enum Kind).
-OPERAND, SCALAR, NULL, SCRATCH = 0, 1, 2, 3
+if TYPE_CHECKING:
+    from ..toolchain.cuda_arch import CudaArch
+
+# Parameter kinds, as brainevent/cubin_launcher.h numbers them (enum Kind). EXTENT: dim ``size``
+# of operand ``value`` as the call gives it (-1: its element count); STRIDE: the bytes between
+# neighbours along that dim of the dense row-major array (Numba-CUDA's array parameters).
+OPERAND, SCALAR, NULL, SCRATCH, EXTENT, STRIDE = 0, 1, 2, 3, 4, 5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Param:
     kind: int  # OPERAND, SCALAR, NULL or SCRATCH
     value: int = 0  # the operand's index, or the scalar's raw bits
     size: int = 0  # the pointer's alignment, or the scalar's byte width
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Image:
     code: bytes  # a cubin (or PTX text, NUL-terminated)
     shared_mem: int  # dynamic shared memory per block, bytes
@@ -71,3 +79,53 @@ def register(
     args = (int64s([*grid, *block]), int(cooperative), n_operands, int64s(flat), len(params), int64s(shapes))
     added = [(cc, image.code, len(image.code), image.shared_mem) for cc, image in images.items()]
     register_images(launcher.library, "be_cubin", "GPU kernel", kernel_id, entry, (*args, len(shapes)), added)
+
+
+def scalar(data: bytes) -> Param:
+    """A scalar parameter from its little-endian bytes (at most 8)."""
+    return Param(SCALAR, int.from_bytes(data.ljust(8, b"\0"), "little", signed=True), len(data))
+
+
+def gpu_archs(requested: Sequence[CudaArch] | None, who: str, how: str) -> list[CudaArch]:
+    """The architectures to compile for: those requested, else those of the visible GPUs (JAX's
+    first); KernelCallError when there is none (``how``: how to name one instead)."""
+    from ..toolchain.cuda_arch import visible_archs
+
+    found = list(requested or visible_archs(jax_first=True))
+    if not found:
+        raise KernelCallError(
+            f"{who} compiles for the GPUs present, and neither JAX nor the CUDA driver reports one; run "
+            f"on a GPU machine, or {how}",
+            kernel=who,
+        )
+    return found
+
+
+def prepare_launch(
+    kind: str,
+    entry: str,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    params: Sequence[Param],
+    n_inputs: int,
+    n_outputs: int,
+    images: Mapping[int, Image],
+    *,
+    cooperative: bool = False,
+    element_shapes: Sequence[tuple[int, ...]] | None = None,
+    content: Sequence[bytes | str] | None = None,
+) -> tuple[str, int]:
+    """Registers a kernel of every compiler's (NVRTC, Triton, Numba-CUDA) with the launcher of
+    its arity; ``(FFI target, kernel id)``. The id covers the launch and the images (``content``
+    instead of the entry and the images' bytes, where they differ between processes)."""
+    layout = repr((grid, block, [(p.kind, p.value, p.size) for p in params], cooperative, element_shapes))
+    ordered = sorted(images.items())
+    code = content if content is not None else (entry, *(image.code for _, image in ordered))
+    kernel_id = content_id(kind, layout, *(f"{cc}:{image.shared_mem}" for cc, image in ordered), *code)
+    launcher = launcher_for(n_inputs, n_outputs)
+    n_operands = n_inputs + n_outputs
+    register(
+        launcher, kernel_id, entry, grid, block, params, n_operands, images,
+        cooperative=cooperative, element_shapes=element_shapes,
+    )  # fmt: skip
+    return launcher.target, kernel_id

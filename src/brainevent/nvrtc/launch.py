@@ -51,8 +51,8 @@ def check_scalar_names(sig: KernelSignature, given: Sequence[str], expression: s
         )
 
 
-def scalar_bits(param: KernelParam, value: Any, expression: str) -> tuple[int, int]:
-    """``(raw bits as a signed int64, byte width)`` of ``value`` as the parameter's type."""
+def scalar_bytes(param: KernelParam, value: Any, expression: str) -> bytes:
+    """``value`` as the parameter's type, its bytes as the kernel receives them."""
     name, cxx = param.name, param.cxx_type
     if param.dtype is None:
         raise _error(
@@ -81,8 +81,7 @@ def scalar_bits(param: KernelParam, value: Any, expression: str) -> tuple[int, i
             problem = f"={int(raw)} does not fit its type {cxx} ({info.min}..{info.max})"
     if problem is not None:
         raise _error(expression, f": scalar {name!r}{problem}", parameter=name)
-    data = raw.astype(dtype).tobytes()
-    return int.from_bytes(data.ljust(8, b"\0"), "little", signed=True), len(data)
+    return raw.astype(dtype).tobytes()
 
 
 def operand_params(
@@ -95,7 +94,7 @@ def operand_params(
     """The launcher's parameter list, checking operands against the pointer parameters."""
     import jax.numpy as jnp
 
-    from ..launchers.cubin import OPERAND, SCALAR, Param
+    from ..launchers.cubin import OPERAND, Param, scalar
 
     pointers = sig.pointers
     if len(pointers) != len(operands):
@@ -110,7 +109,7 @@ def operand_params(
     position = 0
     for p in sig.params:
         if not p.pointer:
-            params.append(Param(SCALAR, *scalar_bits(p, scalars[p.name], expression)))
+            params.append(scalar(scalar_bytes(p, scalars[p.name], expression)))
             continue
         dtype = np.dtype(operands[position].dtype)
         if p.dtype is not None and np.dtype(jnp.dtype(p.dtype)) != dtype:
@@ -134,21 +133,6 @@ def element_avals(avals: Sequence[Any], batch_dims: int) -> list[Any]:
     return [ShapeDtypeStruct(tuple(a.shape)[batch_dims:], a.dtype) for a in avals]
 
 
-def architectures(requested: Sequence[str] | None) -> list[str]:
-    """The ``sm_XX`` to compile for: those requested, else those of the visible GPUs."""
-    if requested:
-        return list(requested)
-    from ..toolchain.cuda_arch import visible_archs
-
-    found = visible_archs(jax_first=True)
-    if not found:
-        raise KernelCallError(
-            "cuda_kernel compiles for the GPUs present, and neither JAX nor the CUDA driver reports one; run "
-            "on a GPU machine, or pass compute_capability='sm_90' (for example) to compile without one",
-        )
-    return [a.sm for a in found]
-
-
 def prepare(
     source: KernelSource,
     expression: str,
@@ -163,29 +147,21 @@ def prepare(
 
     ``per_batch_element``: ``inputs`` and ``outputs`` are one element of a batch (the call's
     batch dims stripped); the launcher runs the kernel once per element of each call."""
-    from ..calls.operands import content_id
-    from ..launchers.cubin import Image, launcher_for, register
+    from ..launchers.cubin import Image, gpu_archs, prepare_launch
     from ..toolchain.cuda_arch import one_arch
     from .cache import Request, compile_cached
 
     sig = signature_for(source, expression)
     params = operand_params(sig, expression, [*inputs, *outputs], len(inputs), scalars)
     images: dict[int, Image] = {}
-    for arch in architectures(archs):  # sm_XX only: cubins, whose kernel has the same symbol in each
-        compiled, _ = compile_cached(Request(source, (expression,), arch))
-        images[one_arch(arch).cc] = Image(compiled.code, config.shared_mem)
+    how = "pass compute_capability='sm_90' (for example) to compile without one"
+    for arch in gpu_archs([one_arch(a) for a in archs or ()], "cuda_kernel", how):
+        # sm_XX only: cubins, whose kernel has the same symbol in each
+        compiled, _ = compile_cached(Request(source, (expression,), arch.sm))
+        images[arch.cc] = Image(compiled.code, config.shared_mem)
     entry = compiled.lowered[expression]
-    launcher = launcher_for(len(inputs), len(outputs))
     shapes = [tuple(int(d) for d in a.shape) for a in (*inputs, *outputs)] if per_batch_element else None
-    kernel_id = content_id(
-        "nvrtc",
-        entry,
-        repr((config.grid, config.block, [(p.kind, p.value, p.size) for p in params], shapes)),
-        *(f"{cc}:{image.shared_mem}" for cc, image in sorted(images.items())),
-        *(image.code for _, image in sorted(images.items())),
-    )
-    register(
-        launcher, kernel_id, entry, config.grid, config.block, params, len(inputs) + len(outputs), images,
+    return prepare_launch(
+        "nvrtc", entry, config.grid, config.block, params, len(inputs), len(outputs), images,
         element_shapes=shapes,
     )  # fmt: skip
-    return launcher.target, kernel_id
