@@ -1,5 +1,5 @@
-"""The launcher libraries built from brainevent/*_launcher.h compile with nvcc and answer
-through ctypes without a GPU; launching on a GPU is covered by the gpu-marked tests."""
+"""The launcher libraries built from brainevent/*_launcher.h compile with the host compiler and
+answer through ctypes without a GPU; launching on a GPU is covered by the gpu-marked tests."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from brainevent.launchers import cubin as cubin_launcher
 from brainevent.launchers.launcher import int64s
 from brainevent.toolchain.cuda_driver import probe_devices
 
-pytestmark = pytest.mark.nvcc
+pytestmark = pytest.mark.host
 
 
 @pytest.fixture

@@ -104,6 +104,7 @@ def test_the_cubin_launcher_lays_out_numbas_array_parameters() -> None:
     @cuda.jit
     def touch(a, b, out):  # type: ignore[no-untyped-def]
         out[0] = a[0, 0, 0] + b[0, 0]
+
     from numba.cuda.cudadrv.error import CudaSupportError, NvrtcSupportError, NvvmSupportError
 
     from brainevent.calls.operands import Operand, Signature

@@ -52,7 +52,6 @@ _SPEC = LauncherSpec(
     library_prefix="brainevent_numba_cpu",
     function="call",
     core_call="be_numba_cpu::call_kernel",
-    cuda=False,
     api={
         "be_numba_cpu_register": (ctypes.c_int, [I64, I64, ctypes.c_char_p, P64, P64, I64]),
         "be_numba_cpu_raised": (ctypes.c_int, [ctypes.c_char_p]),

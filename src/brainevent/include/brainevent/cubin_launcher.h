@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
@@ -164,19 +163,6 @@ XLA_FFI_Error* fail(const XLA_FFI_CallFrame* frame, XLA_FFI_Error_Code code, con
   return BE::ffi::make_error(frame, code, ("GPU kernel launch: " + what).c_str());
 }
 
-// The kernel_id attribute (an int64 scalar, as launchers/cubin.py passes it), or -1.
-int64_t kernel_id(const XLA_FFI_CallFrame* frame) {
-  static constexpr char kName[] = "kernel_id";
-  for (int64_t i = 0; i < frame->attrs.size; ++i) {
-    const XLA_FFI_ByteSpan* name = frame->attrs.names[i];
-    if (name->len != sizeof(kName) - 1 || std::memcmp(name->ptr, kName, sizeof(kName) - 1) != 0) continue;
-    const auto* scalar = static_cast<const XLA_FFI_Scalar*>(frame->attrs.attrs[i]);
-    if (frame->attrs.types[i] != XLA_FFI_AttrType_SCALAR || scalar->dtype != XLA_FFI_DataType_S64) return -1;
-    return *static_cast<const int64_t*>(scalar->value);
-  }
-  return -1;
-}
-
 XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
   // Command-buffer compatible: every kernel is loaded up front (be_cubin_preload), so a
   // launch can be captured in a CUDA graph.
@@ -184,7 +170,7 @@ XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
     return BE::ffi::answer_metadata(frame, query, XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);
   }
   if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE) return nullptr;  // nothing to prepare
-  const int64_t id = kernel_id(frame);
+  const int64_t id = BE::ffi::int64_attr(frame, "kernel_id");
   if (id < 0) return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, "expected an int64 attribute kernel_id");
   const int64_t n_args = frame->args.size, count = n_args + frame->rets.size;
   if (count > kMaxOperands) return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, "too many arrays");
@@ -192,13 +178,10 @@ XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
   for (int64_t i = 0; i < count; ++i) {
     buffers[i] = static_cast<const XLA_FFI_Buffer*>(i < n_args ? frame->args.args[i] : frame->rets.rets[i - n_args]);
   }
-  XLA_FFI_Stream_Get_Args stream;
-  std::memset(&stream, 0, sizeof(stream));
-  stream.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
-  stream.ctx = frame->ctx;
-  if (XLA_FFI_Error* error = frame->api->XLA_FFI_Stream_Get(&stream)) return error;
+  void* stream = nullptr;
+  if (XLA_FFI_Error* error = BE::ffi::stream_of(frame, &stream)) return error;
   try {
-    run(id, buffers, count, reinterpret_cast<int64_t>(stream.stream));
+    run(id, buffers, count, reinterpret_cast<int64_t>(stream));
   } catch (const std::exception& e) {  // nothing may escape to XLA: it would end the process
     return fail(frame, XLA_FFI_Error_Code_INTERNAL, e.what());
   }
