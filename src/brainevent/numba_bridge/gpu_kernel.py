@@ -12,7 +12,7 @@ import numpy as np
 
 from ..calls.batching import check_vmap_method
 from ..calls.bridge import BridgedFunction, Made, Preparer, memoized, on_signature, stable_text
-from ..calls.ffi import flatten_outs
+from ..calls.ffi import flatten_outs, is_spec
 from ..calls.operands import Signature
 from ..errors import KernelTypeError
 from ..launchers.launch_config import LaunchConfig, resolve_launch
@@ -147,12 +147,12 @@ def _refuse_bfloat16(dtypes: list[Any], what: str) -> None:
 
 def _check_inputs(args: tuple[Any, ...]) -> None:
     for i, arg in enumerate(args):
-        if hasattr(arg, "dtype") and np.ndim(arg) == 0:
+        if is_spec(arg) and np.ndim(arg) == 0:
             raise ValueError(
                 f"numba_cuda_kernel: input {i} is a 0-d array (a scalar); Numba-CUDA kernels "
                 "take arrays of rank 1 or more: pass jnp.atleast_1d(x) (or jnp.array([value]))."
             )
-    _refuse_bfloat16([a.dtype for a in args if hasattr(a, "dtype")], "input")
+    _refuse_bfloat16([a.dtype for a in args if is_spec(a)], "input")
 
 
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
