@@ -116,5 +116,8 @@ if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is a
     def __getattr__(name: str) -> Any:
         return _load_export(__name__, _EXPORTS, globals(), name)
 
+    def __dir__() -> list[str]:  # tab completion sees the lazy names before their first use
+        return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = ["__version__", "config", *_error_names, *_EXPORTS]
