@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..calls.operands import content_id
-from ..errors import KernelCallError
-from .launcher import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s, register_images
+from ..errors import KernelCallError, LoadError
+from .launcher import I64, P64, LauncherCache, LauncherSpec, int64s
 
 if TYPE_CHECKING:
     from ..toolchain.cuda_arch import CudaArch
@@ -56,30 +56,6 @@ _launchers = LauncherCache(_SPEC)
 launcher_for = _launchers.get
 
 
-def register(
-    launcher: Launcher,
-    kernel_id: int,
-    entry: str,
-    grid: tuple[int, int, int],
-    block: tuple[int, int, int],
-    params: Sequence[Param],
-    n_operands: int,
-    images: Mapping[int, Image],
-    *,
-    cooperative: bool = False,
-    element_shapes: Sequence[tuple[int, ...]] | None = None,
-) -> None:
-    """Hands a compiled kernel to the launcher's table and loads it on the active devices.
-
-    With ``element_shapes`` (one per operand) the kernel was prepared for one batch element:
-    each call runs it once per element of the operands' leading dims (the id must cover them)."""
-    flat = [v for p in params for v in (p.kind, p.value, p.size)]
-    shapes = [v for shape in element_shapes or () for v in (len(shape), *shape)]
-    args = (int64s([*grid, *block]), int(cooperative), n_operands, int64s(flat), len(params), int64s(shapes))
-    added = [(cc, image.code, len(image.code), image.shared_mem) for cc, image in images.items()]
-    register_images(launcher.library, "be_cubin", "GPU kernel", kernel_id, entry, (*args, len(shapes)), added)
-
-
 def scalar(data: bytes) -> Param:
     """A scalar parameter from its little-endian bytes (at most 8)."""
     return Param(SCALAR, int.from_bytes(data.ljust(8, b"\0"), "little", signed=True), len(data))
@@ -115,16 +91,26 @@ def prepare_launch(
     content: Sequence[bytes | str] | None = None,
 ) -> tuple[str, int]:
     """Registers a kernel of every compiler's (NVRTC, Triton, Numba-CUDA) with the launcher of
-    its arity; ``(FFI target, kernel id)``. The id covers the launch and the images (``content``
-    instead of the entry and the images' bytes, where they differ between processes)."""
+    its arity and loads it on the active devices (LoadError when the driver refuses); ``(FFI
+    target, kernel id)``. The id covers the launch and the images (``content`` instead of the
+    entry and the images' bytes, where they differ between processes)."""
     layout = repr((grid, block, [(p.kind, p.value, p.size) for p in params], cooperative, element_shapes))
     ordered = sorted(images.items())
     code = content if content is not None else (entry, *(image.code for _, image in ordered))
     kernel_id = content_id(kind, layout, *(f"{cc}:{image.shared_mem}" for cc, image in ordered), *code)
     launcher = launcher_for(n_inputs, n_outputs)
-    n_operands = n_inputs + n_outputs
-    register(
-        launcher, kernel_id, entry, grid, block, params, n_operands, images,
-        cooperative=cooperative, element_shapes=element_shapes,
-    )  # fmt: skip
+    library = launcher.library
+    # With element_shapes (one per operand) the kernel was prepared for one batch element: each
+    # call runs it once per element of the operands' leading dims.
+    flat = [v for p in params for v in (p.kind, p.value, p.size)]
+    shapes = [v for shape in element_shapes or () for v in (len(shape), *shape)]
+    layout_args = (int64s(flat), len(params), int64s(shapes), len(shapes))
+    config, n_operands = int64s([*grid, *block]), n_inputs + n_outputs
+    args = (kernel_id, entry.encode(), config, int(cooperative), n_operands, *layout_args)
+    if library.be_cubin_register(*args) == 0:  # new content (1: the same content is registered)
+        for cc, image in ordered:  # hand over the images, load them on the active devices
+            library.be_cubin_add_image(kernel_id, cc, image.code, len(image.code), image.shared_mem)
+        error = library.be_cubin_preload(kernel_id)
+        if error:
+            raise LoadError(f"cannot load GPU kernel {entry}: {error.decode(errors='replace')}", entry=entry)
     return launcher.target, kernel_id

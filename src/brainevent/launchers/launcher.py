@@ -11,8 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..calls.operands import Signature
-
 # restype, argtypes of each function a launcher library exports to Python.
 CtypesApi = Mapping[str, tuple[Any, list[Any]]]
 I64, P64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
@@ -106,29 +104,6 @@ class LauncherCache:
             return found
 
 
-def register_images(
-    lib: ctypes.CDLL, prefix: str, kind: str, kernel_id: int, entry: str, args: tuple, images: list
-) -> None:
-    """Registers a kernel with the launcher (``<prefix>_register(kernel_id, entry, *args)``) and, when
-    its content is new, hands it the images (argument tuples of ``<prefix>_add_image``) and loads them
-    on the active devices; LoadError when the driver refuses."""
-    if getattr(lib, f"{prefix}_register")(kernel_id, entry.encode(), *args) != 0:
-        return  # same content already registered: nothing new to load
-    for image in images:
-        getattr(lib, f"{prefix}_add_image")(kernel_id, *image)
-    error = getattr(lib, f"{prefix}_preload")(kernel_id)
-    if error:
-        from ..errors import LoadError
-
-        raise LoadError(f"cannot load {kind} {entry}: {error.decode(errors='replace')}", entry=entry)
-
-
 def int64s(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:
     """A C array of int64 (at least one element, so an empty list is still a valid pointer)."""
     return (ctypes.c_int64 * max(len(values), 1))(*values)
-
-
-def operand_layout(signature: Signature) -> tuple[Any, ...]:
-    """The operands' ranks, item sizes and count, as the Numba launchers' register functions take them."""
-    operands = signature.operands
-    return int64s([o.ndim for o in operands]), int64s([o.itemsize for o in operands]), len(operands)

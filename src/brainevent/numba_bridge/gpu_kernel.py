@@ -61,18 +61,12 @@ def preparer(kernel: Any, config: LaunchConfig) -> Preparer:
         from ..launchers.cubin import Image, prepare_launch
 
         entry, cubins, cooperative, source = compile_for_devices(kernel, signature)
+        images = {cc: Image(code, config.shared_mem) for cc, code in cubins.items()}
         target, kernel_id = prepare_launch(
-            "numba-cuda",
-            entry,
-            config.grid,
-            config.block,
-            array_params(signature),
-            len(signature.inputs),
-            len(signature.outputs),
-            {cc: Image(code, config.shared_mem) for cc, code in cubins.items()},
-            cooperative=cooperative,
+            "numba-cuda", entry, config.grid, config.block, array_params(signature), len(signature.inputs),
+            len(signature.outputs), images, cooperative=cooperative,
             content=(stable_text(entry), *(stable_text(text) for text in source)),
-        )
+        )  # fmt: skip
         return target, kernel_id, (kernel,)
 
     return memoized(("numba-cuda", id(kernel), config), make)
