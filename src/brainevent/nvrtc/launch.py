@@ -1,6 +1,7 @@
 """From a call's abstract operands to a registered cubin launch (launchers/cubin.py), shared by
 ``cuda_kernel`` and the ``XLACustomKernel`` backend. Pointer parameters name operands (inputs,
 then outputs); scalars are stored with the registration, so each set of values is its own id.
+The call carries the whole kernel (an attribute), so an exported program needs no trace to run.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 
 from ..errors import KernelCallError
 from ..launchers.launch_config import LaunchConfig
-from .signature import KernelParam, KernelSignature, kernel_signature
+from .params import KernelParam, KernelSignature, kernel_signature
 from .source import KernelSource
 
 
@@ -133,6 +134,19 @@ def element_avals(avals: Sequence[Any], batch_dims: int) -> list[Any]:
     return [ShapeDtypeStruct(tuple(a.shape)[batch_dims:], a.dtype) for a in avals]
 
 
+def architectures(requested: Sequence[str] | None) -> list[str]:
+    """The ``sm_XX`` to compile for: those requested, else BRAINEVENT_CUDA_ARCH's, else those of
+    the visible GPUs."""
+    from .. import config
+    from ..launchers.cubin import gpu_archs
+    from ..toolchain.cuda_arch import resolve_archs
+
+    if requested or (pinned := config.CUDA_ARCH.get()) is not None:  # the loaders' order
+        return list(requested or (a.sm for a in resolve_archs(pinned=pinned)))
+    how = "pass compute_capability='sm_90' (for example) to compile without one"
+    return [a.sm for a in gpu_archs(None, "cuda_kernel", how)]
+
+
 def prepare(
     source: KernelSource,
     expression: str,
@@ -142,26 +156,28 @@ def prepare(
     config: LaunchConfig,
     archs: Sequence[str] | None,
     per_batch_element: bool = False,
-) -> tuple[str, int]:
-    """Compile (through the cache), register with the launcher; ``(FFI target, kernel id)``.
+) -> tuple[str, dict[str, Any]]:
+    """Compile (through the cache), register with the launcher; ``(FFI target, the call's attributes)``.
 
     ``per_batch_element``: ``inputs`` and ``outputs`` are one element of a batch (the call's
     batch dims stripped); the launcher runs the kernel once per element of each call."""
-    from ..launchers.cubin import Image, gpu_archs, prepare_launch
+    from ..calls.operands import content_id
+    from ..launchers.cubin import Image, export_launcher, kernel_blob, register_blob
     from ..toolchain.cuda_arch import one_arch
     from .cache import Request, compile_cached
 
     sig = signature_for(source, expression)
-    params = operand_params(sig, expression, [*inputs, *outputs], len(inputs), scalars)
+    operands = [*inputs, *outputs]
+    params = operand_params(sig, expression, operands, len(inputs), scalars)
     images: dict[int, Image] = {}
-    how = "pass compute_capability='sm_90' (for example) to compile without one"
-    for arch in gpu_archs([one_arch(a) for a in archs or ()], "cuda_kernel", how):
-        # sm_XX only: cubins, whose kernel has the same symbol in each
-        compiled, _ = compile_cached(Request(source, (expression,), arch.sm))
-        images[arch.cc] = Image(compiled.code, config.shared_mem)
+    for arch in architectures(archs):  # sm_XX only: cubins, whose kernel has the same symbol in each
+        compiled, _ = compile_cached(Request(source, (expression,), arch))
+        images[one_arch(arch).cc] = Image(compiled.code, config.shared_mem)
+    shapes = [tuple(int(d) for d in a.shape) for a in operands] if per_batch_element else None
+    # The call carries its kernel: a program exported with it runs where it was never traced.
     entry = compiled.lowered[expression]
-    shapes = [tuple(int(d) for d in a.shape) for a in (*inputs, *outputs)] if per_batch_element else None
-    return prepare_launch(
-        "nvrtc", entry, config.grid, config.block, params, len(inputs), len(outputs), images,
-        element_shapes=shapes,
-    )  # fmt: skip
+    blob = kernel_blob(entry, config.grid, config.block, params, len(operands), images, shapes)
+    kernel_id = content_id("nvrtc", blob)
+    launcher = export_launcher()
+    register_blob(launcher, kernel_id, blob, entry)
+    return launcher.target, {"kernel_id": np.int64(kernel_id), "kernel": blob}
