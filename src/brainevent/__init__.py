@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from .custom_kernel import get_all_primitive_names as get_all_primitive_names
     from .custom_kernel import get_primitives_by_tags as get_primitives_by_tags
     from .custom_kernel import get_registry as get_registry
-    from .custom_kernel import triton_kernel as triton_kernel
     from .custom_kernel.rules import defjvp as defjvp
     from .custom_kernel.rules import general_batching_rule as general_batching_rule
     from .custom_kernel.warp_types import jaxinfo_to_warpinfo as jaxinfo_to_warpinfo
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
     from .runtime.targets import list_registered_targets as list_registered_targets
     from .runtime.targets import register_ffi_target as register_ffi_target
     from .spec.declarations import normalize_tokens as normalize_tokens
+    from .triton_bridge import triton_kernel as triton_kernel
 
 # public name -> the module under brainevent that defines it
 _EXPORTS: dict[str, str] = {
@@ -97,7 +97,7 @@ _EXPORTS: dict[str, str] = {
     "differentiable": "calls.autodiff",
     "print_diagnostics": "doctor",
     "normalize_tokens": "spec.declarations",
-    "triton_kernel": "custom_kernel",
+    "triton_kernel": "triton_bridge",
     "jaxtype_to_warptype": "custom_kernel.warp_types",
     "jaxinfo_to_warpinfo": "custom_kernel.warp_types",
 }

@@ -1,5 +1,5 @@
-"""The launcher libraries built from brainevent/*_launcher.h compile with nvcc and answer
-through ctypes without a GPU; launching on a GPU is covered by the gpu-marked tests."""
+"""The launcher libraries built from brainevent/*_launcher.h compile with the host compiler and
+answer through ctypes without a GPU; launching on a GPU is covered by the gpu-marked tests."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from brainevent.launchers import cubin as cubin_launcher
-from brainevent.launchers import numba_cuda as cuda_launcher
-from brainevent.launchers.library import int64s
+from brainevent.launchers.launcher import int64s
 from brainevent.toolchain.cuda_driver import probe_devices
 
-pytestmark = pytest.mark.nvcc
+pytestmark = pytest.mark.host
 
 
 @pytest.fixture
@@ -21,8 +20,7 @@ def private_launchers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     if not probe_devices().devices:
         monkeypatch.setenv("BRAINEVENT_CUDA_ARCH", "sm_90")  # without a GPU the arch must be named
     monkeypatch.setenv("BRAINEVENT_CACHE_DIR", str(tmp_path))
-    for module in (cuda_launcher, cubin_launcher):
-        monkeypatch.setattr(module._launchers, "_launchers", {})  # build them here, not in another test
+    monkeypatch.setattr(cubin_launcher._launchers, "_launchers", {})  # build them here, not in another test
 
 
 def _has_driver() -> bool:
@@ -31,23 +29,6 @@ def _has_driver() -> bool:
     except OSError:
         return False
     return True
-
-
-def test_numba_cuda_launcher_builds_and_keeps_a_table(private_launchers: None) -> None:
-    launcher = cuda_launcher.launcher_for(2, 1)
-    # A launcher an earlier test registered from another cache keeps its name: this one gets "_<n>".
-    assert launcher.target.startswith("brainevent_numba_cuda_2i_1o.launch")
-    assert cuda_launcher.launcher_for(2, 1) is launcher  # built once per process
-    lib = launcher.library
-    config = int64s([1, 1, 1, 32, 1, 1, 0])
-    shape = int64s([1, 1, 1])
-    assert lib.be_numba_cuda_register(7, b"k", config, 0, shape, int64s([4, 4, 4]), 3) == 0
-    assert lib.be_numba_cuda_register(7, b"k", config, 0, shape, int64s([4, 4, 4]), 3) == 1  # same id
-    lib.be_numba_cuda_add_image(7, 90, b"not a cubin", 11)
-    if _has_driver():
-        assert lib.be_numba_cuda_preload(12345) == b"unknown kernel id"
-    else:  # this launcher needs the driver to preload, and says so
-        assert lib.be_numba_cuda_preload(7) == b"cannot dlopen libcuda.so.1 (is an NVIDIA driver installed?)"
 
 
 def test_cubin_launcher_builds_and_keeps_a_table(private_launchers: None) -> None:

@@ -78,7 +78,7 @@ def test_ptx_for_a_signature_without_a_gpu(add_kernel) -> None:  # type: ignore[
     from numba.cuda.cudadrv.error import CudaSupportError, NvrtcSupportError, NvvmSupportError
 
     from brainevent.calls.operands import Operand, Signature
-    from brainevent.numba_bridge.cuda_kernel import compile_ptx
+    from brainevent.numba_bridge.gpu_kernel import compile_ptx
 
     f32 = Operand(1, np.dtype(np.float32))
     try:
@@ -93,3 +93,38 @@ def test_ptx_for_a_signature_without_a_gpu(add_kernel) -> None:  # type: ignore[
     # Numba's array layout: 5 + 2*ndim 64-bit parameters per 1-D array, three arrays.
     head = ptx[ptx.index(f".entry {entry}(") :].split(")", 1)[0]
     assert head.count(".param .u64") == 3 * (5 + 2)
+
+
+def test_the_cubin_launcher_lays_out_numbas_array_parameters() -> None:
+    """One launcher parameter per PTX parameter, in Numba's order, for arrays of ranks 1 to 3."""
+    import numpy as np
+
+    cuda = pytest.importorskip("numba.cuda")
+
+    @cuda.jit
+    def touch(a, b, out):  # type: ignore[no-untyped-def]
+        out[0] = a[0, 0, 0] + b[0, 0]
+
+    from numba.cuda.cudadrv.error import CudaSupportError, NvrtcSupportError, NvvmSupportError
+
+    from brainevent.calls.operands import Operand, Signature
+    from brainevent.launchers.cubin import EXTENT, NULL, OPERAND, SCALAR, STRIDE
+    from brainevent.numba_bridge.gpu_kernel import array_params, compile_ptx
+
+    signature = Signature(
+        (Operand(3, np.dtype(np.float64)), Operand(2, np.dtype(np.int16))),
+        (Operand(1, np.dtype(np.float32)),),
+    )
+    try:
+        ptx, entry = compile_ptx(touch, signature, cc=(9, 0))
+    except (NvvmSupportError, NvrtcSupportError, CudaSupportError) as exc:
+        pytest.skip(f"Numba-CUDA cannot generate PTX here: {type(exc).__name__}: {exc}")
+    head = ptx[ptx.index(f".entry {entry}(") :].split(")", 1)[0]
+    params = array_params(signature)
+    assert head.count(".param .u64") == len(params) == (5 + 6) + (5 + 4) + (5 + 2)
+    first = [(p.kind, p.value, p.size) for p in params[:11]]
+    assert first == [
+        (NULL, 0, 0), (NULL, 0, 0), (EXTENT, 0, -1), (SCALAR, 8, 8), (OPERAND, 0, 8),
+        (EXTENT, 0, 0), (EXTENT, 0, 1), (EXTENT, 0, 2), (STRIDE, 0, 0), (STRIDE, 0, 1), (STRIDE, 0, 2),
+    ]  # fmt: skip
+    assert (params[14].kind, params[14].value) == (SCALAR, 2)  # the int16 array's itemsize

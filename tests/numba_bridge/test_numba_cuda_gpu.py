@@ -17,7 +17,7 @@ from brainevent import numba_cuda_kernel
 from brainevent.runtime.registry import registered_targets
 from tests.support.kernels import CUDA_VECTOR_ADD as CUDA_ADD
 
-pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
+pytestmark = pytest.mark.gpu
 cuda = pytest.importorskip("numba.cuda")
 
 

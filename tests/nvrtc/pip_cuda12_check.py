@@ -8,8 +8,10 @@ then checks, printing what it finds:
 1. which libnvrtc brainevent uses (doctor's ``found_via``), and that it is NVRTC 12;
 2. NVRTC compiles the tutorial's vector add, and a kernel using ``cuda_fp16.h`` from the
    runtime headers found, to sm_80 cubins (no GPU needed);
-3. the launcher library that runs cubins builds with the host C++ compiler alone;
-4. where JAX sees a GPU: ``cuda_kernel``'s vector add under ``jit`` equals NumPy's.
+3. the launcher libraries that run cubins (NVRTC, Triton, Numba-CUDA kernels) and
+   ``numba_cuda_callable``'s functions build with the host C++ compiler alone;
+4. where JAX sees a GPU: ``cuda_kernel``'s vector add under ``jit`` equals NumPy's, and so do
+   ``numba_cuda_kernel``'s and ``numba_cuda_callable``'s where numba-cuda is installed.
 
 It runs itself again in a child process with nvcc hidden. Usage, on a machine with pip's
 CUDA 12 stack installed (``pip install "jax[cuda12]"``)::
@@ -126,10 +128,7 @@ def check(expect_major: int, require_gpu: bool) -> int:
         print(f"compiled {name} for sm_80: {len(compiled.code)} bytes of cubin")
     launcher = launcher_for(2, 1)
     print(f"launcher built without nvcc: {launcher.library._name}")
-    try:
-        gpus = jax.devices("gpu")
-    except RuntimeError:
-        gpus = []
+    gpus = numba_kinds()
     if not gpus:
         print("no GPU visible to JAX: compile checks passed, nothing launched")
         return 1 if require_gpu else 0
@@ -143,6 +142,48 @@ def check(expect_major: int, require_gpu: bool) -> int:
     np.testing.assert_allclose(got, x + y, rtol=1e-6)
     print(f"cuda_kernel vector add on {gpus[0].device_kind}: matches NumPy")
     return 0
+
+
+def numba_kinds() -> list:
+    """Builds the launcher of ``numba_cuda_callable`` (``numba_cuda_kernel``'s is the cubin
+    launcher) and, where JAX sees a GPU and numba-cuda is installed, runs both kinds against
+    NumPy; returns JAX's GPUs."""
+    import jax
+    import numpy as np
+
+    import brainevent
+    from brainevent.numba_bridge.cuda_callable import _launchers
+
+    print(f"numba_cuda_callable launcher built without nvcc: {_launchers.get(2, 1).library._name}")
+    try:
+        gpus = jax.devices("gpu")
+    except RuntimeError:
+        gpus = []
+    try:
+        from numba import cuda
+    except ImportError:
+        print("numba-cuda not installed: its kernels not run")
+        return gpus
+    if not gpus:
+        return gpus
+
+    @cuda.jit
+    def add(x, y, out):  # type: ignore[no-untyped-def]
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i] + y[i]
+
+    def launch(x, y, out, stream):  # type: ignore[no-untyped-def]
+        add[(x.size + 255) // 256, 256, stream](x, y, out)
+
+    x = np.linspace(-3, 3, 10_000, dtype=np.float32)
+    y, spec = np.sin(x), jax.ShapeDtypeStruct(x.shape, x.dtype)
+    kernel = brainevent.numba_cuda_kernel(add, spec, launch_dims=x.size)
+    callable_ = brainevent.numba_cuda_callable(launch, spec)
+    for name, f in (("numba_cuda_kernel", kernel), ("numba_cuda_callable", callable_)):
+        np.testing.assert_allclose(np.asarray(jax.jit(f)(x, y)), x + y, rtol=1e-6)
+        print(f"{name} add on {gpus[0].device_kind}: matches NumPy")
+    return gpus
 
 
 def main() -> int:

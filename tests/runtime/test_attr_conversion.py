@@ -332,6 +332,10 @@ def test_outs_gives_the_result_shapes(kernels: CompiledModule) -> None:
     np.testing.assert_array_equal(np.asarray(results[0]), np.asarray(plus))
     single = kernels.total(x, outs=[jax.ShapeDtypeStruct((1,), jnp.float32)])  # a list gives a list
     assert isinstance(single, (list, tuple)) and len(single) == 1 and float(single[0][0]) == 10.0
+    # A pytree of specs, as every kernel kind takes it: the results come back in its shape.
+    named = kernels.plus_minus(x, outs={"plus": x, "minus": jax.ShapeDtypeStruct((5,), jnp.float32)})
+    assert sorted(named) == ["minus", "plus"]  # flattened in key order, as ret 0 then ret 1
+    np.testing.assert_array_equal(np.asarray(named["minus"]), np.asarray(plus))
 
 
 def test_vmap_method_reaches_the_call(kernels: CompiledModule) -> None:

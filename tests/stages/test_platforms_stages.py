@@ -158,7 +158,7 @@ _TABLE_WORDS = {
     if word
 } | set(devices.C_SUFFIXES)
 # Tables of their own, keyed by the platform table's names (checked below).
-_OWN_TABLES = {"platforms/devices.py", "custom_kernel/libraries.py"}
+_OWN_TABLES = {"platforms/devices.py", "backends.py"}
 
 
 def _platform_lists(path: Path) -> list[str]:
@@ -188,7 +188,7 @@ def test_no_module_but_the_platform_table_lists_platforms() -> None:
 
 def test_the_platform_table_is_what_the_rest_reads() -> None:
     from brainevent import config
-    from brainevent.custom_kernel.libraries import LIBRARIES
+    from brainevent.backends import LIBRARIES
     from brainevent.vocabulary import BUILTIN_TARGETS, PLATFORM_ENUM
 
     assert config.PLATFORM_ALIASES["cuda"] == config.PLATFORM_ALIASES["gpu"] == "gpu"

@@ -24,7 +24,19 @@ from typing import Any
 from ..errors import KernelCallError
 from .ffi import abstract_results, align_inputs, not_differentiable
 
-METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
+# The vmap methods of jax.ffi.ffi_call, every kernel kind's: the rank-changing ones hand a launch
+# batched arrays (a fixed grid cannot follow them); None (where a kind allows it): not vmappable.
+RANK_CHANGING = ("expand_dims", "broadcast_all")
+METHODS = ("sequential", "sequential_unrolled", *RANK_CHANGING)
+
+
+def check_vmap_method(vmap_method: object, *, allow_none: bool = True) -> None:
+    """The one check of a ``vmap_method`` argument: KernelCallError naming the choices."""
+    allowed = (None, *METHODS) if allow_none else METHODS
+    if vmap_method not in allowed:
+        raise KernelCallError(
+            f"vmap_method must be one of {allowed}, got {vmap_method!r}", value=repr(vmap_method)
+        )
 
 
 def batch_by_method(

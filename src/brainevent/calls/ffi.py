@@ -14,12 +14,14 @@ from typing import Any
 
 
 def is_spec(value: Any) -> bool:
+    """The one "is it an array" check: an array, a tracer or a ShapeDtypeStruct (shape and dtype)."""
     return hasattr(value, "shape") and hasattr(value, "dtype")
 
 
 def flatten_outs(outs: Any, owner: str) -> tuple[list[Any], Any]:
-    """``outs`` as a flat list of ShapeDtypeStructs plus the treedef to rebuild the results;
-    ``owner`` (the kernel or target) names them in errors."""
+    """``outs`` (one spec or a pytree of them) as a flat list of ShapeDtypeStructs plus the treedef
+    to rebuild the results, for every kind of call; ``owner`` (the kernel or target) names them in
+    errors."""
     import jax
 
     leaves, treedef = jax.tree_util.tree_flatten(outs, is_leaf=is_spec)
@@ -27,7 +29,7 @@ def flatten_outs(outs: Any, owner: str) -> tuple[list[Any], Any]:
         raise ValueError("outs must hold at least one jax.ShapeDtypeStruct")
     for leaf in leaves:
         if not is_spec(leaf):
-            raise TypeError(f"outs entries must be jax.ShapeDtypeStruct (shape and dtype), got {leaf!r}")
+            raise TypeError(f"outs= entries need .shape and .dtype (use jax.ShapeDtypeStruct), got {leaf!r}")
     specs = [jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype) for leaf in leaves]
     check_sizes(owner, specs)
     return specs, treedef

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCallError
+from .ffi import is_spec
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def _operand(value: Any) -> Operand:
 def check_arrays(kernel: str, arrays: Sequence[Any], scalars_go: str) -> None:
     """KernelCallError naming the first argument that is not an array (``scalars_go``: where scalars go)."""
     for i, a in enumerate(arrays):
-        if not hasattr(a, "dtype") or not hasattr(a, "shape"):
+        if not is_spec(a):
             raise KernelCallError(
                 f"{kernel}: argument {i} must be an array, got {type(a).__name__}; pass scalars {scalars_go}",
                 kernel=kernel,
@@ -50,7 +51,7 @@ def check_arrays(kernel: str, arrays: Sequence[Any], scalars_go: str) -> None:
 
 def signature_of(args: tuple[Any, ...], out_specs: list[Any]) -> Signature:
     for position, arg in enumerate(args):
-        if not hasattr(arg, "dtype"):
+        if not is_spec(arg):
             raise TypeError(f"argument {position} must be an array, got {type(arg).__name__}")
     return Signature(tuple(_operand(a) for a in args), tuple(_operand(o) for o in out_specs))
 

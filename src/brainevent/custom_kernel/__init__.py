@@ -11,7 +11,6 @@ from .primitive import (
     get_registry,
     register_primitive,
 )
-from .triton_call import triton_kernel
 
 __all__ = [
     "BenchmarkConfig",
@@ -24,5 +23,4 @@ __all__ = [
     "get_primitives_by_tags",
     "get_registry",
     "register_primitive",
-    "triton_kernel",
 ]

@@ -8,12 +8,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from .. import config
+from ..backends import LIBRARIES, check_platform
 from ..errors import KernelCallError
 from ..platforms.devices import BY_NAME, DEVICE_PLATFORMS
 from ..platforms.devices import SPELLINGS as ALIASES
 from . import kernels
 from .kernels import KernelEntry, LaunchValue
-from .libraries import LIBRARIES, check_platform
 
 PLATFORMS = tuple(p.name for p in DEVICE_PLATFORMS)
 HOST = DEVICE_PLATFORMS[0].name  # the host: Pallas runs there only through def_kernel

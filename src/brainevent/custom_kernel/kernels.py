@@ -213,7 +213,7 @@ class NumbaCudaKernel(CallSiteKernel):
     def __init__(self, kernel: Any, generator: Callable[..., Any] | None, launch: tuple[Any, ...]) -> None:
         """``launch``: grid, block, launch_dims, threads_per_block, shared_mem."""
         from ..launchers.launch_config import resolve_launch
-        from ..numba_bridge.cuda_kernel import cuda_dispatcher, require_numba_cuda
+        from ..numba_bridge.gpu_kernel import cuda_dispatcher, require_numba_cuda
 
         require_numba_cuda()
         if kernel is not None:
@@ -225,7 +225,7 @@ class NumbaCudaKernel(CallSiteKernel):
 
     def prepare(self, call: LoweringCall) -> tuple[str, int]:
         from ..launchers.launch_config import resolve_launch
-        from ..numba_bridge.cuda_kernel import cuda_dispatcher, preparer
+        from ..numba_bridge.gpu_kernel import cuda_dispatcher, preparer
 
         ins, outs = call.ins, call.outs
         kernel = cuda_dispatcher(self._kernel_for(call.attrs), "the generator's result")

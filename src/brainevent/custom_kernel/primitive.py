@@ -13,14 +13,15 @@ from typing import Any, cast
 import numpy as np
 
 from .. import config
+from ..backends import require_library
+from ..calls.batching import check_vmap_method
 from ..errors import UnhashableAttributeError
 from ..platforms.devices import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
 from . import selection
 from .benchmark import BenchmarkConfig, BenchmarkResult, benchmark_backends, log, verbosity
 from .definitions import BackendTable, platform_name
 from .kernels import KernelEntry, LoweringCall
-from .libraries import require_library
-from .rules import VMAP_METHODS, Rules
+from .rules import Rules
 
 
 def _check_attrs(name: str, attrs: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,8 +86,7 @@ class XLACustomKernel(BackendTable, Rules):
 
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
-        if vmap_method not in VMAP_METHODS:
-            raise ValueError(f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}")
+        check_vmap_method(vmap_method, allow_none=False)
         if num_batch_dims is not None and (
             isinstance(num_batch_dims, bool) or not isinstance(num_batch_dims, int) or num_batch_dims < 1
         ):

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import LIBRARIES
 from ..cache import cache_root, records
 from ..cache.key import CacheKey
 from ..cache.store import EntryStore
@@ -39,7 +40,6 @@ from ..errors import CacheError
 from ..fileio import atomic_write, read_blocks
 from .benchmark import BenchmarkRecord, BenchmarkResult, _device
 from .kernels import KernelEntry
-from .libraries import LIBRARIES
 
 PREFIX = "remembered."  # the module directories of remembered entries (never a C identifier)
 ARTIFACT = "remembered.json"

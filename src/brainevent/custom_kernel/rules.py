@@ -16,7 +16,6 @@ from jax.interpreters import ad
 
 from ..errors import KernelCallError
 
-VMAP_METHODS = ("sequential", "expand_dims", "broadcast_all")
 # Bind parameters that are not attributes for the kernel.
 CONTROL_PARAMS = ("backend", "batch_dims")
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import require_library
 from ..vocabulary import SCALARS
-from .libraries import require_library
 
 # Warp has every scalar type of the binding except bfloat16 and the complex ones.
 _NAMES = tuple(s.name for s in SCALARS if s.kind != "complex" and s.name != "bfloat16")

@@ -7,21 +7,29 @@ import functools
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .library import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s, register_images
+from ..calls.operands import content_id
+from ..errors import KernelCallError, LoadError
+from .launcher import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s
 
-# Parameter kinds, as brainevent/cubin_launcher.h numbers them (enum Kind).
-OPERAND, SCALAR, NULL, SCRATCH = 0, 1, 2, 3
+if TYPE_CHECKING:
+    from ..toolchain.cuda_arch import CudaArch
+
+# Parameter kinds, as brainevent/cubin_launcher.h numbers them (enum Kind). EXTENT: dim ``size``
+# of operand ``value`` as the call gives it (-1: its element count); STRIDE: the bytes between
+# neighbours along that dim of the dense row-major array (Numba-CUDA's array parameters).
+OPERAND, SCALAR, NULL, SCRATCH, EXTENT, STRIDE = 0, 1, 2, 3, 4, 5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Param:
     kind: int  # OPERAND, SCALAR, NULL or SCRATCH
     value: int = 0  # the operand's index, or the scalar's raw bits
     size: int = 0  # the pointer's alignment, or the scalar's byte width
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Image:
     code: bytes  # a cubin (or PTX text, NUL-terminated)
     shared_mem: int  # dynamic shared memory per block, bytes
@@ -50,30 +58,6 @@ _SPEC = LauncherSpec(
 # The launcher of an arity (n_inputs, n_outputs); compiled once per machine (the loader caches by content).
 _launchers = LauncherCache(_SPEC)
 launcher_for = _launchers.get
-
-
-def register(
-    launcher: Launcher,
-    kernel_id: int,
-    entry: str,
-    grid: tuple[int, int, int],
-    block: tuple[int, int, int],
-    params: Sequence[Param],
-    n_operands: int,
-    images: Mapping[int, Image],
-    *,
-    cooperative: bool = False,
-    element_shapes: Sequence[tuple[int, ...]] | None = None,
-) -> None:
-    """Hands a compiled kernel to the launcher's table and loads it on the active devices.
-
-    With ``element_shapes`` (one per operand) the kernel was prepared for one batch element:
-    each call runs it once per element of the operands' leading dims (the id must cover them)."""
-    flat = [v for p in params for v in (p.kind, p.value, p.size)]
-    shapes = [v for shape in element_shapes or () for v in (len(shape), *shape)]
-    args = (int64s([*grid, *block]), int(cooperative), n_operands, int64s(flat), len(params), int64s(shapes))
-    added = [(cc, image.code, len(image.code), image.shared_mem) for cc, image in images.items()]
-    register_images(launcher.library, "be_cubin", "GPU kernel", kernel_id, entry, (*args, len(shapes)), added)
 
 
 # The target of kernels that travel with their program (``jax.export``): one for every arity,
@@ -116,6 +100,64 @@ def register_blob(launcher: Launcher, kernel_id: int, blob: bytes, entry: str) -
     """Registers ``blob``'s kernel under ``kernel_id`` and loads it on the active devices."""
     error = launcher.library.be_cubin_register_blob(kernel_id, blob, len(blob))
     if error:
-        from ..errors import LoadError
-
         raise LoadError(f"cannot load GPU kernel {entry}: {error.decode(errors='replace')}", entry=entry)
+
+
+def scalar(data: bytes) -> Param:
+    """A scalar parameter from its little-endian bytes (at most 8)."""
+    return Param(SCALAR, int.from_bytes(data.ljust(8, b"\0"), "little", signed=True), len(data))
+
+
+def gpu_archs(requested: Sequence[CudaArch] | None, who: str, how: str) -> list[CudaArch]:
+    """The architectures to compile for: those requested, else those of the visible GPUs (JAX's
+    first); KernelCallError when there is none (``how``: how to name one instead)."""
+    from ..toolchain.cuda_arch import visible_archs
+
+    found = list(requested or visible_archs(jax_first=True))
+    if not found:
+        raise KernelCallError(
+            f"{who} compiles for the GPUs present, and neither JAX nor the CUDA driver reports one; run "
+            f"on a GPU machine, or {how}",
+            kernel=who,
+        )
+    return found
+
+
+def prepare_launch(
+    kind: str,
+    entry: str,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    params: Sequence[Param],
+    n_inputs: int,
+    n_outputs: int,
+    images: Mapping[int, Image],
+    *,
+    cooperative: bool = False,
+    element_shapes: Sequence[tuple[int, ...]] | None = None,
+    content: Sequence[bytes | str] | None = None,
+) -> tuple[str, int]:
+    """Registers a kernel of every compiler's (NVRTC, Triton, Numba-CUDA) with the launcher of
+    its arity and loads it on the active devices (LoadError when the driver refuses); ``(FFI
+    target, kernel id)``. The id covers the launch and the images (``content`` instead of the
+    entry and the images' bytes, where they differ between processes)."""
+    layout = repr((grid, block, [(p.kind, p.value, p.size) for p in params], cooperative, element_shapes))
+    ordered = sorted(images.items())
+    code = content if content is not None else (entry, *(image.code for _, image in ordered))
+    kernel_id = content_id(kind, layout, *(f"{cc}:{image.shared_mem}" for cc, image in ordered), *code)
+    launcher = launcher_for(n_inputs, n_outputs)
+    library = launcher.library
+    # With element_shapes (one per operand) the kernel was prepared for one batch element: each
+    # call runs it once per element of the operands' leading dims.
+    flat = [v for p in params for v in (p.kind, p.value, p.size)]
+    shapes = [v for shape in element_shapes or () for v in (len(shape), *shape)]
+    layout_args = (int64s(flat), len(params), int64s(shapes), len(shapes))
+    config, n_operands = int64s([*grid, *block]), n_inputs + n_outputs
+    args = (kernel_id, entry.encode(), config, int(cooperative), n_operands, *layout_args)
+    if library.be_cubin_register(*args) == 0:  # new content (1: the same content is registered)
+        for cc, image in ordered:  # hand over the images, load them on the active devices
+            library.be_cubin_add_image(kernel_id, cc, image.code, len(image.code), image.shared_mem)
+        error = library.be_cubin_preload(kernel_id)
+        if error:
+            raise LoadError(f"cannot load GPU kernel {entry}: {error.decode(errors='replace')}", entry=entry)
+    return launcher.target, kernel_id

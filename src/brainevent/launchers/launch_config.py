@@ -6,13 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import KernelCallError
+from ..calls.batching import RANK_CHANGING
 
 _MAX_THREADS_PER_BLOCK = 1024
-# vmap methods that hand a launch batched arrays (a fixed grid cannot follow them), and all of
-# jax.ffi.ffi_call's (None: not vmappable).
-RANK_CHANGING = ("expand_dims", "broadcast_all")
-VMAP_METHODS = (None, "sequential", "sequential_unrolled", *RANK_CHANGING)
 
 
 @dataclass(frozen=True)
@@ -28,13 +24,6 @@ class LaunchConfig:
     def empty(self) -> bool:
         """A grid with no block (``launch_dims=0``, ``grid=0``): nothing is launched."""
         return 0 in self.grid
-
-
-def check_vmap_method(vmap_method: object) -> None:
-    if vmap_method not in VMAP_METHODS:
-        raise KernelCallError(
-            f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}", value=repr(vmap_method)
-        )
 
 
 def is_int(value: Any) -> bool:

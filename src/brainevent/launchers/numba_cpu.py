@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..calls.operands import Signature
-from .library import I64, P64, Launcher, LauncherCache, LauncherSpec, operand_layout
+from .launcher import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s
 
 _NUMBA_CPU_CONTEXT = "<numba.core.cpu.CPUContext"
 
@@ -52,7 +52,6 @@ _SPEC = LauncherSpec(
     library_prefix="brainevent_numba_cpu",
     function="call",
     core_call="be_numba_cpu::call_kernel",
-    cuda=False,
     api={
         "be_numba_cpu_register": (ctypes.c_int, [I64, I64, ctypes.c_char_p, P64, P64, I64]),
         "be_numba_cpu_raised": (ctypes.c_int, [ctypes.c_char_p]),
@@ -65,3 +64,9 @@ cpu_launcher_for = LauncherCache(_SPEC, setup=add_receiver).get
 def register_cfunc(launcher: Launcher, kernel_id: int, address: int, name: str, signature: Signature) -> None:
     label = name.encode("utf-8", errors="replace")
     launcher.library.be_numba_cpu_register(kernel_id, address, label, *operand_layout(signature))
+
+
+def operand_layout(signature: Signature) -> tuple[Any, ...]:
+    """The operands' ranks, item sizes and count, as the Numba launchers' register functions take them."""
+    operands = signature.operands
+    return int64s([o.ndim for o in operands]), int64s([o.itemsize for o in operands]), len(operands)

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from .cpu_kernel import numba_kernel
 from .cuda_callable import numba_cuda_callable
-from .cuda_kernel import numba_cuda_kernel
+from .gpu_kernel import numba_cuda_kernel
 
 __all__ = ["numba_cuda_callable", "numba_cuda_kernel", "numba_kernel"]

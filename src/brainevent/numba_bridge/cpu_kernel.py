@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..calls.bridge import BridgedFunction, Made, Preparer, memoized, on_signature, stable_text
 from ..calls.operands import Signature, content_id
 from ..launchers.numba_cpu import cpu_launcher_for, register_cfunc
-from .bridge import BridgedFunction, Made, Preparer, memoized, on_signature, stable_text
 
 
 def _entry_source(signature: Signature) -> str:

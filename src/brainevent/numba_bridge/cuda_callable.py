@@ -1,9 +1,9 @@
 """``numba_cuda_callable``: a Python function that launches Numba-CUDA kernels on XLA's stream.
 
-A compiled handler passes XLA's buffers and stream to a ctypes trampoline, which wraps them as
-Numba device arrays (no copies) and calls the function; an exception there is returned to XLA
-as the call's error (a ``JaxRuntimeError`` naming it). Python runs on every call, so XLA never
-captures the handler in a CUDA graph.
+A compiled handler (built by the host compiler: no nvcc, no CUDA runtime) passes XLA's buffers
+and stream to a ctypes trampoline, which wraps them as Numba device arrays (no copies) and calls
+the function; an exception there is returned to XLA as the call's error (a ``JaxRuntimeError``
+naming it). Python runs on every call, so XLA never captures the handler in a CUDA graph.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from ..calls.bridge import BridgedFunction, Made, Preparer, memoized, on_signature
 from ..calls.operands import Signature
-from ..launchers.library import LauncherCache, LauncherSpec
-from .bridge import BridgedFunction, Made, Preparer, memoized, on_signature
-from .cuda_kernel import require_numba_cuda
+from ..launchers.launcher import LauncherCache, LauncherSpec
+from .gpu_kernel import require_numba_cuda
 
 # int run(callable id, buffers, shapes, device, stream, error buffer, its size)
 _I64, _PTR = ctypes.c_int64, ctypes.c_void_p
@@ -88,9 +88,12 @@ _launchers = LauncherCache(
         library_prefix="brainevent_numba_callable",
         function="run",
         core_call="be_numba_callable::call",
-        cuda=True,
         api={"be_numba_callable_set_trampoline": (None, [ctypes.c_int64])},
-        load_options={"allow_cuda_graph": False},  # Python launches kernels: not capturable
+        # The generic entry (on the CPU) is not registered: calls go to the CUDA handler, which
+        # tells XLA it cannot be captured in a CUDA graph (Python launches the kernels).
+        load_options={"extra_ldflags": ["-ldl"], "auto_register": False},
+        handler="be_numba_callable_handler",
+        handler_platform="CUDA",
     ),
     setup=_install_trampoline,
 )

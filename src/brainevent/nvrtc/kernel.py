@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ..calls.batching import RANK_CHANGING
 from ..errors import KernelCallError
-from ..launchers.launch_config import RANK_CHANGING, LaunchConfig, is_int, resolve_launch
+from ..launchers.launch_config import LaunchConfig, is_int, resolve_launch
 from .source import KernelSource
 
 # The CUDA C++ spelling of each dtype (NVRTC has no <cstdint> without the toolkit's headers).
@@ -150,7 +151,7 @@ def _prepare_call(
 ) -> tuple[str, dict[str, Any]] | None:
     """``BridgedFunction``'s ``prepare``: binds the call's abstract operands (one batch element of
     each, with batch dims) and prepares the launch; None when nothing is launched."""
-    from ..numba_bridge.bridge import has_work
+    from ..calls.bridge import has_work
     from .launch import element_avals, prepare
 
     ins, outs = element_avals(arrays, batch_dims), element_avals(specs, batch_dims)
@@ -246,8 +247,8 @@ def cuda_kernel(
         "cuda_kernel", source_or_path, name, launch, compute_capability, options, include_dirs, scalars,
         vmap_method, all_scalars=True, debug=debug,
     )  # fmt: skip
+    from ..calls.bridge import BridgedFunction
     from ..calls.operands import check_arrays
-    from ..numba_bridge.bridge import BridgedFunction
 
     title = name if isinstance(name, str) else getattr(name, "__name__", "cuda_kernel")
     batch_dims = num_batch_dims or 0

@@ -52,8 +52,8 @@ def check_scalar_names(sig: KernelSignature, given: Sequence[str], expression: s
         )
 
 
-def scalar_bits(param: KernelParam, value: Any, expression: str) -> tuple[int, int]:
-    """``(raw bits as a signed int64, byte width)`` of ``value`` as the parameter's type."""
+def scalar_bytes(param: KernelParam, value: Any, expression: str) -> bytes:
+    """``value`` as the parameter's type, its bytes as the kernel receives them."""
     name, cxx = param.name, param.cxx_type
     if param.dtype is None:
         raise _error(
@@ -82,8 +82,7 @@ def scalar_bits(param: KernelParam, value: Any, expression: str) -> tuple[int, i
             problem = f"={int(raw)} does not fit its type {cxx} ({info.min}..{info.max})"
     if problem is not None:
         raise _error(expression, f": scalar {name!r}{problem}", parameter=name)
-    data = raw.astype(dtype).tobytes()
-    return int.from_bytes(data.ljust(8, b"\0"), "little", signed=True), len(data)
+    return raw.astype(dtype).tobytes()
 
 
 def operand_params(
@@ -96,7 +95,7 @@ def operand_params(
     """The launcher's parameter list, checking operands against the pointer parameters."""
     import jax.numpy as jnp
 
-    from ..launchers.cubin import OPERAND, SCALAR, Param
+    from ..launchers.cubin import OPERAND, Param, scalar
 
     pointers = sig.pointers
     if len(pointers) != len(operands):
@@ -111,7 +110,7 @@ def operand_params(
     position = 0
     for p in sig.params:
         if not p.pointer:
-            params.append(Param(SCALAR, *scalar_bits(p, scalars[p.name], expression)))
+            params.append(scalar(scalar_bytes(p, scalars[p.name], expression)))
             continue
         dtype = np.dtype(operands[position].dtype)
         if p.dtype is not None and np.dtype(jnp.dtype(p.dtype)) != dtype:
@@ -139,18 +138,13 @@ def architectures(requested: Sequence[str] | None) -> list[str]:
     """The ``sm_XX`` to compile for: those requested, else BRAINEVENT_CUDA_ARCH's, else those of
     the visible GPUs."""
     from .. import config
-    from ..toolchain.cuda_arch import resolve_archs, visible_archs
+    from ..launchers.cubin import gpu_archs
+    from ..toolchain.cuda_arch import resolve_archs
 
     if requested or (pinned := config.CUDA_ARCH.get()) is not None:  # the loaders' order
         return list(requested or (a.sm for a in resolve_archs(pinned=pinned)))
-
-    found = visible_archs(jax_first=True)
-    if not found:
-        raise KernelCallError(
-            "cuda_kernel compiles for the GPUs present, and neither JAX nor the CUDA driver reports one; run "
-            "on a GPU machine, or pass compute_capability='sm_90' (for example) to compile without one",
-        )
-    return [a.sm for a in found]
+    how = "pass compute_capability='sm_90' (for example) to compile without one"
+    return [a.sm for a in gpu_archs(None, "cuda_kernel", how)]
 
 
 def prepare(

@@ -99,7 +99,13 @@ class KernelFunction:
             options: dict[str, Any] = {"vmap_method": self.vmap_method, "input_output_aliases": aliases}
             out = call_target(self.target, arrays, specs, **options, **converted)
             out = out[: len(spec.rets)]
-        return out[0] if single else out
+        if outs is None or isinstance(outs, (list, tuple)):
+            return out[0] if single else out
+        import jax  # outs is one spec, or a pytree of them: the results come back in its shape
+
+        from ..calls.ffi import is_spec
+
+        return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(outs, is_leaf=is_spec), list(out))
 
     def check_arity(self, n_inputs: int, n_outputs: int | None = None) -> None:
         """KernelCallError unless the call passes as many inputs (and outputs) as the spec."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import KernelCallError
 from .attrs import call_error
 
 if TYPE_CHECKING:
@@ -26,21 +27,24 @@ if TYPE_CHECKING:
 def result_specs(
     target: str, spec: FunctionSpec, arrays: Sequence[Any], attrs: Mapping[str, Any], outs: Any
 ) -> list[Any]:
-    """One ``jax.ShapeDtypeStruct`` per ``ret``: ``outs`` (checked against the declared shapes),
-    else the declarations, else the first input's shape and dtype."""
+    """One ``jax.ShapeDtypeStruct`` per ``ret``: ``outs`` (one spec or a pytree of them, flattened
+    as every call path does; checked against the declared shapes), else the declarations, else
+    the first input's shape and dtype."""
     import jax
 
+    from ..calls.ffi import flatten_outs
+
     rets = spec.rets
-    given = None if outs is None else list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    try:
+        given = None if outs is None else flatten_outs(outs, target)[0]
+    except KernelCallError:
+        raise
+    except (TypeError, ValueError) as exc:  # a leaf that is no spec, or none: the call's error
+        raise call_error(target, str(exc)) from None
     if given is not None and len(given) != len(rets):
         raise call_error(
             target, f"expected {len(rets)} result spec(s) in outs= (one per 'ret'), got {len(given)}"
         )
-    for item in given or ():
-        if not (hasattr(item, "shape") and hasattr(item, "dtype")):
-            raise call_error(
-                target, f"outs= entries need .shape and .dtype (use jax.ShapeDtypeStruct), got {item!r}"
-            )
     if rets and all(_declared(p) is not None for p in rets):
         inputs = {p.name: a for p, a in zip(spec.args, arrays, strict=False)}
         expected = [_expected(p, inputs, attrs, target) for p in rets]
@@ -59,7 +63,7 @@ def result_specs(
                     value=(got[0], str(got[1])),
                 )
     if given is not None:
-        return [jax.ShapeDtypeStruct(item.shape, item.dtype) for item in given]
+        return given
     if not arrays:
         raise call_error(
             target, "has no inputs to take result shapes from; pass outs=jax.ShapeDtypeStruct(...)"

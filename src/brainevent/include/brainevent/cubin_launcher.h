@@ -1,6 +1,7 @@
 // brainevent/cubin_launcher.h - the launcher that runs precompiled GPU kernels (cubins) on
 // XLA's stream, for kernels whose parameters are plain device pointers and scalars
-// (Triton's calling convention; NVRTC's cuda_kernel). Internal: the one header of a launcher
+// (Triton's calling convention; NVRTC's cuda_kernel), and of Numba-CUDA kernels, whose array
+// parameters are laid out from extents and strides (kExtent, kStride). Internal: the one header of a launcher
 // library, compiled by the host compiler alone (no nvcc, no CUDA headers: the driver API is
 // dlopen'ed, see cuda_kernel_table.h).
 //
@@ -32,9 +33,11 @@ namespace {
 using namespace be_cuda_launch;
 
 // One kernel parameter: a device pointer to an operand (checked to be aligned), a pointer to a
-// scratch operand (rounded up to the alignment), a scalar of `size` bytes, or a null pointer.
-// Keep in step with launchers/cubin.py.
-enum Kind : int64_t { kOperand = 0, kScalar = 1, kNull = 2, kScratch = 3 };
+// scratch operand (rounded up to the alignment), a scalar of `size` bytes, a null pointer, or,
+// read from the call's operand `value` (after any batch dims), its dim `size` (-1: its element
+// count) or the byte stride along that dim of the dense row-major array (Numba-CUDA's array
+// parameters). Keep in step with launchers/cubin.py.
+enum Kind : int64_t { kOperand = 0, kScalar = 1, kNull = 2, kScratch = 3, kExtent = 4, kStride = 5 };
 struct Param {
   int64_t kind, value, size;  // operand index or raw scalar bits; alignment or scalar size
 };
@@ -134,6 +137,17 @@ void run(int64_t id, const XLA_FFI_Buffer* const* buffers, int64_t count, int64_
         slot = address;
       } else if (p.kind == kScalar) {
         slot = static_cast<uint64_t>(p.value);  // little-endian: the low `size` bytes are the value
+      } else if (p.kind == kExtent || p.kind == kStride) {
+        BE_CHECK(p.value >= 0 && p.value < count) << "parameter " << i << " names operand " << p.value;
+        const XLA_FFI_Buffer& b = *buffers[p.value];
+        const int64_t rank = b.rank - batch.rank;
+        BE_CHECK(p.size >= -1 && p.size < rank) << "kernel " << k->entry << ": array " << p.value << " has rank "
+                                                << rank << ", the kernel reads its dim " << p.size;
+        int64_t value = 1, from = 0, to = rank;  // an extent of -1: every dim, the element count
+        if (p.kind == kExtent && p.size >= 0) from = p.size, to = p.size + 1;
+        if (p.kind == kStride) from = p.size + 1, value = static_cast<int64_t>(BE::element_size(static_cast<BE::DType>(b.dtype)));
+        for (int64_t d = from; d < to; ++d) value *= b.dims[batch.rank + d];
+        slot = static_cast<uint64_t>(value);
       }
       slots[i] = slot;
       pointers[i] = &slots[i];

@@ -1,11 +1,10 @@
 // brainevent/cuda_kernel_table.h - what the launchers of precompiled GPU kernels share.
 //
-// Internal. The Numba-CUDA launcher (numba_cuda_launcher.h) and the cubin launcher
-// (cubin_launcher.h, Triton's calling convention) each keep a table of kernels keyed by a
-// content id. A kernel holds its images (cubin or PTX) per compute capability and its
-// launch configuration; an image is loaded lazily into each CUDA context through the
-// driver API, or up front by preload() into the contexts XLA already made. The two
-// launchers differ only in how they lay out a kernel's parameters.
+// Internal. The cubin launcher (cubin_launcher.h: NVRTC, Triton and Numba-CUDA kernels) keeps
+// a table of kernels keyed by a content id. A kernel holds its images (cubin or PTX) per
+// compute capability and its launch configuration; an image is loaded lazily into each CUDA
+// context through the driver API, or up front by preload() into the contexts XLA already made.
+// The Numba-callable launcher uses the driver handle alone.
 //
 // Everything here has internal linkage (an unnamed namespace): each launcher library has
 // its own table and driver handle, whatever else the process has loaded.

@@ -1,10 +1,12 @@
 // brainevent/xla_ffi.h - the XLA FFI C-ABI steps every handler of ours takes the same way:
-// telling a metadata query from a call, answering it, and returning an error to XLA.
+// telling a metadata query from a call, answering it, returning an error to XLA, reading an
+// int64 attribute and the stream.
 //
 // Internal. Shared by the generated bindings (ffi_function.h, ffi_binding.h) and the lean
-// launcher handlers (cubin_launcher.h, numba_cpu_launcher.h), which read the call frame themselves.
+// launcher handlers (cubin_launcher.h, numba_cpu_launcher.h, numba_callable_launcher.h), which read the call frame themselves.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 
 #include "xla/ffi/api/c_api.h"
@@ -49,6 +51,30 @@ __attribute__((noinline, cold)) inline XLA_FFI_Error* answer_metadata(const XLA_
   ext->metadata->api_version.minor_version = XLA_FFI_API_MINOR;
   ext->metadata->traits = traits;
   return nullptr;
+}
+
+// The int64 scalar attribute `name` of the call (the launchers' kernel_id), or -1.
+inline int64_t int64_attr(const XLA_FFI_CallFrame* frame, const char* name) {
+  const size_t length = std::strlen(name);
+  for (int64_t i = 0; i < frame->attrs.size; ++i) {
+    const XLA_FFI_ByteSpan* key = frame->attrs.names[i];
+    if (key->len != length || std::memcmp(key->ptr, name, length) != 0) continue;
+    const auto* scalar = static_cast<const XLA_FFI_Scalar*>(frame->attrs.attrs[i]);
+    if (frame->attrs.types[i] != XLA_FFI_AttrType_SCALAR || scalar->dtype != XLA_FFI_DataType_S64) return -1;
+    return *static_cast<const int64_t*>(scalar->value);
+  }
+  return -1;
+}
+
+// The call's stream (a cudaStream_t on the CUDA platform) into `*stream`; null or XLA's error.
+inline XLA_FFI_Error* stream_of(XLA_FFI_CallFrame* frame, void** stream) {
+  XLA_FFI_Stream_Get_Args args;
+  std::memset(&args, 0, sizeof(args));
+  args.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
+  args.ctx = frame->ctx;
+  XLA_FFI_Error* error = frame->api->XLA_FFI_Stream_Get(&args);
+  *stream = args.stream;
+  return error;
 }
 
 }  // namespace ffi

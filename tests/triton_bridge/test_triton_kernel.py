@@ -15,10 +15,10 @@ import pytest
 
 import brainevent
 from brainevent.custom_kernel import XLACustomKernel
-from brainevent.custom_kernel.triton_call import scalar_bits, scalar_type, trailing_params
 from brainevent.errors import KernelCallError
-from brainevent.launchers.cubin import NULL, OPERAND, SCALAR, SCRATCH, Param
+from brainevent.launchers.cubin import NULL, OPERAND, SCALAR, SCRATCH, Param, scalar
 from brainevent.toolchain.cuda_arch import one_arch
+from brainevent.triton_bridge.triton_call import scalar_bytes, scalar_type, trailing_params
 
 SPEC = jax.ShapeDtypeStruct((4096,), jnp.float32)
 
@@ -57,9 +57,9 @@ def test_scalars_are_typed_as_triton_does_and_passed_as_their_bits(
     value: Any, annotation: str, ty: str, packed: bytes
 ) -> None:
     assert scalar_type("p", value, annotation) == ty
-    bits, size = scalar_bits(ty, value)
-    assert size == len(packed)
-    assert (bits & ((1 << (8 * size)) - 1)).to_bytes(size, "little") == packed
+    param = scalar(scalar_bytes(ty, value))
+    assert param.size == len(packed)
+    assert (param.value & ((1 << (8 * param.size)) - 1)).to_bytes(param.size, "little") == packed
 
 
 @pytest.mark.parametrize(
@@ -73,12 +73,12 @@ def test_a_scalar_that_is_not_a_number_is_refused(value: Any, match: str) -> Non
 @pytest.mark.parametrize(("ty", "value"), [("i32", 2.5), ("u64", "7"), ("fp8e5", 1.0)])
 def test_a_scalar_that_its_type_cannot_hold_is_refused(ty: str, value: Any) -> None:
     with pytest.raises(KernelCallError, match=re.escape(ty)):
-        scalar_bits(ty, value)
+        scalar_bytes(ty, value)
 
 
 def test_trailing_scratch_parameters_follow_the_ptx_entry() -> None:
-    from brainevent.custom_kernel.triton_call import Compiled
     from brainevent.launchers.cubin import Image
+    from brainevent.triton_bridge.triton_call import Compiled
 
     compiled = Compiled(
         "k", Image(b"", 0), n_ptx_params=6, num_warps=4, scratch=((64, 128), (0, 1)), cooperative=False
@@ -176,7 +176,7 @@ def test_an_unsupported_dtype_is_named(kernels: dict[str, Any]) -> None:
 
 
 def test_compiled_for_an_explicit_architecture_without_a_gpu(kernels: dict[str, Any]) -> None:
-    from brainevent.custom_kernel.triton_call import bind, compile_for
+    from brainevent.triton_bridge.triton_call import bind, compile_for
 
     bound = bind(kernels["axpy"], [np.float32] * 2, [np.float32], {"n": 4096, "alpha": 2.0, "BLOCK": 1024})
     assert bound.signature == {

@@ -8,12 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from ..calls.batching import batch_operands, partitioned_call, with_batch_axis
-from ..calls.ffi import call_target, flatten_outs, vary_like
-from ..calls.operands import Signature, signature_of
-from ..launchers.launch_config import RANK_CHANGING, check_vmap_method
-from ..launchers.library import Launcher
 from ..runtime.declared import is_batched, no_vmap_method
+from .batching import RANK_CHANGING, batch_operands, check_vmap_method, partitioned_call, with_batch_axis
+from .ffi import call_target, flatten_outs, vary_like
+from .operands import Signature, signature_of
 
 Preparer = Callable[[Signature], tuple[str, int]]
 # The FFI target, the kernel id, and what the entry keeps alive (the kernel, so that its id() in
@@ -88,7 +86,7 @@ class BridgedFunction:
         input_output_aliases: dict[int, int] | None,
         name: str,
         *,
-        launcher_for: Callable[[int, int], Launcher] | None = None,
+        launcher_for: Callable[[int, int], Any] | None = None,
         check_args: Callable[[tuple[Any, ...]], None] | None = None,
         batch_dims: int = 0,
     ) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 
-from ..errors import BackendNotInstalledError
+from .errors import BackendNotInstalledError
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,16 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..backends import require_library
 from ..errors import CompileError, KernelCallError
-from ..launchers.cubin import NULL, OPERAND, SCALAR, SCRATCH, Image, Param
-from .libraries import require_library
+from ..launchers.cubin import NULL, OPERAND, SCRATCH, Image, Param, scalar
+
+if TYPE_CHECKING:
+    from ..toolchain.cuda_arch import CudaArch
 
 # JAX dtype name -> Triton element type.
 _ELEMENT = {"bool": "i1", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
@@ -68,15 +71,14 @@ def scalar_type(name: str, value: Any, annotation: str) -> str:
     )
 
 
-def scalar_bits(ty: str, value: Any) -> tuple[int, int]:
-    """(raw bits as a signed int64, byte width) of a scalar of Triton type ``ty``."""
+def scalar_bytes(ty: str, value: Any) -> bytes:
+    """The bytes of a scalar of Triton type ``ty``, as the kernel receives them."""
     if ty not in _SCALAR_DTYPE:
         raise KernelCallError(f"Triton scalar type {ty!r} is not supported as a parameter", type=ty)
     if ty[0] in "iu" and ty[1:] != "1" and not isinstance(value, (int, np.integer)):
         raise KernelCallError(f"Triton parameter of type {ty} needs an integer, got {value!r}", type=ty)
     packed = np.asarray(value, dtype=np.dtype(_SCALAR_DTYPE[ty]).newbyteorder("<")).tobytes()
-    packed = packed[2:] if ty == "bf16" else packed
-    return int.from_bytes(packed.ljust(8, b"\0"), "little", signed=True), len(packed)
+    return packed[2:] if ty == "bf16" else packed
 
 
 @dataclass(frozen=True)
@@ -146,8 +148,7 @@ def bind(kernel: Any, in_dtypes: Sequence[Any], out_dtypes: Sequence[Any], given
             continue
         ty = scalar_type(param.name, value, param.annotation)
         signature[param.name] = ty
-        bits, size = scalar_bits(ty, value)
-        laid_out.append(Param(SCALAR, bits, size))
+        laid_out.append(scalar(scalar_bytes(ty, value)))
         if ty[0] in "iu" and ty not in ("i1", "u1") and int(value) != 0 and int(value) % 16 == 0:
             attrs[(i,)] = [["tt.divisibility", 16]]  # the value is fixed for this call: a true hint
     return Bound(signature, constexprs, attrs, tuple(laid_out), values)
@@ -259,7 +260,7 @@ def _prepare(
     grid: GridValue,
     given: dict[str, Any],
     options: dict[str, Any],
-    archs: list[int] | None,
+    archs: Sequence[CudaArch] | None,
     arrays: tuple[Any, ...],
     out_specs: list[Any],
 ) -> tuple[str, int, list[Any]]:
@@ -267,22 +268,14 @@ def _prepare(
     target, the kernel id and the scratch buffers to allocate after the results."""
     import jax
 
-    from ..calls.operands import content_id
-    from ..launchers.cubin import launcher_for, register
-    from ..toolchain.cuda_arch import visible_archs
+    from ..launchers.cubin import gpu_archs, prepare_launch
 
     name = getattr(kernel, "__name__", "triton_kernel")
     bound = bind(kernel, [a.dtype for a in arrays], [s.dtype for s in out_specs], given)
     dims = _grid3(grid(dict(bound.values)) if callable(grid) else grid, name)
+    how = "pass compute_capability='sm_90' (for example) to triton_kernel to compile without one"
     # Triton numbers an arch major * 10 + minor: 90 for sm_90 and sm_90a.
-    ccs = archs or [a.cc for a in visible_archs(jax_first=True)]
-    if not ccs:
-        raise KernelCallError(
-            f"{name}: Triton kernels are compiled for the GPUs present, and neither JAX nor the "
-            "CUDA driver reports one; run on a GPU machine, or pass compute_capability='sm_90' (for "
-            "example) to triton_kernel to compile without one",
-            kernel=name,
-        )
+    ccs = sorted({a.cc for a in gpu_archs(archs, name, how)})
     compiled = {cc: compile_for(kernel, bound, cc, options) for cc in ccs}
     first = compiled[ccs[0]]
     shape = (first.entry, first.num_warps, first.n_ptx_params)
@@ -302,15 +295,12 @@ def _prepare(
             scratch.append(jax.ShapeDtypeStruct((programs * size + align,), np.uint8))
     params = [*bound.params, *trailing_params(first, len(bound.params), scratch_operands)]
     block = (32 * first.num_warps, 1, 1)
-    n_outs = len(out_specs) + len(scratch)
-    launcher = launcher_for(len(arrays), n_outs)
     images = {cc: c.image for cc, c in compiled.items()}
-    layout = repr((dims, block, [(p.kind, p.value, p.size) for p in params], first.cooperative))
-    shared = [f"{cc}:{image.shared_mem}" for cc, image in images.items()]
-    kernel_id = content_id("triton", first.entry, layout, *shared, *(i.code for i in images.values()))
-    n_operands, coop = len(arrays) + n_outs, first.cooperative
-    register(launcher, kernel_id, first.entry, dims, block, params, n_operands, images, cooperative=coop)
-    return launcher.target, kernel_id, scratch
+    n_outs, coop = len(out_specs) + len(scratch), first.cooperative
+    target, kernel_id = prepare_launch(
+        "triton", first.entry, dims, block, params, len(arrays), n_outs, images, cooperative=coop
+    )
+    return target, kernel_id, scratch
 
 
 def triton_kernel(
@@ -385,9 +375,9 @@ def triton_kernel(
 
     capabilities = None
     if compute_capability is not None:
-        capabilities = sorted({a.cc for a in parse_compute_capability(compute_capability)})
+        capabilities = parse_compute_capability(compute_capability)
+    from ..calls.bridge import BridgedFunction
     from ..calls.operands import check_arrays
-    from ..numba_bridge.bridge import BridgedFunction
 
     check = functools.partial(check_arrays, name, scalars_go="as keywords of triton_kernel")
     prepare = functools.partial(_prepare, kernel, grid, dict(params), options, capabilities)

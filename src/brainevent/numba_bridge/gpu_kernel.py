@@ -1,5 +1,6 @@
-"""``numba_cuda_kernel``: a Numba-CUDA kernel as a JAX function, launched by compiled code; compiled
-for a call's signature: cubins for the GPUs, or PTX anywhere."""
+"""``numba_cuda_kernel``: a Numba-CUDA kernel as a JAX function, launched by the cubin launcher
+(built by the host compiler: no nvcc, no CUDA runtime); compiled for a call's signature: cubins
+for the GPUs, or PTX anywhere."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from ..calls.ffi import flatten_outs
-from ..calls.operands import Signature, content_id
+from ..calls.batching import check_vmap_method
+from ..calls.bridge import BridgedFunction, Made, Preparer, memoized, on_signature, stable_text
+from ..calls.ffi import flatten_outs, is_spec
+from ..calls.operands import Signature
 from ..errors import KernelTypeError
-from ..launchers.launch_config import LaunchConfig, check_vmap_method, resolve_launch
-from .bridge import BridgedFunction, Made, Preparer, memoized, on_signature, stable_text
+from ..launchers.launch_config import LaunchConfig, resolve_launch
 
 
 def require_numba_cuda() -> Any:
@@ -39,22 +41,33 @@ def cuda_dispatcher(kernel: Any, what: str = "kernel") -> Any:
     return kernel
 
 
+def array_params(signature: Signature) -> list[Any]:
+    """The cubin launcher's parameters for Numba-CUDA's array layout: per array meminfo, parent,
+    nitems, itemsize, data, shape[ndim] and strides[ndim] in bytes, every field 8 bytes wide
+    (numba-cuda's ``_Kernel._prepare_args``); extents and strides come from the call's buffers."""
+    from ..launchers.cubin import EXTENT, NULL, OPERAND, STRIDE, Param, scalar
+
+    params = []
+    for i, operand in enumerate(signature.operands):
+        itemsize = operand.itemsize
+        params += [Param(NULL), Param(NULL), Param(EXTENT, i, -1), scalar(itemsize.to_bytes(8, "little"))]
+        params += [Param(OPERAND, i, itemsize), *(Param(EXTENT, i, d) for d in range(operand.ndim))]
+        params += [Param(STRIDE, i, d) for d in range(operand.ndim)]
+    return params
+
+
 def preparer(kernel: Any, config: LaunchConfig) -> Preparer:
     def make(signature: Signature) -> Made:
-        from ..launchers.numba_cuda import launcher_for, register_kernel
+        from ..launchers.cubin import Image, prepare_launch
 
-        launcher = launcher_for(len(signature.inputs), len(signature.outputs))
-        entry, images, cooperative, source = compile_for_devices(kernel, signature)
-        kernel_id = content_id(
-            "numba-cuda",
-            stable_text(entry),
-            repr(config.as_ints()),
-            repr([(o.ndim, o.itemsize) for o in signature.operands]),
-            *(f"{cc}" for cc in sorted(images)),
-            *(stable_text(text) for text in source),
-        )
-        register_kernel(launcher, kernel_id, entry, images, config, cooperative, signature)
-        return launcher.target, kernel_id, (kernel,)
+        entry, cubins, cooperative, source = compile_for_devices(kernel, signature)
+        images = {cc: Image(code, config.shared_mem) for cc, code in cubins.items()}
+        target, kernel_id = prepare_launch(
+            "numba-cuda", entry, config.grid, config.block, array_params(signature), len(signature.inputs),
+            len(signature.outputs), images, cooperative=cooperative,
+            content=(stable_text(entry), *(stable_text(text) for text in source)),
+        )  # fmt: skip
+        return target, kernel_id, (kernel,)
 
     return memoized(("numba-cuda", id(kernel), config), make)
 
@@ -128,12 +141,12 @@ def _refuse_bfloat16(dtypes: list[Any], what: str) -> None:
 
 def _check_inputs(args: tuple[Any, ...]) -> None:
     for i, arg in enumerate(args):
-        if hasattr(arg, "dtype") and np.ndim(arg) == 0:
+        if is_spec(arg) and np.ndim(arg) == 0:
             raise ValueError(
                 f"numba_cuda_kernel: input {i} is a 0-d array (a scalar); Numba-CUDA kernels "
                 "take arrays of rank 1 or more: pass jnp.atleast_1d(x) (or jnp.array([value]))."
             )
-    _refuse_bfloat16([a.dtype for a in args if hasattr(a, "dtype")], "input")
+    _refuse_bfloat16([a.dtype for a in args if is_spec(a)], "input")
 
 
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")

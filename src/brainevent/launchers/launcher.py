@@ -11,8 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..calls.operands import Signature
-
 # restype, argtypes of each function a launcher library exports to Python.
 CtypesApi = Mapping[str, tuple[Any, list[Any]]]
 I64, P64 = ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)
@@ -25,8 +23,7 @@ class LauncherSpec:
     header: str  # under brainevent/, e.g. "numba_cpu_launcher.h"
     library_prefix: str  # the module is named "<prefix>_<n>i_<m>o"
     function: str  # the FFI entry's name (its target is "<module>.<function>")
-    core_call: str  # called as core_call(kernel_id, operands, count[, stream])
-    cuda: bool  # compiled by nvcc, and given XLA's stream
+    core_call: str  # called as core_call(kernel_id, operands, count)
     api: CtypesApi
     load_options: Mapping[str, Any] = field(default_factory=dict)
     # An XLA FFI handler the library exports that reads the call frame itself: calls go to it
@@ -42,13 +39,12 @@ class Launcher:
 
 
 def arity_entry(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> str:
-    """``void <function>(in..., out..., int64_t kernel_id[, int64_t stream])`` calling the core."""
+    """``void <function>(in..., out..., int64_t kernel_id)`` calling the core."""
     names = [f"in{i}" for i in range(n_inputs)] + [f"out{i}" for i in range(n_outputs)]
-    stream = " stream" if spec.cuda else ""
-    tokens = " ".join(["arg"] * n_inputs + ["ret"] * n_outputs + ["attr.kernel_id:int64"]) + stream
+    tokens = " ".join(["arg"] * n_inputs + ["ret"] * n_outputs + ["attr.kernel_id:int64"])
     params = [f"{'const ' if i < n_inputs else ''}BE::Tensor {n}" for i, n in enumerate(names)]
-    params += ["int64_t kernel_id", *(["int64_t stream"] if spec.cuda else [])]
-    call_args = f"kernel_id, operands, {len(names)}" + (", stream" if spec.cuda else "")
+    params += ["int64_t kernel_id"]
+    call_args = f"kernel_id, operands, {len(names)}"
     pointers = ", ".join(f"&{n}" for n in names)
     return (
         f'#include "brainevent/{spec.header}"\n'
@@ -63,14 +59,10 @@ def arity_entry(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> str:
 def build_launcher(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> Launcher:
     name = f"{spec.library_prefix}_{n_inputs}i_{n_outputs}o"
     source = arity_entry(spec, n_inputs, n_outputs)
-    if spec.cuda:
-        from ..cuda_loaders import load_cuda_inline
+    from ..loaders import load_cpp_inline
 
-        module = load_cuda_inline(name=name, cuda_sources=[source], **spec.load_options)
-    else:
-        from ..loaders import load_cpp_inline
-
-        module = load_cpp_inline(name=name, cpp_sources=[source], **spec.load_options)
+    # Every launcher is built by the host compiler: GPU ones reach the driver through dlopen.
+    module = load_cpp_inline(name=name, cpp_sources=[source], **spec.load_options)
     # The instance XLA calls: the same bytes loaded earlier from another cache directory
     # are another instance with its own kernel table, and stay the one that runs.
     from ..platforms import platform_class
@@ -112,29 +104,6 @@ class LauncherCache:
             return found
 
 
-def register_images(
-    lib: ctypes.CDLL, prefix: str, kind: str, kernel_id: int, entry: str, args: tuple, images: list
-) -> None:
-    """Registers a kernel with the launcher (``<prefix>_register(kernel_id, entry, *args)``) and, when
-    its content is new, hands it the images (argument tuples of ``<prefix>_add_image``) and loads them
-    on the active devices; LoadError when the driver refuses."""
-    if getattr(lib, f"{prefix}_register")(kernel_id, entry.encode(), *args) != 0:
-        return  # same content already registered: nothing new to load
-    for image in images:
-        getattr(lib, f"{prefix}_add_image")(kernel_id, *image)
-    error = getattr(lib, f"{prefix}_preload")(kernel_id)
-    if error:
-        from ..errors import LoadError
-
-        raise LoadError(f"cannot load {kind} {entry}: {error.decode(errors='replace')}", entry=entry)
-
-
 def int64s(values: Sequence[int]) -> ctypes.Array[ctypes.c_int64]:
     """A C array of int64 (at least one element, so an empty list is still a valid pointer)."""
     return (ctypes.c_int64 * max(len(values), 1))(*values)
-
-
-def operand_layout(signature: Signature) -> tuple[Any, ...]:
-    """The operands' ranks, item sizes and count, as the Numba launchers' register functions take them."""
-    operands = signature.operands
-    return int64s([o.ndim for o in operands]), int64s([o.itemsize for o in operands]), len(operands)
