@@ -40,7 +40,6 @@ _SPEC = LauncherSpec(
     library_prefix="brainevent_cubin",
     function="launch",
     core_call="be_cubin::launch_kernel",
-    cuda=False,  # built by the host compiler alone: the driver API is dlopen'ed, no nvcc needed
     api={
         "be_cubin_register": (
             ctypes.c_int,
