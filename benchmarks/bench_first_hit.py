@@ -43,7 +43,7 @@ seconds = time.perf_counter() - t
 assert warming or not mod.built_now
 build_only = ("brainevent.build", "brainevent.platforms.steps", "brainevent.toolchain.nvcc")
 leaked = sorted(m for m in sys.modules if m.startswith(build_only))
-recalled = "brainevent.stages.key" not in sys.modules
+recalled = "brainevent.stages.module_key" not in sys.modules
 print(json.dumps({"seconds": seconds, "leaked": leaked, "recalled": recalled}))
 """
 

@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from .cache_control import set_cache_dir as set_cache_dir
     from .calls.ffi import ffi_call as ffi_call
     from .cuda_graphs import enable_cuda_graphs as enable_cuda_graphs
-    from .cuda_loaders import load_cuda_dir as load_cuda_dir
-    from .cuda_loaders import load_cuda_file as load_cuda_file
-    from .cuda_loaders import load_cuda_inline as load_cuda_inline
     from .custom_kernel import BenchmarkConfig as BenchmarkConfig
     from .custom_kernel import BenchmarkRecord as BenchmarkRecord
     from .custom_kernel import BenchmarkResult as BenchmarkResult
@@ -46,6 +43,9 @@ if TYPE_CHECKING:
     from .loaders import load_cpp_dir as load_cpp_dir
     from .loaders import load_cpp_file as load_cpp_file
     from .loaders import load_cpp_inline as load_cpp_inline
+    from .loaders import load_cuda_dir as load_cuda_dir
+    from .loaders import load_cuda_file as load_cuda_file
+    from .loaders import load_cuda_inline as load_cuda_inline
     from .numba_bridge import numba_cuda_callable as numba_cuda_callable
     from .numba_bridge import numba_cuda_kernel as numba_cuda_kernel
     from .numba_bridge import numba_kernel as numba_kernel
@@ -62,9 +62,9 @@ _EXPORTS: dict[str, str] = {
     "load_cpp_inline": "loaders",
     "load_cpp_file": "loaders",
     "load_cpp_dir": "loaders",
-    "load_cuda_inline": "cuda_loaders",
-    "load_cuda_file": "cuda_loaders",
-    "load_cuda_dir": "cuda_loaders",
+    "load_cuda_inline": "loaders",
+    "load_cuda_file": "loaders",
+    "load_cuda_dir": "loaders",
     "include_dir": "headers",
     "enable_cuda_graphs": "cuda_graphs",
     "CompiledModule": "runtime.module",

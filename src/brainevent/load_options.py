@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from .config import DEBUG
 from .errors import SpecError
-from .platforms.devices import BUILD_PLATFORMS, CUDA_PLATFORM, HOST_PLATFORM
+from .platform_table import BUILD_PLATFORMS, CUDA_PLATFORM, HOST_PLATFORM
 from .records import Record
 
 if TYPE_CHECKING:
     import argparse
 
-# The build platforms the options table names (platforms/devices.py).
+# The build platforms the options table names (platform_table.py).
 CPU = HOST_PLATFORM
 CUDA = CUDA_PLATFORM
 

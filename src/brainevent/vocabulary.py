@@ -17,7 +17,7 @@ from .headers import entry_symbol as entry_symbol
 from .headers import forward_symbol as forward_symbol
 from .headers import handler_symbol as handler_symbol
 from .headers import impl_symbol as impl_symbol
-from .platforms.devices import BUILD_PLATFORMS
+from .platform_table import BUILD_PLATFORMS
 from .records import Record
 
 

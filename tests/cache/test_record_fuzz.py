@@ -30,6 +30,7 @@ from brainevent.cache.objects import ObjectCache
 from brainevent.cache.store import EntryStore
 from brainevent.custom_kernel import remembered
 from brainevent.distributed import exchange
+from brainevent.runtime.module import SpecTable
 from tests.support.properties import HealthCheck, given, settings, st
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -146,8 +147,8 @@ def test_manifest(built: dict[str, Any], data: st.DataObject) -> None:
         except BrainEventError:
             return
         if entry is not None:  # a hit must be fully usable: specs, dependencies
-            for name in entry.functions():
-                entry.functions()[name]
+            for name in SpecTable(entry.manifest.functions):
+                SpecTable(entry.manifest.functions)[name]
             assert entry.manifest.stale_dependency() is None
     finally:
         _restore(path, original)
@@ -171,7 +172,7 @@ def test_object_and_decoder_records(built: dict[str, Any], data: st.DataObject) 
 @FUZZ
 @given(data=st.data())
 def test_bundle_manifest(built: dict[str, Any], data: st.DataObject) -> None:
-    from brainevent import bundle
+    from brainevent.cache import bundle
     from brainevent.stages.request import SourceUnit
 
     path = built["bundle_manifest"]
@@ -179,7 +180,7 @@ def test_bundle_manifest(built: dict[str, Any], data: st.DataObject) -> None:
     manifest = json.loads(original)
     source = built["single"] / "k.cpp"
     unit = SourceUnit(str(source), source.read_text(), built["single"], ".cpp")
-    record = {k: manifest["inputs"].get(k) for k in bundle.layout.KEYED}
+    record = {k: manifest["inputs"].get(k) for k in bundle.KEYED}
     try:
         path.write_bytes(mutate(data, manifest))
         os.chmod(path, 0o644)

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..fileio import atomic_write, read_blocks, sha256_file, size_and_mtime
 from ..records import Record
-from ..runtime.module import SpecTable
 from . import MANIFEST_NAME, records
 
 if TYPE_CHECKING:
@@ -99,10 +98,6 @@ class Manifest(Record):
             return cls(**records.manifest(raw, MANIFEST_SCHEMA, where))
         except (OSError, ValueError):  # RecordError is a ValueError
             return None
-
-    def specs(self) -> SpecTable:
-        """The functions' specs, read back from their rows (a hit parses no C++)."""
-        return SpecTable(self.functions)
 
     def record_artifact(self, directory: Path) -> None:
         self.artifact_size, self.artifact_mtime_ns = size_and_mtime(directory / self.artifact)

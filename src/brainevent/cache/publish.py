@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, NamedTuple
 from .. import config
 from ..errors import CacheError
 from ..fileio import read_blocks
+from ..trust import harden_tree, private_file, write_private
 from . import records
 from .store import CacheEntry
-from .trust import harden_tree, private_file, write_private
 
 if TYPE_CHECKING:
     from .key import CacheKey

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import config
 from ..errors import UnhashableAttributeError
-from ..platforms.devices import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
+from ..platform_table import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
 from . import selection
 from .benchmark import BenchmarkConfig, BenchmarkResult, benchmark_backends, log, verbosity
 from .definitions import BackendTable, platform_name

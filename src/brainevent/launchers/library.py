@@ -64,7 +64,7 @@ def build_launcher(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> Launche
     name = f"{spec.library_prefix}_{n_inputs}i_{n_outputs}o"
     source = arity_entry(spec, n_inputs, n_outputs)
     if spec.cuda:
-        from ..cuda_loaders import load_cuda_inline
+        from ..loaders import load_cuda_inline
 
         module = load_cuda_inline(name=name, cuda_sources=[source], **spec.load_options)
     else:

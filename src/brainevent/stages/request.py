@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
 from ..load_options import CUDA, LoadOptions, SourceUnit, check_keywords, make_options
-from ..platforms.devices import BUILD_PLATFORMS, C_SUFFIXES, HOST_PLATFORM, UNIT_SUFFIXES
+from ..platform_table import BUILD_PLATFORMS, C_SUFFIXES, HOST_PLATFORM, UNIT_SUFFIXES
 from ..records import Record
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import config
-from ..cache.trust import check_root, private_file
 from ..errors import CacheError
 from ..fileio import atomic_write, file_stamps
+from ..trust import check_root, private_file
 
 T = TypeVar("T")
 

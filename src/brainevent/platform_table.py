@@ -11,7 +11,7 @@ Pure data: ``config`` imports it at ``import brainevent``.
 
 from __future__ import annotations
 
-from ..records import Record
+from .records import Record
 
 
 class DevicePlatform(Record):
