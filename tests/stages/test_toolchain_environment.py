@@ -48,6 +48,7 @@ def _load(cache: Path, scale: str, kernel: str, **variables: str) -> dict[str, o
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
+
 # Modules that read os.environ for what is not a toolchain's: BRAINEVENT_* (config.py), the
 # table itself, the OpenMP runtime's policy, XLA's flags, the visible GPUs, and doctor's report.
 _OWN_VARIABLES = {

@@ -4,6 +4,7 @@ module's library and manifest copied next to its sources."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import stat
@@ -100,15 +101,20 @@ def write_bundle(units: Sequence[SourceUnit], entry_dir: Path, package_dir: Path
             path=unverified[0],
         )
     headers = {os.path.relpath(path, directory): record[2] for path, record in inside.items()}
-    manifest.key = bundle_key(units, manifest.inputs, manifest.platform).digest  # before inputs change
-    manifest.inputs = {
-        **manifest.inputs,
-        HEADERS: dict(sorted(headers.items())),
-        PACKAGE_ROOT: os.path.relpath(package, directory.resolve()),
-    }
-    # Recorded paths and times of the build machine mean nothing where the package runs.
-    manifest.dependencies, manifest.dependencies_since_ns = {}, 0
-    manifest.artifact_size = manifest.artifact_mtime_ns = -1  # every load checks the sha256
+    manifest = dataclasses.replace(
+        manifest,
+        key=bundle_key(units, manifest.inputs, manifest.platform).digest,  # of the inputs as built
+        inputs={
+            **manifest.inputs,
+            HEADERS: dict(sorted(headers.items())),
+            PACKAGE_ROOT: os.path.relpath(package, directory.resolve()),
+        },
+        # Recorded paths and times of the build machine mean nothing where the package runs.
+        dependencies={},
+        dependencies_since_ns=0,
+        artifact_size=-1,  # every load checks the sha256
+        artifact_mtime_ns=-1,
+    )
     final = bundle_path(directory, manifest.name, manifest.platform)
     # Modes are set exactly, whatever the umask: a loader refuses a bundle any part of which
     # another user could write (cache/bundle.py), and others need only read it.

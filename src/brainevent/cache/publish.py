@@ -117,7 +117,7 @@ def publish(store: EntryStore, slot: BuildSlot, manifest: Manifest) -> CacheEntr
     if slot.staging is None:
         raise ValueError("this build slot holds an entry another process published; nothing to publish")
     staging, key = slot.staging, slot.key
-    manifest.record_artifact(staging)  # rename and chmod keep size and mtime
+    manifest = manifest.stamped(staging)  # rename and chmod keep size and mtime
     manifest.dump(staging)
     harden_tree(staging, executable=manifest.artifact)  # whatever the umask
     _publish(store, staging, store.entry_dir(key), key, replace=slot.replace)
