@@ -216,7 +216,7 @@ def test_doctor_says_which_libnvrtc_is_used_and_what_still_needs_nvcc() -> None:
     from brainevent.doctor import Report, _nvrtc_section
 
     report = Report()
-    _nvrtc_section(report, compile_checks=True)
+    _nvrtc_section(report, compile_checks=True, gpu_present=False)
     text = "\n".join(report.lines)
     assert "libnvrtc.so" in text and "found_via" in text
     assert "smoke compile      ok (sm_80 cubin)" in text
