@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib as _importlib
 from typing import TYPE_CHECKING, Any
 
 from . import config  # cheap (no third-party imports); 0.2.1 code uses brainevent.config.*
@@ -10,6 +9,7 @@ from ._version import __version__
 from .cuda_graphs import apply_default as _apply_cuda_graph_default
 from .errors import *  # noqa: F403  (every error class is public under its own name)
 from .errors import __all__ as _error_names
+from .lazy_exports import load_export as _load_export
 
 # Before JAX starts its backend: let custom calls in small graphs run as CUDA graphs
 # (cuda_graphs.py; BRAINEVENT_CUDA_GRAPHS=0 turns it off). Costs no import.
@@ -99,18 +99,6 @@ _EXPORTS: dict[str, str] = {
     "jaxtype_to_warptype": "custom_kernel.warp_types",
     "jaxinfo_to_warpinfo": "custom_kernel.warp_types",
 }
-
-
-def _load_export(package: str, exports: dict[str, str], namespace: dict[str, Any], name: str) -> Any:
-    """The one lazy-export idiom: a package lists ``_EXPORTS = {name: submodule}`` and its
-    ``__getattr__`` calls this, which imports the submodule on first use and stores ``name`` in
-    ``namespace`` (the package's globals). Where an ``if TYPE_CHECKING:`` block re-exports the
-    names, ``__getattr__`` is defined under ``if not TYPE_CHECKING:`` so that a misspelt name is
-    an error for type checkers."""
-    if name in exports:
-        value = namespace[name] = getattr(_importlib.import_module(f"{package}.{exports[name]}"), name)
-        return value
-    raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
 
 if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error there

@@ -27,7 +27,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "brainevent"
 # The floors of the house, lowest first: a package reads its own floor and the ones below.
 FLOORS: tuple[tuple[str, ...], ...] = (
     # what everything reads: errors, files, the environment, the platform table, ownership checks
-    ("errors", "logs", "fileio", "_version", "environment", "headers", "platform_table",
+    ("errors", "logs", "fileio", "_version", "environment", "headers", "platform_table", "lazy_exports",
      "trust", "config"),
     ("vocabulary", "spec", "codegen", "calls"),  # what a kernel's parameters are, and how a call passes them
     ("toolchain",),  # compilers found and probed
