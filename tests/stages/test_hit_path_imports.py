@@ -47,9 +47,10 @@ PROBE = textwrap.dedent(
     started = []  # every process the load starts, as Python's audit events name it
     sys.addaudithook(lambda event, args: started.append(event) if event in (
         "subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.fork") else None)
-    if sys.argv[2] == "cuda":  # compile-only: built for the arch given, registered where a GPU is
+    if sys.argv[2].startswith("cuda"):  # "cuda": compile-only, for the arch given; "cuda-gpu": as
+        arch = "sm_80" if sys.argv[2] == "cuda" else None  # users call it, the archs JAX's GPUs'
         mod = brainevent.load_cuda_inline(
-            name="hit_imports_cu", cuda_sources=sys.argv[1], compute_capability="sm_80"
+            name="hit_imports_cu", cuda_sources=sys.argv[1], compute_capability=arch
         )
     else:
         mod = brainevent.load_cpp_inline(name="hit_imports", cpp_sources=sys.argv[1])
@@ -94,9 +95,11 @@ CALL_ONLY = (
 
 
 def _load(cache: Path, platform: str, **variables: str) -> dict[str, object]:
-    env = dict(os.environ, BRAINEVENT_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu", **variables)
+    env = dict(os.environ, BRAINEVENT_CACHE_DIR=str(cache), **variables)
+    if platform != "cuda-gpu":
+        env["JAX_PLATFORMS"] = "cpu"
     env["PYTHONPATH"] = SRC_DIR + os.pathsep + env.get("PYTHONPATH", "")
-    kernel = CUDA_KERNEL if platform == "cuda" else KERNEL
+    kernel = CUDA_KERNEL if platform.startswith("cuda") else KERNEL
     done = subprocess.run(
         [sys.executable, "-c", PROBE, kernel, platform], env=env, capture_output=True, text=True, timeout=300
     )
@@ -104,13 +107,20 @@ def _load(cache: Path, platform: str, **variables: str) -> dict[str, object]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("platform", ["cpu", pytest.param("cuda", marks=pytest.mark.nvcc)])
+@pytest.mark.parametrize(
+    "platform",
+    [
+        "cpu",
+        pytest.param("cuda", marks=pytest.mark.nvcc),
+        pytest.param("cuda-gpu", marks=[pytest.mark.nvcc, pytest.mark.gpu]),
+    ],
+)
 def test_a_cache_hit_imports_no_build_machinery_and_starts_no_process(tmp_path: Path, platform: str) -> None:
     miss = _load(tmp_path, platform)
     assert miss["built_now"] is True
     assert "brainevent.stages.plan" in miss["loaded"]  # the probe sees what a build imports
     assert miss["started"], "the probe sees the compiler's process"
-    if platform == "cuda":  # the probe sees nvcc's search
+    if platform.startswith("cuda"):  # the probe sees nvcc's search
         assert "brainevent.toolchain.nvcc" in miss["loaded"]
 
     hit = _load(tmp_path, platform)  # a fresh process, as a program's first load

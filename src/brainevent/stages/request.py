@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class LoadRequest:
+    """One load: its source units, the raw ``functions`` argument, the checked options, the platform."""
+
     units: tuple[SourceUnit, ...]
     functions: FunctionsArgument
     options: LoadOptions
