@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib as _importlib
 from typing import TYPE_CHECKING, Any
 
 from . import config  # cheap (no third-party imports); 0.2.1 code uses brainevent.config.*
@@ -101,9 +102,14 @@ _EXPORTS: dict[str, str] = {
 }
 
 
+# Subpackages reachable as attributes (``brainevent.nvrtc.compile``), imported on first use.
+_SUBPACKAGES = ("nvrtc",)
+
 if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error there
 
     def __getattr__(name: str) -> Any:
+        if name in _SUBPACKAGES:
+            return _importlib.import_module(f"{__name__}.{name}")
         return _load_export(__name__, _EXPORTS, globals(), name)
 
     def __dir__() -> list[str]:  # tab completion sees the lazy names before their first use

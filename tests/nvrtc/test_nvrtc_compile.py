@@ -239,9 +239,13 @@ def test_cache_list_names_the_kernels_of_an_entry(tmp_path: Path) -> None:
 
 
 def test_an_edited_toolkit_header_rebuilds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Headers found in the runtime header directories are keyed by where they are and their
-    size and modification time (a stat on each hit, not a read)."""
+    """Headers found in the runtime header directories are recorded like any other (a stat on
+    each hit, not a read). They are not scanned before a build (CCCL's hundreds would cost every
+    compile), so one written within the racy window is trusted only once older: no window here."""
+    from brainevent.cache import deps
     from brainevent.nvrtc import toolkit
+
+    monkeypatch.setattr(deps, "RACY_WINDOW_NS", 0)
 
     toolkit_dir = tmp_path / "toolkit"
     toolkit_dir.mkdir()

@@ -22,6 +22,7 @@ from jax import export
 import brainevent
 from brainevent.launchers.cubin import EXPORT_TARGET
 
+from ..conftest import have_gpu
 from .kernels import VECTOR_ADD
 
 pytestmark = pytest.mark.host  # the launcher is built by the host compiler, the kernels by NVRTC
@@ -146,7 +147,10 @@ def test_a_malformed_kernel_attribute_is_refused_with_a_reason() -> None:
     assert b"malformed" in library.be_cubin_register_blob(7002, huge, len(huge))
     older = (2).to_bytes(8, "little") + blob[8:]
     assert b"another version of brainevent" in library.be_cubin_register_blob(7003, older, len(older))
-    assert library.be_cubin_register_blob(7004, blob, len(blob)) == b""  # no driver: loaded at launch
+    # The checks above come before any driver call; a well-formed blob is then registered (and,
+    # where a GPU is, loaded: this fake image is refused by the driver, naming it).
+    if not have_gpu():
+        assert library.be_cubin_register_blob(7004, blob, len(blob)) == b""
 
 
 @pytest.mark.gpu
@@ -170,7 +174,7 @@ def test_a_fresh_process_runs_the_exported_program_without_its_source(tmp_path: 
         x, y = np.load("x.npy"), np.load("y.npy")
         exported = brainevent.deserialize(open("program.bin", "rb").read())
         got = np.asarray(jax.jit(exported.call)(x, y))
-        np.testing.assert_allclose(got, x + 10 * y, rtol=1e-5)
+        np.testing.assert_allclose(got, x + 10 * y, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(np.asarray(exported.call(x, y)), got, rtol=0)
         print(sorted(m for m in sys.modules if m.startswith("brainevent.nvrtc")))
         """,

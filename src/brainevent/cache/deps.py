@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..fileio import HEADER_LIMIT, PSEUDO_ROOTS, sha256_plain_file
@@ -57,6 +58,20 @@ def sha256_or_none(path: str) -> str | None:
         return None
 
 
+# Digests this process computed, by path and identity: a file whose identity is unchanged has the
+# same bytes (its change time cannot be set back), so a build that reads the same hundreds of
+# headers as the last one (CCCL) hashes none of them. Only files older than the racy window.
+_digests: dict[tuple[str, Identity], str] = {}
+
+
+def _digest(path: str, identity: Identity) -> str | None:
+    digest = _digests.get((path, identity))
+    settled = max(identity[1:3]) < time.time_ns() - RACY_WINDOW_NS
+    if digest is None and (digest := sha256_or_none(path)) and settled:
+        _digests[(path, identity)] = digest
+    return digest
+
+
 def _real_path(path: str, real_dirs: dict[str, str]) -> str:
     """``path`` resolved; ``real_dirs`` memoises directories (hundreds of headers, a handful of dirs)."""
     head, tail = os.path.split(path)
@@ -83,7 +98,7 @@ def record(
         if any(real == d or real.startswith(d + os.sep) for d in skip_dirs):
             continue
         first = identity_of(path)
-        digest = sha256_or_none(path) if first is not None else None
+        digest = _digest(path, first) if first is not None else None
         last = identity_of(path)
         if first is None or last != first or digest is None:
             result[path] = [-1, -1, None]  # vanished or being written: unverified

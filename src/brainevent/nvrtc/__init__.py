@@ -2,7 +2,7 @@
 
 ``brainevent.cuda_kernel`` (see :mod:`.kernel`) is the JAX-facing API; :func:`compile` is the
 compiler with the disk cache, usable on its own (for named architectures, no GPU needed).
-Importing ``brainevent`` does not import this package.
+Importing ``brainevent`` does not import this package: ``brainevent.nvrtc`` does, on first use.
 """
 
 from __future__ import annotations

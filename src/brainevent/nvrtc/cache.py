@@ -113,18 +113,22 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> _Known:
     from .toolkit import runtime_include_dirs
 
     source, names, arch = request.source, request.name_expressions, request.arch
+    traced = not source.includes_nothing()
     with disk_full_guard(store, f"{STORE_NAME} ({source.where})"), build_slot(store, key) as slot:
         if slot.staging is None and slot.existing is not None:  # another process built it meanwhile
             return _read_entry(slot.existing)
         assert slot.staging is not None
-        before = snapshot(_likely_reads(request, store, key))
+        before = snapshot(_likely_reads(request, store, key)) if traced else {}
         started_ns, started = time.time_ns(), time.monotonic()
         options = [*base_options(arch, [*source.search_dirs(), *runtime_include_dirs()]), *source.options]
         compiled, nvrtc_log, read = compile_source(
-            source.data, source.program_name, names, arch, options, slot.staging
+            source.data, source.program_name, names, arch, options, slot.staging, traced=traced
         )
         if compiled is None:
-            raise compile_error(nvrtc_log, source, arch, ", ".join(names))
+            failed_log = store.failed_log_path(key)
+            with contextlib.suppress(OSError):
+                atomic_write(failed_log, nvrtc_log)
+            raise compile_error(nvrtc_log, source, arch, ", ".join(names), failed_log)
         if read is None:  # never published: nothing could tell when it goes stale
             log.warning(
                 "NVRTC did not report the headers it read; %s is compiled again in each process", source.where
@@ -165,7 +169,8 @@ _LISTED = 1000
 def _likely_reads(request: Request, store: EntryStore, key: CacheKey) -> list[str]:
     """What the compile will probably read, to stat before it starts (cache/deps.py): what the
     last build of this key read, what a scan of the source's include lines finds, and the files
-    in the user's include directories (a header named by a macro is one of them)."""
+    in the user's include directories (a header named by a macro is one of them). Not the runtime
+    headers (reading CCCL's cost a CUB kernel 0.2-0.7 s): they are old enough to be trusted."""
     from ..build.includes import header_texts
     from ..cache.manifest import Manifest
     from .toolkit import runtime_include_dirs
@@ -174,7 +179,8 @@ def _likely_reads(request: Request, store: EntryStore, key: CacheKey) -> list[st
     here = Path(source.path).parent if source.path else None
     users = [*source.search_dirs(), *source.option_dirs()]
     previous = Manifest.load(store.entry_dir(key))
-    found = [*header_texts([(source.text, here)], [Path(d) for d in (*users, *runtime_include_dirs())])]
+    runtime = [Path(d) for d in runtime_include_dirs()]
+    found = [*header_texts([(source.text, here)], [Path(d) for d in users] + runtime, skip_dirs=runtime)]
     for directory in users:
         with contextlib.suppress(OSError), os.scandir(directory) as entries:
             found += [e.path for e, _ in zip(entries, range(_LISTED), strict=False)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,9 +35,11 @@ parse_arch = nvrtc_arch
 
 
 def base_options(arch: str, include_dirs: Sequence[str]) -> list[str]:
-    """What every compile passes before the user's options. NVRTC would also search the working
-    directory for an inline source's quoted includes (its "directory"): never, here."""
-    return [f"--gpu-architecture={arch}", "--no-source-include", *(f"-I{d}" for d in include_dirs)]
+    """What every compile passes before the user's options. An inline source's "directory", which
+    NVRTC searches for its quoted includes, is the working directory: the worker runs each compile
+    in a private one, never the user's. (``--no-source-include`` would also stop a header's quoted
+    includes from being found beside it, as cooperative groups' are.)"""
+    return [f"--gpu-architecture={arch}", *(f"-I{d}" for d in include_dirs)]
 
 
 def compile_source(
@@ -46,29 +49,41 @@ def compile_source(
     arch: str,
     options: Sequence[str],
     workdir: Path,
+    *,
+    traced: bool = True,
 ) -> tuple[Compiled | None, str, list[str] | None]:
     """``(compiled, log, headers read)``; ``compiled`` is None when NVRTC rejected the source,
     the headers None when NVRTC did not say. ``options`` are complete (see :func:`base_options`);
-    ``workdir``, a private directory, holds NVRTC's scratch files while it runs."""
-    from . import process
+    ``workdir``, a private directory, holds NVRTC's scratch files while it runs. ``traced=False``:
+    the source includes nothing (``KernelSource.includes_nothing``), so no time trace (which
+    costs NVRTC 10-20 ms) and no headers. A source that includes anything uses and makes
+    precompiled headers (pch.py), unless the options ask for PCHs themselves."""
+    from . import pch, process
     from .worker import ERROR_COMPILATION, SUCCESS, TRACE_WRITE_FAILED
 
     kind = "cubin" if arch.startswith("sm_") else "ptx"
     trace = workdir / "nvrtc-time-trace"  # NVRTC writes <name>.json
-    request = {
-        "source": source,
-        "name": source_name,
-        "names": list(name_expressions),
-        "options": [*options, f"--fdevice-time-trace={trace}"],
-        "kind": kind,
-        "cwd": str(workdir),
-    }
-    try:
-        reply = process.request(request, f"{source_name} for {arch}")
-    except ToolchainError:  # NVRTC fails in its own ways to write on a full disk (an abort, say)
-        _raise_if_full(workdir)
-        raise
-    log = reply["log"].decode("utf-8", "replace").rstrip("\x00")
+    own_pch = any("pch" in o for o in options if not o.startswith("-I"))
+    with pch.session(b"include" in source and not own_pch) as pch_options:
+        request = {
+            "source": source,
+            "name": source_name,
+            "names": list(name_expressions),
+            "options": [*options, *([f"--fdevice-time-trace={trace}"] if traced else [])],
+            "pch": pch_options,
+            "kind": kind,
+            "cwd": str(workdir),
+        }
+        started_ns = time.time_ns()
+        try:
+            reply = process.request(request, f"{source_name} for {arch}")
+        except ToolchainError:  # NVRTC fails in its own ways to write on a full disk (an abort, say)
+            _raise_if_full(workdir)
+            raise
+        log = reply["log"].decode("utf-8", "replace").rstrip("\x00")
+        read = headers_read(trace, workdir) if traced else []
+        if pch_options:  # not for a user's own -pch: NVRTC's notes are theirs to read
+            log, read = pch.account(log, read, started_ns)
     if reply["result"] == ERROR_COMPILATION:
         return None, log, None
     if reply["result"] in TRACE_WRITE_FAILED:
@@ -83,7 +98,7 @@ def compile_source(
             compiler="nvrtc",
             command=list(options),
         )
-    return Compiled(reply["code"], kind, reply["lowered"], log), log, headers_read(trace, workdir)
+    return Compiled(reply["code"], kind, reply["lowered"], log), log, read
 
 
 # The time trace's event for each header NVRTC's front end opened, however it was named (a macro)
@@ -144,15 +159,51 @@ def _where(found: re.Match[str], source: KernelSource) -> str:
     return where + "\n" + "\n".join(quoted)
 
 
-def compile_error(log: str, source: KernelSource, arch: str, kernel: str) -> CompileError:
-    """The error for a failed compile of ``source``, naming it as the user knows it."""
+# CCCL headers with host parts (kernel launches, allocation, the C++ standard library), which
+# NVRTC rejects, by prefix, and what a kernel includes instead (docs/nvrtc.md lists what works).
+_HOST_SIDE = {
+    "cub/cub.cuh": "the block- or warp-level header of what it uses, e.g. <cub/block/block_reduce.cuh> "
+    "or <cub/warp/warp_reduce.cuh>",
+    "cub/device/": "CUB's block- or warp-level headers (<cub/block/block_reduce.cuh>, "
+    "<cub/warp/warp_scan.cuh>): device-wide algorithms are launched from the host",
+    "thrust/": "<cuda/std/...> (cuda::std::array, cuda::std::plus, ...) or CUB's block- or warp-level "
+    "headers (<cub/block/block_reduce.cuh>): Thrust's algorithms run from the host",
+}
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^<>"\n]+)[>"]', re.M)
+_HOST_ONLY = ("not allowed in JIT mode", "cannot open source file")
+
+
+def _host_side_hint(log: str, source: KernelSource) -> str:
+    """What to include instead of a host-side CCCL header the source includes, when NVRTC's
+    log says it met host code; empty otherwise."""
+    met_host_code = any(what in log for what in _HOST_ONLY)
+    for header in _INCLUDE.findall(source.text) if met_host_code else ():
+        for prefix, instead in _HOST_SIDE.items():
+            if header.startswith(prefix):
+                why = "holds host code, which NVRTC (device code only) cannot compile"
+                return f"<{header}> {why}; include {instead} instead.\n"
+    return ""
+
+
+def compile_error(log: str, source: KernelSource, arch: str, kernel: str, log_path: Path) -> CompileError:
+    """The error for a failed compile of ``source``, naming it as the user knows it; the full
+    log is also at ``log_path``."""
     found = next((m for raw in log.splitlines() if (m := _PLACE.match(raw.strip()))), None)
     if found is not None:
         first = _where(found, source)
     else:
         first = (log.strip().splitlines() or ["(NVRTC gave no log)"])[0]
     message = (
-        f"NVRTC could not compile {source.where} for {arch} (kernel {kernel!r}):\n{first}\n\n"
-        f"NVRTC's log:\n{log.rstrip()}"
+        f"NVRTC could not compile {source.where} for {arch} (kernel {kernel!r}):\n"
+        f"{_host_side_hint(log, source)}{first}\n\nNVRTC's log:\n{log.rstrip()}\n\nFull log: {log_path}"
     )
-    return CompileError(message, log=log, first_error=first, kernel=kernel, backend="nvrtc", platform="cuda")
+    return CompileError(
+        message,
+        module=source.program_name,
+        log=log,
+        log_path=str(log_path),
+        first_error=first,
+        kernel=kernel,
+        backend="nvrtc",
+        platform="cuda",
+    )

@@ -4,6 +4,7 @@ on XLA's stream."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +24,11 @@ _C_TYPES = {
     "uint64": "unsigned long long", "float16": "__half", "bfloat16": "__nv_bfloat16",
     "float32": "float", "float64": "double",
 }  # fmt: skip
+
+
+# A debug build: device debug information (-G, which also turns device optimisation off) and
+# line information, so that cuda-gdb and compute-sanitizer name the source line.
+DEBUG_OPTIONS = ("-G", "-lineinfo")
 
 
 def ctype(dtype: Any) -> str:
@@ -83,14 +89,22 @@ class KernelDef:
         scalars: dict[str, Any],
         vmap_method: str | None = None,
         all_scalars: bool = False,
+        debug: bool | None = None,
     ) -> KernelDef:
         """What can be checked before a call: a fixed launch, the name, and, when ``scalars``
-        are ``all_scalars`` (cuda_kernel: no call adds any), that a fixed name binds them all."""
+        are ``all_scalars`` (cuda_kernel: no call adds any), that a fixed name binds them all.
+        ``debug`` (None: ``BRAINEVENT_DEBUG``) adds :data:`DEBUG_OPTIONS`, which key the cache."""
         if not any(callable(v) for v in launch):
             resolve_config(*launch, vmap_method=vmap_method)  # fail early on a fixed configuration
         elif vmap_method in RANK_CHANGING and launch[:2] != (None, None):  # needs launch_dims, not a grid
             resolve_config(*launch[:2], None, *launch[3:], vmap_method=vmap_method)
+        from ..config import DEBUG
+
+        if not isinstance(debugging := DEBUG.get() if debug is None else debug, bool):
+            raise KernelCallError(f"{caller}: debug must be True, False or None, got {debug!r}", value=debug)
         source = KernelSource.read(source_or_path, options, include_dirs)
+        if debugging:
+            source = dataclasses.replace(source, options=(*source.options, *DEBUG_OPTIONS))
         if isinstance(name, str) and all_scalars:
             from .launch import check_scalar_names, signature_for
 
@@ -162,6 +176,7 @@ def cuda_kernel(
     options: Sequence[str] = (),
     include_dirs: Sequence[str | os.PathLike[str]] = (),
     num_batch_dims: int | None = None,
+    debug: bool | None = None,
     **scalars: Any,
 ) -> Callable[..., Any]:
     """Create a JAX-callable function from a ``__global__`` CUDA kernel, compiled with NVRTC.
@@ -195,7 +210,8 @@ def cuda_kernel(
             element, with its unbatched shapes, and need ``launch_dims``); ``None``: not vmappable.
         input_output_aliases: ``{input index: output index}`` for in-place updates.
         compute_capability: Architecture(s) to compile for (``"sm_90"``, ``90``, ``"9.0"`` or a
-            list); by default those of the visible GPUs.
+            list); by default ``BRAINEVENT_CUDA_ARCH`` (or ``config.set_compute_capability``)
+            if set, as for modules, else those of the visible GPUs.
         options: Further NVRTC options (``"-DBLOCK=128"``, ``"--use_fast_math"``).
         include_dirs: Directories searched for ``#include``; headers found there are part of
             the cache key, so editing one recompiles.
@@ -228,7 +244,7 @@ def cuda_kernel(
     launch = (grid, block, launch_dims, threads_per_block, shared_mem)
     kernel = KernelDef.checked(
         "cuda_kernel", source_or_path, name, launch, compute_capability, options, include_dirs, scalars,
-        vmap_method, all_scalars=True,
+        vmap_method, all_scalars=True, debug=debug,
     )  # fmt: skip
     from ..calls.operands import check_arrays
     from ..numba_bridge.bridge import BridgedFunction

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import KernelCallError
 from ..launchers.launch_config import LaunchConfig
-from .signature import KernelParam, KernelSignature, kernel_signature
+from .params import KernelParam, KernelSignature, kernel_signature
 from .source import KernelSource
 
 
@@ -136,10 +136,13 @@ def element_avals(avals: Sequence[Any], batch_dims: int) -> list[Any]:
 
 
 def architectures(requested: Sequence[str] | None) -> list[str]:
-    """The ``sm_XX`` to compile for: those requested, else those of the visible GPUs."""
-    if requested:
-        return list(requested)
-    from ..toolchain.cuda_arch import visible_archs
+    """The ``sm_XX`` to compile for: those requested, else BRAINEVENT_CUDA_ARCH's, else those of
+    the visible GPUs."""
+    from .. import config
+    from ..toolchain.cuda_arch import resolve_archs, visible_archs
+
+    if requested or (pinned := config.CUDA_ARCH.get()) is not None:  # the loaders' order
+        return list(requested or (a.sm for a in resolve_archs(pinned=pinned)))
 
     found = visible_archs(jax_first=True)
     if not found:

@@ -60,6 +60,12 @@ class KernelSource:
         """The file's directory (for quoted includes), then the include directories."""
         return ([os.path.dirname(self.path)] if self.path else []) + list(self.include_dirs)
 
+    def includes_nothing(self) -> bool:
+        """Whether NVRTC can open no file but its built-in headers: no ``include`` in the source
+        (lines joined as the preprocessor joins them) nor in an option (``--pre-include``)."""
+        text = self.text.replace("\\\r\n", "").replace("\\\n", "")
+        return "include" not in text and not any("include" in o for o in self.options)
+
     def option_dirs(self) -> list[str]:
         """The include directories ``options`` name (made ``-I<absolute dir>`` when read)."""
         return [o[2:] for o in self.options if o.startswith("-I") and len(o) > 2]

@@ -37,6 +37,16 @@ API: dict[str, tuple[list[Any], str]] = {
     "nvrtcGetCUBINSize": ([_P, _S], "11.1"),
     "nvrtcGetCUBIN": ([_P, _C], "11.1"),
 }
+# Precompiled headers (CUDA 12.8): used where present, never required.
+PCH_API: dict[str, list[Any]] = {
+    "nvrtcGetPCHCreateStatus": [_P],
+    "nvrtcGetPCHHeapSizeRequired": [_P, _S],
+    "nvrtcSetPCHHeapSize": [ctypes.c_size_t],
+}
+PCH_HEAP_EXHAUSTED = 14  # NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED
+# The PCH heap is reserved address space until a PCH fills it: 1 GiB up front (CCCL's block CUB
+# needs 200-350 MB), grown once to what NVRTC says it needs, never past 4 GiB (memory stays bounded).
+PCH_HEAP, PCH_HEAP_MAX, PCH_HEAP_STEP = 1 << 30, 4 << 30, 64 << 20
 
 
 def write_frame(fd: int, value: Any) -> None:
@@ -69,14 +79,18 @@ def bind(path: str) -> tuple[ctypes.CDLL | None, dict[str, Any]]:
     except OSError as exc:
         return None, {"error": str(exc)}
     missing = {name: release for name, (_, release) in API.items() if not hasattr(lib, name)}
-    for name, (argtypes, _) in API.items():
-        if name not in missing:
-            getattr(lib, name).restype, getattr(lib, name).argtypes = ctypes.c_int, argtypes
+    typed = {name: argtypes for name, (argtypes, _) in API.items() if name not in missing}
+    pch = all(hasattr(lib, name) for name in PCH_API)
+    for name, argtypes in {**typed, **(PCH_API if pch else {})}.items():
+        getattr(lib, name).restype, getattr(lib, name).argtypes = ctypes.c_int, argtypes
+    if pch:
+        lib.nvrtcSetPCHHeapSize(PCH_HEAP)
     lib.nvrtcGetErrorString.restype, lib.nvrtcGetErrorString.argtypes = _C, [ctypes.c_int]
     major, minor = ctypes.c_int(), ctypes.c_int()
     if "nvrtcVersion" not in missing:
         lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
-    return lib, {"path": os.path.realpath(path), "version": (major.value, minor.value), "missing": missing}
+    hello = {"path": os.path.realpath(path), "version": (major.value, minor.value), "missing": missing}
+    return lib, {**hello, "pch": pch}
 
 
 def _read(lib: ctypes.CDLL, program: ctypes.c_void_p, what: str) -> bytes:
@@ -90,9 +104,21 @@ def _read(lib: ctypes.CDLL, program: ctypes.c_void_p, what: str) -> bytes:
 
 def compile_program(lib: ctypes.CDLL, request: dict[str, Any]) -> dict[str, Any]:
     """One compile of ``request``'s source (bytes), name, names, options and kind, in its cwd (a
-    directory of the parent's own); the reply: result code, its text, log, code, lowered names."""
+    directory of the parent's own); the reply: result code, its text, log, code, lowered names.
+    ``request["pch"]``: the options for automatic PCH, added where this NVRTC has it; a PCH that
+    ran out of heap is made again, once, with the heap NVRTC asked for: later kernels use it."""
+    reply = _compile(lib, request)
+    needed = reply.pop("pch_needed", 0)
+    if 0 < needed <= PCH_HEAP_MAX:
+        lib.nvrtcSetPCHHeapSize(-(-needed // PCH_HEAP_STEP) * PCH_HEAP_STEP)
+        reply = _compile(lib, request)
+        reply.pop("pch_needed", 0)
+    return reply
+
+
+def _compile(lib: ctypes.CDLL, request: dict[str, Any]) -> dict[str, Any]:
     os.chdir(request["cwd"])  # relative names resolve in the build's own directory, never the user's
-    options, program = request["options"], ctypes.c_void_p()
+    options, program = [*request["options"], *request.get("pch", ())], ctypes.c_void_p()
     result = lib.nvrtcCreateProgram(
         ctypes.byref(program), request["source"], request["name"].encode(), 0, None, None
     )
@@ -113,6 +139,10 @@ def compile_program(lib: ctypes.CDLL, request: dict[str, Any]) -> dict[str, Any]
             reply["lowered"][expression] = (lowered.value or b"").decode()
         if result == SUCCESS:
             reply["code"] = _read(lib, program, request["kind"].upper())
+        if request.get("pch") and lib.nvrtcGetPCHCreateStatus(program) == PCH_HEAP_EXHAUSTED:
+            needed = ctypes.c_size_t()
+            lib.nvrtcGetPCHHeapSizeRequired(program, ctypes.byref(needed))
+            reply["pch_needed"] = needed.value
         return reply
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(program))
@@ -128,7 +158,7 @@ def main() -> int:
             request = read_frame(0)
         except EOFError:  # the parent is done, or gone
             return 0
-        write_frame(out, compile_program(lib, request))
+        write_frame(out, compile_program(lib, request if hello["pch"] else {**request, "pch": []}))
     return 1
 
 
