@@ -1,17 +1,20 @@
-"""The first cache hit of a process, CUDA next to C++: what a program pays for its first load.
+"""The first cache hit of a process, as users make it: what a program pays for its first load.
 
-Each sample is a fresh process that runs ``import jax; jax.devices()`` and then times its
-first load of a module already in the cache. The CPU module (the add of bench_cpu.py) is
-the baseline: the two take turns, fresh process after fresh process, so host noise falls
-on both alike, and the ratio is CUDA / CPU. Each platform is timed twice: recalled (the
-same call in the same environment, stages/recall.py; a CUDA load is recalled only where JAX
-runs CUDA) and in full (a variable the call's digest covers, and the key does not, differs in
-every process, so the request, options and key stages run as on a first load of a new call).
-The CUDA module is the seed tutorial's add,
-built for ``--arch`` (default ``BRAINEVENT_CUDA_ARCH``, else sm_80): no GPU is needed, and on
-a GPU host the hit also registers the module with JAX.
+Each sample is a fresh process that runs ``import jax; jax.devices()``, then times its first
+load of a module already in the cache and then a load of a second cached module (a later hit
+in the same process). Three calls take turns, fresh process after fresh process, so host noise
+falls on all alike:
 
-Usage: python benchmarks/bench_first_hit.py [--repeat N] [--arch sm_90]
+- ``cpu``: the C++ add of bench_cpu.py;
+- ``cuda, arch given``: the seed tutorial's add, built for ``--arch`` (default
+  ``BRAINEVENT_CUDA_ARCH``, else sm_80; no GPU needed);
+- ``cuda, as users call it``: the same load with no arch, as the tutorial writes it (only where
+  JAX sees a GPU: the archs come from JAX's devices).
+
+With ``--baseline-src DIR`` (the ``src`` folder of another checkout, e.g. from ``git worktree
+add``), every sample is also taken with that tree, interleaved, each tree with its own cache.
+
+Usage: python benchmarks/bench_first_hit.py [--repeat N] [--arch sm_90] [--baseline-src DIR]
 """
 
 from __future__ import annotations
@@ -26,71 +29,93 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_cuda import SEED_ADD
-from common import ADD_KERNEL, DEFAULT_ARCH, precompile, run_python
+from common import ADD_KERNEL, DEFAULT_ARCH, SRC, precompile, run_python
 
 PROBE = r"""
 import json, sys, time
 import jax
-jax.devices()  # the backend initialised first: the figure is brainevent's own
+gpu = any(d.platform == "gpu" for d in jax.devices())  # the backend initialised first
 import brainevent
-platform, source, arch, warming = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "warm"
+platform, source, arch, warming = sys.argv[1], sys.argv[2], sys.argv[3] or None, sys.argv[4] == "warm"
+def load(name):
+    if platform == "cuda":
+        return brainevent.load_cuda_inline(name=name, cuda_sources=source, compute_capability=arch)
+    return brainevent.load_cpp_inline(name=name, cpp_sources=source)
 t = time.perf_counter()
-if platform == "cuda":
-    mod = brainevent.load_cuda_inline(name="first_hit_cu", cuda_sources=source, compute_capability=arch)
-else:
-    mod = brainevent.load_cpp_inline(name="first_hit_cpp", cpp_sources=source)
-seconds = time.perf_counter() - t
-assert warming or not mod.built_now
+first = load(f"first_hit_{platform}")
+t1 = time.perf_counter()
+second = load(f"second_hit_{platform}")
+t2 = time.perf_counter()
+assert warming or not (first.built_now or second.built_now)
 build_only = ("brainevent.build", "brainevent.platforms.steps", "brainevent.toolchain.nvcc")
 leaked = sorted(m for m in sys.modules if m.startswith(build_only))
-recalled = "brainevent.stages.key" not in sys.modules
-print(json.dumps({"seconds": seconds, "leaked": leaked, "recalled": recalled}))
+print(json.dumps({"first": t1 - t, "later": t2 - t1, "leaked": leaked, "gpu": gpu}))
 """
 
 SOURCES = {"cpu": ADD_KERNEL, "cuda": SEED_ADD}
 
 
-def first_hits(repeat: int, arch: str) -> dict[str, list[float]]:
-    """Milliseconds of each platform's first hit, recalled and in full, ``repeat`` fresh
-    processes each, in turns."""
-    env = {"BRAINEVENT_CACHE_DIR": tempfile.mkdtemp(prefix="be-first-hit-")}
+def _calls(arch: str, gpu: bool) -> dict[str, tuple[str, str]]:
+    """{label: (platform, arch given or "")}: the user's CUDA call only where JAX sees a GPU."""
+    calls = {"cpu": ("cpu", ""), "cuda, arch given": ("cuda", arch)}
+    if gpu:
+        calls["cuda, as users call it"] = ("cuda", "")
+    return calls
+
+
+def first_hits(repeat: int, arch: str, trees: dict[str, Path]) -> dict[str, list[tuple[float, float]]]:
+    """(first hit, later hit) milliseconds per tree and call, ``repeat`` fresh processes each, in turns."""
+    caches = {tree: tempfile.mkdtemp(prefix=f"be-first-hit-{tree}-") for tree in trees}
+    envs = {t: {"BRAINEVENT_CACHE_DIR": caches[t], "PYTHONPATH": str(src)} for t, src in trees.items()}
     try:
-        for platform, source in SOURCES.items():  # the build, then the record a recall reads
-            run_python(PROBE, env, [platform, source, arch, "warm"])
-            run_python(PROBE, env, [platform, source, arch, "warm"])
-        samples: dict[str, list[float]] = {}
-        for round_ in range(repeat):
-            for platform, source in SOURCES.items():
-                for how in ("recalled", "full"):
-                    variant = dict(env, BRAINEVENT_LOCK_TIMEOUT=f"{1000 + round_}") if how == "full" else env
-                    out = run_python(PROBE, variant, [platform, source, arch, "hit"])
+        gpu = False
+        for tree in trees:  # build both modules of every call (twice: the second run only hits)
+            for platform, given in _calls(arch, True).values():
+                for _ in range(2):
+                    try:
+                        out = run_python(PROBE, envs[tree], [platform, SOURCES[platform], given, "warm"])
+                    except RuntimeError:
+                        if given or platform != "cuda":
+                            raise
+                        break  # no GPU: no user's CUDA call here
+                    gpu = gpu or json.loads(out.splitlines()[-1])["gpu"]
+        samples: dict[str, list[tuple[float, float]]] = {}
+        for _ in range(repeat):
+            for label, (platform, given) in _calls(arch, gpu).items():
+                for tree in trees:
+                    out = run_python(PROBE, envs[tree], [platform, SOURCES[platform], given, "hit"])
                     result = json.loads(out.splitlines()[-1])
                     if result["leaked"]:
-                        raise SystemExit(f"a {platform} hit imported build machinery: {result['leaked']}")
-                    label = f"{platform}, {'recalled' if result['recalled'] else 'in full'}"
-                    samples.setdefault(label, []).append(result["seconds"] * 1000)
+                        raise SystemExit(f"a {label} hit imported build machinery: {result['leaked']}")
+                    key = f"{tree}: {label}"
+                    samples.setdefault(key, []).append((result["first"] * 1000, result["later"] * 1000))
         return samples
     finally:
-        shutil.rmtree(env["BRAINEVENT_CACHE_DIR"], ignore_errors=True)
+        for cache in caches.values():
+            shutil.rmtree(cache, ignore_errors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--arch", default=DEFAULT_ARCH)
+    parser.add_argument("--arch", default=DEFAULT_ARCH, help="the arch of the explicit-arch CUDA call")
+    parser.add_argument("--baseline-src", type=Path, help="another tree's src folder, timed interleaved")
     args = parser.parse_args()
     precompile()
-    samples = first_hits(args.repeat, args.arch)
-    for label, values in samples.items():
-        ordered = sorted(values)
+    trees = {"this": SRC}
+    if args.baseline_src is not None:
+        import compileall
+
+        compileall.compile_dir(str(args.baseline_src), quiet=1)
+        trees["baseline"] = args.baseline_src.resolve()
+    samples = first_hits(args.repeat, args.arch, trees)
+    for label, pairs in samples.items():
+        first, later = [p[0] for p in pairs], [p[1] for p in pairs]
         print(
-            f"first cache hit, {label:16}: median {statistics.median(values):.2f} ms "
-            f"(min {ordered[0]:.2f}, max {ordered[-1]:.2f}, {len(values)} fresh processes)"
+            f"{label:34}: first hit median {statistics.median(first):6.2f} ms "
+            f"(min {min(first):.2f}, max {max(first):.2f}); later hit median "
+            f"{statistics.median(later):5.2f} ms ({len(pairs)} fresh processes; arch {args.arch} where given)"
         )
-    for how in ("recalled", "in full"):
-        if f"cuda, {how}" in samples and f"cpu, {how}" in samples:
-            ratio = statistics.median(samples[f"cuda, {how}"]) / statistics.median(samples[f"cpu, {how}"])
-            print(f"CUDA / CPU first hit, {how}: {ratio:.2f}x (arch {args.arch})")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from ._version import __version__
 from .cuda_graphs import apply_default as _apply_cuda_graph_default
 from .errors import *  # noqa: F403  (every error class is public under its own name)
 from .errors import __all__ as _error_names
+from .lazy_exports import load_export as _load_export
 
 # Before JAX starts its backend: let custom calls in small graphs run as CUDA graphs
 # (cuda_graphs.py; BRAINEVENT_CUDA_GRAPHS=0 turns it off). Costs no import.
@@ -25,9 +26,6 @@ if TYPE_CHECKING:
     from .calls.autodiff import differentiable as differentiable
     from .calls.ffi import ffi_call as ffi_call
     from .cuda_graphs import enable_cuda_graphs as enable_cuda_graphs
-    from .cuda_loaders import load_cuda_dir as load_cuda_dir
-    from .cuda_loaders import load_cuda_file as load_cuda_file
-    from .cuda_loaders import load_cuda_inline as load_cuda_inline
     from .custom_kernel import BenchmarkConfig as BenchmarkConfig
     from .custom_kernel import BenchmarkRecord as BenchmarkRecord
     from .custom_kernel import BenchmarkResult as BenchmarkResult
@@ -46,6 +44,9 @@ if TYPE_CHECKING:
     from .loaders import load_cpp_dir as load_cpp_dir
     from .loaders import load_cpp_file as load_cpp_file
     from .loaders import load_cpp_inline as load_cpp_inline
+    from .loaders import load_cuda_dir as load_cuda_dir
+    from .loaders import load_cuda_file as load_cuda_file
+    from .loaders import load_cuda_inline as load_cuda_inline
     from .numba_bridge import numba_cuda_callable as numba_cuda_callable
     from .numba_bridge import numba_cuda_kernel as numba_cuda_kernel
     from .numba_bridge import numba_kernel as numba_kernel
@@ -64,9 +65,9 @@ _EXPORTS: dict[str, str] = {
     "load_cpp_inline": "loaders",
     "load_cpp_file": "loaders",
     "load_cpp_dir": "loaders",
-    "load_cuda_inline": "cuda_loaders",
-    "load_cuda_file": "cuda_loaders",
-    "load_cuda_dir": "cuda_loaders",
+    "load_cuda_inline": "loaders",
+    "load_cuda_file": "loaders",
+    "load_cuda_dir": "loaders",
     "include_dir": "headers",
     "enable_cuda_graphs": "cuda_graphs",
     "CompiledModule": "runtime.module",
@@ -101,18 +102,6 @@ _EXPORTS: dict[str, str] = {
     "jaxtype_to_warptype": "custom_kernel.warp_types",
     "jaxinfo_to_warpinfo": "custom_kernel.warp_types",
 }
-
-
-def _load_export(package: str, exports: dict[str, str], namespace: dict[str, Any], name: str) -> Any:
-    """The one lazy-export idiom: a package lists ``_EXPORTS = {name: submodule}`` and its
-    ``__getattr__`` calls this, which imports the submodule on first use and stores ``name`` in
-    ``namespace`` (the package's globals). Where an ``if TYPE_CHECKING:`` block re-exports the
-    names, ``__getattr__`` is defined under ``if not TYPE_CHECKING:`` so that a misspelt name is
-    an error for type checkers."""
-    if name in exports:
-        value = namespace[name] = getattr(_importlib.import_module(f"{package}.{exports[name]}"), name)
-        return value
-    raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
 
 # Subpackages reachable as attributes (``brainevent.nvrtc.compile``), imported on first use.

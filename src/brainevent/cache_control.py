@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 from . import config
-from .cache.trust import check_root
 from .errors import SpecError
+from .trust import check_root
 
 log = logging.getLogger("brainevent")
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from . import config
 from .cache.admin import parse_age, parse_size
-from .platforms.devices import BUILD_PLATFORMS
+from .platform_table import BUILD_PLATFORMS
 
 if TYPE_CHECKING:
     from .cache.admin import EntryInfo
@@ -251,7 +251,8 @@ def _print_entry(entry: EntryInfo) -> None:
     built = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.created))
     print(f"  built       {built} in {m.build_seconds:.2f} s")
     # What tells this build from the entry's other builds (an NVRTC kernel's arch, names, options).
-    chosen = ", ".join(f"{k}={v}" for k, v in sorted(m.variant.items()) if v not in (None, "", [], {}))
+    variant = sorted((m.variant or {}).items())
+    chosen = ", ".join(f"{k}={v}" for k, v in variant if v not in (None, "", [], {}))
     print(f"  build       {chosen or '(default options)'}")
     for name, data in sorted(m.functions.items()):
         tokens = " ".join(f"attr.{p[1]}:{p[2]}" if p[0] == "attr" else p[0] for p in data["params"])
@@ -346,19 +347,25 @@ def _for_the_shell(exc: Exception) -> str:
 
 def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:
     """What `brainevent build` builds for one path: the request a loader would make of it."""
-    from .load_options import CPU, CUDA, cli_keywords
+    from .load_options import CPU, cli_keywords
     from .stages.request import inline_unit, make_request, name_from_path, paths_request
 
-    platform = CUDA if path.suffix == ".cu" or (path.is_dir() and any(path.glob("*.cu"))) else CPU
+    # A device platform's language (the platform table) when the path is, or the folder holds, one.
+    suffixes = {f.suffix for f in path.iterdir()} if path.is_dir() else {path.suffix}
+    devices = [p for p, row in BUILD_PLATFORMS.items() if p != CPU and suffixes & set(row.suffixes)]
+    platform = devices[0] if devices else CPU
     keywords = {**cli_keywords(args, platform), "build_directory": args.cache_dir, "verbose": args.verbose}
-    by = "brainevent build"  # who asks, as errors name it
+    by, suffix = "brainevent build", BUILD_PLATFORMS[platform].suffixes[0]  # who asks, as errors name it
     if path.is_dir() and platform == CPU:  # plain C++: each file is its own CPU module
-        return [paths_request(CPU, by, f.resolve(), None, None, keywords) for f in sorted(path.glob("*.cpp"))]
+        return [
+            paths_request(CPU, by, f.resolve(), None, None, keywords) for f in sorted(path.glob(f"*{suffix}"))
+        ]
     if not args.as_inline or path.is_dir():
         return [paths_request(platform, by, path, None, None, keywords, directory=path.is_dir())]
-    name, suffix = name_from_path(path), (".cu" if platform == CUDA else ".cpp")
-    unit = inline_unit(name, path.read_text(), "cuda_sources" if platform == CUDA else "cpp_sources", suffix)
-    return [make_request(platform, [unit], name, None, keywords)]
+    name, parameter = name_from_path(path), "cpp_sources" if platform == CPU else f"{platform}_sources"
+    return [
+        make_request(platform, [inline_unit(name, path.read_text(), parameter, suffix)], name, None, keywords)
+    ]
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Generic, ParamSpec, TypeVar
 
 from .errors import BrainEventError
-from .platforms.devices import SPELLINGS as PLATFORM_ALIASES
+from .platform_table import SPELLINGS as PLATFORM_ALIASES
 
 T = TypeVar("T")
 

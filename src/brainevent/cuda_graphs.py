@@ -48,7 +48,7 @@ def _started_platforms() -> set[str | None] | None:
     bridge = sys.modules.get("jax._src.xla_bridge")
     if bridge is None or not getattr(bridge, "backends_are_initialized", bool)():
         return None
-    from .platforms.devices import OF_JAX_PLATFORM
+    from .platform_table import OF_JAX_PLATFORM
 
     try:
         return {OF_JAX_PLATFORM.get(name) for name in bridge.backends()}

@@ -32,7 +32,7 @@ from .headers import INCLUDE_DIR, c_api_digest, xla_include_dir
 from .nvrtc.compiler import base_options, compile_source
 from .nvrtc.process import nvrtc_info
 from .nvrtc.toolkit import runtime_include_dirs
-from .platforms.devices import HOST_PLATFORM
+from .platform_table import HOST_PLATFORM
 from .runtime.targets import list_registered_targets
 from .toolchain.cuda_driver import probe_devices
 from .toolchain.host import find_host_compiler

@@ -32,7 +32,7 @@ def package_header_files() -> list[str]:
 @cache
 def package_headers_digest() -> str:
     """SHA-256 over the names and contents of ``brainevent/*.h`` (a hit remembers it by the
-    files' stamps: stages/key.py)."""
+    files' stamps: stages/module_key.py)."""
     # os.scandir and read_blocks: on a first cache hit, pathlib's overhead was most of the cost.
     digest = hashlib.sha256()
     for path in package_header_files():

@@ -12,7 +12,7 @@ from typing import Any
 
 from .fileio import atomic_write
 from .headers import INCLUDE_DIR, xla_include_dir
-from .platforms.devices import BUILD_PLATFORMS, C_SUFFIXES, UNIT_SUFFIXES
+from .platform_table import BUILD_PLATFORMS, C_SUFFIXES, UNIT_SUFFIXES
 
 
 def include_dirs() -> list[Path]:
@@ -90,7 +90,7 @@ def write_cmake_config(directory: str | Path) -> Path:
     at it and ``find_package(brainevent CONFIG REQUIRED)`` gives ``brainevent::headers``.
     The paths are those of this installation (and its jaxlib): write it again after an upgrade."""
     from ._version import __version__
-    from .cache.trust import check_root
+    from .trust import check_root
 
     # CMake runs what this directory holds: it, and each directory above it, must be one that no
     # other user can change, as for the cache (missing levels are made 0700, the files 0600).

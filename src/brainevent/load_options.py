@@ -6,68 +6,56 @@ builds (``cache prune`` keeps each), which loaders take it and which ``braineven
 sets it. ``LoadOptions``, the keyword check of the file and directory loaders, the options'
 part of the cache key, a bundle's key, prune's variant inputs and the CLI flags are derived
 from it. ``SourceUnit`` lives here too: the platforms and the stages both read it.
-
-Rows are records (``brainevent.records``), not dataclasses: a cache hit imports this module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import DEBUG
 from .errors import SpecError
-from .platforms.devices import BUILD_PLATFORMS, CUDA_PLATFORM, HOST_PLATFORM
-from .records import Record
+from .platform_table import BUILD_PLATFORMS, CUDA_PLATFORM, HOST_PLATFORM
 
 if TYPE_CHECKING:
     import argparse
 
-# The build platforms the options table names (platforms/devices.py).
+# The build platforms the options table names (platform_table.py).
 CPU = HOST_PLATFORM
 CUDA = CUDA_PLATFORM
 
 
-class SourceUnit(Record):
+@dataclass(frozen=True, slots=True)
+class SourceUnit:
     """One translation unit: inline text (``directory`` None) or a file's contents."""
 
-    __slots__ = _fields = ("display_name", "text", "directory", "suffix")
-
-    def __init__(self, display_name: str, text: str, directory: Path | None, suffix: str) -> None:
-        self.display_name = display_name  # what diagnostics and __FILE__ show: "<name>.cpp" or a path
-        self.text = text
-        self.directory = directory
-        self.suffix = suffix  # ".cpp", ".cu" or ".c": decides the compiler and the language
+    display_name: str  # what diagnostics and __FILE__ show: "<name>.cpp" or a path
+    text: str
+    directory: Path | None
+    suffix: str  # ".cpp", ".cu" or ".c": decides the compiler and the language
 
 
-class Option(Record):
+@dataclass(frozen=True, slots=True)
+class Option:
     """One row of ``OPTIONS``."""
 
-    __slots__ = _fields = ("name", "check", "default", "keys", "platforms", "cli", "field", "record")
+    name: str  # the keyword, as the loaders spell it
+    check: Callable[[Any, str], Any]  # (value, keyword) -> the checked value; a SpecError names a bad one
+    default: Any  # the loaders' default
+    _: KW_ONLY
+    # What it keys: "cache" (a cache entry), "bundle" (a bundled build), "variant" (entries
+    # that differ in it are different builds, not versions of one: `cache prune` keeps each).
+    keys: tuple[str, ...] = ()
+    platforms: tuple[str, ...] = (CPU, CUDA)  # the loaders that take it
+    cli: tuple[str, ...] = ()  # the `brainevent build` flags that set it
+    field: str = ""  # the LoadOptions field it fills (default: the name)
+    record: str = ""  # the key record's entry that holds it (default: the field)
 
-    def __init__(
-        self,
-        name: str,
-        check: Callable[[Any, str], Any],
-        default: Any,
-        *,
-        keys: tuple[str, ...] = (),
-        platforms: tuple[str, ...] = (CPU, CUDA),
-        cli: tuple[str, ...] = (),
-        field: str | None = None,
-        record: str | None = None,
-    ) -> None:
-        self.name = name  # the keyword, as the loaders spell it
-        self.check = check  # (value, keyword) -> the checked value; a SpecError names a bad one
-        self.default = default  # the loaders' default
-        # What it keys: "cache" (a cache entry), "bundle" (a bundled build), "variant" (entries
-        # that differ in it are different builds, not versions of one: `cache prune` keeps each).
-        self.keys = keys
-        self.platforms = platforms  # the loaders that take it
-        self.cli = cli  # the `brainevent build` flags that set it
-        self.field = field or name  # the LoadOptions field it fills
-        self.record = record or self.field  # the key record's entry that holds it
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "field", self.field or self.name)
+        object.__setattr__(self, "record", self.record or self.field)
 
 
 def _any(value: Any, keyword: str) -> Any:
@@ -231,12 +219,11 @@ def keywords_of(platform: str) -> tuple[str, ...]:
     return tuple(o.name for o in OPTIONS if platform in o.platforms)
 
 
-class LoadOptions(Record):
-    """The loaders' options, checked: one field per ``OPTIONS`` field. Make them with
-    :func:`make_options`; the annotations below are for type checkers (a test holds them to
-    the table)."""
+@dataclass(frozen=True, slots=True)
+class LoadOptions:
+    """The loaders' options, checked: one field per ``OPTIONS`` field, made by
+    :func:`make_options` (a test holds the fields to the table)."""
 
-    __slots__ = _fields = FIELDS
     name: str
     extra_cflags: tuple[str, ...]
     extra_ldflags: tuple[str, ...]
@@ -255,12 +242,6 @@ class LoadOptions(Record):
     extra_libraries: tuple[str, ...]
     openmp: bool
     debug: bool
-
-    def __init__(self, **values: Any) -> None:
-        for field in self._fields:
-            setattr(self, field, values.pop(field))
-        if values:
-            raise TypeError(f"LoadOptions has no field(s) {sorted(values)}")
 
 
 def check_keywords(caller: str, kwargs: Mapping[str, Any], platform: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ raises on a value it does not know, so a value added on one side only fails loud
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from typing import Never, NoReturn
 
@@ -17,8 +18,7 @@ from .headers import entry_symbol as entry_symbol
 from .headers import forward_symbol as forward_symbol
 from .headers import handler_symbol as handler_symbol
 from .headers import impl_symbol as impl_symbol
-from .platforms.devices import BUILD_PLATFORMS
-from .records import Record
+from .platform_table import BUILD_PLATFORMS
 
 
 class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expect
@@ -35,18 +35,16 @@ class Role(str, Enum):  # noqa: UP042 - keep str(Role.ARG) as other modules expe
 ROLE_ENUM: dict[Role, tuple[str, int]] = {role: (role.name.title(), i) for i, role in enumerate(Role)}
 
 
-class ScalarType(Record):
+@dataclass(frozen=True, slots=True)
+class ScalarType:
     """One element / attribute type: its canonical name (as in arg_specs and NumPy), its
     ``BE::DType`` enumerator and value (equal to XLA's FFI data-type code), its kind and width."""
 
-    __slots__ = _fields = ("name", "cxx_enum", "code", "kind", "bits")
-
-    def __init__(self, name: str, cxx_enum: str, code: int, kind: str, bits: int) -> None:
-        self.name = name
-        self.cxx_enum = cxx_enum
-        self.code = code
-        self.kind = kind  # "bool", "int", "uint", "float" or "complex"
-        self.bits = bits
+    name: str
+    cxx_enum: str
+    code: int
+    kind: str  # "bool", "int", "uint", "float" or "complex"
+    bits: int
 
 
 # In the order the docs list them (SCALAR_TYPES: their canonical names).
@@ -94,23 +92,24 @@ def dtype_enum(name: str) -> str:
 PLATFORM_ENUM: dict[str, tuple[str, int]] = {tag: p.binding_enum for tag, p in BUILD_PLATFORMS.items()}
 
 
-class BindingTarget(Record):
+@dataclass(frozen=True, slots=True)
+class BindingTarget:
     """What a platform tells the code generator: its tag (one of :data:`PLATFORM_ENUM`) and
     the preprocessor symbols the shared decoder is compiled with."""
 
-    __slots__ = _fields = ("tag", "defines")
+    tag: str
+    defines: tuple[str, ...] = ()
 
-    def __init__(self, tag: str, defines: tuple[str, ...] = ()) -> None:
-        if tag not in PLATFORM_ENUM:
+    def __post_init__(self) -> None:
+        if self.tag not in PLATFORM_ENUM:
             raise ValueError(
-                f"unknown binding platform {tag!r}; the binding knows: {', '.join(PLATFORM_ENUM)}. "
+                f"unknown binding platform {self.tag!r}; the binding knows: {', '.join(PLATFORM_ENUM)}. "
                 "A new platform needs a BE::ffi::Platform value and a PLATFORM_ENUM entry first"
             )
-        for define in defines:
+        for define in self.defines:
             if not define.isidentifier():
                 raise ValueError(f"binding define {define!r} is not a C identifier")
-        self.tag = tag
-        self.defines = tuple(defines)
+        object.__setattr__(self, "defines", tuple(self.defines))
 
     @property
     def cxx_enum(self) -> str:

@@ -26,7 +26,7 @@ import pytest
 import brainevent
 from brainevent import CacheError
 from brainevent.cache import admin
-from brainevent.cache.trust import forget
+from brainevent.trust import forget
 
 require_all = os.environ.get("BRAINEVENT_REQUIRE_ALL_TESTS", "").lower() in ("1", "true", "yes", "on")
 ATTACKER = 65534  # nobody

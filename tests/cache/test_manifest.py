@@ -7,6 +7,7 @@ time as is, hashes any other, and accepts it only if the SHA-256 matches (docs/c
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -34,7 +35,7 @@ def _publish(directory: Path) -> Manifest:
         created=1.5,
         build_seconds=0.25,
     )
-    manifest.record_artifact(directory)
+    manifest = manifest.stamped(directory)
     manifest.dump(directory)
     return manifest
 
@@ -149,9 +150,9 @@ def test_an_unread_library_is_trusted_on_size_and_mtime(tmp_path: Path) -> None:
 
 def test_a_manifest_without_recorded_stat_always_hashes(tmp_path: Path) -> None:
     manifest = _publish(tmp_path)
-    manifest.artifact_size, manifest.artifact_mtime_ns = -1, -1
+    manifest = dataclasses.replace(manifest, artifact_size=-1, artifact_mtime_ns=-1)
     assert manifest.verify(tmp_path, KEY) is None
-    manifest.artifact_sha256 = "0" * 64
+    manifest = dataclasses.replace(manifest, artifact_sha256="0" * 64)
     assert manifest.verify(tmp_path, KEY) == "artifact checksum mismatch (truncated or modified)"
 
 

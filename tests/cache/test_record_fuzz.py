@@ -9,6 +9,7 @@ replaces any subtree by any JSON value, deletes keys, or damages the bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ from brainevent.cache.objects import ObjectCache
 from brainevent.cache.store import EntryStore
 from brainevent.custom_kernel import remembered
 from brainevent.distributed import exchange
+from brainevent.runtime.module import SpecTable
 from tests.support.properties import HealthCheck, given, settings, st
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -146,8 +148,8 @@ def test_manifest(built: dict[str, Any], data: st.DataObject) -> None:
         except BrainEventError:
             return
         if entry is not None:  # a hit must be fully usable: specs, dependencies
-            for name in entry.functions():
-                entry.functions()[name]
+            for name in SpecTable(entry.manifest.functions):
+                SpecTable(entry.manifest.functions)[name]
             assert entry.manifest.stale_dependency() is None
     finally:
         _restore(path, original)
@@ -171,7 +173,7 @@ def test_object_and_decoder_records(built: dict[str, Any], data: st.DataObject) 
 @FUZZ
 @given(data=st.data())
 def test_bundle_manifest(built: dict[str, Any], data: st.DataObject) -> None:
-    from brainevent import bundle
+    from brainevent.cache import bundle
     from brainevent.stages.request import SourceUnit
 
     path = built["bundle_manifest"]
@@ -179,7 +181,7 @@ def test_bundle_manifest(built: dict[str, Any], data: st.DataObject) -> None:
     manifest = json.loads(original)
     source = built["single"] / "k.cpp"
     unit = SourceUnit(str(source), source.read_text(), built["single"], ".cpp")
-    record = {k: manifest["inputs"].get(k) for k in bundle.layout.KEYED}
+    record = {k: manifest["inputs"].get(k) for k in bundle.KEYED}
     try:
         path.write_bytes(mutate(data, manifest))
         os.chmod(path, 0o644)
@@ -216,8 +218,8 @@ def test_remembered(tmp_path_factory: pytest.TempPathFactory, data: st.DataObjec
     assert manifest is not None
     artifact = entry.parent / manifest.artifact
     artifact.write_bytes(mutate(data, RUN if run else CHOICE))
-    manifest.artifact_sha256 = hashlib.sha256(artifact.read_bytes()).hexdigest()
-    manifest.record_artifact(entry.parent)
+    digest = hashlib.sha256(artifact.read_bytes()).hexdigest()
+    manifest = dataclasses.replace(manifest, artifact_sha256=digest).stamped(entry.parent)
     manifest.dump(entry.parent)
     loaded = remembered.read(store, parts)
     if loaded is not None and run:

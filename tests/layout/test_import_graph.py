@@ -1,10 +1,15 @@
-"""The import graph of src/brainevent has no cycles.
+"""The import graph of src/brainevent has no cycles, and its packages stand on floors.
 
-Every import statement counts, wherever it stands (module top, inside a function, under
-``if TYPE_CHECKING:``): a lazy import that closes a circle still ties two modules into one
+Between files every import statement counts, wherever it stands (module top, inside a function,
+under ``if TYPE_CHECKING:``): a lazy import that closes a circle still ties two modules into one
 unit that cannot be understood, tested or moved alone. Edges go to the module an import
 names (``from .cache import store`` names ``cache/store.py``; ``from .cache import Entry``
 names ``cache/__init__.py``), as a reader of the text sees them.
+
+Between packages (a top-level module is a package of its own) the imports a module makes when
+it is imported, at its top, form no circle, and ``FLOORS`` says which package stands on which:
+an import from a lower floor to a higher one (of any kind) is the exception, at most
+``UPWARD_LIMIT`` of them.
 """
 
 from __future__ import annotations
@@ -19,6 +24,28 @@ pytestmark = pytest.mark.unit
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "brainevent"
 
 
+# The floors of the house, lowest first: a package reads its own floor and the ones below.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    # what everything reads: errors, files, the environment, the platform table, ownership checks
+    ("errors", "logs", "fileio", "_version", "environment", "headers", "platform_table", "lazy_exports",
+     "trust", "config"),
+    ("vocabulary", "spec", "codegen", "calls"),  # what a kernel's parameters are, and how a call passes them
+    ("toolchain",),  # compilers found and probed
+    ("load_options",),  # the loaders' one option table
+    ("build",),  # compile steps and their runner
+    ("cache",),  # the store: keys, manifests, entries, bundles
+    ("platforms",),  # what differs per platform
+    ("runtime",),  # compiled modules registered with JAX
+    ("distributed",),  # one build for a job
+    ("stages",),  # the load pipeline
+    ("loaders",),  # the public loaders
+    ("launchers",),  # launchers shared by kernel kinds
+    ("numba_bridge", "nvrtc", "custom_kernel"),  # the kernel kinds, side by side
+    ("bundle", "cache_control", "cuda_graphs", "ide", "doctor", "demo", "cli", "__main__", "brainevent"),
+)  # fmt: skip
+UPWARD_LIMIT = 3
+
+
 def _module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -28,11 +55,11 @@ def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
-def _imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+def _imports(name: str, path: Path, known: dict[str, Path], tree: ast.AST | None = None) -> set[str]:
     is_package = path.name == "__init__.py"
     here = name if is_package else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree or ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -160,3 +187,68 @@ def test_src_has_no_import_cycles() -> None:
     circles = strongly_connected(graph)
     assert not circles, "import cycles in src/brainevent:\n" + "\n".join(" <-> ".join(c) for c in circles)
     assert layers(graph) > 1
+
+
+def _package(module: str) -> str:
+    """``brainevent.cache.store`` -> ``cache``; a top-level module is its own; the root ``brainevent``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _top_imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The modules ``name`` imports when it is imported: at its top (under ``try``/``if`` too),
+    not in a function nor under ``if TYPE_CHECKING:``."""
+    body: list[ast.stmt] = list(ast.parse(path.read_text(encoding="utf-8")).body)
+    kept: list[ast.stmt] = []
+    while body:
+        node = body.pop(0)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+            body[:0] = [*node.body, *node.orelse]
+        elif isinstance(node, ast.Try):
+            body[:0] = [
+                *node.body,
+                *(s for h in node.handlers for s in h.body),
+                *node.orelse,
+                *node.finalbody,
+            ]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            kept.append(node)
+    return _imports(name, path, known, ast.Module(body=kept, type_ignores=[]))
+
+
+def package_graph() -> dict[str, set[str]]:
+    """{package: the packages its modules import at their top}."""
+    known = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in known.items():
+        edges = graph.setdefault(_package(name), set())
+        edges.update(_package(t) for t in _top_imports(name, path, known) if _package(t) != _package(name))
+    return graph
+
+
+def upward_imports() -> list[str]:
+    """Every import (of any kind) from a package to one on a higher floor."""
+    floor = {package: i for i, packages in enumerate(FLOORS) for package in packages}
+    return sorted(
+        f"{a} -> {b}"
+        for a, targets in import_graph().items()
+        for b in targets
+        if floor[_package(b)] > floor[_package(a)]
+    )
+
+
+def test_every_package_stands_on_one_floor() -> None:
+    packages = {_package(name) for name in _modules()}
+    placed = [p for floor in FLOORS for p in floor]
+    assert sorted(set(placed) ^ packages) == [], "add a new package to FLOORS (or drop a gone one)"
+    assert len(placed) == len(set(placed))
+
+
+def test_packages_import_each_other_in_no_circle() -> None:
+    circles = strongly_connected(package_graph())
+    assert not circles, "packages in one import circle:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_few_imports_run_up_the_floors() -> None:
+    upward = upward_imports()
+    assert len(upward) <= UPWARD_LIMIT, "imports from a lower floor to a higher one:\n" + "\n".join(upward)

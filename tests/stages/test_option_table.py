@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from brainevent import load_cpp_file, load_cpp_inline
-from brainevent.bundle.layout import KEYED, bundle_key
 from brainevent.cache import admin
+from brainevent.cache.bundle import KEYED, bundle_key
 from brainevent.cli import _parser
 from brainevent.cli import main as cli_main
 from brainevent.load_options import CPU, CUDA, OPTIONS, make_options, variant_of
-from brainevent.stages.key import derive_key
+from brainevent.stages.module_key import derive_key
 from brainevent.stages.request import file_unit, make_request
 
 KERNEL = r"""

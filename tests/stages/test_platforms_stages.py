@@ -4,6 +4,7 @@ apart from load(), and shared stages that never name a platform or a compiler.""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 from pathlib import Path
 
@@ -11,12 +12,11 @@ import numpy as np
 import pytest
 
 import brainevent
+from brainevent import platform_table as devices
 from brainevent import platforms
-from brainevent.cuda_loaders import load_cuda_file, load_cuda_inline
 from brainevent.errors import RegistrationError, SpecError
 from brainevent.load_options import CPU, CUDA, OPTIONS, LoadOptions, keywords_of
-from brainevent.loaders import load_cpp_file, load_cpp_inline
-from brainevent.platforms import devices
+from brainevent.loaders import load_cpp_file, load_cpp_inline, load_cuda_file, load_cuda_inline
 from brainevent.runtime.registry import registered_targets
 from brainevent.stages.load import build, load
 from brainevent.stages.request import inline_unit, make_request
@@ -54,7 +54,7 @@ def test_the_inline_loaders_signatures_are_the_option_tables(
 
 def test_load_options_fields_and_annotations_are_the_tables() -> None:
     fields = tuple(dict.fromkeys(o.field for o in OPTIONS))
-    assert LoadOptions._fields == fields
+    assert tuple(f.name for f in dataclasses.fields(LoadOptions)) == fields
     assert tuple(LoadOptions.__annotations__) == fields
 
 
@@ -82,7 +82,7 @@ def test_build_makes_the_artifact_without_registering_and_load_then_registers_it
     request = make_request("cpu", [unit], "stages_add", None, {})
     artifact = build(request)
     assert artifact.built_now and artifact.library.is_file()
-    assert sorted(artifact.functions()) == ["add"]
+    assert sorted(artifact.manifest.functions) == ["add"]
     assert "stages_add.add" not in registered_targets()
     again = build(request)
     assert not again.built_now and again.library == artifact.library
@@ -158,7 +158,7 @@ _TABLE_WORDS = {
     if word
 } | set(devices.C_SUFFIXES)
 # Tables of their own, keyed by the platform table's names (checked below).
-_OWN_TABLES = {"platforms/devices.py", "backends.py"}
+_OWN_TABLES = {"platform_table.py", "backends.py"}
 
 
 def _platform_lists(path: Path) -> list[str]:
@@ -175,7 +175,7 @@ def _platform_lists(path: Path) -> list[str]:
 
 
 def test_no_module_but_the_platform_table_lists_platforms() -> None:
-    # One platform table (platforms/devices.py): every other list of platform names,
+    # One platform table (platform_table.py): every other list of platform names,
     # spellings or source suffixes reads it, so adding a platform is one row.
     found = [
         hit

@@ -1,11 +1,16 @@
 """The environment variables the toolchains read are one table (environment.py),
 read by the cache key, the toolchain memo and every shortcut that decides a hit: a header
 found through CPATH is another build when CPATH points elsewhere, in this process and in a
-recalled load of a later one."""
+later one."""
 
 from __future__ import annotations
 
 import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +18,37 @@ import pytest
 
 import brainevent
 
-from .test_recall import KERNEL, _load
-
 SRC = Path(__file__).resolve().parents[2] / "src" / "brainevent"
+KERNEL = r"""
+#include "brainevent/common.h"
+// @BE recall_scale arg ret
+void recall_scale(const BE::Tensor x, BE::Tensor out) {
+    for (int64_t i = 0; i < x.numel(); ++i) out.data_ptr<float>()[i] = SCALE * x.data_ptr<float>()[i];
+}
+"""
+PROBE = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import brainevent
+    mod = brainevent.load_cpp_inline(name="recall_mod", cpp_sources=sys.argv[2].replace("SCALE", sys.argv[1]))
+    y = np.asarray(mod.recall_scale(np.arange(4, dtype=np.float32)))
+    print(json.dumps({"built_now": mod.built_now, "y": y.tolist()}))
+    """
+)
+
+
+def _load(cache: Path, scale: str, kernel: str, **variables: str) -> dict[str, object]:
+    """A load in a fresh process, as a program's first load is."""
+    env = dict(os.environ, BRAINEVENT_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu", **variables)
+    env["PYTHONPATH"] = str(SRC.parent) + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, scale, kernel], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 # Modules that read os.environ for what is not a toolchain's: BRAINEVENT_* (config.py), the
 # table itself, the OpenMP runtime's policy, XLA's flags, the visible GPUs, and doctor's report.
 _OWN_VARIABLES = {
@@ -41,7 +74,7 @@ def test_a_header_found_through_a_compiler_variable_is_rebuilt_when_it_points_el
     kernel, cache = VALUE + KERNEL, tmp_path / "cache"
     first = _load(cache, "ENV_SCALE", kernel, **{variable: str(one)})
     assert first["built_now"] is True and first["y"] == [0.0, 2.0, 4.0, 6.0]
-    assert _load(cache, "ENV_SCALE", kernel, **{variable: str(one)})["recalled"] is True
+    assert _load(cache, "ENV_SCALE", kernel, **{variable: str(one)})["built_now"] is False
     other = _load(cache, "ENV_SCALE", kernel, **{variable: str(two)})
     assert other["built_now"] is True and other["y"] == [0.0, 3.0, 6.0, 9.0]
     back = _load(cache, "ENV_SCALE", kernel, **{variable: str(one)})

@@ -108,7 +108,7 @@ def test_a_cpu_module_calls_the_cuda_runtime_it_links(cudart) -> None:  # type: 
 
 def test_the_key_records_which_library_was_linked(cudart) -> None:  # type: ignore[no-untyped-def]
     from brainevent.platforms import create
-    from brainevent.stages import key as key_stage
+    from brainevent.stages import module_key as key_stage
     from brainevent.stages.request import LoadRequest, inline_unit, make_options
 
     def record(libraries):  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ import shlex
 import shutil
 import sysconfig
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,8 +22,10 @@ from .runner import ProcessJob, supervise
 from .step import BuildStep
 
 if TYPE_CHECKING:
-    from ..load_options import LoadOptions, SourceUnit
-    from ..platforms.base import Platform
+    from ..load_options import SourceUnit
+
+    # (unit, its source file, the output file) -> the preprocessor's command (the platform's)
+    PreprocessCommand = Callable[[SourceUnit, str, str], list[str]]
 
 log = logging.getLogger("brainevent.build")
 
@@ -111,7 +113,7 @@ def run_build(
 
 
 def preprocess(
-    directory: Path, units: Sequence[SourceUnit], options: LoadOptions, platform: Platform, file_name: str
+    directory: Path, units: Sequence[SourceUnit], command_of: PreprocessCommand, file_name: str
 ) -> str:
     """Unit ``file_name``'s preprocessed text, made in ``directory`` (the build's staging
     directory; scratch files are removed); CompileError on failure."""
@@ -124,8 +126,7 @@ def preprocess(
     make_dir(scratch)
     source, output = f"preprocess/unit{unit.suffix}", "preprocess/unit.i"
     atomic_write(directory / source, render_kernel_unit(unit.display_name, unit.text, []))
-    raw = platform.preprocess_command(options, unit, source, output)
-    command = concrete(raw, directory)
+    command = concrete(command_of(unit, source, output), directory)
     log.debug("reading %s after macro expansion: %s", file_name, " ".join(command))
     try:
         start = lambda: ProcessJob(command, directory)  # noqa: E731

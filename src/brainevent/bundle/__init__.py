@@ -1,12 +1,7 @@
 """Prebuilt modules shipped inside a user's own package (``brainevent build --into``).
 
 Each module's library and manifest sit next to its sources, in ``_brainevent/<module>-<platform>/``,
-and a wheel carries them as package data. The file loaders look there first (:func:`lookup`): an
-intact bundle built from the same sources and options loads without a compiler or a cache.
+and a wheel carries them as package data. The file loaders look there first (cache/bundle.py
+reads a bundle): an intact bundle built from the same sources and options loads without a
+compiler or a cache. This package writes them (command.py).
 """
-
-from __future__ import annotations
-
-from .layout import BUNDLE_DIR, bundle_key, lookup
-
-__all__ = ["BUNDLE_DIR", "bundle_key", "lookup"]

@@ -4,6 +4,7 @@ module's library and manifest copied next to its sources."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import stat
@@ -12,16 +13,17 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..cache.bundle import BUNDLE_DIR, HEADERS, PACKAGE_ROOT, bundle_key, bundle_path, source_dir
 from ..cache.manifest import Manifest
 from ..errors import CacheError
 from ..fileio import copy_file, make_dir
 from ..load_options import SourceUnit
-from ..platforms.devices import BUILD_PLATFORMS, PLATFORM_OF_SUFFIX
-from .layout import BUNDLE_DIR, HEADERS, PACKAGE_ROOT, bundle_key, bundle_path, source_dir
+from ..platform_table import BUILD_PLATFORMS, PLATFORM_OF_SUFFIX
 
 
 def kernel_files(package: Path) -> list[Path]:
-    """Every .cu and C++ file under ``package``, bundles and hidden directories aside."""
+    """Every source file of a build platform (platform table) under ``package``, bundles and
+    hidden directories aside."""
     return [
         path
         for path in sorted(package.rglob("*"))
@@ -31,8 +33,8 @@ def kernel_files(package: Path) -> list[Path]:
 
 
 def build_into(args: argparse.Namespace) -> int:
-    from .. import cuda_loaders, loaders
     from ..load_options import cli_keywords
+    from ..loaders import FILE_LOADERS
     from ..stages.request import file_unit, name_from_path
 
     package = Path(args.into).resolve()
@@ -68,8 +70,7 @@ def build_into(args: argparse.Namespace) -> int:
                         "bundled in one directory; rename one of them."
                     )
                 owners[slot] = file
-                loader = cuda_loaders.load_cuda_file if platform == "cuda" else loaders.load_cpp_file
-                mod = loader(file, **common, **cli_keywords(args, platform))
+                mod = FILE_LOADERS[platform](file, **common, **cli_keywords(args, platform))
                 where = write_bundle([file_unit(file, (file.suffix,))], mod.cache_dir, package)
                 print(f"bundled: {mod.name} ({mod.platform}) -> {where}")
             except Exception as exc:  # report every file, then fail
@@ -100,18 +101,23 @@ def write_bundle(units: Sequence[SourceUnit], entry_dir: Path, package_dir: Path
             path=unverified[0],
         )
     headers = {os.path.relpath(path, directory): record[2] for path, record in inside.items()}
-    manifest.key = bundle_key(units, manifest.inputs, manifest.platform).digest  # before inputs change
-    manifest.inputs = {
-        **manifest.inputs,
-        HEADERS: dict(sorted(headers.items())),
-        PACKAGE_ROOT: os.path.relpath(package, directory.resolve()),
-    }
-    # Recorded paths and times of the build machine mean nothing where the package runs.
-    manifest.dependencies, manifest.dependencies_since_ns = {}, 0
-    manifest.artifact_size = manifest.artifact_mtime_ns = -1  # every load checks the sha256
+    manifest = dataclasses.replace(
+        manifest,
+        key=bundle_key(units, manifest.inputs, manifest.platform).digest,  # of the inputs as built
+        inputs={
+            **manifest.inputs,
+            HEADERS: dict(sorted(headers.items())),
+            PACKAGE_ROOT: os.path.relpath(package, directory.resolve()),
+        },
+        # Recorded paths and times of the build machine mean nothing where the package runs.
+        dependencies={},
+        dependencies_since_ns=0,
+        artifact_size=-1,  # every load checks the sha256
+        artifact_mtime_ns=-1,
+    )
     final = bundle_path(directory, manifest.name, manifest.platform)
     # Modes are set exactly, whatever the umask: a loader refuses a bundle any part of which
-    # another user could write (bundle/layout.py), and others need only read it.
+    # another user could write (cache/bundle.py), and others need only read it.
     make_dir(final.parent, mode=0o755, parents=True)
     os.chmod(final.parent, stat.S_IMODE(os.stat(final.parent).st_mode) & ~0o022 | 0o755)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))

@@ -5,7 +5,7 @@ and entries are renamed out of the way before they are deleted, so a reader sees
 none (a process that already loaded an artifact keeps its mapping).
 
 Only what the cache made is touched: an entry is a directory named by a key (32 hex digits)
-holding a manifest.json file, an object or a recall record is named by its key too; anything
+holding a manifest.json file, an object is named by its key too; anything
 else under the root (a root given by mistake, a user's own ``v1/api/``) is neither listed,
 removed nor chmod'ed.
 """
@@ -26,9 +26,9 @@ from pathlib import Path
 
 from ..config import finite_number
 from ..errors import CacheError
-from . import LAYOUT_VERSION, MANIFEST_NAME, RECALL_SUFFIX, inside_name, unsealed
+from ..trust import check_root, private_dir
+from . import LAYOUT_VERSION, MANIFEST_NAME, inside_name
 from .manifest import Manifest
-from .trust import check_root, private_dir
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,6 @@ def _tree_size(path: Path) -> int:
 
 _ENTRY = re.compile(r"[0-9a-f]{32}")  # CacheKey.short
 _OBJECT = re.compile(r"[0-9a-f]{40}\.(o|deps\.json)")  # ObjectCache.key, and its record
-_RECALL = re.compile(rf"[0-9a-f]{{32}}{re.escape(RECALL_SUFFIX)}")  # stages/recall.py
 
 
 def _ours(directory: Path) -> bool:
@@ -157,17 +156,6 @@ def _remove_all(entries: list[EntryInfo]) -> tuple[set[Path], int]:
     return removed, len(entries) - len(removed)
 
 
-def _forget_recalls(removed: Iterable[Path]) -> None:
-    """Drops the recall records (stages/recall.py) that lead to an entry no longer there."""
-    for module_dir in {entry.parent for entry in removed}:
-        for path in (p for p in module_dir.glob(f"*{RECALL_SUFFIX}") if _RECALL.fullmatch(p.name)):
-            with contextlib.suppress(OSError):
-                record = unsealed(path.read_bytes()) or {}  # empty: damaged, and never recalled
-                entry = record.get("entry")  # a record of another version may have none
-                if not (inside_name(entry) and (module_dir / entry).is_dir()):
-                    path.unlink()
-
-
 def clear(root: Path, module: str | None = None) -> tuple[int, int]:
     """Removes every entry (of one module); returns (removed, skipped because busy)."""
     entries = list(iter_entries(root, module))
@@ -175,7 +163,6 @@ def clear(root: Path, module: str | None = None) -> tuple[int, int]:
         _writable(root)
     removed, skipped = _remove_all(entries)
     _remove_objects(root, module)
-    _forget_recalls(removed)
     return len(removed), skipped
 
 
@@ -233,7 +220,6 @@ def prune(
                 total -= entry.size
             else:
                 skipped += 1
-    _forget_recalls(gone)
     return len(gone), skipped, total
 
 

@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-
-from ..records import Record
+from dataclasses import dataclass
 
 # Bump when the meaning of any keyed input changes; old entries are then ignored.
 KEY_SCHEMA = 2  # 2: headers left the key for the dependency record
 
 
-class CacheKey(Record):
-    """A key, by its digest (a Record: every cache hit imports this module)."""
+@dataclass(frozen=True, slots=True)
+class CacheKey:
+    """A key, by its digest."""
 
-    __slots__ = _fields = ("digest",)
-
-    def __init__(self, digest: str) -> None:
-        self.digest = digest  # full sha256 hex
+    digest: str  # full sha256 hex
 
     @property
     def short(self) -> str:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..fileio import atomic_write, read_blocks, sha256_file, size_and_mtime
-from ..records import Record
-from ..runtime.module import SpecTable
 from . import MANIFEST_NAME, records
 
 if TYPE_CHECKING:
@@ -18,71 +17,43 @@ MANIFEST_SCHEMA = 3  # 2: dependencies recorded from the compiler; 3: the varian
 MANIFEST_LIMIT = 1 << 26  # a manifest larger than this is damaged, not read
 
 
-class Manifest(Record):
-    """A cache entry's manifest (a Record: every cache hit imports this module)."""
+@dataclass(frozen=True, slots=True, eq=False)
+class Manifest:
+    """A cache entry's manifest."""
 
-    __slots__ = _fields = (
-        "key",
-        "name",
-        "platform",
-        "artifact",  # file name of the shared object, relative to the entry
-        "artifact_sha256",
-        "functions",  # function name -> FunctionSpec as spec_to_json writes it
-        "inputs",  # human-readable record of what was keyed
-        "created",
-        "build_seconds",
-        "artifact_size",  # with artifact_mtime_ns: the file as published
-        "artifact_mtime_ns",
-        # Every file the compiler read outside the toolchain's own directories, as
-        # {path: [size, mtime_ns, sha256]} (see cache/deps.py), and when the build began.
-        "dependencies",
-        "dependencies_since_ns",
-        # What tells this entry's build from the other builds of its name (`cache prune` keeps
-        # the newest version of each): chosen by the kind of entry that made it; every input
-        # when it says nothing.
-        "variant",
-        "schema",
-    )
+    key: str
+    name: str
+    platform: str
+    artifact: str  # file name of the shared object, relative to the entry
+    artifact_sha256: str
+    functions: dict[str, Any]  # function name -> FunctionSpec as spec_to_json writes it
+    inputs: dict[str, Any] = field(default_factory=dict)  # human-readable record of what was keyed
+    created: float = 0.0
+    build_seconds: float = 0.0
+    artifact_size: int = -1  # with artifact_mtime_ns: the file as published
+    artifact_mtime_ns: int = -1
+    # Every file the compiler read outside the toolchain's own directories, as
+    # {path: [size, mtime_ns, sha256]} (see cache/deps.py), and when the build began.
+    dependencies: dict[str, list[Any]] = field(default_factory=dict)
+    dependencies_since_ns: int = 0
+    # What tells this entry's build from the other builds of its name (`cache prune` keeps
+    # the newest version of each): chosen by the kind of entry that made it; every input
+    # when it says nothing (None).
+    variant: dict[str, Any] | None = None
+    schema: int = MANIFEST_SCHEMA
 
-    def __init__(
-        self,
-        key: str,
-        name: str,
-        platform: str,
-        artifact: str,
-        artifact_sha256: str,
-        functions: dict[str, Any],
-        inputs: dict[str, Any] | None = None,
-        created: float = 0.0,
-        build_seconds: float = 0.0,
-        artifact_size: int = -1,
-        artifact_mtime_ns: int = -1,
-        dependencies: dict[str, list[Any]] | None = None,
-        dependencies_since_ns: int = 0,
-        variant: dict[str, Any] | None = None,
-        schema: int = MANIFEST_SCHEMA,
-    ) -> None:
-        self.key = key
-        self.name = name
-        self.platform = platform
-        self.artifact = artifact
-        self.artifact_sha256 = artifact_sha256
-        self.functions = functions
-        self.inputs: dict[str, Any] = {} if inputs is None else inputs
-        self.created = created
-        self.build_seconds = build_seconds
-        self.artifact_size = artifact_size
-        self.artifact_mtime_ns = artifact_mtime_ns
-        self.dependencies: dict[str, list[Any]] = {} if dependencies is None else dependencies
-        self.dependencies_since_ns = dependencies_since_ns
-        self.variant: dict[str, Any] = dict(self.inputs) if variant is None else variant
-        self.schema = schema
+    def __post_init__(self) -> None:
+        if self.variant is None:
+            object.__setattr__(self, "variant", dict(self.inputs))
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Manifest and self.as_dict() == other.as_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # its fields are dicts
 
     def as_dict(self) -> dict[str, Any]:
         """Every field, as the manifest file holds them."""
-        return {name: getattr(self, name) for name in self._fields}
-
-    __hash__ = None  # type: ignore[assignment]  # record_artifact changes it
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def dump(self, directory: Path, *, mode: int = 0o600) -> None:
         atomic_write(
@@ -100,12 +71,10 @@ class Manifest(Record):
         except (OSError, ValueError):  # RecordError is a ValueError
             return None
 
-    def specs(self) -> SpecTable:
-        """The functions' specs, read back from their rows (a hit parses no C++)."""
-        return SpecTable(self.functions)
-
-    def record_artifact(self, directory: Path) -> None:
-        self.artifact_size, self.artifact_mtime_ns = size_and_mtime(directory / self.artifact)
+    def stamped(self, directory: Path) -> Manifest:
+        """This manifest with the artifact's size and mtime as it lies in ``directory`` now."""
+        size, mtime_ns = size_and_mtime(directory / self.artifact)
+        return replace(self, artifact_size=size, artifact_mtime_ns=mtime_ns)
 
     def verify(self, directory: Path, key: str) -> str | None:
         """None when the entry is intact, else why it is not.

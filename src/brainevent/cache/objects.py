@@ -19,9 +19,9 @@ from typing import NamedTuple
 
 from ..build.step import BuildStep
 from ..fileio import copy_file, read_blocks, sha256_file
+from ..trust import private_dir, private_file, write_private
 from . import records
 from .deps import DependencyRecord, first_stale
-from .trust import private_dir, private_file, write_private
 
 log = logging.getLogger("brainevent.cache")
 

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, NamedTuple
 from .. import config
 from ..errors import CacheError
 from ..fileio import read_blocks
+from ..trust import harden_tree, private_file, write_private
 from . import records
 from .store import CacheEntry
-from .trust import harden_tree, private_file, write_private
 
 if TYPE_CHECKING:
     from .key import CacheKey
@@ -117,7 +117,7 @@ def publish(store: EntryStore, slot: BuildSlot, manifest: Manifest) -> CacheEntr
     if slot.staging is None:
         raise ValueError("this build slot holds an entry another process published; nothing to publish")
     staging, key = slot.staging, slot.key
-    manifest.record_artifact(staging)  # rename and chmod keep size and mtime
+    manifest = manifest.stamped(staging)  # rename and chmod keep size and mtime
     manifest.dump(staging)
     harden_tree(staging, executable=manifest.artifact)  # whatever the umask
     _publish(store, staging, store.entry_dir(key), key, replace=slot.replace)

@@ -10,9 +10,7 @@ that did not pass, so a damaged record can never surface as a KeyError, a TypeEr
 an AttributeError, in a load or inside a user's ``jax.jit``.
 
 The checks are plain ``isinstance`` tests on the few fields each reader uses, cheap enough
-for the manifest a cache hit reads. A recalled load's record is sealed with its SHA-256
-(cache/__init__.py), which only tells a damaged record from an intact one (anyone can seal):
-its function rows, which a call reads later, pass :func:`function_table` too.
+for the manifest a cache hit reads.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ Layout under the cache root::
     v1/<module name>/<key>/            a published entry: artifact, manifest.json, build.log, sources
     v1/<module name>/<key>.lock        the per-entry build lock (filelock)
     v1/<module name>/<key>.owner       who holds that lock, for log lines
-    v1/<module name>/<call>.recall     what a load of inline sources found (stages/recall.py)
     v1/<module name>/.staging-<key>-<pid>-<random>/   a build in progress
 
 An entry is built in a staging directory and published with one ``rename``;
@@ -22,16 +21,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..fileio import atomic_write, read_blocks
+from ..trust import entry_fix, private_dir, private_file, private_tree
 from . import LAYOUT_VERSION, MANIFEST_NAME, inside_name, record_use, records
 from .key import CacheKey
 from .manifest import Manifest
-from .trust import entry_fix, private_dir, private_file, private_tree
-
-if TYPE_CHECKING:
-    from ..runtime.module import SpecTable
 
 log = logging.getLogger("brainevent.cache")
 
@@ -61,9 +56,6 @@ class CacheEntry:
     @property
     def openmp(self) -> bool:
         return bool(self.manifest.inputs.get("openmp"))
-
-    def functions(self) -> SpecTable:
-        return self.manifest.specs()
 
 
 class EntryStore:

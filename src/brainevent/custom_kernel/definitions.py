@@ -10,8 +10,8 @@ from typing import Any, Self
 from .. import config
 from ..backends import LIBRARIES, check_platform
 from ..errors import KernelCallError
-from ..platforms.devices import BY_NAME, DEVICE_PLATFORMS
-from ..platforms.devices import SPELLINGS as ALIASES
+from ..platform_table import BY_NAME, DEVICE_PLATFORMS
+from ..platform_table import SPELLINGS as ALIASES
 from . import kernels
 from .kernels import KernelEntry, LaunchValue
 

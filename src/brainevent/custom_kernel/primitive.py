@@ -16,7 +16,7 @@ from .. import config
 from ..backends import require_library
 from ..calls.batching import check_vmap_method
 from ..errors import UnhashableAttributeError
-from ..platforms.devices import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
+from ..platform_table import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
 from . import selection
 from .benchmark import BenchmarkConfig, BenchmarkResult, benchmark_backends, log, verbosity
 from .definitions import BackendTable, platform_name

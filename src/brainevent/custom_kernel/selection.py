@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import BrainEventError, CompileError, KernelFallbackExhaustedError
-from ..platforms.devices import DEVICE_PLATFORMS
+from ..platform_table import DEVICE_PLATFORMS
 
 MISSING_HINTS = {p.name: p.kernel_hint for p in DEVICE_PLATFORMS}
 SWITCH = (

@@ -55,9 +55,9 @@ _EXPORTS = {"cuda_kernel": "kernel"}  # loads Warp/JAX glue: on first use
 if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error there
 
     def __getattr__(name: str) -> Any:
-        from .. import _load_export
+        from ..lazy_exports import load_export
 
-        return _load_export(__name__, _EXPORTS, globals(), name)
+        return load_export(__name__, _EXPORTS, globals(), name)
 
 
 __all__ = ["Compiled", "compile", "cuda_kernel", "parse_arch"]

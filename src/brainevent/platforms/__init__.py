@@ -1,7 +1,7 @@
 """The platforms a module can be built for: one module each, registered here by name.
 
-A new platform is a module with a subclass of :class:`~.base.Platform` plus a row
-of the platform table (devices.py). Platform modules are imported on first use, so naming one costs nothing.
+A new platform is a module with a subclass of :class:`~.base.Platform` plus a row of the
+platform table (platform_table.py). Platform modules are imported on first use.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .devices import BUILD_PLATFORMS, HOST_PLATFORM
+from ..platform_table import BUILD_PLATFORMS, HOST_PLATFORM
 
 if TYPE_CHECKING:  # the platform modules (and what they import) load on first use
     from .base import Platform
@@ -41,4 +41,16 @@ def jax_spellings() -> dict[str, str]:
     return {s: p.ffi_platform for p in BUILD_PLATFORMS.values() for s in p.ffi_spellings}
 
 
-__all__ = ["HOST_PLATFORM", "create", "jax_spellings", "names", "platform_class"]
+def running_platforms() -> set[str] | None:
+    """The platforms of this process's JAX backends, or None before JAX has started them."""
+    try:
+        from jax._src import xla_bridge
+
+        if xla_bridge.backends_are_initialized():
+            return {b.platform for b in xla_bridge.backends().values()}
+    except (ImportError, AttributeError, RuntimeError):
+        pass
+    return None
+
+
+__all__ = ["HOST_PLATFORM", "create", "jax_spellings", "names", "platform_class", "running_platforms"]

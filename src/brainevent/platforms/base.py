@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import ToolchainError
-from ..toolchain.host import find_host_c_compiler, find_host_compiler, host_key_inputs
-from .devices import BUILD_PLATFORMS
+from ..platform_table import BUILD_PLATFORMS
+from ..toolchain.host import find_host_compiler, host_key_inputs
 
 if TYPE_CHECKING:
     from ..build.step import BuildStep
@@ -112,13 +111,6 @@ class Platform:
         assert sources.decoder_source is not None
         what = "FFI decoder (built once per toolchain)"
         return host_glue_step(find_host_compiler().command, sources.decoder_source, sources.decoder, what)
-
-    def recall_files(self) -> list[str] | None:
-        """The toolchain files a recalled load's stamps cover; None: never recall (stages/recall.py)."""
-        try:
-            return [find_host_compiler().path, find_host_c_compiler().path]
-        except ToolchainError:
-            return None
 
     @property
     def binding_target(self) -> BindingTarget:

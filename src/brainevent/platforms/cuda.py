@@ -20,6 +20,7 @@ from ..errors import ToolchainError
 from ..fileio import file_identity, file_stamps
 from ..toolchain.host import find_host_compiler, host_key_inputs
 from ..toolchain.memo import remembered
+from . import running_platforms
 from .base import Platform, UnitCommand
 
 # The build steps, nvcc's search and the arch tables are imported inside the methods that
@@ -40,8 +41,9 @@ class CudaPlatform(Platform):
 
     What keys a build (nvcc's identity and version, the archs) is remembered on disk per
     search context (toolchain/memo.py), checked by one ``stat`` of nvcc: a cache hit
-    neither searches for nvcc nor runs it. Archs detected from the GPUs are never
-    remembered (the GPUs may change); a build searches for nvcc itself.
+    neither searches for nvcc nor runs it. The context names the archs: given, pinned, or
+    read from the GPUs JAX runs on once its backends are up (no driver query). Before that,
+    the archs come from the driver and the search runs (a GPU may change: never remembered).
     """
 
     name = "cuda"  # its row of the platform table (devices.py) says the rest
@@ -52,10 +54,10 @@ class CudaPlatform(Platform):
     def __init__(self, compute_capability: object = None) -> None:
         # Without nvcc, modules built ahead of time can still be loaded (see key_inputs).
         self.toolchain_error: ToolchainError | None = None
-        self._requested = compute_capability
+        self._requested = compute_capability if compute_capability is not None else _jax_archs()
         self._nvcc: NvccInfo | None = None
         self._archs: tuple[CudaArch, ...] | None = None
-        self._context = _search_context(compute_capability)
+        self._context = _search_context(self._requested)
         if self._context is None:  # archs from the GPUs
             self._known = self._search()
         else:
@@ -116,13 +118,6 @@ class CudaPlatform(Platform):
             assert self.toolchain_error is not None
             raise self.toolchain_error
         return self._nvcc
-
-    def recall_files(self) -> list[str] | None:
-        """Also nvcc; archs detected from the GPUs are never recalled (the GPUs may change)."""
-        host = super().recall_files()
-        if self._context is None or self._known is None or host is None:
-            return None
-        return [*host, self._known["nvcc"]]
 
     def portable_inputs(self, options: LoadOptions) -> dict[str, Any]:
         return {"archs": self._known["archs"] if self._known else [a.sm for a in self.archs]}
@@ -214,8 +209,6 @@ class CudaPlatform(Platform):
         return [self.nvcc.path, *flags, "-Xcompiler=-U__CUDA_ARCH__", "-E", source, "-o", output]
 
     def can_register(self) -> str | None:
-        from ..runtime.registry import running_platforms
-
         platforms = running_platforms()
         if platforms is not None:
             if platforms & set(self.spellings):
@@ -255,6 +248,21 @@ def _strip_flags(options: LoadOptions) -> list[str]:
     """Strip release builds: the static symbol table is a third of a module a load may hash."""
     debugging = options.optimization_level == 0 or any(flag in _DEBUG_FLAGS for flag in options.extra_cflags)
     return [] if debugging else ["-Xlinker=--strip-all"]
+
+
+def _jax_archs() -> list[str] | None:
+    """The compute capabilities ("9.0") of the GPUs JAX runs on once its backends are up and
+    BRAINEVENT_CUDA_ARCH pins none, else None (the driver is asked when the archs are needed)."""
+    if config.CUDA_ARCH.get() is not None or not (running_platforms() or set()) & set(CudaPlatform.spellings):
+        return None
+    import jax
+
+    try:
+        devices = jax.devices("gpu")
+    except RuntimeError:
+        return None
+    found = sorted({d.compute_capability for d in devices if getattr(d, "compute_capability", None)})
+    return found or None
 
 
 def _search_context(compute_capability: object) -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..build import BUILD_DIR
-from .devices import C_SUFFIXES
+from ..platform_table import C_SUFFIXES
 
 if TYPE_CHECKING:
     from ..load_options import LoadOptions, SourceUnit

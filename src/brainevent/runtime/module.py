@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import KernelCallError
-from ..records import Record
 
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
     from .kernel_function import KernelFunction
 
 
-class CompiledModule(Record):
+class CompiledModule:
     """A compiled and (usually) registered module.
 
     ``path`` is the shared object (a ``str`` that also has ``Path``'s methods, see
@@ -45,10 +44,18 @@ class CompiledModule(Record):
         self.unregistered_reason = unregistered_reason
         self._calls: dict[str, KernelFunction] = {}
 
-    # Compared and shown (Record), in the constructor's order.
-    _fields: ClassVar[tuple[str, ...]] = ("name", "platform", "functions", "targets", "registered")
-    _fields += ("built_now", "cache_dir", "path", "unregistered_reason")
+    # Compared and shown, in the constructor's order (not a value class: it caches its calls).
+    _FIELDS: ClassVar[tuple[str, ...]] = ("name", "platform", "functions", "targets", "registered")
+    _FIELDS += ("built_now", "cache_dir", "path", "unregistered_reason")
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self._FIELDS)
+
+    def __repr__(self) -> str:
+        return f"CompiledModule({', '.join(f'{f}={getattr(self, f)!r}' for f in self._FIELDS)})"
 
     @property
     def path(self) -> ArtifactPath:

@@ -220,15 +220,3 @@ def registered_targets() -> dict[str, str]:
         for name, platform in sorted([*_targets, *handlers]):
             platforms.setdefault(name, []).append(platform)
         return {name: ", ".join(found) for name, found in platforms.items()}
-
-
-def running_platforms() -> set[str] | None:
-    """The platforms of this process's JAX backends, or None before JAX has started them."""
-    try:
-        from jax._src import xla_bridge
-
-        if xla_bridge.backends_are_initialized():
-            return {b.platform for b in xla_bridge.backends().values()}
-    except (ImportError, AttributeError, RuntimeError):
-        pass
-    return None

@@ -5,10 +5,9 @@ parameters in declaration order, each tagged with its role. The code generator c
 
 from __future__ import annotations
 
-from ..records import Record
-from ..vocabulary import Role
+from dataclasses import dataclass
 
-# Records, not NamedTuples or dataclasses: a cache hit reads specs back from the manifest.
+from ..vocabulary import Role
 
 
 def token_text(
@@ -26,51 +25,30 @@ def token_text(
     return role.value
 
 
-class Param(Record):
+@dataclass(frozen=True, slots=True)
+class Param:
     """One C++ parameter of an entry point."""
 
-    __slots__ = _fields = ("role", "name", "dtype", "cxx_type", "scratch_bytes", "shape")
-
-    def __init__(
-        self,
-        role: Role,
-        name: str,
-        dtype: str | None = None,
-        cxx_type: str = "",
-        scratch_bytes: int | None = None,
-        shape: str | None = None,
-    ) -> None:
-        self.role = role
-        self.name = name  # the C++ parameter name (for attrs: the attribute name seen from Python)
-        self.dtype = dtype  # canonical scalar type: an attr's, or an arg's declared dtype (None: any)
-        self.cxx_type = cxx_type  # the C++ type as written, normalised to single spaces
-        self.scratch_bytes = scratch_bytes  # scratch only: the size `scratch:<bytes>` gave, if any
-        self.shape = shape  # ret only: the declared shape (spec/out_shape.py), canonical, if any
+    role: Role
+    name: str  # the C++ parameter name (for attrs: the attribute name seen from Python)
+    dtype: str | None = None  # canonical scalar type: an attr's, or an arg's declared dtype (None: any)
+    cxx_type: str = ""  # the C++ type as written, normalised to single spaces
+    scratch_bytes: int | None = None  # scratch only: the size `scratch:<bytes>` gave, if any
+    shape: str | None = None  # ret only: the declared shape (spec/out_shape.py), canonical, if any
 
 
-class FunctionSpec(Record):
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
     """A checked entry point: its name, parameters and where it is defined."""
 
-    __slots__ = _fields = ("name", "params", "source_file", "line", "scope", "vmap_method", "num_batch_dims")
-
-    def __init__(
-        self,
-        name: str,
-        params: tuple[Param, ...],
-        source_file: str = "",
-        line: int = 0,
-        scope: str = "",
-        vmap_method: str | None = None,
-        num_batch_dims: int | None = None,
-    ) -> None:
-        self.name = name
-        self.params = params
-        self.source_file = source_file  # virtual or real file name where the function is defined
-        self.line = line  # 1-based line of the definition
-        self.scope = scope  # enclosing namespaces, e.g. "ops"; the entry is called as ::ops::name
-        # Declared with the spec (spec/declarations.py): the call's defaults, settable on mod.<f>.
-        self.vmap_method = vmap_method
-        self.num_batch_dims = num_batch_dims
+    name: str
+    params: tuple[Param, ...]
+    source_file: str = ""  # virtual or real file name where the function is defined
+    line: int = 0  # 1-based line of the definition
+    scope: str = ""  # enclosing namespaces, e.g. "ops"; the entry is called as ::ops::name
+    # Declared with the spec (spec/declarations.py): the call's defaults, settable on mod.<f>.
+    vmap_method: str | None = None
+    num_batch_dims: int | None = None
 
     @property
     def qualified_name(self) -> str:

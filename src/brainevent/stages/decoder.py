@@ -46,7 +46,7 @@ class DecoderPlan(NamedTuple):
 
 def decoder_cache(request: LoadRequest) -> ObjectCache:
     from ..cache.objects import ObjectCache
-    from ..cache.trust import private_dir
+    from ..trust import private_dir
 
     base = cache_root(request.options.build_directory) / LAYOUT_VERSION
     if private_dir(base, create=False):

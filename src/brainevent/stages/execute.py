@@ -23,7 +23,7 @@ from ..errors import CompileError
 from ..headers import INCLUDE_DIR
 from ..load_options import variant_of
 from .decoder import publish_decoder
-from .key import ModuleKey
+from .module_key import ModuleKey
 from .plan import BuildPlan
 from .request import LoadRequest
 
@@ -42,7 +42,7 @@ def run_plan(
     from ..build.ninja import run_build
     from ..cache.deps import snapshot
     from ..cache.objects import ObjectCache
-    from ..cache.trust import write_private
+    from ..trust import write_private
 
     options, platform = request.options, request.platform
     assert key.exact is not None

@@ -2,37 +2,35 @@
 
 ``build(request)`` makes sure the artifact exists (the ahead-of-time CLI stops there);
 ``load(request)`` builds and registers. A cache hit computes the key from the raw inputs
-(no spec parsing, no subprocess), verifies the entry's manifest and reads the specs back
-from it.
+(no spec parsing, no subprocess), verifies the entry's manifest and registers the function
+names its rows hold; the specs are made from the rows on first use (runtime/module.py).
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 from typing import TYPE_CHECKING
 
 from ..cache import cache_root
 from ..cache.store import CacheEntry, EntryStore
-from .key import derive_key
-from .recall import register, remember, stamps_before
+from ..errors import LoadError
+from ..platform_table import BUILD_PLATFORMS
+from ..runtime.module import CompiledModule, SpecTable
+from ..runtime.registry import register_targets
+from .module_key import derive_key
 
 if TYPE_CHECKING:
-    from ..runtime.module import CompiledModule
-    from .key import ModuleKey
-    from .recall import Call
+    from .module_key import ModuleKey
     from .request import LoadRequest
 
 log = logging.getLogger("brainevent")
 
 
-def load(request: LoadRequest, call: Call | None = None) -> CompiledModule:
-    """The module of ``request``, from the cache or built now, registered with JAX; ``call``:
-    the loader call to remember, so that a later process recalls it (recall.py)."""
+def load(request: LoadRequest) -> CompiledModule:
+    """The module of ``request``, from the cache or built now, registered with JAX."""
     if not request.options.verbose:  # the common case imports no logging helper
-        stamped = stamps_before(call, request)
-        entry = _artifact(request)
-        remember(call, stamped, entry)
-        return register(entry, request)
+        return register(_artifact(request), request)
     from ..logs import to_stderr
 
     with to_stderr(log, logging.DEBUG):
@@ -53,9 +51,9 @@ def _artifact(request: LoadRequest) -> CacheEntry:
     # A module prebuilt into the user's own package comes first (inline sources have none:
     # their loads skip importing the bundle reader).
     if not options.force_rebuild and any(u.directory is not None for u in request.units):
-        from .. import bundle
+        from ..cache.bundle import lookup
 
-        bundled = bundle.lookup(
+        bundled = lookup(
             request.units,
             key.keyed_without_toolchain,
             request.platform.name,
@@ -116,3 +114,56 @@ def _prebuilt(store: EntryStore, key: ModuleKey, request: LoadRequest) -> CacheE
         raise type(exc)(f"{exc.message}\n{found}", **exc.data) from None  # keeps NvccNotFoundError etc.
     log.debug("no toolchain; loading the ahead-of-time build at %s", prebuilt.directory)
     return prebuilt
+
+
+def register(artifact: CacheEntry, request: LoadRequest) -> CompiledModule:
+    """The module, its targets registered unless ``auto_register=False`` or this process's
+    JAX cannot run the platform (then built, not registered, with a logged reason)."""
+    options, platform = request.options, request.platform
+    reason = platform.can_register() if options.auto_register else None
+    functions = SpecTable(artifact.manifest.functions)
+    prefix = options.target_prefix or options.name
+    targets = {name: f"{prefix}.{name}" for name in functions}
+    registered = False
+    if options.auto_register and reason is None:
+        if options.extra_libraries:  # loaded first, so the module's DT_NEEDED entries resolve to them
+            from ..toolchain.nvidia_libs import preload
+
+            preload(options.extra_libraries)
+        if artifact.openmp:
+            from ..runtime.openmp import prepare_openmp_runtime
+
+            prepare_openmp_runtime()  # before dlopen: libgomp reads its environment once
+        try:
+            library = ctypes.CDLL(str(artifact.library), mode=ctypes.RTLD_LOCAL)
+        except OSError as exc:
+            raise LoadError(
+                f"cannot load {artifact.library}: {exc}. Rebuild it with force_rebuild=True; if "
+                "that fails too, the toolchain produced a library this process cannot load.",
+                path=str(artifact.library),
+            ) from exc
+        row = BUILD_PLATFORMS[platform.name]
+        register_targets(
+            targets,
+            library,
+            module=options.name,
+            platform=row.ffi_platform,
+            artifact_key=artifact.artifact_sha256,  # a rebuild under one key is new code
+            command_buffer=options.allow_cuda_graph,
+            graph_capture=row.graph_capture,
+            replace=options.replace,
+        )
+        registered = True
+    elif options.auto_register:
+        log.warning("module %s was built but not registered: %s", options.name, reason)
+    return CompiledModule(
+        name=options.name,
+        path=artifact.library,
+        platform=platform.name,
+        functions=functions,
+        targets=targets,
+        registered=registered,
+        built_now=artifact.built_now,
+        cache_dir=artifact.directory,
+        unregistered_reason=reason,
+    )

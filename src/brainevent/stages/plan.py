@@ -39,7 +39,7 @@ def plan_build(staging: Path, request: LoadRequest) -> BuildPlan:
     specs = resolve_functions(
         request.functions,
         [(u.display_name, u.text) for u in units if u.suffix != ".c"],
-        preprocess=partial(preprocess, staging, units, options, platform),
+        preprocess=partial(preprocess, staging, units, partial(platform.preprocess_command, options)),
     )
     index = {u.display_name: i for i, u in enumerate(units)}
     make_dir(staging / "src")

@@ -1,7 +1,6 @@
 """What a load asks for: the source units (inline text, one file, a directory's files), the
 options (checked once, by ``load_options.make_options``, when the request is made) and the
-platform. The values are records (``brainevent.records``), not NamedTuples or dataclasses: a
-cache hit imports this module.
+platform.
 """
 
 from __future__ import annotations
@@ -9,13 +8,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
 from ..load_options import CUDA, LoadOptions, SourceUnit, check_keywords, make_options
-from ..platforms.devices import BUILD_PLATFORMS, C_SUFFIXES, HOST_PLATFORM, UNIT_SUFFIXES
-from ..records import Record
+from ..platform_table import BUILD_PLATFORMS, C_SUFFIXES, HOST_PLATFORM, UNIT_SUFFIXES
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -27,20 +26,14 @@ if TYPE_CHECKING:
     FunctionsArgument: TypeAlias = Mapping[str, Any] | Sequence[str] | None
 
 
-class LoadRequest(Record):
-    __slots__ = _fields = ("units", "functions", "options", "platform")
+@dataclass(frozen=True, slots=True)
+class LoadRequest:
+    """One load: its source units, the raw ``functions`` argument, the checked options, the platform."""
 
-    def __init__(
-        self,
-        units: tuple[SourceUnit, ...],
-        functions: FunctionsArgument,
-        options: LoadOptions,
-        platform: Platform,
-    ) -> None:
-        self.units = units
-        self.functions = functions
-        self.options = options
-        self.platform = platform
+    units: tuple[SourceUnit, ...]
+    functions: FunctionsArgument
+    options: LoadOptions
+    platform: Platform
 
 
 def inline_unit(name: object, sources: str | Sequence[str], parameter: str, suffix: str) -> SourceUnit:

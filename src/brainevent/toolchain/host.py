@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,29 +17,21 @@ from ..environment import keyed_environment, variable
 from ..errors import HostCompilerNotFoundError
 from ..fileio import file_identity
 from ..headers import c_api_digest, c_api_header
-from ..records import Record
 from .memo import remembered_digest
 
 _PATH_NAMES = ("g++", "c++", "clang++")
 _CONDA_NAMES = ("x86_64-conda-linux-gnu-c++", "aarch64-conda-linux-gnu-c++", "g++", "c++")
 
 
-class HostCompiler(Record):
-    """The host C++ compiler as found (a Record: a cache hit imports this module)."""
+@dataclass(frozen=True, slots=True)
+class HostCompiler:
+    """The host C++ compiler as found."""
 
-    _fields = ("path", "found_via", "wrapper", "extra_flags")  # equality leaves out `searched`
-    __slots__ = (*_fields, "searched")
-
-    def __init__(
-        self,
-        path: str,  # the executable as found
-        found_via: str,
-        wrapper: tuple[str, ...] = (),  # e.g. ("ccache",)
-        extra_flags: tuple[str, ...] = (),  # flags written after the compiler in CXX
-        searched: tuple[str, ...] = (),  # where the search looked
-    ) -> None:
-        self.path, self.found_via, self.wrapper = path, found_via, wrapper
-        self.extra_flags, self.searched = extra_flags, searched
+    path: str  # the executable as found
+    found_via: str
+    wrapper: tuple[str, ...] = ()  # e.g. ("ccache",)
+    extra_flags: tuple[str, ...] = ()  # flags written after the compiler in CXX
+    searched: tuple[str, ...] = field(default=(), compare=False)  # where the search looked
 
     @property
     def command(self) -> list[str]:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import config
-from ..cache.trust import check_root, private_file
 from ..errors import CacheError
 from ..fileio import atomic_write, file_stamps
+from ..trust import check_root, private_file
 
 T = TypeVar("T")
 
@@ -60,7 +60,10 @@ def remembered(
     """``probe()``'s result for ``(kind, identity)``, from the memo when present. A value that
     is not ``fresh`` (e.g. the file it names was replaced) is neither used nor remembered;
     without ``create`` it is remembered only in a cache root that exists already."""
-    path = config.CACHE_DIR.get() / MEMO_NAME
+    try:
+        path = config.CACHE_DIR.get() / MEMO_NAME
+    except config.ConfigError:  # the load reports the root it uses (a build_directory may stand in)
+        return probe()
     key = f"{kind}|{identity}"
     entries = _read(path).get("entries", {})
     with contextlib.suppress(Exception):  # absent, or written by another version: asked again

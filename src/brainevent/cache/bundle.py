@@ -20,13 +20,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cache import MANIFEST_NAME
-from ..cache.deps import sha256_or_none
-from ..cache.key import CacheKey, KeyBuilder
-from ..cache.manifest import Manifest
-from ..cache.store import CacheEntry
 from ..errors import CacheError
 from ..load_options import BUNDLE_KEYED, SourceUnit
+from . import MANIFEST_NAME
+from .deps import sha256_or_none
+from .key import CacheKey, KeyBuilder
+from .manifest import Manifest
+from .store import CacheEntry
 
 log = logging.getLogger("brainevent.bundle")
 

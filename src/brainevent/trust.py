@@ -25,8 +25,8 @@ import stat
 import threading
 from pathlib import Path
 
-from ..errors import CacheError
-from ..fileio import atomic_write, make_dir
+from .errors import CacheError
+from .fileio import atomic_write, make_dir
 
 _FIX = (
     "Point BRAINEVENT_CACHE_DIR (or build_directory=) at a directory only you can write, "

@@ -6,67 +6,34 @@ the library a device platform has one name, the first column. The build platform
 cache keys, manifests and bundles carry ("cuda" stays "cuda" on disk); its row also says how
 the module is registered, which ``BE::ffi::Platform`` the binding decodes for (checked against
 ``include/brainevent/ffi_function.h`` by a test) and which source files are its language.
-Pure data: ``config`` imports it at ``import brainevent``.
+Pure data, on the ground floor: ``config`` imports it at ``import brainevent``.
 """
 
 from __future__ import annotations
 
-from ..records import Record
+from dataclasses import KW_ONLY, dataclass
 
 
-class DevicePlatform(Record):
-    """One platform's row (a Record: a cache hit imports this table)."""
+@dataclass(frozen=True, slots=True)
+class DevicePlatform:
+    """One platform's row."""
 
-    __slots__ = _fields = (
-        "name",
-        "spellings",
-        "jax_platforms",
-        "kernel_hint",
-        "build_platform",
-        "platform_class",
-        "compiled_backend",
-        "ffi_platform",
-        "ffi_spellings",
-        "binding_enum",
-        "binding_defines",
-        "suffixes",
-        "debug_flags",
-        "graph_capture",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        spellings: tuple[str, ...],
-        jax_platforms: tuple[str, ...],
-        kernel_hint: str,
-        *,
-        build_platform: str | None = None,
-        platform_class: str = "",
-        compiled_backend: str | None = None,
-        ffi_platform: str = "",
-        ffi_spellings: tuple[str, ...] = (),
-        binding_enum: tuple[str, int] = ("", -1),
-        binding_defines: tuple[str, ...] = (),
-        suffixes: tuple[str, ...] = (),
-        debug_flags: tuple[str, ...] = (),
-        graph_capture: bool = False,
-    ) -> None:
-        self.name = name  # the one name used inside the library (and by XLACustomKernel's tables)
-        self.spellings = spellings  # what users may write for it (the name first)
-        self.jax_platforms = jax_platforms  # the platform names JAX lowers for
-        self.kernel_hint = kernel_hint  # how an XLACustomKernel gets a kernel for it (error messages)
-        # The rest only for platforms brainevent builds modules for (platforms/).
-        self.build_platform = build_platform  # cache keys, manifests, bundles, CompiledModule.platform
-        self.platform_class = platform_class  # "module:class" in brainevent.platforms
-        self.compiled_backend = compiled_backend  # the backend name of a compiled module function
-        self.ffi_platform = ffi_platform  # the platform given to jax.ffi.register_ffi_target
-        self.ffi_spellings = ffi_spellings  # what register_ffi_target(platform=) accepts (lower case)
-        self.binding_enum = binding_enum  # BE::ffi::Platform enumerator and value
-        self.binding_defines = binding_defines  # macros the decoder unit is compiled with
-        self.suffixes = suffixes  # source files of its language (the first: what units are keyed as)
-        self.debug_flags = debug_flags  # what debug=True adds to its compile flags (load_options.py)
-        self.graph_capture = graph_capture  # XLA may capture its handlers in graphs (CUDA graphs)
+    name: str  # the one name used inside the library (and by XLACustomKernel's tables)
+    spellings: tuple[str, ...]  # what users may write for it (the name first)
+    jax_platforms: tuple[str, ...]  # the platform names JAX lowers for
+    kernel_hint: str  # how an XLACustomKernel gets a kernel for it (error messages)
+    _: KW_ONLY
+    # The rest only for platforms brainevent builds modules for (platforms/).
+    build_platform: str | None = None  # cache keys, manifests, bundles, CompiledModule.platform
+    platform_class: str = ""  # "module:class" in brainevent.platforms
+    compiled_backend: str | None = None  # the backend name of a compiled module function
+    ffi_platform: str = ""  # the platform given to jax.ffi.register_ffi_target
+    ffi_spellings: tuple[str, ...] = ()  # what register_ffi_target(platform=) accepts (lower case)
+    binding_enum: tuple[str, int] = ("", -1)  # BE::ffi::Platform enumerator and value
+    binding_defines: tuple[str, ...] = ()  # macros the decoder unit is compiled with
+    suffixes: tuple[str, ...] = ()  # source files of its language (the first: what units are keyed as)
+    debug_flags: tuple[str, ...] = ()  # what debug=True adds to its compile flags (load_options.py)
+    graph_capture: bool = False  # XLA may capture its handlers in graphs (CUDA graphs)
 
 
 DEVICE_PLATFORMS: tuple[DevicePlatform, ...] = (
