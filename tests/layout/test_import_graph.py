@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "brainevent"
 FLOORS: tuple[tuple[str, ...], ...] = (
     # what everything reads: errors, files, the environment, the platform table, ownership checks
     ("errors", "logs", "fileio", "_version", "environment", "headers", "platform_table", "lazy_exports",
-     "trust", "config"),
+     "trust", "config", "backends"),
     ("vocabulary", "spec", "codegen", "calls"),  # what a kernel's parameters are, and how a call passes them
     ("toolchain",),  # compilers found and probed
     ("load_options",),  # the loaders' one option table
@@ -40,7 +40,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("stages",),  # the load pipeline
     ("loaders",),  # the public loaders
     ("launchers",),  # launchers shared by kernel kinds
-    ("numba_bridge", "nvrtc", "custom_kernel"),  # the kernel kinds, side by side
+    ("numba_bridge", "nvrtc", "triton_bridge", "custom_kernel"),  # the kernel kinds, side by side
     ("bundle", "cache_control", "cuda_graphs", "ide", "doctor", "demo", "cli", "__main__", "brainevent"),
 )  # fmt: skip
 UPWARD_LIMIT = 3

@@ -178,7 +178,7 @@ def _lower(
 def _batch(args: Sequence[Any], axes: Sequence[Any], *, outs: tuple[Any, ...], **params: Any) -> Any:
     method = params["vmap_method"]
     if method not in METHODS:  # e.g. vmap(jit(f)): the call was traced outside vmap
-        from ..runtime.declared import no_vmap_method
+        from .declared import no_vmap_method
 
         raise no_vmap_method(params["target"])
     return batch_by_method(params["target"], primitive().bind, method, args, axes, outs, params)

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime.declared import is_batched, no_vmap_method
 from .batching import RANK_CHANGING, batch_operands, check_vmap_method, partitioned_call, with_batch_axis
+from .declared import is_batched, no_vmap_method
 from .ffi import call_target, flatten_outs, vary_like
 from .operands import Signature, signature_of
 

@@ -8,6 +8,7 @@ from typing import Any
 import ml_dtypes  # shipped with jax
 import numpy as np
 
+from ..calls.declared import call_error
 from ..errors import KernelCallError
 
 
@@ -61,11 +62,6 @@ def convert_attr(target: str, name: str, dtype: str, value: Any) -> Any:
             return np.asarray(float(value), dtype=np_type).view(np.uint16)[()]
         return np_type(value)
     return _complex_attr(target, name, dtype, value)  # complex64 / complex128: all that is left
-
-
-def call_error(target: str, message: str, **data: Any) -> KernelCallError:
-    """The call sugar's error: the message starts with the target, whose name the data carries too."""
-    return KernelCallError(f"{target}: {message}", target=target, **data)
 
 
 def _error(target: str, name: str, message: str) -> KernelCallError:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..calls.declared import check_call, zeroed_results
 from ..errors import KernelNotAvailableError
 from ..platforms import HOST_PLATFORM, platform_class
 from .attrs import call_error, convert_attr
-from .declared import check_call, zeroed_results
 from .results import result_specs, scratch_result
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .attrs import call_error
+from ..errors import KernelCallError
 
 if TYPE_CHECKING:
     from ..spec.model import FunctionSpec
@@ -76,3 +76,8 @@ def zeroed_results(
     import jax.numpy as jnp
 
     return {i: jnp.zeros(specs[i].shape, specs[i].dtype) for i in indices}
+
+
+def call_error(target: str, message: str, **data: Any) -> KernelCallError:
+    """A call's error: the message starts with the target, whose name the data carries too."""
+    return KernelCallError(f"{target}: {message}", target=target, **data)
