@@ -179,7 +179,7 @@ def _image_install(dockerfile: Dockerfile, target: str) -> list[str]:
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
-def test_target_installs_its_extra_and_the_test_extra_with_the_pins(dockerfile: Dockerfile, target: str) -> None:
+def test_target_installs_its_extra_and_the_test_extra(dockerfile: Dockerfile, target: str) -> None:
     words = _image_install(dockerfile, target)
     assert "-c constraints.txt" in " ".join(words), f"{target}: the install does not use the pins"
     requirements = [w for w in words if not w.startswith("-") and w != "constraints.txt"]
@@ -193,7 +193,7 @@ def test_the_install_reader_sees_a_hand_written_list() -> None:
     df = parse('FROM x AS cpu\nRUN pip install -c constraints.txt "$1[cpu,numba]" pytest && rm -rf /w\n')
     assert _image_install(df, "cpu") == ["-c", "constraints.txt", '"$1[cpu,numba]"', "pytest"]
     with pytest.raises(AssertionError, match="name packages in an extra"):
-        test_target_installs_its_extra_and_the_test_extra_with_the_pins(df, "cpu")
+        test_target_installs_its_extra_and_the_test_extra(df, "cpu")
 
 
 def test_cuda12_base_is_a_cuda12_devel_image_with_a_supported_gcc(dockerfile: Dockerfile) -> None:

@@ -77,13 +77,13 @@ def test_checkout_tests_skip_in_a_copy_without_the_checkout(tmp_path: Path) -> N
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BRAINEVENT_REQUIRE_ALL_TESTS")}
     env["JAX_PLATFORMS"] = "cpu"
     selection = sorted({node.split("::")[0] for node in EXPECTED})
+    report = tmp_path / "r.xml"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--junitxml", str(report)]
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--junitxml", str(tmp_path / "r.xml"),
-         *selection],
-        cwd=home, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [*command, *selection], cwd=home, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    outcomes = _outcomes(tmp_path / "r.xml")
+    outcomes = _outcomes(report)
     for node, expected in EXPECTED.items():
         matching = {k: v for k, v in outcomes.items() if k == node or k.startswith(node + "::")}
         assert matching, f"{node}: not run in the copy"
@@ -98,9 +98,7 @@ def test_the_whole_suite_collects_in_a_copy_without_the_checkout(tmp_path: Path)
     home = image_copy(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["JAX_PLATFORMS"] = "cpu"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--collect-only", "tests"],
-        cwd=home, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--collect-only", "tests"]
+    done = subprocess.run(command, cwd=home, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " tests collected" in done.stdout or " test collected" in done.stdout, done.stdout[-2000:]
