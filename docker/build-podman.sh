@@ -51,14 +51,6 @@ ca_bundle="${CA_BUNDLE-/etc/ssl/certs/ca-certificates.crt}"
 export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
 export STORAGE_DRIVER="${STORAGE_DRIVER:-vfs}"
 
-record="${RECORD-$here/measured.json}"
-if [ -n "$record" ] && [ -z "${BUILD_PODMAN_LOG:-}" ]; then
-    # Everything this run prints is also kept for docker/record.py.
-    BUILD_PODMAN_LOG="$(mktemp -t build-podman.XXXXXX.log)"
-    export BUILD_PODMAN_LOG
-    exec > >(tee "$BUILD_PODMAN_LOG") 2>&1
-fi
-
 log() { printf '[build-podman] %s\n' "$*" >&2; }
 die() {
     log "error: $*"
@@ -180,6 +172,14 @@ fi
 command -v podman >/dev/null || die "podman is not installed (apt-get install podman buildah)"
 check_python="${CHECK_PYTHON:-python3}" # the interpreter that runs check_image.py
 command -v "$check_python" >/dev/null || die "$check_python is needed to check the images"
+
+record="${RECORD-$here/measured.json}"
+if [ -n "$record" ] && [ -z "${BUILD_PODMAN_LOG:-}" ]; then
+    # Everything this run prints is also kept, for docker/record.py.
+    BUILD_PODMAN_LOG="${TMPDIR:-/tmp}/build-podman.$$.log"
+    export BUILD_PODMAN_LOG
+    exec > >(tee "$BUILD_PODMAN_LOG") 2>&1
+fi
 
 # --------------------------------------------------------------- the base image
 ensure_base() {
