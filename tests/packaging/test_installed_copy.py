@@ -33,6 +33,8 @@ EXPECTED = {
     "tests/bundle/test_bundle_wheel.py::test_bundle_of_other_sources_is_not_used": "skipped",
     "tests/bundle/test_bundle_wheel.py::test_wheel_runs_without_a_compiler": "skipped",
     "tests/packaging/test_lint.py": "skipped",
+    "tests/docs/test_docs_sources.py::test_the_readmes_documentation_list_is_the_sites_nav": "skipped",
+    "tests/runtime/test_result_sizes.py::test_shapes_reach_xla_only_through_the_checked_helpers": "skipped",
     "tests/docs/test_install_and_docs_claims.py::test_every_pip_line_asks_for_this_brainevent": "passed",
 }
 
@@ -76,7 +78,7 @@ def test_checkout_tests_skip_in_a_copy_without_the_checkout(tmp_path: Path) -> N
     assert not (home / "src").exists() and not (home / "examples").exists()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BRAINEVENT_REQUIRE_ALL_TESTS")}
     env["JAX_PLATFORMS"] = "cpu"
-    selection = sorted({node.split("::")[0] for node in EXPECTED})
+    selection = sorted(EXPECTED)
     report = tmp_path / "r.xml"
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--junitxml", str(report)]
     done = subprocess.run(
