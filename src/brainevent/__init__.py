@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .nvrtc.kernel import cuda_kernel as cuda_kernel
     from .runtime.kernel_function import KernelFunction as KernelFunction
     from .runtime.module import CompiledModule as CompiledModule
+    from .runtime.targets import deserialize as deserialize
     from .runtime.targets import export_checks as export_checks
     from .runtime.targets import list_registered_targets as list_registered_targets
     from .runtime.targets import register_ffi_target as register_ffi_target
@@ -90,6 +91,7 @@ _EXPORTS: dict[str, str] = {
     "register_ffi_target": "runtime.targets",
     "list_registered_targets": "runtime.targets",
     "export_checks": "runtime.targets",
+    "deserialize": "runtime.targets",
     "ffi_call": "calls.ffi",
     "print_diagnostics": "doctor",
     "normalize_tokens": "spec.tokens",
@@ -115,6 +117,9 @@ if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is a
 
     def __getattr__(name: str) -> Any:
         return _load_export(__name__, _EXPORTS, globals(), name)
+
+    def __dir__() -> list[str]:  # tab completion sees the lazy names before their first use
+        return sorted({*globals(), *_EXPORTS})
 
 
 __all__ = ["__version__", "config", *_error_names, *_EXPORTS]

@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +34,7 @@ _COMMANDS = {
     "cache": "inspect or trim the kernel cache",
     "cache list": "every cached module and entry",
     "cache info": "details of one module's entries",
-    "cache clear": "remove all entries, or one module's",
+    "cache clear": "remove one module's entries, or all of them (--all)",
     "cache prune": "remove old versions, old or least recently used entries (default: --keep-newest 1)",
     "choices": "backends remembered by benchmark(remember=True)",
     "ide": "write compile_commands.json for a directory of kernel files (clangd, IDEs)",
@@ -52,9 +53,12 @@ def _parser() -> argparse.ArgumentParser:
         "--cache-dir",
         default=argparse.SUPPRESS,
         type=_option(lambda raw: config.CACHE_DIR.given(raw, "--cache-dir")),
+        metavar="DIR",
         help="cache root (default: BRAINEVENT_CACHE_DIR or ~/.cache/brainevent; empty: the default)",
     )
-    top = argparse.ArgumentParser(prog="brainevent", description=__doc__.splitlines()[0], parents=[shared])
+    about = "C++ and CUDA kernels for JAX: build them ahead of time, inspect the cache, check the setup."
+    epilog = "`brainevent COMMAND --help` shows a command's options."
+    top = argparse.ArgumentParser(prog="brainevent", description=about, epilog=epilog, parents=[shared])
     top.add_argument("-v", "--verbose", action="store_true", help="log build steps and commands to stderr")
     p = {"": top}  # the parsers by command ("" is the top)
     subs = {}  # the subparser groups by parent command
@@ -62,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
         parent, _, name = command.rpartition(" ")
         if parent not in subs:  # dest: "command", "cache_command"
             subs[parent] = p[parent].add_subparsers(dest=f"{parent}_command".lstrip("_"), required=True)
-        p[command] = subs[parent].add_parser(name, help=text, parents=[shared])
+        p[command] = subs[parent].add_parser(name, help=text, description=text, parents=[shared])
 
     p["doctor"].add_argument("--no-compile", action="store_true", help="skip the smoke compiles")
     p["doctor"].add_argument(
@@ -70,8 +74,10 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 1 on a load-only node too (no compiler for C++ or, with a CUDA stack, CUDA)",
     )
-    p["cache info"].add_argument("name")
-    p["cache clear"].add_argument("name", nargs="?")
+    p["cache info"].add_argument("name", help="the module's name (`brainevent cache list` shows them)")
+    which = p["cache clear"].add_mutually_exclusive_group()
+    which.add_argument("name", nargs="?", help="the module whose entries go (`cache list` shows them)")
+    which.add_argument("--all", action="store_true", help="remove every entry (asked for, not assumed)")
     p["cache prune"].add_argument(
         "--max-size", type=_option(parse_size), help="keep the cache under this size, e.g. 2G"
     )
@@ -85,7 +91,9 @@ def _parser() -> argparse.ArgumentParser:
         help="keep only the N most recently used versions of each build of a module "
         "(versions differ in sources, compiler or brainevent version; builds in options or archs)",
     )
-    p["choices"].add_argument("action", nargs="?", choices=("list", "clear"), default="list")
+    p["choices"].add_argument(
+        "action", nargs="?", choices=("list", "clear"), default="list", help="list (default) or forget them"
+    )
     p["ide"].add_argument(
         "directory", nargs="?", default=".", help="the kernel files' directory (default: .)"
     )
@@ -167,9 +175,12 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     from .cache import admin, cache_root
 
     root = cache_root(args.cache_dir)
+    if args.cache_dir is not None and not root.is_dir():  # a mistyped root is no empty cache
+        print(f"brainevent cache: --cache-dir {root} does not exist: no cache there", file=sys.stderr)
+        return 1
     if args.cache_command == "list":
         entries = list(admin.iter_entries(root))
-        print(f"cache: {root}")
+        print(f"cache: {root}" + ("" if root.is_dir() else " (not created yet: nothing cached)"))
         for entry in entries:
             m, desc = entry.manifest, "DAMAGED"
             if m is not None:  # NVRTC entries list their kernels (name expressions), remembered runs a line
@@ -190,6 +201,9 @@ def _cmd_cache(args: argparse.Namespace) -> int:
             _print_entry(entry)
         return 0
     if args.cache_command == "clear":
+        if args.name is None and not args.all and not _confirmed(f"remove every entry under {root}?"):
+            print("brainevent cache clear: name a module, or --all to remove every entry", file=sys.stderr)
+            return 2
         if args.name is not None and not any(True for _ in admin.iter_entries(root, args.name)):
             known = sorted({e.module for e in admin.iter_entries(root)}) if root.is_dir() else []
             print(
@@ -213,6 +227,12 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     )
     print(f"removed {removed} entries, {_size(left)} left{_skipped(skipped)}")
     return 0
+
+
+def _confirmed(question: str) -> bool:
+    """A yes to ``question`` at a terminal; a script (no terminal) never answers."""
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    return interactive and input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
 
 
 def _print_entry(entry: EntryInfo) -> None:
@@ -309,8 +329,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _for_the_shell(exc: Exception) -> str:
-    """An error as a shell user acts on it: a missing GPU architecture names --arch."""
-    from .errors import GpuArchDetectionError
+    """An error as a shell user acts on it: the GPU architecture is --arch, not compute_capability=."""
+    from .errors import ArchError, GpuArchDetectionError
 
     if isinstance(exc, GpuArchDetectionError):
         return (
@@ -318,7 +338,10 @@ def _for_the_shell(exc: Exception) -> str:
             "Name the target: --arch sm_90 (repeat for more: --arch sm_80 --arch sm_90), or set "
             "BRAINEVENT_CUDA_ARCH=sm_80,sm_90."
         )
-    return str(exc)
+    text = str(exc)
+    if isinstance(exc, ArchError) and text.startswith("compute capability "):
+        text = "--arch " + text.removeprefix("compute capability ")
+    return re.sub(r"""compute_capability=(["'])(\w+)\1""", r"--arch \2", text)
 
 
 def _build_requests(path: Path, args: argparse.Namespace) -> list[LoadRequest]:

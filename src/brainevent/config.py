@@ -237,9 +237,11 @@ def trim_internal_frames(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         try:
             return fn(*args, **kwargs)
         except BrainEventError as exc:
-            if FULL_TRACEBACK.get():
-                raise
-            raise exc.with_traceback(None)  # noqa: B904 - the same error, its internal frames dropped
+            if not FULL_TRACEBACK.get():
+                # Drop the internal frames; a bare raise adds no frame of its own (unlike
+                # `raise exc`), so the traceback ends at the caller's line.
+                exc.with_traceback(None)
+            raise
 
     return public
 

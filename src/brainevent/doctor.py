@@ -164,15 +164,17 @@ def _libraries_section(report: Report) -> None:
         report.item(name, found)
 
 
-def _nvrtc_section(report: Report, compile_checks: bool) -> None:
-    """Which libnvrtc ``brainevent.cuda_kernel`` compiles with, and what still needs nvcc."""
+def _nvrtc_section(report: Report, compile_checks: bool, gpu_present: bool) -> str:
+    """Which libnvrtc ``brainevent.cuda_kernel`` compiles with, and what still needs nvcc;
+    returns the verdict's line on cuda_kernel."""
     report.section("NVRTC (brainevent.cuda_kernel, no nvcc)")
     try:
         bound = nvrtc_info()
     except BrainEventError as exc:
         report.item("libnvrtc", f"not usable: {exc.message.splitlines()[0]}")
-        return
-    report.item("libnvrtc", f"{bound.path} (NVRTC {bound.version[0]}.{bound.version[1]}, its own process)")
+        return "cuda_kernel does not work here: no usable NVRTC (see the NVRTC section)"
+    found = "NVRTC {}.{} found".format(*bound.version)
+    report.item("libnvrtc", f"{bound.path} ({found[:-6]}, its own process)")
     report.item("found_via", bound.found_via)
     report.item(
         "runtime headers",
@@ -195,6 +197,9 @@ def _nvrtc_section(report: Report, compile_checks: bool) -> None:
         report.item(
             "smoke compile", "ok (sm_80 cubin)" if compiled is not None else f"FAILED: {log.strip()[:200]}"
         )
+        if compiled is None:
+            return f"cuda_kernel does not work here: {found}, but it cannot compile a kernel"
+    return f"cuda_kernel works: {found}" + ("" if gpu_present else " (kernels compile here, run on a GPU)")
 
 
 def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> Report:
@@ -256,7 +261,8 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         report.item("CUDA_VISIBLE_DEVICES", repr(visible))
-    report.item("CUDA graphs", capture_status()[1])  # in this process; see docs/performance.md
+    if probe.devices:  # in this process; see docs/performance.md
+        report.item("CUDA graphs", capture_status()[1])
 
     report.section("CUDA compiler (nvcc)")
     cuda_ok = False
@@ -297,7 +303,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
         report.item("note", CUDA12_NOTE)
 
     _libraries_section(report)
-    _nvrtc_section(report, compile_checks)
+    on_nvrtc = _nvrtc_section(report, compile_checks, bool(probe.devices))
 
     report.section("Kernel cache")
     root = cache_root()
@@ -330,7 +336,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
             'compute_capability="sm_90" to the loader (`brainevent build --arch sm_90`) or set '
             f"{config.CUDA_ARCH.name}=sm_90"
         )
-    report.lines += [f"  {verdict}", *(f"  cannot build {what}" for what in report.cannot_build)]
+    report.lines += [f"  {verdict}", f"  {on_nvrtc}", *(f"  cannot build {w}" for w in report.cannot_build)]
     if report.require_build and report.cannot_build:
         report.lines.append("  --require-build: this node must build, so the exit status is 1")
     return report

@@ -59,6 +59,22 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         brainevent.load_cpp_inlin  # type: ignore[attr-defined]  # noqa: B018
 
 
+def test_dir_lists_the_lazy_names_before_their_first_use() -> None:
+    """Tab completion (dir()) sees every lazily exported name, and asking imports nothing."""
+    lazy = sorted(
+        {f"brainevent.{module}" for module in brainevent._EXPORTS.values()} - {"brainevent.cuda_graphs"}
+    )
+    code = (
+        "import sys, brainevent\n"
+        "names = dir(brainevent)\n"
+        "print(sorted(set(brainevent._EXPORTS) - set(names)), sorted(set(brainevent.__all__) - set(names)))\n"
+        f"print(sorted(m for m in {lazy!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[:2] == ["[] []", "[]"], done.stdout + done.stderr
+    assert {"cuda_kernel", "XLACustomKernel", "load_cpp_dir", "__version__"} <= set(dir(brainevent))
+
+
 def test_import_brainevent_loads_no_lazy_module() -> None:
     # cuda_graphs is imported on purpose: it must edit XLA_FLAGS before JAX starts (it imports
     # nothing heavy); every other module behind a lazy name waits for first use.

@@ -102,12 +102,28 @@ def test_user_error_tracebacks_end_at_the_public_call(monkeypatch):
             brainevent.load_cpp_inline(name="err_frames", cpp_sources=source, auto_register=False)
         frames = traceback.extract_tb(info.value.__traceback__)
         internal = [f for f in frames if "brainevent" in f.filename and "tests" not in f.filename]
-        assert len(internal) == 1 and internal[0].filename.endswith("config.py"), frames
+        assert internal == [] and frames[-1].filename == __file__, frames  # the user's line last
     # On request, every frame stays (for reporting a bug in brainevent).
     monkeypatch.setenv("BRAINEVENT_FULL_TRACEBACK", "1")
     with pytest.raises(brainevent.CompileError) as info:
         brainevent.load_cpp_inline(name="err_frames", cpp_sources=MISSING_SEMICOLON, auto_register=False)
     assert len(traceback.extract_tb(info.value.__traceback__)) > 5
+
+
+def test_printed_traceback_ends_at_the_users_line(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        "import brainevent\n"
+        'brainevent.load_cpp_inline(name="err_printed", cpp_sources="void g() {}", functions=["nope"])\n'
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    frames = [line for line in run.stderr.splitlines() if line.lstrip().startswith("File ")]
+    assert run.returncode == 1 and "SpecError" in run.stderr, run.stderr
+    assert frames == [f'  File "{script}", line 2, in <module>'], run.stderr
+    assert "with_traceback" not in run.stderr and "noqa" not in run.stderr, run.stderr
 
 
 def test_openmp_symbol_without_openmp_says_openmp_true_and_names_the_file_once():
@@ -122,3 +138,4 @@ void f(const BE::Tensor x, BE::Tensor out) { out.data_ptr<float>()[0] = omp_get_
     assert "undefined symbol 'omp_get_max_threads'" in headline, text
     assert "openmp=True" in headline and "-lname" not in headline, text
     assert headline.count("err_omp_symbol.cpp") == 1, headline
+    assert text.count("openmp=True") == 1, text  # the summary once: the headline, not the body again

@@ -162,6 +162,22 @@ def test_openmp_option_compiles_links_and_runs() -> None:
     assert again.cache_dir == mod.cache_dir and not again.built_now
 
 
+def test_omp_pragmas_without_openmp_are_named_once(caplog: pytest.LogCaptureFixture) -> None:
+    source = OPENMP_SUM.split("// @BE threads")[0].replace("#include <omp.h>", "")
+    with caplog.at_level(logging.WARNING, logger="brainevent"):
+        mod = brainevent.load_cpp_inline("omp_serial", source, force_rebuild=True)
+        brainevent.load_cpp_inline("omp_serial", source)  # a cache hit: said already
+    said = [r.getMessage() for r in caplog.records if "pragma omp" in r.getMessage()]
+    assert len(said) == 1 and "openmp=True" in said[0] and "serially" in said[0], said
+    x = np.ones((4, 3), np.float32)  # and it still runs, serially
+    got = mod.row_sums(x, outs=[jax.ShapeDtypeStruct((4,), jnp.float32)])
+    np.testing.assert_allclose(np.asarray(got[0]), 3.0)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="brainevent"):
+        brainevent.load_cpp_inline("omp_sum", OPENMP_SUM, openmp=True, force_rebuild=True)
+    assert not [r for r in caplog.records if "pragma omp" in r.getMessage()]
+
+
 def test_without_openmp_the_runtime_call_is_a_build_error_naming_it() -> None:
     with pytest.raises(CompileError, match=r"^compiling module 'no_omp' failed: undefined symbol 'omp_get_"):
         brainevent.load_cpp_inline(

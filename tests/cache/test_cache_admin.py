@@ -114,7 +114,8 @@ def test_an_empty_cache_dir_is_the_default_root_not_the_working_directory(tmp_pa
     project.mkdir()
     before = _users_tree(project)
     cache = tmp_path / "cache"
-    for command in (["cache", "clear"], ["cache", "prune"], ["cache", "list"], ["cache", "clear", "api"]):
+    commands = (["cache", "clear", "--all"], ["cache", "prune"], ["cache", "list"], ["cache", "clear", "api"])
+    for command in commands:
         done = _cli(*command, "--cache-dir", "", cwd=project, BRAINEVENT_CACHE_DIR=str(cache))
         assert "Traceback" not in done.stderr, done.stderr
         assert str(project) not in done.stdout, done.stdout  # the root used is the configured one
@@ -124,7 +125,7 @@ def test_an_empty_cache_dir_is_the_default_root_not_the_working_directory(tmp_pa
 def test_admin_commands_touch_only_verified_entries(tmp_path: Path) -> None:
     """A root given by mistake: nothing there is listed, removed or chmod'ed."""
     before = _users_tree(tmp_path)
-    for command in (["cache", "list"], ["cache", "prune", "--max-size", "0"], ["cache", "clear"]):
+    for command in (["cache", "list"], ["cache", "prune", "--max-size", "0"], ["cache", "clear", "--all"]):
         done = _cli(*command, "--cache-dir", str(tmp_path))
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
         assert "api/" not in done.stdout

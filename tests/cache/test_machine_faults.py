@@ -156,7 +156,7 @@ def test_clear_and_prune_of_a_read_only_cache_explain(small_fs: Path) -> None:
     )
     subprocess.run(["mount", "-o", "remount,ro", str(small_fs)], check=True)
     env = dict(os.environ, PYTHONPATH=SRC, JAX_PLATFORMS="cpu")
-    for command in (["clear"], ["prune", "--keep-newest", "1"], ["clear", "rocache"]):
+    for command in (["clear", "--all"], ["prune", "--keep-newest", "1"], ["clear", "rocache"]):
         done = subprocess.run(
             [sys.executable, "-m", "brainevent", "cache", "--cache-dir", str(cache), *command],
             env=env, capture_output=True, text=True, timeout=120,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -188,7 +189,65 @@ def test_cache_list_info_clear(fresh_cache: Path) -> None:
     cleared = _cli("cache", "clear", "cli_one", env=env)
     assert "removed 1 entries" in cleared.stdout
     assert "cli_one/" not in _cli("cache", "list", env=env).stdout
-    assert _cli("cache", "clear", env=env).stdout.startswith("removed 1 entries")
+    everything = _cli("cache", "clear", env=env)  # no name: a script must say --all
+    assert everything.returncode == 2 and "--all" in everything.stderr, everything.stderr
+    assert "cli_two/" in _cli("cache", "list", env=env).stdout  # nothing was removed
+    assert _cli("cache", "clear", "--all", env=env).stdout.startswith("removed 1 entries")
+
+
+def test_cache_clear_without_a_name_asks_at_a_terminal(fresh_cache: Path) -> None:
+    import pty
+
+    brainevent.load_cpp_inline(name="ask_mod", cpp_sources=KERNEL, auto_register=False)
+    env = dict(os.environ, PYTHONPATH=SRC, JAX_PLATFORMS="cpu")
+    for answer, outcome in (("n", "name a module, or --all"), ("y", "removed 1 entries")):
+        main, terminal = pty.openpty()
+        command = [sys.executable, "-m", "brainevent", "cache", "clear"]
+        done = subprocess.Popen(command, stdin=terminal, stdout=terminal, stderr=terminal, env=env)
+        os.close(terminal)
+        seen = b""
+        while b"[y/N]" not in seen:
+            seen += os.read(main, 1024)
+        assert f"remove every entry under {fresh_cache}?".encode() in seen, seen
+        os.write(main, f"{answer}\n".encode())
+        assert done.wait(timeout=120) == (2 if answer == "n" else 0)
+        with contextlib.suppress(OSError):  # the terminal closes when the process ends
+            while chunk := os.read(main, 1024):
+                seen += chunk
+        os.close(main)
+        assert outcome.encode() in seen, seen
+    assert "ask_mod/" not in _cli("cache", "list").stdout
+
+
+def test_cache_dir_that_does_not_exist_is_flagged(tmp_path: Path) -> None:
+    missing = tmp_path / "no_such_cache"
+    for command in (["list"], ["info", "m"], ["clear", "--all"], ["prune"]):
+        done = _cli("cache", *command, "--cache-dir", str(missing))
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert f"--cache-dir {missing} does not exist" in done.stderr, done.stderr
+    assert not missing.exists()
+    # The default root not created yet is an empty cache, and says so.
+    done = _cli("cache", "list", env={"BRAINEVENT_CACHE_DIR": str(missing)})
+    assert done.returncode == 0 and "not created yet" in done.stdout, done.stdout
+
+
+def test_help_is_plain_text_and_describes_every_argument() -> None:
+    top = _cli("--help").stdout
+    assert "``" not in top and ":func:" not in top and "C++ and CUDA kernels" in top, top
+    clear = _cli("cache", "clear", "--help").stdout
+    assert "the module whose entries go" in clear and "--all" in clear, clear
+    assert "remove one module's entries, or all of them" in clear, clear  # the command's description
+    import argparse
+
+    from brainevent.cli import _parser
+
+    parsers = [_parser()]
+    for parser in parsers:  # every command's positional arguments have a line of help
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            elif not action.option_strings:
+                assert action.help, (parser.prog, action.dest)
 
 
 HOLD_LOCK = textwrap.dedent(
@@ -394,6 +453,16 @@ def test_build_without_a_gpu_names_the_arch_option(tmp_path: Path) -> None:
 
 
 @pytest.mark.nvcc
+def test_build_with_a_bad_arch_answers_in_cli_terms(tmp_path: Path) -> None:
+    kernel = tmp_path / "ones.cu"
+    kernel.write_text(CUDA_KERNEL)
+    done = _cli("build", str(kernel), "--arch", "sm_xx", env={"BRAINEVENT_CACHE_DIR": str(tmp_path / "c")})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "--arch 'sm_xx' is not valid" in done.stderr and "--arch sm_86" in done.stderr, done.stderr
+    assert "compute_capability=" not in done.stderr, done.stderr
+
+
+@pytest.mark.nvcc
 def test_doctor_without_a_gpu_says_cuda_builds_need_an_arch(tmp_path: Path) -> None:
     from brainevent.toolchain.cuda_driver import probe_devices
 
@@ -405,3 +474,26 @@ def test_doctor_without_a_gpu_says_cuda_builds_need_an_arch(tmp_path: Path) -> N
     verdict = done.stdout.split("Verdict")[-1]
     assert "CUDA builds work when given an architecture" in verdict, done.stdout
     assert "BRAINEVENT_CUDA_ARCH=sm_90" in verdict and "--arch sm_90" in verdict
+
+
+@pytest.mark.host
+def test_doctor_verdict_says_whether_cuda_kernel_works(monkeypatch: pytest.MonkeyPatch) -> None:
+    from brainevent import doctor
+    from brainevent.errors import ToolchainError
+    from brainevent.nvrtc.process import nvrtc_info
+
+    try:
+        version = "NVRTC {}.{} found".format(*nvrtc_info().version)
+    except ToolchainError:
+        version = None
+    verdict = "\n".join(doctor.run_doctor(compile_checks=False).lines).split("Verdict")[-1]
+    if version is not None:
+        assert f"cuda_kernel works: {version}" in verdict, verdict
+
+    # Where libnvrtc cannot be used, the verdict says so.
+    def no_nvrtc() -> None:
+        raise ToolchainError("libnvrtc was not found")
+
+    monkeypatch.setattr(doctor, "nvrtc_info", no_nvrtc)
+    verdict = "\n".join(doctor.run_doctor(compile_checks=False).lines).split("Verdict")[-1]
+    assert "cuda_kernel does not work here: no usable NVRTC" in verdict, verdict

@@ -118,6 +118,9 @@ class Kind:
     # Its kernel is registered when a call is lowered (an XLACustomKernel backend that compiles
     # at lowering: Numba, Numba-CUDA, NVRTC), not when its module loads or the call is traced.
     registered_when_lowered: bool = False
+    # Its calls carry their compiled kernel (NVRTC): the exported program also replays in a
+    # process that never traced it (``export_replay_self_contained``).
+    self_contained: bool = False
 
 
 def _module(platform: str) -> Any:
@@ -441,8 +444,16 @@ KINDS = (
     Kind("numba_cuda_kernel", "gpu", numba_cuda_kind, VMAP_FFI, False, False, needs="numba.cuda"),
     Kind("numba_cuda_callable", "gpu", numba_cuda_callable_kind, VMAP_FFI, False, False, needs="numba.cuda"),
     Kind("triton_kernel", "gpu", triton_kind, VMAP_FFI, False, False, needs="triton"),
-    Kind("nvrtc_cuda_kernel", "gpu", nvrtc_kind, VMAP_FFI, False, True),
-    Kind("nvrtc_cuda_kernel_batch_dims", "gpu", with_batch_dim(nvrtc_kind), VMAP_FFI, False, True),
+    Kind("nvrtc_cuda_kernel", "gpu", nvrtc_kind, VMAP_FFI, False, True, self_contained=True),
+    Kind(
+        "nvrtc_cuda_kernel_batch_dims",
+        "gpu",
+        with_batch_dim(nvrtc_kind),
+        VMAP_FFI,
+        False,
+        True,
+        self_contained=True,
+    ),
     Kind("xla_cuda_raw", "gpu", primitive_kind("cuda_raw"), VMAP_PRIMITIVE, True, True),
     Kind(
         "xla_cuda_raw_batch_dims",
@@ -468,7 +479,14 @@ KINDS = (
     # batch element (the rows here), and the launcher runs the kernel per element of each call,
     # so a call split across devices stays right.
     Kind(
-        "xla_nvrtc", "gpu", primitive_kind("nvrtc"), VMAP_PRIMITIVE, True, True, registered_when_lowered=True
+        "xla_nvrtc",
+        "gpu",
+        primitive_kind("nvrtc"),
+        VMAP_PRIMITIVE,
+        True,
+        True,
+        registered_when_lowered=True,
+        self_contained=True,
     ),
     Kind(
         "xla_nvrtc_batch_dims",
@@ -520,8 +538,13 @@ def replays_sharded(kind: Kind) -> bool:
 
 def replay_cells(kind: Kind) -> list[str]:
     """The cells computed in the fresh process, the sharded one first (the plain one lowers a
-    call, which must not be what makes the sharded replay partition)."""
-    return [*(["export_replay_sharded"] if replays_sharded(kind) else []), "export_replay"]
+    call, which must not be what makes the sharded replay partition); a self-contained replay
+    runs before anything in that process traces a kernel."""
+    return [
+        *(["export_replay_self_contained"] if kind.self_contained else []),
+        *(["export_replay_sharded"] if replays_sharded(kind) else []),
+        "export_replay",
+    ]
 
 
 def cell_names(kind: Kind) -> list[str]:
@@ -742,6 +765,14 @@ def replayed(kind: Kind, cell: str, blob: Path, mesh: Any) -> str:
     from jax import export as jexport
 
     x, w = data()
+    if cell == "export_replay_self_contained":
+        # Nothing traced or compiled here: the program's calls carry their kernels.
+        if any(name.startswith("brainevent.nvrtc") for name in sys.modules):
+            return "error: a kernel was traced in this process before the self-contained replay"
+        import brainevent
+
+        call = jax.jit(brainevent.deserialize(blob.read_bytes()).call)
+        return "ok" if np.allclose(np.asarray(call(x, w)), reference(x, w), rtol=1e-5) else "wrong"
     if cell == "export_replay_sharded":
         # The exported call itself, traced but lowered only where that is what registers its
         # kernel: nothing here may do what only lowering a batch-dims call used to do.
@@ -763,16 +794,18 @@ def replay(platform: str, out_path: Path, export_dir: Path) -> None:
 
     devices = jax.devices(platform)[:N_DEVICES]
     mesh = jax.make_mesh((len(devices),), ("b",), devices=devices)
-    results: dict[str, dict[str, str]] = {}
-    for kind in selected(platform):
-        found: dict[str, str] = {}
-        for cell in replay_cells(kind):
-            blob = export_dir / f"{kind.name}{'.sharded' if cell.endswith('sharded') else ''}.bin"
-            if not blob.exists():
-                found[cell] = "error: not exported"
-                continue
-            found[cell] = outcome(functools.partial(replayed, kind, cell, blob, mesh))
-        results[kind.name] = found
+    results: dict[str, dict[str, str]] = {kind.name: {} for kind in selected(platform)}
+    # The self-contained replays first, before any cell traces a kernel in this process.
+    first = [(k, c) for k in selected(platform) for c in replay_cells(k) if c.endswith("self_contained")]
+    rest = [(k, c) for k in selected(platform) for c in replay_cells(k) if not c.endswith("self_contained")]
+    for kind, cell in [*first, *rest]:
+        blob = export_dir / f"{kind.name}{'.sharded' if cell.endswith('sharded') else ''}.bin"
+        found = results[kind.name]
+        found[cell] = (
+            "error: not exported"
+            if not blob.exists()
+            else outcome(functools.partial(replayed, kind, cell, blob, mesh))
+        )
     out_path.write_text(json.dumps(results, indent=1))
 
 

@@ -160,6 +160,20 @@ def test_raw_ffi_call_wrong_operand_count(failing: brainevent.CompiledModule) ->
         np.asarray(call(x, x, limit=5))
 
 
+def test_a_misspelt_target_names_the_modules_targets(failing: brainevent.CompiledModule) -> None:
+    x = jnp.ones(2, jnp.float32)
+    spec = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    with pytest.raises(KernelCallError, match=r"ffi_call\('err_failing.chekced'\): no FFI target") as info:
+        brainevent.ffi_call("err_failing.chekced", spec)(x, limit=5)
+    targets = str(info.value).split("registered ")[1]
+    assert targets.startswith("'err_failing.checked', ") and "'err_failing.throws_std'" in targets, info.value
+    assert "list_registered_targets" in str(info.value) and info.value.target == "err_failing.chekced"
+    # The target spelt right runs; the module's attribute misspelt suggests the function.
+    np.testing.assert_array_equal(np.asarray(brainevent.ffi_call("err_failing.checked", spec)(x, limit=5)), x)
+    with pytest.raises(AttributeError, match=r"no function 'chekced'.* Did you mean 'checked'\?"):
+        failing.chekced  # noqa: B018
+
+
 @pytest.mark.parametrize(
     ("args", "attrs", "pattern"),
     [

@@ -167,7 +167,7 @@ def compile_error(
     first = first_error_index(lines)
     causes = linker_causes(lines)
     if causes:  # a failed link: ld's own last line ("ld returned 1 exit status") says nothing
-        excerpt = [*causes, "", *lines[:_MAX_LINES]]
+        excerpt = [*causes[1:], "", *lines[:_MAX_LINES]] if len(causes) > 1 else lines[:_MAX_LINES]
         first_error = causes[0]
     elif first is not None:
         # Context lines that precede the first error ("In function ...") stay with it.

@@ -174,8 +174,34 @@ def ffi_call(
     single = not isinstance(result_shape_dtypes, (list, tuple)) and len(specs) == 1
 
     def call(*inputs: Any, **attrs: Any) -> Any:
+        _check_target(target_name)
         options: dict[str, Any] = {"vmap_method": vmap_method, "input_output_aliases": input_output_aliases}
         results = call_target(target_name, inputs, specs, **options, **attrs)
         return results[0] if single else jax.tree_util.tree_unflatten(treedef, results)
 
     return call
+
+
+def _check_target(target: str) -> None:
+    """A target a loaded module lacks ("m.stpe" beside "m.step"): a KernelCallError naming the
+    module's targets, closest first, where XLA would say NOT_FOUND. Other names are XLA's."""
+    from ..runtime.registry import registered_targets
+
+    known = registered_targets()
+    module = target.rpartition(".")[0]
+    siblings = sorted(t for t in known if t.rpartition(".")[0] == module)
+    if target in known or not module or not siblings:
+        return
+    from jaxlib import xla_client
+
+    if target in getattr(xla_client, "custom_call_targets", lambda _: ())("cpu"):  # through JAX directly
+        return
+    from ..errors import KernelCallError
+    from ..spec.names import close_matches
+
+    ordered = ", ".join(repr(t) for t in dict.fromkeys([*close_matches(target, siblings), *siblings]))
+    raise KernelCallError(
+        f"ffi_call({target!r}): no FFI target of that name is registered; module {module!r} registered "
+        f"{ordered}. Check the spelling (brainevent.list_registered_targets() lists every target)",
+        target=target,
+    )

@@ -39,13 +39,13 @@ class LoweringCall:
 class CallSiteKernel:
     """Emits one custom call to the FFI target that :meth:`call_site` names."""
 
-    def prepare(self, call: LoweringCall) -> tuple[str, int]:
-        """(FFI target, kernel id) of a kernel registered with a launcher for this call."""
+    def prepare(self, call: LoweringCall) -> tuple[str, int | dict[str, Any]]:
+        """(FFI target, kernel id or the call's attributes) of a kernel registered with a launcher."""
         raise NotImplementedError
 
     def call_site(self, call: LoweringCall) -> tuple[str, dict[str, Any]]:
         target, kernel_id = self.prepare(call)
-        return target, {"kernel_id": np.int64(kernel_id)}
+        return target, kernel_id if isinstance(kernel_id, dict) else {"kernel_id": np.int64(kernel_id)}
 
     def lower(self, call: LoweringCall) -> Sequence[Any]:
         import jax
@@ -240,7 +240,7 @@ class NvrtcKernel(CallSiteKernel):
 
     kernel: KernelDef
 
-    def prepare(self, call: LoweringCall) -> tuple[str, int]:
+    def prepare(self, call: LoweringCall) -> tuple[str, dict[str, Any]]:
         """With batch dims the kernel binds its sizes for one batch element, which the launcher
         runs per element of the (possibly split) call."""
         from ..nvrtc.launch import element_avals, prepare

@@ -18,9 +18,9 @@ Preparer = Callable[[Signature], tuple[str, int]]
 # The FFI target, the kernel id, and what the entry keeps alive (the kernel, so that its id() in
 # a key is not reused while the entry lives, and anything the registered launcher points into).
 Made = tuple[str, int, tuple[Any, ...]]
-# ``(FFI target, kernel id)`` for a call's operands and result specs, optionally with the specs of
-# scratch buffers the kernel writes after its results (Triton's); None: zeros, nothing launched.
-CallPreparer = Callable[[tuple[Any, ...], list[Any]], "tuple[str, int] | tuple[str, int, list[Any]] | None"]
+# ``(FFI target, kernel id or the call's attributes)`` for a call's operands and result specs, optionally
+# with the specs of scratch buffers the kernel writes after its results (Triton's); None: zeros.
+CallPreparer = Callable[[tuple[Any, ...], list[Any]], "tuple[str, Any] | tuple[str, int, list[Any]] | None"]
 
 _prepared: dict[Hashable, Made] = {}  # this process's prepared kernels, by (key, signature)
 
@@ -135,9 +135,9 @@ class BridgedFunction:
             import jax.numpy as jnp
 
             return vary_like([jnp.zeros(s.shape, s.dtype) for s in specs], args)
-        target, kernel_id, *scratch = prepared
+        target, kernel_id, *scratch = prepared  # the kernel id, or the call's attributes
+        attrs = kernel_id if isinstance(kernel_id, dict) else {"kernel_id": np.int64(kernel_id)}
         if self._batch_dims:
-            attrs = {"kernel_id": np.int64(kernel_id)}
             return partitioned_call(target, args, specs, self._batch_dims, self._given_vmap_method, attrs)
         method = None if self._rank_changing else self._vmap_method
         results = call_target(
@@ -146,7 +146,7 @@ class BridgedFunction:
             [*specs, *(scratch[0] if scratch else ())],
             vmap_method=method,
             input_output_aliases=self._aliases,
-            kernel_id=np.int64(kernel_id),
+            **attrs,
         )
         return results[: len(specs)]
 

@@ -133,7 +133,7 @@ class KernelDef:
 
 def _prepare_call(
     kernel: KernelDef, vmap_method: str | None, batch_dims: int, arrays: tuple[Any, ...], specs: list[Any]
-) -> tuple[str, int] | None:
+) -> tuple[str, dict[str, Any]] | None:
     """``BridgedFunction``'s ``prepare``: binds the call's abstract operands (one batch element of
     each, with batch dims) and prepares the launch; None when nothing is launched."""
     from ..numba_bridge.bridge import has_work

@@ -1,6 +1,7 @@
 """From a call's abstract operands to a registered cubin launch (launchers/cubin.py), shared by
 ``cuda_kernel`` and the ``XLACustomKernel`` backend. Pointer parameters name operands (inputs,
 then outputs); scalars are stored with the registration, so each set of values is its own id.
+The call carries the whole kernel (an attribute), so an exported program needs no trace to run.
 """
 
 from __future__ import annotations
@@ -158,34 +159,28 @@ def prepare(
     config: LaunchConfig,
     archs: Sequence[str] | None,
     per_batch_element: bool = False,
-) -> tuple[str, int]:
-    """Compile (through the cache), register with the launcher; ``(FFI target, kernel id)``.
+) -> tuple[str, dict[str, Any]]:
+    """Compile (through the cache), register with the launcher; ``(FFI target, the call's attributes)``.
 
     ``per_batch_element``: ``inputs`` and ``outputs`` are one element of a batch (the call's
     batch dims stripped); the launcher runs the kernel once per element of each call."""
     from ..calls.operands import content_id
-    from ..launchers.cubin import Image, launcher_for, register
+    from ..launchers.cubin import Image, export_launcher, kernel_blob, register_blob
     from ..toolchain.cuda_arch import one_arch
     from .cache import Request, compile_cached
 
     sig = signature_for(source, expression)
-    params = operand_params(sig, expression, [*inputs, *outputs], len(inputs), scalars)
+    operands = [*inputs, *outputs]
+    params = operand_params(sig, expression, operands, len(inputs), scalars)
     images: dict[int, Image] = {}
     for arch in architectures(archs):  # sm_XX only: cubins, whose kernel has the same symbol in each
         compiled, _ = compile_cached(Request(source, (expression,), arch))
         images[one_arch(arch).cc] = Image(compiled.code, config.shared_mem)
+    shapes = [tuple(int(d) for d in a.shape) for a in operands] if per_batch_element else None
+    # The call carries its kernel: a program exported with it runs where it was never traced.
     entry = compiled.lowered[expression]
-    launcher = launcher_for(len(inputs), len(outputs))
-    shapes = [tuple(int(d) for d in a.shape) for a in (*inputs, *outputs)] if per_batch_element else None
-    kernel_id = content_id(
-        "nvrtc",
-        entry,
-        repr((config.grid, config.block, [(p.kind, p.value, p.size) for p in params], shapes)),
-        *(f"{cc}:{image.shared_mem}" for cc, image in sorted(images.items())),
-        *(image.code for _, image in sorted(images.items())),
-    )
-    register(
-        launcher, kernel_id, entry, config.grid, config.block, params, len(inputs) + len(outputs), images,
-        element_shapes=shapes,
-    )  # fmt: skip
-    return launcher.target, kernel_id
+    blob = kernel_blob(entry, config.grid, config.block, params, len(operands), images, shapes)
+    kernel_id = content_id("nvrtc", blob)
+    launcher = export_launcher()
+    register_blob(launcher, kernel_id, blob, entry)
+    return launcher.target, {"kernel_id": np.int64(kernel_id), "kernel": blob}

@@ -116,8 +116,11 @@ class CompiledModule(Record):
                     module=self.__dict__.get("name", ""),
                 )
             return calls[item]
+        from ..spec.names import did_you_mean
+
         raise AttributeError(
-            f"module {self.__dict__.get('name')!r} has no function {item!r}; it has {sorted(functions)}"
+            f"module {self.__dict__.get('name')!r} has no function {item!r}; it has {sorted(functions)}."
+            + did_you_mean(item, functions)
         )
 
     def __dir__(self) -> list[str]:

@@ -159,10 +159,14 @@ def _register_locked(
     return "registered"
 
 
-def _register_with_jax(target: str, handler: Any, platform: str) -> None:
+def _register_with_jax(
+    target: str, handler: Any, platform: str, stages: tuple[str, ...] = ("execute",)
+) -> None:
     import jax.ffi
 
-    jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform=platform, api_version=1)
+    capsule = jax.ffi.pycapsule(handler)
+    fn = capsule if stages == ("execute",) else dict.fromkeys(stages, capsule)
+    jax.ffi.register_ffi_target(target, fn, platform=platform, api_version=1)
     jax.ffi.register_ffi_target_as_batch_partitionable(target)
 
 
@@ -185,9 +189,12 @@ def running_library(target: str, platform: str) -> ctypes.CDLL | None:
 _handlers: dict[str, tuple[int, str]] = {}  # launcher target -> (handler address, JAX platform)
 
 
-def register_handler(target: str, library: ctypes.CDLL, symbol: str, platform: str) -> str:
+def register_handler(
+    target: str, library: ctypes.CDLL, symbol: str, platform: str, stages: tuple[str, ...] = ("execute",)
+) -> str:
     """Registers ``library``'s handler ``symbol`` under ``target`` on JAX platform ``platform``
-    (a launcher's, not a module function's: nothing re-points it) and returns the name used.
+    for XLA's ``stages`` (a launcher's, not a module function's: nothing re-points it) and returns
+    the name used.
     XLA keeps a name's first handler, so a rebuilt library (another cache) gets a name of its own."""
     handler = getattr(library, symbol)
     address = ctypes.cast(handler, ctypes.c_void_p).value or 0
@@ -197,7 +204,7 @@ def register_handler(target: str, library: ctypes.CDLL, symbol: str, platform: s
             n += 1
             chosen = f"{target}_{n}"
         if chosen not in _handlers:
-            _register_with_jax(chosen, handler, platform)
+            _register_with_jax(chosen, handler, platform, stages)
             _handlers[chosen] = (address, platform)
     return chosen
 

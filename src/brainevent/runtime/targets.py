@@ -107,9 +107,25 @@ def export_checks() -> list[Any]:
     targets are stable as long as the same kernels are loaded where the export is run (a
     module loads its targets; a Numba or Triton kernel registers its own when first traced).
     ``jax.export.export(jax.jit(f), disabled_checks=brainevent.export_checks())(...)``.
-    Call it after the kernels are loaded and ``f`` has been traced once, or pass the list
-    of target names yourself.
+    ``cuda_kernel`` calls are always listed (their target is fixed, their kernel travels with
+    the program); for other kernels, call it after they are loaded or first traced.
     """
     from jax import export
 
-    return [export.DisabledSafetyCheck.custom_call(target) for target in list_registered_targets()]
+    from ..launchers.cubin import EXPORT_TARGET
+
+    targets = sorted({EXPORT_TARGET, *list_registered_targets()})
+    return [export.DisabledSafetyCheck.custom_call(target) for target in targets]
+
+
+def deserialize(serialized: bytes | bytearray) -> Any:
+    """``jax.export.deserialize``, after registering the launcher that runs the program's
+    ``cuda_kernel`` calls: their compiled kernels travel with the program, so this process needs
+    neither their source nor a trace. Module functions still need their module loaded first."""
+    from jax import export
+
+    from ..launchers.cubin import EXPORT_TARGET, export_launcher
+
+    if EXPORT_TARGET.encode() in serialized:  # only then build (or load) the launcher
+        export_launcher()
+    return export.deserialize(bytearray(serialized))

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from ..cache.store import EntryStore
 
 log = logging.getLogger("brainevent")
+_OMP_PRAGMA = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+omp\b", re.MULTILINE)
 
 
 def run_plan(
@@ -59,6 +61,12 @@ def run_plan(
     reuse = f"; {len(reused)} object(s) reused" if reused else ""
     decoder = "" if plan.decoder.fetched else "; and the shared FFI decoder, once for this toolchain"
     log.info("compiling %s: %s%s%s", options.name, units, reuse, decoder)
+    if not options.openmp and any(_OMP_PRAGMA.search(u.text) for u in request.units):  # once: at the build
+        log.warning(
+            "module %s has `#pragma omp` lines but is built without OpenMP: they run serially. "
+            "Pass openmp=True to the loader (`brainevent build --openmp`) to run them in parallel.",
+            options.name,
+        )
     # What our include scan expects the compiler to read, as it is before the build: a
     # file unchanged since then was compiled as it is now (see cache/deps.py).
     # The previous entry's record (an edit-and-reload loop) adds what the scan cannot see.

@@ -23,6 +23,9 @@
 #include "brainevent/cuda_kernel_table.h"
 #include "brainevent/xla_ffi.h"
 
+BE_LAUNCHER_EXPORT const char* be_cubin_register_blob(int64_t id, const char* blob, int64_t size);
+BE_LAUNCHER_EXPORT const char* be_cubin_preload(int64_t id);
+
 namespace be_cubin {
 namespace {
 
@@ -150,17 +153,22 @@ XLA_FFI_Error* fail(const XLA_FFI_CallFrame* frame, XLA_FFI_Error_Code code, con
   return BE::ffi::make_error(frame, code, ("GPU kernel launch: " + what).c_str());
 }
 
+// The attribute `name` if it has type `type`, or nullptr.
+const void* attribute(const XLA_FFI_CallFrame* frame, const char* name, XLA_FFI_AttrType type) {
+  const size_t n = std::strlen(name);
+  for (int64_t i = 0; i < frame->attrs.size; ++i) {
+    const XLA_FFI_ByteSpan* found = frame->attrs.names[i];
+    if (found->len == n && std::memcmp(found->ptr, name, n) == 0) {
+      return frame->attrs.types[i] == type ? frame->attrs.attrs[i] : nullptr;
+    }
+  }
+  return nullptr;
+}
+
 // The kernel_id attribute (an int64 scalar, as launchers/cubin.py passes it), or -1.
 int64_t kernel_id(const XLA_FFI_CallFrame* frame) {
-  static constexpr char kName[] = "kernel_id";
-  for (int64_t i = 0; i < frame->attrs.size; ++i) {
-    const XLA_FFI_ByteSpan* name = frame->attrs.names[i];
-    if (name->len != sizeof(kName) - 1 || std::memcmp(name->ptr, kName, sizeof(kName) - 1) != 0) continue;
-    const auto* scalar = static_cast<const XLA_FFI_Scalar*>(frame->attrs.attrs[i]);
-    if (frame->attrs.types[i] != XLA_FFI_AttrType_SCALAR || scalar->dtype != XLA_FFI_DataType_S64) return -1;
-    return *static_cast<const int64_t*>(scalar->value);
-  }
-  return -1;
+  const auto* scalar = static_cast<const XLA_FFI_Scalar*>(attribute(frame, "kernel_id", XLA_FFI_AttrType_SCALAR));
+  return scalar == nullptr || scalar->dtype != XLA_FFI_DataType_S64 ? -1 : *static_cast<const int64_t*>(scalar->value);
 }
 
 XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
@@ -169,9 +177,22 @@ XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
   if (auto* query = BE::ffi::metadata_query(frame)) {
     return BE::ffi::answer_metadata(frame, query, XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE);
   }
-  if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE) return nullptr;  // nothing to prepare
+  const bool execute = frame->stage == XLA_FFI_ExecutionStage_EXECUTE;
+  if (!execute && frame->stage != XLA_FFI_ExecutionStage_INSTANTIATE) return nullptr;  // nothing to prepare
   const int64_t id = kernel_id(frame);
   if (id < 0) return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, "expected an int64 attribute kernel_id");
+  // A kernel that travels with its program (jax.export) is registered from its `kernel` attribute
+  // where this process has not traced it. When XLA instantiates the call, the kernel is loaded on
+  // the active devices, before a CUDA graph captures a launch.
+  const auto* blob = static_cast<const XLA_FFI_ByteSpan*>(attribute(frame, "kernel", XLA_FFI_AttrType_STRING));
+  if (blob != nullptr && table<Kernel>().find(id) == nullptr) {
+    const std::string error = be_cubin_register_blob(id, blob->ptr, static_cast<int64_t>(blob->len));
+    if (!error.empty()) return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, error);
+  }
+  if (!execute) {
+    const std::string error = be_cubin_preload(id);
+    return error.empty() ? nullptr : fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, error);
+  }
   const int64_t n_args = frame->args.size, count = n_args + frame->rets.size;
   if (count > kMaxOperands) return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, "too many arrays");
   const XLA_FFI_Buffer* buffers[kMaxOperands];
@@ -199,21 +220,29 @@ XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
 // config: grid x y z, block x y z. params: (kind, value, size) triplets. shapes: per operand,
 // its rank then its dims, the shape of one batch element (n_shapes 0: not batched). Returns 0,
 // or 1 if the id is already registered (same content: nothing to do).
+namespace be_cubin {
+namespace {
+std::unique_ptr<Kernel> make_kernel(const char* entry, const int64_t* config, int64_t cooperative, int64_t operands,
+                                    const int64_t* params, int64_t n_params, const int64_t* shapes, int64_t n_shapes) {
+  auto k = std::make_unique<Kernel>();
+  be_cuda_launch::set_launch(*k, entry, config, cooperative);
+  k->operands = operands;
+  for (int64_t i = 0; i < n_params; ++i) {
+    k->params.push_back({params[3 * i], params[3 * i + 1], params[3 * i + 2]});
+  }
+  for (int64_t at = 0; at < n_shapes; at += shapes[at] + 1) {
+    k->element_shapes.emplace_back(shapes + at + 1, shapes + at + 1 + shapes[at]);
+  }
+  return k;
+}
+}  // namespace
+}  // namespace be_cubin
+
 BE_LAUNCHER_EXPORT int be_cubin_register(int64_t id, const char* entry, const int64_t* config,
                                          int64_t cooperative, int64_t operands, const int64_t* params,
                                          int64_t n_params, const int64_t* shapes, int64_t n_shapes) {
-  using be_cubin::Kernel;
-  return be_cuda_launch::register_kernel<Kernel>(id, [&] {
-    auto k = std::make_unique<Kernel>();
-    be_cuda_launch::set_launch(*k, entry, config, cooperative);
-    k->operands = operands;
-    for (int64_t i = 0; i < n_params; ++i) {
-      k->params.push_back({params[3 * i], params[3 * i + 1], params[3 * i + 2]});
-    }
-    for (int64_t at = 0; at < n_shapes; at += shapes[at] + 1) {
-      k->element_shapes.emplace_back(shapes + at + 1, shapes + at + 1 + shapes[at]);
-    }
-    return k;
+  return be_cuda_launch::register_kernel<be_cubin::Kernel>(id, [&] {
+    return be_cubin::make_kernel(entry, config, cooperative, operands, params, n_params, shapes, n_shapes);
   });
 }
 
@@ -228,3 +257,55 @@ BE_LAUNCHER_EXPORT const char* be_cubin_preload(int64_t id) {
 
 // The handler brainevent registers on the CUDA platform (see the comment at the top).
 BE_LAUNCHER_EXPORT XLA_FFI_Error* be_cubin_handler(XLA_FFI_CallFrame* frame) { return be_cubin::handle(frame); }
+
+// A kernel as launchers/cubin.py's kernel_blob writes it: int64 fields (the format, grid,
+// block, cooperative, operand count, number of params, the params' triplets, the element
+// shapes' length and values, the entry's length, the number of images, each image's compute
+// capability, shared memory and size), then the entry and the images. A blob comes from a
+// program, which is data: every count is checked against its size before anything is kept.
+// Registers it under `id` (whole: a launch never sees it without its images) unless present,
+// and loads it on the active devices; "" or the error.
+BE_LAUNCHER_EXPORT const char* be_cubin_register_blob(int64_t id, const char* blob, int64_t size) {
+  int64_t at = 0;
+  bool ok = size >= 0;
+  auto ints = [&](int64_t count, int64_t limit) {  // `count` int64 fields, if that many are there
+    std::vector<int64_t> v;
+    ok = ok && count >= 0 && count <= limit && count <= (size - at) / 8;
+    for (int64_t i = 0; ok && i < count; ++i, at += 8) v.push_back(0), std::memcpy(&v.back(), blob + at, 8);
+    return v;
+  };
+  auto next = [&](int64_t limit) {  // one field in [0, limit]
+    const std::vector<int64_t> v = ints(1, 1);
+    ok = ok && v[0] >= 0 && v[0] <= limit;
+    return ok ? v[0] : 0;
+  };
+  if (next(INT64_MAX) != 1) return "the kernel was written by another version of brainevent (format); export it again";
+  const std::vector<int64_t> head = ints(8, 8);  // grid, block, cooperative, operands
+  const std::vector<int64_t> params = ints(3 * next(be_cubin::kMaxParams), 3 * be_cubin::kMaxParams);
+  const std::vector<int64_t> shapes = ints(next(INT64_MAX), INT64_MAX);
+  for (size_t s = 0; ok && s < shapes.size(); s += static_cast<size_t>(shapes[s]) + 1) {
+    ok = shapes[s] >= 0 && static_cast<size_t>(shapes[s]) < shapes.size() - s;
+  }
+  const int64_t entry_size = next(INT64_MAX);
+  const std::vector<int64_t> images = ints(3 * next(size / 24), INT64_MAX);  // cc, shared memory, size
+  int64_t rest = size - at - entry_size;
+  for (size_t i = 0; ok && i < images.size(); i += 3) {
+    ok = images[i + 1] >= 0 && images[i + 1] <= UINT32_MAX && images[i + 2] >= 0 && (rest -= images[i + 2]) >= 0;
+  }
+  if (!ok || rest != 0 || head[7] < 0 || head[7] > be_cubin::kMaxOperands) {
+    return "the kernel attribute is malformed (its counts do not match its size)";
+  }
+  const std::string entry(blob + at, static_cast<size_t>(entry_size));
+  const char* code = blob + at + entry_size;
+  const int added = be_cuda_launch::register_kernel<be_cubin::Kernel>(id, [&] {
+    auto k = be_cubin::make_kernel(entry.c_str(), head.data(), head[6], head[7], params.data(),
+                                   static_cast<int64_t>(params.size() / 3), shapes.data(),
+                                   static_cast<int64_t>(shapes.size()));
+    for (size_t i = 0; i < images.size(); code += images[i + 2], i += 3) {
+      k->images[static_cast<int>(images[i])] = {std::string(code, static_cast<size_t>(images[i + 2])),
+                                                static_cast<unsigned>(images[i + 1])};
+    }
+    return k;
+  });
+  return added == 0 ? be_cubin_preload(id) : "";  // present already: the same content (the id is its digest)
+}
