@@ -63,17 +63,18 @@ COPY docs /opt/brainevent/docs
 COPY tests /opt/brainevent/tests
 
 # ------------------------------------------------------------- the images
-# Each image installs its extra and what the suite needs to run there (pytest,
-# hypothesis), not the rest of the `test` extra: the linters, mkdocs and py-rattler check
-# the checkout, which an image does not hold, so their tests skip there anyway (about
-# 280 MB). The pins are bind-mounted into the install step. (The wheel is copied, not
-# bind-mounted from its stage: podman 4.3 cannot bind-mount from a cached stage.)
+# Each image installs its extra and the `test` extra, the one list of what the suite
+# needs, with the pins bind-mounted into the install step; nothing else is named here
+# (tests/packaging/test_dockerfile.py checks it). The tests that check a checkout (the
+# linters, the docs site, the import graph, the examples) skip in an image: it holds no
+# src/ and no examples/. (The wheel is copied, not bind-mounted from its stage: podman
+# 4.3 cannot bind-mount from a cached stage.)
 FROM system AS cpu
 COPY --from=wheel /wheels /wheels
 ARG PIP_CERT
 RUN --mount=type=bind,source=docker/constraints.txt,target=/opt/brainevent/constraints.txt \
     set -- /wheels/brainevent-*.whl \
-    && pip install --no-cache-dir -c constraints.txt "$1[cpu,numba]" pytest hypothesis \
+    && pip install --no-cache-dir -c constraints.txt "$1[cpu,test]" \
     && rm -rf /wheels
 COPY --from=suite /opt/brainevent /opt/brainevent
 USER 10001:10001
@@ -83,7 +84,7 @@ COPY --from=wheel /wheels /wheels
 ARG PIP_CERT
 RUN --mount=type=bind,source=docker/constraints.txt,target=/opt/brainevent/constraints.txt \
     set -- /wheels/brainevent-*.whl \
-    && pip install --no-cache-dir -c constraints.txt "$1[cuda13,numba]" pytest hypothesis \
+    && pip install --no-cache-dir -c constraints.txt "$1[cuda13,test]" \
     && rm -rf /wheels
 COPY --from=suite /opt/brainevent /opt/brainevent
 USER 10001:10001
@@ -94,7 +95,7 @@ COPY --from=wheel /wheels /wheels
 ARG PIP_CERT
 RUN --mount=type=bind,source=docker/constraints.txt,target=/opt/brainevent/constraints.txt \
     set -- /wheels/brainevent-*.whl \
-    && pip install --no-cache-dir -c constraints.txt "$1[cuda12,numba]" pytest hypothesis \
+    && pip install --no-cache-dir -c constraints.txt "$1[cuda12,test]" \
     && rm -rf /wheels
 COPY --from=suite /opt/brainevent /opt/brainevent
 USER 10001:10001

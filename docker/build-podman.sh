@@ -36,6 +36,9 @@
 #                    "skip" skips the suite)
 #   CHECK_ARGS       more arguments for docker/check_image.py, e.g.
 #                    "--outside /path/to/venv/bin/python --artifacts DIR"
+#   RECORD           where the run's measurements go (default: docker/measured.json; "" = not
+#                    recorded): once every target passed, docker/record.py reads this run's
+#                    output into it and rewrites the table in docs/install.md from it
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -170,6 +173,14 @@ command -v podman >/dev/null || die "podman is not installed (apt-get install po
 check_python="${CHECK_PYTHON:-python3}" # the interpreter that runs check_image.py
 command -v "$check_python" >/dev/null || die "$check_python is needed to check the images"
 
+record="${RECORD-$here/measured.json}"
+if [ -n "$record" ] && [ -z "${BUILD_PODMAN_LOG:-}" ]; then
+    # Everything this run prints is also kept, for docker/record.py.
+    BUILD_PODMAN_LOG="${TMPDIR:-/tmp}/build-podman.$$.log"
+    export BUILD_PODMAN_LOG
+    exec > >(tee "$BUILD_PODMAN_LOG") 2>&1
+fi
+
 # --------------------------------------------------------------- the base image
 ensure_base() {
     if podman image exists "$base"; then
@@ -239,3 +250,7 @@ for target in "${targets[@]}"; do
     run_target "$target"
 done
 log "done: ${targets[*]}"
+if [ -n "$record" ]; then
+    "$check_python" "$here/record.py" --log "$BUILD_PODMAN_LOG" --record "$record" --docs
+    log "recorded in $record; docs/install.md's table rewritten from it"
+fi

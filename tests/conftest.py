@@ -285,7 +285,10 @@ def _compiler_stand_ins(tmp_path_factory: pytest.TempPathFactory) -> Path:
         stand_in = directory / name
         # Single quotes: the message's backquotes must not run anything.
         stand_in.write_text(
-            f"#!/bin/sh\necho \"{name} $*\" >> '{log}'\necho '{UNIT_RAN_A_COMPILER}' >&2\nexit 1\n"
+            # `nvcc -dryrun` (how the nvcc search reads a wrapper script) compiles nothing: it is
+            # refused, as an unusable nvcc, but not counted as a compile.
+            f'#!/bin/sh\ncase "$1" in -dryrun) exit 1 ;; esac\n'
+            f"echo \"{name} $*\" >> '{log}'\necho '{UNIT_RAN_A_COMPILER}' >&2\nexit 1\n"
         )
         stand_in.chmod(0o755)
     return log

@@ -43,7 +43,7 @@ def spec_of(v: Any) -> jax.ShapeDtypeStruct:
 
 
 # Steps of the slow path: enough that the fast path wins by far more than a loaded host's noise.
-SLOW_STEPS = 4000
+SLOW_STEPS = 40000
 
 
 def looped(v: Any, steps: int) -> Any:

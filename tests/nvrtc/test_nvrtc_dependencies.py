@@ -115,5 +115,5 @@ def test_an_inline_source_does_not_read_headers_from_the_working_directory(
     """The entry could not say which directory it was: only include_dirs and options are searched."""
     monkeypatch.chdir(tmp_path)
     _value_header(tmp_path, 1)
-    with pytest.raises(CompileError, match=r'cannot open source file "v\.h"'):
+    with pytest.raises(CompileError, match=r'(cannot|could not) open source file "v\.h"'):
         _compile(READS_V, tmp_path / "cache")
