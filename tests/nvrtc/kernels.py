@@ -47,3 +47,16 @@ def slow_kernel(depth: int = 200, kernels: int = 8) -> tuple[str, list[str]]:
         "}\n"
     )
     return source, [f"slow<{k}>" for k in range(kernels)]
+
+
+def skip_without_nvrtc() -> None:
+    """Skip the calling module's tests where no usable libnvrtc is found."""
+    import pytest
+
+    from brainevent.errors import ToolchainError
+    from brainevent.nvrtc.process import nvrtc_info
+
+    try:
+        nvrtc_info()
+    except ToolchainError as exc:
+        pytest.skip(f"needs libnvrtc (pip install nvidia-cuda-nvrtc): {exc}")

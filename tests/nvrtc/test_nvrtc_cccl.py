@@ -11,6 +11,8 @@ import pytest
 
 from brainevent.errors import CompileError
 
+from .kernels import skip_without_nvrtc
+
 KERNEL = 'extern "C" __global__ void k(const float* x, float* o) {{\n  int i = threadIdx.x;\n  {}\n}}\n'
 
 # name -> (headers, the kernel's body using them)
@@ -53,14 +55,9 @@ HOST_SIDE = {
 
 @pytest.fixture(scope="module", autouse=True)
 def _nvrtc() -> None:
-    from brainevent.errors import ToolchainError
-    from brainevent.nvrtc.process import nvrtc_info
     from brainevent.nvrtc.toolkit import runtime_include_dirs
 
-    try:
-        nvrtc_info()
-    except ToolchainError as exc:
-        pytest.skip(f"needs libnvrtc (pip install nvidia-cuda-nvrtc): {exc}")
+    skip_without_nvrtc()
     if not runtime_include_dirs():
         pytest.skip("needs the CUDA runtime headers and CCCL (NVIDIA's runtime and CCCL wheels)")
 

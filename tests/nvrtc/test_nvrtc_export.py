@@ -23,7 +23,7 @@ import brainevent
 from brainevent.launchers.cubin import EXPORT_TARGET
 
 from ..conftest import have_gpu
-from .kernels import VECTOR_ADD
+from .kernels import VECTOR_ADD, skip_without_nvrtc
 
 pytestmark = pytest.mark.host  # the launcher is built by the host compiler, the kernels by NVRTC
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -32,13 +32,7 @@ N = 1000
 
 @pytest.fixture(scope="module", autouse=True)
 def _nvrtc() -> None:
-    from brainevent.errors import ToolchainError
-    from brainevent.nvrtc.process import nvrtc_info
-
-    try:
-        nvrtc_info()
-    except ToolchainError as exc:
-        pytest.skip(f"needs libnvrtc (pip install nvidia-cuda-nvrtc): {exc}")
+    skip_without_nvrtc()
 
 
 def vector_add(**kw: Any) -> Any:

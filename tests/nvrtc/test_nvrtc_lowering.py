@@ -17,7 +17,7 @@ import pytest
 import brainevent
 from brainevent.nvrtc.kernel import ctype
 
-from .kernels import AXPY, VECTOR_ADD
+from .kernels import AXPY, VECTOR_ADD, skip_without_nvrtc
 
 # The launcher library is built by the host compiler once per machine (no nvcc); the kernels
 # are compiled by NVRTC.
@@ -28,13 +28,7 @@ SPEC = jax.ShapeDtypeStruct((4096,), np.float32)
 
 @pytest.fixture(scope="module", autouse=True)
 def _nvrtc() -> None:
-    from brainevent.errors import ToolchainError
-    from brainevent.nvrtc.process import nvrtc_info
-
-    try:
-        nvrtc_info()
-    except ToolchainError as exc:
-        pytest.skip(f"needs libnvrtc (pip install nvidia-cuda-nvrtc): {exc}")
+    skip_without_nvrtc()
 
 
 def lowered(f: Any, *specs: Any) -> str:
