@@ -58,13 +58,46 @@ def check_call(target: str, spec: FunctionSpec, arrays: Sequence[Any], vmap_meth
         raise no_vmap_method(target)
 
 
-def zeroed_results(
-    target: str, spec: FunctionSpec, specs: Sequence[Any], vmap_method: str | None
-) -> dict[int, Any]:
-    """``{result index: zeros}`` for each result declared ``:zeros``, to pass in aliased to it."""
-    indices = [i for i, p in enumerate(spec.rets) if p.shape and p.shape.endswith("zeros")]
+def zeroed_indices(owner: str, zeros: Any, n_results: int, aliases: dict[int, int] | None) -> tuple[int, ...]:
+    """The results a kind's ``zeros=`` names: True (every result), an index, or a sequence of them
+    (in the order of ``outs``' leaves); KernelCallError naming a bad value, before anything compiles."""
+    if zeros is None or zeros is False:
+        return ()
+    items = list(range(n_results)) if zeros is True else [zeros] if isinstance(zeros, int) else zeros
+    if not (isinstance(items, list | tuple) and items) or any(
+        isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n_results for i in items
+    ):
+        raise call_error(
+            owner,
+            f"zeros={zeros!r} names no result to clear: expected True (every result), or the index of "
+            f"one of its {n_results} result(s) (0 to {n_results - 1}, in the order of outs' leaves) or a "
+            "list of them. Fix: e.g. zeros=0",
+            value=repr(zeros),
+        )
+    taken = sorted(set(items) & set((aliases or {}).values()))
+    if taken:
+        raise call_error(
+            owner,
+            f"result {taken[0]} is both cleared to zero (zeros=) and aliased to an input "
+            "(input_output_aliases): it would start as that input. Fix: drop it from one of them",
+            value=repr(zeros),
+        )
+    return tuple(sorted(set(items)))
+
+
+def with_zeroed(
+    target: str,
+    indices: Sequence[int],
+    arrays: Sequence[Any],
+    specs: Sequence[Any],
+    vmap_method: str | None,
+    aliases: dict[int, int] | None = None,
+) -> tuple[tuple[Any, ...], dict[int, int] | None]:
+    """The one rule of results cleared to zero before the kernel runs, every kind's: ``arrays``
+    followed by a buffer of zeros per result in ``indices``, each aliased to its result in
+    ``aliases`` (``{input: result}``); the binding or launcher reads no input past its own."""
     if not indices:
-        return {}
+        return tuple(arrays), aliases
     if vmap_method == "expand_dims":  # an unbatched operand gets a batch dim of 1, its result the whole batch
         raise call_error(
             target,
@@ -75,7 +108,9 @@ def zeroed_results(
         )
     import jax.numpy as jnp
 
-    return {i: jnp.zeros(specs[i].shape, specs[i].dtype) for i in indices}
+    zeros = [jnp.zeros(specs[i].shape, specs[i].dtype) for i in indices]
+    shared = {**(aliases or {}), **{len(arrays) + j: i for j, i in enumerate(indices)}}
+    return (*arrays, *zeros), shared
 
 
 def call_error(target: str, message: str, **data: Any) -> KernelCallError:

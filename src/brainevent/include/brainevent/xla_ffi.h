@@ -66,6 +66,14 @@ inline int64_t int64_attr(const XLA_FFI_CallFrame* frame, const char* name) {
   return -1;
 }
 
+// How many of the call's inputs a kernel of `operands` arrays (its inputs, then the results)
+// takes: any after them are results' buffers passed in aliased to clear them first (a result
+// declared zeroed, calls/declared.py), which it does not read. -1: the counts do not fit.
+inline int64_t kernel_inputs(const XLA_FFI_CallFrame* frame, int64_t operands) {
+  const int64_t n = operands - frame->rets.size;
+  return n >= 0 && n <= frame->args.size && frame->args.size - n <= frame->rets.size ? n : -1;
+}
+
 // The call's stream (a cudaStream_t on the CUDA platform) into `*stream`; null or XLA's error.
 inline XLA_FFI_Error* stream_of(XLA_FFI_CallFrame* frame, void** stream) {
   XLA_FFI_Stream_Get_Args args;
