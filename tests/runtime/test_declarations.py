@@ -155,6 +155,7 @@ def test_vmap_without_a_method_names_both_ways_to_declare_one(mod):
     )
     for word in ("declarations.scale", *words):
         assert word in str(info.value), (word, str(info.value))
+
     # Traced under jit, then batched (the call reaches vmap as JAX's primitive): the same error.
     def f(v):
         return mod.scale(v, s=2.0)
