@@ -87,9 +87,8 @@ def numba_kernel(
         outs: A ``jax.ShapeDtypeStruct`` or a pytree of them; results come back in that shape.
         vmap_method: As for :func:`numba_cuda_kernel`.
         input_output_aliases: ``{input index: output index}`` for in-place updates.
-        zeros: Results cleared to zero before the kernel runs, for a kernel that accumulates into
-            them (a segment sum, a histogram): ``True`` (every result), a result index or a list of
-            them (in the order of ``outs``' leaves). XLA hands results over uncleared otherwise.
+        zeros: Results cleared to zero before the kernel runs, for one that accumulates (XLA hands
+            them over uncleared): ``True`` (all), an index into ``outs``' leaves, or a list of them.
 
     An exception raised by ``func`` while it runs makes the call fail with a JAX runtime error
     whose message names ``func`` and what it raised.

@@ -105,9 +105,8 @@ def numba_cuda_kernel(
             ``"broadcast_all"`` launch the kernel once per batch element with its unbatched
             ranks (the last two need ``launch_dims``); ``None`` cannot be vmapped.
         input_output_aliases: ``{input index: output index}`` for in-place updates.
-        zeros: Results cleared to zero before the kernel runs, for a kernel that accumulates into
-            them (a segment sum, a histogram): ``True`` (every result), a result index or a list of
-            them (in the order of ``outs``' leaves). XLA hands results over uncleared otherwise.
+        zeros: Results cleared to zero before the kernel runs, for one that accumulates (XLA hands
+            them over uncleared): ``True`` (all), an index into ``outs``' leaves, or a list of them.
 
     Checks run in brainevent 0.2.1's order (launch configuration, ``vmap_method``, ``outs``,
     then the kernel). A launch with nothing to do (``launch_dims=0``, a zero grid, or only

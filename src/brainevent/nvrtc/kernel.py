@@ -222,9 +222,8 @@ def cuda_kernel(
             for one batch element (the arrays without those dims), and each call runs it once per
             element. A ``jit`` with inputs sharded along those dims then runs on the local shards
             (no all-gather), and every ``vmap_method`` works. Not with ``input_output_aliases``.
-        zeros: Results cleared to zero before the kernel runs, for a kernel that accumulates into
-            them (a segment sum, a histogram): ``True`` (every result), a result index or a list of
-            them (in the order of ``outs``' leaves). XLA hands results over uncleared otherwise.
+        zeros: Results cleared to zero before the kernel runs, for one that accumulates (XLA hands
+            them over uncleared): ``True`` (all), an index into ``outs``' leaves, or a list of them.
         **scalars: The kernel's scalar parameters by name: numbers, or callables of the inputs'
             abstract values (``n=lambda x, y: x.size``). ``grid``, ``block`` and
             ``launch_dims`` may be such callables too.

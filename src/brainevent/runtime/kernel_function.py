@@ -71,7 +71,7 @@ class KernelFunction:
         self.check_arity(len(arrays))
         converted = self.converted_attrs(attrs)
         platform_class(self.platform).check_inputs(self.target, arrays)
-        check_call(self.target, spec, arrays, self.vmap_method)
+        check_call(self.target, spec, arrays)
         specs = result_specs(self.target, spec, arrays, converted, outs)
         zeroed = [i for i, p in enumerate(spec.rets) if p.shape and p.shape.endswith("zeros")]
         arrays, aliases = with_zeroed(self.target, zeroed, arrays, specs, self.vmap_method)
