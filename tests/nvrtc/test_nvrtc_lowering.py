@@ -273,3 +273,14 @@ def test_a_bad_zeros_value_is_refused_before_anything_compiles() -> None:
         brainevent.cuda_kernel(HISTOGRAM, "histogram", SPEC, launch_dims=8, n=8, bins=8, zeros=1)
     for word in ("histogram", "zeros=1", "1 result(s)", "Fix: e.g. zeros=0"):
         assert word in str(info.value), (word, str(info.value))
+
+
+def test_vmap_of_a_jitted_kernel_without_a_method_names_the_keyword() -> None:
+    from brainevent.errors import KernelCallError
+
+    batched = jax.ShapeDtypeStruct((3, 4096), np.float32)
+    for f in (jax.vmap(jax.jit(axpy()), in_axes=(0, None)), jax.jit(jax.vmap(axpy(), in_axes=(0, None)))):
+        with pytest.raises(KernelCallError) as info:
+            lowered(f, batched, SPEC)
+        for word in ("jax.vmap needs a vmap method", "vmap_method='sequential'", "cuda_kernel"):
+            assert word in str(info.value), (word, str(info.value))

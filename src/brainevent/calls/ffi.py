@@ -182,8 +182,10 @@ def _own_rules() -> None:
     try:  # JAX's primitive behind jax.ffi.ffi_call (internal: without it, JAX's errors stay)
         from jax._src import ffi as jax_ffi
 
-        prim, batchers = jax_ffi.ffi_call_p, batching.fancy_primitive_batchers  # (axis data, args, dims)
-        jax_jvp, jax_batch = ad.primitive_jvps[prim], batchers[prim]
+        prim = jax_ffi.ffi_call_p
+        jax_jvp = ad.primitive_jvps[prim]
+        batchers = getattr(batching, "fancy_primitive_batchers", {})  # rules of (axis data, args, dims)
+        jax_batch: Any = batchers.get(prim)
     except (ImportError, AttributeError, KeyError):
         return
     if getattr(jax_jvp, "__module__", None) == __name__:
@@ -201,7 +203,9 @@ def _own_rules() -> None:
             raise no_vmap_method(target_name, _called[target_name])
         return jax_batch(axis, args, dims, target_name=target_name, vmap_method=vmap_method, **params)
 
-    ad.primitive_jvps[prim], batchers[prim] = jvp, batch
+    ad.primitive_jvps[prim] = jvp
+    if jax_batch is not None:
+        batchers[prim] = batch
 
 
 def ffi_call(
