@@ -56,6 +56,9 @@ def check_call(target: str, spec: FunctionSpec, arrays: Sequence[Any]) -> None:
             )
 
 
+Aliases = dict[int, int] | None  # {input index: result index}, as input_output_aliases
+
+
 def zeroed_indices(owner: str, zeros: Any, n_results: int, aliases: Aliases) -> tuple[int, ...]:
     """The results a kind's ``zeros=`` names: True (every result), an index, or a sequence of them
     (in the order of ``outs``' leaves); KernelCallError naming a bad value, before anything compiles."""
@@ -72,9 +75,6 @@ def zeroed_indices(owner: str, zeros: Any, n_results: int, aliases: Aliases) -> 
         why = "is both cleared to zero (zeros=) and aliased to an input (input_output_aliases)"
         raise call_error(owner, f"result {taken[0]} {why}. Fix: drop it from one of them", value=repr(zeros))
     return tuple(sorted(set(items)))
-
-
-Aliases = dict[int, int] | None  # {input index: result index}, as input_output_aliases
 
 
 def with_zeroed(
