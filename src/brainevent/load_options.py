@@ -195,7 +195,6 @@ OPTIONS = (
     Option("debug", _debug, None),
 )
 
-FIELDS = tuple(dict.fromkeys(o.field for o in OPTIONS))
 BUNDLE_KEYED = tuple(dict.fromkeys(o.record for o in OPTIONS if "bundle" in o.keys))
 VARIANT_KEYED = tuple(dict.fromkeys(o.record for o in OPTIONS if "variant" in o.keys))
 
