@@ -55,3 +55,18 @@ def test_named_path_exists(name: str) -> None:
         assert any(PACKAGE.rglob(name.rstrip("/"))), f"{said}, which no file of the package is"
     else:
         assert path.exists(), f"{said}, but {path.relative_to(ROOT)} does not exist"
+
+
+def test_the_floors_section_lists_the_floors_in_order() -> None:
+    """ "Floors" names every package of ``FLOORS`` (tests/layout), lowest first."""
+    from tests.layout.test_import_graph import FLOORS
+
+    text = PAGE.read_text(encoding="utf-8")
+    section = text[text.index("### Floors") : text.index("### The cache-hit path")]
+    named = []
+    for package in (p for floor in FLOORS for p in floor):
+        token = "__init__.py" if package == "brainevent" else package
+        token = f"`{token}/`" if (PACKAGE / token).is_dir() else f"`{token.removesuffix('.py')}.py`"
+        assert token in section, f"the Floors section of docs/architecture.md does not name {token}"
+        named.append(section.index(token))
+    assert named == sorted(named), "the Floors section names the packages out of FLOORS' order"
