@@ -46,7 +46,8 @@ _SPEC = LauncherSpec(
     handler="be_cubin_handler",
     handler_platform="CUDA",
 )
-# The launcher of an arity (n_inputs, n_outputs); compiled once per machine (the loader caches by content).
+# The library of an arity (n_inputs, n_outputs), compiled once per machine (the loader caches by
+# content); calls go to EXPORT_TARGET, the handler of (1, 1)'s, whatever their arity.
 _launchers = LauncherCache(_SPEC)
 launcher_for = _launchers.get
 
