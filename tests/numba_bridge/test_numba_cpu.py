@@ -239,6 +239,23 @@ def test_zeroed_results_accumulate_from_zero_under_jit_and_vmap() -> None:
         np.testing.assert_array_equal(np.asarray(got), np.stack([_segment_sum(x, IDS, 4) for x in xs]))
 
 
+@numba.njit
+def segment_sum_batched(x, ids, out):
+    # Batch axis first; under "expand_dims" an unbatched ids has a batch of 1.
+    for b in range(out.shape[0]):
+        for i in range(x.shape[1]):
+            out[b, ids[0 if ids.shape[0] == 1 else b, i]] += x[b, i]
+
+
+@pytest.mark.parametrize("method", ["expand_dims", "broadcast_all"])
+def test_zeroed_results_of_a_rank_changing_vmap_are_cleared_whole(method: str) -> None:
+    f = brainevent.numba_kernel(segment_sum_batched, spec((4,)), zeros=True, vmap_method=method)
+    xs = np.stack([X, -X, 3 * X])
+    g = jax.jit(jax.vmap(lambda x: f(x, IDS) + f(2 * x, IDS)))
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(g(xs)), np.stack([3 * _segment_sum(x, IDS, 4) for x in xs]))
+
+
 def test_zeros_names_results_of_the_outs_pytree() -> None:
     @numba.njit
     def count_and_sum(x, ids, counts, sums):

@@ -263,7 +263,8 @@ def test_a_zeroed_result_lowers_as_zeros_passed_in_aliased_to_it() -> None:
     rows = jax.ShapeDtypeStruct((3, 4096), np.int32)
     batched = lowered(histogram(batch=(3,), num_batch_dims=1, vmap_method="sequential"), rows)
     assert "output_operand_aliases" in batched and "tensor<3x8xi32>" in batched, batched
-    assert "output_operand_aliases" in lowered(jax.vmap(histogram(vmap_method="sequential")), rows)
+    for method in ("sequential", "expand_dims", "broadcast_all"):  # per batch element, each zeroed
+        assert "output_operand_aliases" in lowered(jax.vmap(histogram(vmap_method=method)), rows), method
 
 
 def test_a_bad_zeros_value_is_refused_before_anything_compiles() -> None:
