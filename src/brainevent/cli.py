@@ -251,7 +251,7 @@ def _print_entry(entry: EntryInfo) -> None:
     built = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(m.created))
     print(f"  built       {built} in {m.build_seconds:.2f} s")
     # What tells this build from the entry's other builds (an NVRTC kernel's arch, names, options).
-    variant = sorted((m.variant or {}).items())
+    variant = sorted(m.variant.items())
     chosen = ", ".join(f"{k}={v}" for k, v in variant if v not in (None, "", [], {}))
     print(f"  build       {chosen or '(default options)'}")
     for name, data in sorted(m.functions.items()):

@@ -9,9 +9,8 @@ A row says how the keyword is checked, its default, what it keys (a cache entry,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .config import DEBUG
 from .errors import SpecError
@@ -25,8 +24,7 @@ CPU = HOST_PLATFORM
 CUDA = CUDA_PLATFORM
 
 
-@dataclass(frozen=True, slots=True)
-class SourceUnit:
+class SourceUnit(NamedTuple):
     """One translation unit: inline text (``directory`` None) or a file's contents."""
 
     display_name: str  # what diagnostics and __FILE__ show: "<name>.cpp" or a path
@@ -35,14 +33,12 @@ class SourceUnit:
     suffix: str  # ".cpp", ".cu" or ".c": decides the compiler and the language
 
 
-@dataclass(frozen=True, slots=True)
-class Option:
-    """One row of ``OPTIONS``."""
+class Option(NamedTuple):
+    """One row of ``OPTIONS`` (``field`` and ``record`` filled in by :func:`_filled`)."""
 
     name: str  # the keyword, as the loaders spell it
     check: Callable[[Any, str], Any]  # (value, keyword) -> the checked value; a SpecError names a bad one
     default: Any  # the loaders' default
-    _: KW_ONLY
     # What it keys: "cache" (a cache entry), "bundle" (a bundled build), "variant" (entries
     # that differ in it are different builds, not versions of one: `cache prune` keeps each).
     keys: tuple[str, ...] = ()
@@ -51,9 +47,10 @@ class Option:
     field: str = ""  # the LoadOptions field it fills (default: the name)
     record: str = ""  # the key record's entry that holds it (default: the field)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "field", self.field or self.name)
-        object.__setattr__(self, "record", self.record or self.field)
+
+def _filled(row: Option) -> Option:
+    field = row.field or row.name
+    return row._replace(field=field, record=row.record or field)
 
 
 def _any(value: Any, keyword: str) -> Any:
@@ -163,7 +160,7 @@ def _debug(value: Any, keyword: str) -> bool:
 # extra_include_paths keys no bundle: a package computes them, absolute, from __file__.
 # debug keys through what it changes (extra_cflags, optimization_level).
 ALL = ("cache", "bundle", "variant")
-OPTIONS = (
+_ROWS = (
     Option("name", check_name, None, keys=("cache", "bundle")),
     Option("extra_cflags", as_flags, None, keys=ALL, platforms=(CPU,)),
     Option("extra_cuda_cflags", as_flags, None, keys=ALL, platforms=(CUDA,), field="extra_cflags"),
@@ -192,6 +189,7 @@ OPTIONS = (
     Option("openmp", _bool, False, keys=ALL, cli=("--openmp",)),
     Option("debug", _debug, None),
 )
+OPTIONS = tuple(map(_filled, _ROWS))
 
 BUNDLE_KEYED = tuple(dict.fromkeys(o.record for o in OPTIONS if "bundle" in o.keys))
 VARIANT_KEYED = tuple(dict.fromkeys(o.record for o in OPTIONS if "variant" in o.keys))
@@ -216,8 +214,7 @@ def keywords_of(platform: str) -> tuple[str, ...]:
     return tuple(o.name for o in OPTIONS if platform in o.platforms)
 
 
-@dataclass(frozen=True, slots=True)
-class LoadOptions:
+class LoadOptions(NamedTuple):
     """The loaders' options, checked: one field per ``OPTIONS`` field, made by
     :func:`make_options` (a test holds the fields to the table)."""
 

@@ -7,7 +7,6 @@ time as is, hashes any other, and accepts it only if the SHA-256 matches (docs/c
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -31,6 +30,7 @@ def _publish(directory: Path) -> Manifest:
         artifact="libm.so",
         artifact_sha256=hashlib.sha256(LIBRARY).hexdigest(),
         functions={"f": {"params": [["arg", "x", None, "BE::Tensor"]], "line": 3}},
+        variant={"extra_cflags": ["-DX=1"]},
         inputs={"extra_cflags": ["-DX=1"]},
         created=1.5,
         build_seconds=0.25,
@@ -53,7 +53,7 @@ def test_round_trip_and_record(tmp_path: Path) -> None:
     assert loaded == published
     assert loaded.schema == MANIFEST_SCHEMA
     raw = json.loads((tmp_path / MANIFEST_NAME).read_text())
-    assert raw == published.as_dict()  # the file holds every field, nothing else
+    assert raw == published._asdict()  # the file holds every field, nothing else
     assert loaded.verify(tmp_path, KEY) is None
 
 
@@ -150,9 +150,9 @@ def test_an_unread_library_is_trusted_on_size_and_mtime(tmp_path: Path) -> None:
 
 def test_a_manifest_without_recorded_stat_always_hashes(tmp_path: Path) -> None:
     manifest = _publish(tmp_path)
-    manifest = dataclasses.replace(manifest, artifact_size=-1, artifact_mtime_ns=-1)
+    manifest = manifest._replace(artifact_size=-1, artifact_mtime_ns=-1)
     assert manifest.verify(tmp_path, KEY) is None
-    manifest = dataclasses.replace(manifest, artifact_sha256="0" * 64)
+    manifest = manifest._replace(artifact_sha256="0" * 64)
     assert manifest.verify(tmp_path, KEY) == "artifact checksum mismatch (truncated or modified)"
 
 

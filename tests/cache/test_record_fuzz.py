@@ -9,7 +9,6 @@ replaces any subtree by any JSON value, deletes keys, or damages the bytes.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -219,7 +218,7 @@ def test_remembered(tmp_path_factory: pytest.TempPathFactory, data: st.DataObjec
     artifact = entry.parent / manifest.artifact
     artifact.write_bytes(mutate(data, RUN if run else CHOICE))
     digest = hashlib.sha256(artifact.read_bytes()).hexdigest()
-    manifest = dataclasses.replace(manifest, artifact_sha256=digest).stamped(entry.parent)
+    manifest = manifest._replace(artifact_sha256=digest).stamped(entry.parent)
     manifest.dump(entry.parent)
     loaded = remembered.read(store, parts)
     if loaded is not None and run:

@@ -4,7 +4,6 @@ module's library and manifest copied next to its sources."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import shutil
 import stat
@@ -101,8 +100,7 @@ def write_bundle(units: Sequence[SourceUnit], entry_dir: Path, package_dir: Path
             path=unverified[0],
         )
     headers = {os.path.relpath(path, directory): record[2] for path, record in inside.items()}
-    manifest = dataclasses.replace(
-        manifest,
+    manifest = manifest._replace(
         key=bundle_key(units, manifest.inputs, manifest.platform).digest,  # of the inputs as built
         inputs={
             **manifest.inputs,

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Bump when the meaning of any keyed input changes; old entries are then ignored.
 KEY_SCHEMA = 2  # 2: headers left the key for the dependency record
 
 
-@dataclass(frozen=True, slots=True)
-class CacheKey:
+class CacheKey(NamedTuple):
     """A key, by its digest."""
 
     digest: str  # full sha256 hex

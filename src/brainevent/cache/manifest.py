@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..fileio import atomic_write, read_blocks, sha256_file, size_and_mtime
 from . import MANIFEST_NAME, records
@@ -17,9 +16,8 @@ MANIFEST_SCHEMA = 3  # 2: dependencies recorded from the compiler; 3: the varian
 MANIFEST_LIMIT = 1 << 26  # a manifest larger than this is damaged, not read
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Manifest:
-    """A cache entry's manifest."""
+class Manifest(NamedTuple):
+    """A cache entry's manifest: ``_asdict()`` gives every field, as the manifest file holds them."""
 
     key: str
     name: str
@@ -27,37 +25,24 @@ class Manifest:
     artifact: str  # file name of the shared object, relative to the entry
     artifact_sha256: str
     functions: dict[str, Any]  # function name -> FunctionSpec as spec_to_json writes it
-    inputs: dict[str, Any] = field(default_factory=dict)  # human-readable record of what was keyed
+    # What tells this entry's build from the other builds of its name (`cache prune` keeps
+    # the newest version of each), chosen by the kind of entry that made it.
+    variant: dict[str, Any]
+    # The defaults {} are shared by every manifest that records none: nothing writes to them.
+    inputs: dict[str, Any] = {}  # noqa: RUF012 - human-readable record of what was keyed
     created: float = 0.0
     build_seconds: float = 0.0
     artifact_size: int = -1  # with artifact_mtime_ns: the file as published
     artifact_mtime_ns: int = -1
     # Every file the compiler read outside the toolchain's own directories, as
     # {path: [size, mtime_ns, sha256]} (see cache/deps.py), and when the build began.
-    dependencies: dict[str, list[Any]] = field(default_factory=dict)
+    dependencies: dict[str, list[Any]] = {}  # noqa: RUF012
     dependencies_since_ns: int = 0
-    # What tells this entry's build from the other builds of its name (`cache prune` keeps
-    # the newest version of each): chosen by the kind of entry that made it; every input
-    # when it says nothing (None).
-    variant: dict[str, Any] | None = None
     schema: int = MANIFEST_SCHEMA
-
-    def __post_init__(self) -> None:
-        if self.variant is None:
-            object.__setattr__(self, "variant", dict(self.inputs))
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Manifest and self.as_dict() == other.as_dict()
-
-    __hash__ = None  # type: ignore[assignment]  # its fields are dicts
-
-    def as_dict(self) -> dict[str, Any]:
-        """Every field, as the manifest file holds them."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def dump(self, directory: Path, *, mode: int = 0o600) -> None:
         atomic_write(
-            directory / MANIFEST_NAME, json.dumps(self.as_dict(), indent=1, sort_keys=True), mode=mode
+            directory / MANIFEST_NAME, json.dumps(self._asdict(), indent=1, sort_keys=True), mode=mode
         )
 
     @classmethod
@@ -74,7 +59,7 @@ class Manifest:
     def stamped(self, directory: Path) -> Manifest:
         """This manifest with the artifact's size and mtime as it lies in ``directory`` now."""
         size, mtime_ns = size_and_mtime(directory / self.artifact)
-        return replace(self, artifact_size=size, artifact_mtime_ns=mtime_ns)
+        return self._replace(artifact_size=size, artifact_mtime_ns=mtime_ns)
 
     def verify(self, directory: Path, key: str) -> str | None:
         """None when the entry is intact, else why it is not.

@@ -93,9 +93,7 @@ def write(store: EntryStore, parts: Sequence[Any], platform: str, record: dict[s
         inputs = {"remembered": list(parts), "describe": what}
         sha = hashlib.sha256(data).hexdigest()
         about = {"remembered": list(parts)}  # what it is about: each measurement is a version of it
-        made = Manifest(
-            key.digest, store.name, platform, ARTIFACT, sha, {}, inputs, time.time(), variant=about
-        )
+        made = Manifest(key.digest, store.name, platform, ARTIFACT, sha, {}, about, inputs, time.time())
         publish(store, slot, made)
 
 

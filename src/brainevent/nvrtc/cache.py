@@ -136,6 +136,14 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> _Known:
         artifact = f"kernel.{compiled.kind}"
         atomic_write(slot.staging / artifact, compiled.code)
         atomic_write(slot.staging / "build.log", compiled.log)
+        inputs = {
+            "kind": compiled.kind,
+            "lowered": compiled.lowered,
+            "arch": arch,
+            "name_expressions": list(names),
+            "options": list(source.options),
+            "include_dirs": list(source.include_dirs),
+        }
         manifest = Manifest(
             key=key.digest,
             name=source.where,
@@ -143,14 +151,8 @@ def _build(store: EntryStore, key: CacheKey, request: Request) -> _Known:
             artifact=artifact,
             artifact_sha256=hashlib.sha256(compiled.code).hexdigest(),
             functions={},
-            inputs={
-                "kind": compiled.kind,
-                "lowered": compiled.lowered,
-                "arch": arch,
-                "name_expressions": list(names),
-                "options": list(source.options),
-                "include_dirs": list(source.include_dirs),
-            },
+            variant=inputs,  # every input tells a kernel's builds apart
+            inputs=inputs,
             created=time.time(),
             build_seconds=time.monotonic() - started,
             dependencies=dependencies,

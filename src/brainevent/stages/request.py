@@ -8,9 +8,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import SpecError
 from ..load_options import CUDA, LoadOptions, SourceUnit, check_keywords, make_options
@@ -26,8 +25,7 @@ if TYPE_CHECKING:
     FunctionsArgument: TypeAlias = Mapping[str, Any] | Sequence[str] | None
 
 
-@dataclass(frozen=True, slots=True)
-class LoadRequest:
+class LoadRequest(NamedTuple):
     """One load: its source units, the raw ``functions`` argument, the checked options, the platform."""
 
     units: tuple[SourceUnit, ...]

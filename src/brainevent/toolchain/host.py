@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import config
 from ..environment import keyed_environment, variable
@@ -23,15 +22,14 @@ _PATH_NAMES = ("g++", "c++", "clang++")
 _CONDA_NAMES = ("x86_64-conda-linux-gnu-c++", "aarch64-conda-linux-gnu-c++", "g++", "c++")
 
 
-@dataclass(frozen=True, slots=True)
-class HostCompiler:
+class HostCompiler(NamedTuple):
     """The host C++ compiler as found."""
 
     path: str  # the executable as found
     found_via: str
     wrapper: tuple[str, ...] = ()  # e.g. ("ccache",)
     extra_flags: tuple[str, ...] = ()  # flags written after the compiler in CXX
-    searched: tuple[str, ...] = field(default=(), compare=False)  # where the search looked
+    searched: tuple[str, ...] = ()  # where the search looked
 
     @property
     def command(self) -> list[str]:
