@@ -6,8 +6,7 @@ A row says how the keyword is checked, its default, what it keys (a cache entry,
 (docs/architecture.md, "Adding a loader option"). ``SourceUnit`` lives here too.
 """
 
-from __future__ import annotations
-
+# Not `from __future__ import annotations`: a NamedTuple compiles string annotations (docs/architecture.md).
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -290,7 +289,7 @@ def key_record(options: LoadOptions) -> dict[str, Any]:
     }
 
 
-def add_cli_flags(parser: argparse.ArgumentParser) -> None:
+def add_cli_flags(parser: "argparse.ArgumentParser") -> None:
     """The table's ``brainevent build`` flags; each stores under its option's name."""
     for o in OPTIONS:
         if not o.cli:
@@ -304,6 +303,6 @@ def add_cli_flags(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(*o.cli, dest=o.name, help=CLI_HELP.get(o.name), **kind)
 
 
-def cli_keywords(args: argparse.Namespace, platform: str) -> dict[str, Any]:
+def cli_keywords(args: "argparse.Namespace", platform: str) -> dict[str, Any]:
     """The loader keywords the CLI flags of ``platform`` gave."""
     return {o.name: getattr(args, o.name) for o in OPTIONS if o.cli and platform in o.platforms}

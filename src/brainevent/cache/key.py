@@ -4,8 +4,7 @@ Each input is fed as ``tag, type, length, bytes`` so that no two different input
 sets can serialise to the same byte stream (``["ab", "c"]`` vs ``["a", "bc"]``).
 """
 
-from __future__ import annotations
-
+# Not `from __future__ import annotations`: a NamedTuple compiles string annotations (docs/architecture.md).
 import hashlib
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
@@ -65,7 +64,7 @@ class KeyBuilder:
         for item in items:
             self._value(item)
 
-    def add(self, tag: str, value: KeyValue) -> KeyBuilder:
+    def add(self, tag: str, value: KeyValue) -> "KeyBuilder":
         self._feed(b"T", tag.encode())
         self._value(value)
         return self

@@ -1,7 +1,6 @@
 """The manifest written beside each published artifact and verified on every load."""
 
-from __future__ import annotations
-
+# Not `from __future__ import annotations`: a NamedTuple compiles string annotations (docs/architecture.md).
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -46,7 +45,7 @@ class Manifest(NamedTuple):
         )
 
     @classmethod
-    def load(cls, directory: Path) -> Manifest | None:
+    def load(cls, directory: Path) -> "Manifest | None":
         """The manifest, or None if it is missing, truncated, of another schema or damaged
         (any field of the wrong shape: see records.py); the caller rebuilds."""
         where = str(directory / MANIFEST_NAME)
@@ -56,7 +55,7 @@ class Manifest(NamedTuple):
         except (OSError, ValueError):  # RecordError is a ValueError
             return None
 
-    def stamped(self, directory: Path) -> Manifest:
+    def stamped(self, directory: Path) -> "Manifest":
         """This manifest with the artifact's size and mtime as it lies in ``directory`` now."""
         size, mtime_ns = size_and_mtime(directory / self.artifact)
         return self._replace(artifact_size=size, artifact_mtime_ns=mtime_ns)
@@ -94,7 +93,7 @@ class Manifest(NamedTuple):
         return first_stale(self.dependencies, self.dependencies_since_ns)
 
 
-def spec_to_json(spec: FunctionSpec) -> dict[str, Any]:
+def spec_to_json(spec: "FunctionSpec") -> dict[str, Any]:
     """A spec as its manifest row: each parameter
     ``[role, name, dtype, cxx_type(, scratch bytes(, result shape))]``."""
     return {
@@ -106,7 +105,7 @@ def spec_to_json(spec: FunctionSpec) -> dict[str, Any]:
     }
 
 
-def _param_to_json(p: Param) -> list[Any]:
+def _param_to_json(p: "Param") -> list[Any]:
     row: list[Any] = [p.role.value, p.name, p.dtype, p.cxx_type]
     if p.scratch_bytes is not None or p.shape is not None:  # scratch sizes, declared result shapes
         row.append(p.scratch_bytes)

@@ -3,26 +3,23 @@ options (checked once, by ``load_options.make_options``, when the request is mad
 platform.
 """
 
-from __future__ import annotations
-
+# Not `from __future__ import annotations`: a NamedTuple compiles string annotations (docs/architecture.md).
 import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from ..errors import SpecError
 from ..load_options import CUDA, LoadOptions, SourceUnit, check_keywords, make_options
 from ..platform_table import BUILD_PLATFORMS, C_SUFFIXES, HOST_PLATFORM, UNIT_SUFFIXES
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
     from ..platforms.base import Platform
 
-    # The raw ``functions`` argument of a loader: a {name: tokens} mapping, a list of names,
-    # or None (annotations decide). It is read only on a cache miss (spec/resolve.py).
-    FunctionsArgument: TypeAlias = Mapping[str, Any] | Sequence[str] | None
+# The raw ``functions`` argument of a loader: a {name: tokens} mapping, a list of names,
+# or None (annotations decide). It is read only on a cache miss (spec/resolve.py).
+FunctionsArgument: TypeAlias = Mapping[str, Any] | Sequence[str] | None
 
 
 class LoadRequest(NamedTuple):
@@ -31,7 +28,7 @@ class LoadRequest(NamedTuple):
     units: tuple[SourceUnit, ...]
     functions: FunctionsArgument
     options: LoadOptions
-    platform: Platform
+    platform: "Platform"
 
 
 def inline_unit(name: object, sources: str | Sequence[str], parameter: str, suffix: str) -> SourceUnit:

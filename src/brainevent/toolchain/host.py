@@ -3,8 +3,7 @@ subprocess: the cache key uses the compiler's file identity (resolved path, size
 so a cache hit never asks for a version.
 """
 
-from __future__ import annotations
-
+# Not `from __future__ import annotations`: a NamedTuple compiles string annotations (docs/architecture.md).
 import os
 import shutil
 from functools import cache
