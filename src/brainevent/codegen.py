@@ -1,16 +1,9 @@
 """Code generation: what is appended to a kernel's translation unit, and the shared decoder unit.
 
-The unit compiled for a source file holds the user's source, one C trampoline per entry point,
-then the FFI binding (a CUDA build compiles the binding as a host unit of its own). The
-trampolines live in the user's unit so they call the entry exactly as declared (namespaces,
-``static``, name mangling never leak); what they throw unwinds to the shared decoder that
-calls them, which turns it into an error (no try/catch in the user's unit keeps nvcc's passes
-over it short). The binding is one ``BE_FFI_FUNCTION`` line per entry point: the macro
-(``brainevent/ffi_function.h``, which needs only XLA's C ABI header) declares the entry's
-parameter table, its handlers with and without the command-buffer trait, and the forwarding
-slot a reloaded module takes over through. The call-frame decoder (``brainevent/ffi_binding.h``)
-is the same for every module of a platform, so :func:`render_decoder`'s unit is compiled once
-per toolchain (stages/decoder.py).
+The user's unit gets one C trampoline per entry point (so it is called exactly as declared),
+then the ``BE_FFI_FUNCTION`` handler lines (a CUDA build compiles those as a host unit of its
+own); the call-frame decoder (:func:`render_decoder`) is compiled once per toolchain
+(stages/decoder.py). Why it is laid out so: docs/architecture.md, "The generated code".
 """
 
 from __future__ import annotations

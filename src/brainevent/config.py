@@ -263,12 +263,6 @@ DEBUG = _switch(
 ALL: tuple[EnvVar[object], ...] = tuple(v for v in globals().values() if isinstance(v, EnvVar))
 
 
-def raw_values() -> list[tuple[str, str]]:
-    """Every ``BRAINEVENT_*`` variable set in the environment, declared or not, as (name, raw
-    value) pairs: what a digest of the environment covers (stages/recall.py)."""
-    return sorted((k, v) for k, v in os.environ.items() if k.startswith("BRAINEVENT_"))
-
-
 # -- The global backend choice of XLACustomKernel primitives ---------------------------------
 # Not an environment variable: an in-process setting, as in brainevent 0.2.1
 # (``brainevent.config.set_backend``). Each primitive reads it when it is lowered.

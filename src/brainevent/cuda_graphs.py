@@ -1,10 +1,9 @@
 """Make XLA capture brainevent's CUDA handlers in CUDA graphs (command buffers).
 
-XLA graphs only runs of at least ``--xla_gpu_graph_min_graph_size`` (5) commands, so a small
-``fori_loop`` body (a custom call and the counter update) never becomes one. ``import brainevent``
-(:func:`apply_default`), before JAX's backend starts, adds ``+CUSTOM_CALL`` to XLA's command-buffer
-types and sets the minimum to 2, keeping flags the user set; ``BRAINEVENT_CUDA_GRAPHS=0`` turns it
-off. Why 2, and the gain (~3x per loop step): docs/cuda-tutorial.md, benchmarks/bench_graph_default.py.
+``import brainevent`` (:func:`apply_default`), before JAX's backend starts, adds ``+CUSTOM_CALL``
+to XLA's command-buffer types and sets ``--xla_gpu_graph_min_graph_size`` to 2 (from 5), keeping
+flags the user set; ``BRAINEVENT_CUDA_GRAPHS=0`` turns it off. Why, and the gain:
+docs/cuda-tutorial.md, "8. CUDA graphs".
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The environment variables a build reads besides ``BRAINEVENT_*`` (config.py): one table, read
-by the cache key, the toolchain memo, recalled loads and every toolchain search.
+by the cache key, the toolchain memo and every toolchain search.
 
-A variable the compilers read themselves changes what they make of the same sources and flags:
-its value is keyed (``CPATH`` pointing elsewhere finds another ``<v.h>``). A variable a search
-reads changes which compiler or library is found: what is found is keyed by its identity, and
-every shortcut that skips the search (the memo, a recalled load) is keyed by the value.
+A variable the compilers read themselves is keyed by its value; one a search reads, by the
+identity of what is found, and every shortcut that skips the search (the memo) by the value
+(docs/caching.md, "The key").
 """
 
 from __future__ import annotations

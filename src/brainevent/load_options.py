@@ -1,11 +1,9 @@
 """The loaders' options, declared once: ``OPTIONS`` has one row per keyword.
 
-A row says how the keyword is checked, its default (the loaders' signatures show the same),
-whether it keys a cache entry and a bundle, whether entries that differ in it are different
-builds (``cache prune`` keeps each), which loaders take it and which ``brainevent build`` flag
-sets it. ``LoadOptions``, the keyword check of the file and directory loaders, the options'
-part of the cache key, a bundle's key, prune's variant inputs and the CLI flags are derived
-from it. ``SourceUnit`` lives here too: the platforms and the stages both read it.
+A row says how the keyword is checked, its default, what it keys (a cache entry, a bundle,
+``cache prune``'s builds), which platforms take it and its ``brainevent build`` flag;
+``LoadOptions``, the keyword check, the key parts and the CLI flags derive from it
+(docs/architecture.md, "Adding a loader option"). ``SourceUnit`` lives here too.
 """
 
 from __future__ import annotations
@@ -195,7 +193,6 @@ OPTIONS = (
     Option("debug", _debug, None),
 )
 
-FIELDS = tuple(dict.fromkeys(o.field for o in OPTIONS))
 BUNDLE_KEYED = tuple(dict.fromkeys(o.record for o in OPTIONS if "bundle" in o.keys))
 VARIANT_KEYED = tuple(dict.fromkeys(o.record for o in OPTIONS if "variant" in o.keys))
 

@@ -1,20 +1,8 @@
 """Who may have written what the cache reads, links and loads.
 
-Threat model (docs/caching.md): this user can change anything the process loads anyway,
-so nothing here defends against this user. Another local user must never get their code
-run, or a file of theirs written, by our process. They can act only through paths they
-can write: a cache root they created, a directory others may write without the sticky
-bit, or one of those above the root (which lets them swap the root itself). So:
-
-- every directory from ``/`` down to the cache root is owned by root or this user and
-  not writable by group or others, unless sticky (as ``/tmp``);
-- every directory we use inside the root, and every file we read, link or load there,
-  is owned by this user, is what it claims to be (no symbolic links), and is not
-  writable by group or others; our own directories that are too open (an older version
-  made them from the umask) are tightened, anything foreign is refused;
-- we create directories 0700 and files 0600 whatever the umask, and never write through
-  a path another user could have planted (new files are renamed into place).
-
+Another local user must never get their code run, or a file of theirs written, by our process;
+this user can change anything the process loads anyway. The rules (directories from ``/`` to
+the root, what we create and read inside it): docs/caching.md, "Who can change the cache".
 Each refusal is a :class:`CacheError` naming the path and the fix.
 """
 

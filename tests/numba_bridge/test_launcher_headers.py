@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from brainevent.launchers import cubin as cubin_launcher
-from brainevent.launchers.launcher import int64s
 from brainevent.toolchain.cuda_driver import probe_devices
 
 pytestmark = pytest.mark.host
@@ -35,11 +34,15 @@ def test_cubin_launcher_builds_and_keeps_a_table(private_launchers: None) -> Non
     launcher = cubin_launcher.launcher_for(1, 1)
     assert launcher.target.startswith("brainevent_cubin_1i_1o.launch")
     lib = launcher.library
-    params = int64s([cubin_launcher.OPERAND, 0, 16, cubin_launcher.OPERAND, 1, 16])
-    assert lib.be_cubin_register(9, b"k", int64s([1, 1, 1, 32, 1, 1]), 0, 2, params, 2, int64s([]), 0) == 0
-    assert lib.be_cubin_register(9, b"k", int64s([1, 1, 1, 32, 1, 1]), 0, 2, params, 2, int64s([]), 0) == 1
-    lib.be_cubin_add_image(9, 90, b"not a cubin", 11, 0)
+    params = [cubin_launcher.Param(cubin_launcher.OPERAND, i, 16) for i in (0, 1)]
+    image = {90: cubin_launcher.Image(b"not a cubin", 0)}
+    blob = cubin_launcher.kernel_blob("k", (1, 1, 1), (32, 1, 1), params, 2, image)
+    first = lib.be_cubin_register_blob(9, blob, len(blob))  # kept, then loaded into active contexts
+    assert lib.be_cubin_register_blob(9, blob, len(blob)) == b""  # the same id: kept as it is
+    malformed = lib.be_cubin_register_blob(10, blob[:-1], len(blob) - 1)
+    assert malformed == b"the kernel attribute is malformed (its counts do not match its size)"
     if _has_driver():
-        assert lib.be_cubin_preload(12345) == b"unknown kernel id"
-    else:  # without a driver there is no active context to preload into: a launch reports it
-        assert lib.be_cubin_preload(9) == b""
+        lib.be_cubin_preload.restype = ctypes.c_char_p
+        assert lib.be_cubin_preload(10) == b"unknown kernel id"  # the malformed one was not kept
+    else:  # without a driver there is no active context to load into: a launch reports it
+        assert first == b""

@@ -71,7 +71,6 @@ def test_seed_examples_from_annotations(source: str) -> None:
     assert specs == [VECTOR_ADD, SCALE_BY]
     assert specs[0].tokens() == ["arg", "arg", "ret", "stream"]
     assert specs[1].tokens() == ["arg", "ret", "attr.scale_factor:float32", "stream"]
-    assert specs[1].has_stream
     assert [p.name for p in specs[1].attrs] == ["scale_factor"]
 
 
@@ -112,7 +111,6 @@ def test_inferred_spec_for_unannotated_function() -> None:
     src = KERNELS + "\n// @BE plain\nvoid plain(BE::Tensor const x, BE::Tensor y, double k) {}\n"
     spec = resolve(None, src)[2]
     assert spec.tokens() == ["arg", "ret", "attr.k:float64"]
-    assert not spec.has_stream
 
 
 def test_stream_kinds() -> None:

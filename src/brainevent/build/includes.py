@@ -1,10 +1,9 @@
 """Which files a unit reads: our scan of its ``#include`` lines, and the compiler's own list.
 
-The scan is a line scanner, not a preprocessor: it follows every ``#include`` (even in
-``#if 0``), which can only cause an extra rebuild, never a stale hit; system and JAX headers
-are left to the toolchain identity. It is a hint taken before the build (and the nvrtc cache
-key's header list). The Makefile-rule dependency files (``-MD -MF``) of g++ and nvcc list what
-the preprocessor really opened: the truth the cache records.
+The scan is a line scanner, not a preprocessor (an ``#include`` under ``#if 0`` only costs an
+extra rebuild): a hint taken before the build. The compiler's ``-MD -MF`` dependency files list
+what it really opened: the truth the cache records (docs/caching.md, "Headers: what the
+compiler read").
 """
 
 from __future__ import annotations

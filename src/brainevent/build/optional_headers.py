@@ -1,17 +1,10 @@
 """Decide which optional standard and CUDA headers a unit needs.
 
-Three groups cost a large share of a small kernel's compile and are needed only by code that
-names what they declare; a unit that does not is compiled with ``-D<macro>=0``:
-
-- ``BE_CUDA_HALF_TYPES``: ``<cuda_fp16.h>``/``<cuda_bf16.h>``, ~0.5 s per nvcc compile (.cu only).
-- ``BE_STD_COMPLEX``: ``<complex>`` (with ``<sstream>``), ~a fifth of an nvcc compile.
-- ``BE_CHECK_HEADERS``: the checking half of ``brainevent/common.h`` (``BE_CHECK``, the
-  dispatch macros, ``BE::Scratch``, ``<string>``, ``<stdexcept>``), ~0.3 s of a 1 s compile;
-  the tensor checks' error path then comes from the decoder the module links.
-
-The identifiers of the code and of its directives (not comments) are read, in the unit and
-in the project headers it includes, so a false positive only costs compile time. A unit,
-header or flag that mentions the macro itself is left alone: the user decides.
+A unit that names nothing a group declares is compiled with ``-D<macro>=0``
+(``BE_CUDA_HALF_TYPES``, ``BE_STD_COMPLEX``, ``BE_CHECK_HEADERS``; what each costs:
+docs/architecture.md, "The generated code"). The identifiers of the code and its directives (not
+comments) are read, in the unit and the project headers it includes, so a false positive only
+costs compile time. A unit, header or flag that mentions the macro itself is left alone.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Inspecting and trimming the cache: list, info, clear, prune.
 
-Removal is safe while other processes use the cache: an entry whose build lock is held is skipped,
-and entries are renamed out of the way before they are deleted, so a reader sees a whole entry or
-none (a process that already loaded an artifact keeps its mapping).
-
-Only what the cache made is touched: an entry is a directory named by a key (32 hex digits)
-holding a manifest.json file, an object is named by its key too; anything
-else under the root (a root given by mistake, a user's own ``v1/api/``) is neither listed,
-removed nor chmod'ed.
+Removal is safe while other processes use the cache (a locked entry is skipped; entries are
+renamed away before deletion), and only what the cache made is touched: a directory named by a
+key holding a manifest.json, or an object named by its key (docs/caching.md).
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Where a bundled module lives, what keys it, and the check made before loading it.
 
-The key leaves out what differs between the machine that built the package and the one
-that runs it: the toolchain (absent at run time), the sources' absolute paths (only paths
-relative to their directory count), and the include paths (absolute where the package
-computes them from ``__file__``). Headers inside the package are checked by content instead.
-
-A bundle is code this process will load, so it meets the cache's trust rule (docs/caching.md);
-the owners trusted are root, this user and the owner of the sources' directory (who already
-controls the Python code that asks for the bundle).
+The key leaves out what differs between the machine that built the package and the one that
+runs it (the toolchain, absolute paths); headers inside the package are checked by content. A
+bundle meets the cache's trust rule, trusting root, this user and the sources' owner
+(docs/caching.md, "Bundles").
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """The files a build read, recorded with their contents' hashes and re-checked on every hit.
 
-A cache entry's key covers the sources, flags and toolchain; the headers the compiler
-opened are listed in the entry (from the compiler's own dependency output) as
-``{path: [size, mtime_ns, sha256]}``. A hit first compares each file's size and
-modification time with the record (one ``stat`` each) and hashes only a file whose
-stat differs, or whose recorded time is too close to the build to be trusted (an edit
-in the same clock tick keeps the time). A changed or missing file makes the entry
-stale: it is rebuilt, never served.
-
-What is recorded is what was compiled: a file whose stat changed while the build ran
-is recorded as unverified, so the next load rebuilds it instead of trusting a hash of
-contents the compiler may not have seen.
+Each file is ``{path: [size, mtime_ns, sha256]}``; a hit hashes only a file whose stat differs
+or whose time is too close to the build to trust, and a file that changed while the build ran
+is recorded as unverified, so the next load rebuilds it. docs/caching.md has the rules.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Compiled objects cached by content, so a multi-file module rebuilds only what changed.
 
-An object's key covers its compile command (relative paths only), the bytes of its
-input and the toolchain identity. Beside each object lies the record of the files its
-compiler read (cache/deps.py); an object is reused only while every one of them is
-unchanged, so editing a header rebuilds exactly the objects that read it. Objects are
-published with an atomic rename, so a reader sees a whole object or none.
+An object's key covers its compile command (relative paths only), its input's bytes and the
+toolchain identity; it is reused only while every file its compiler read is unchanged
+(cache/deps.py), and published with an atomic rename (docs/caching.md, "The object cache").
 """
 
 from __future__ import annotations

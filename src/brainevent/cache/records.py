@@ -1,16 +1,9 @@
 """The schema of every record brainevent reads back from disk or from a job's key-value store.
 
-Records are written by brainevent, but a file can be truncated, damaged, written by another
-version, or edited by hand, and a key-value store can hold anything. Each reader therefore
-passes what it parsed through one function here before using it: a record that does not
-match its schema raises :class:`RecordError` (a ValueError) saying which field is wrong,
-and the reader treats the record as absent (a miss: rebuild, measure again, compile
-locally) or raises a typed error naming the file and the fix. No reader indexes a record
-that did not pass, so a damaged record can never surface as a KeyError, a TypeError or
-an AttributeError, in a load or inside a user's ``jax.jit``.
-
-The checks are plain ``isinstance`` tests on the few fields each reader uses, cheap enough
-for the manifest a cache hit reads.
+Each reader passes what it parsed through one function here first: a record that does not
+match raises :class:`RecordError` (a ValueError) naming the field, and the reader treats it as
+absent or raises a typed error naming the file and the fix, so a damaged record never surfaces
+as a KeyError, a TypeError or an AttributeError. The checks are plain ``isinstance`` tests.
 """
 
 from __future__ import annotations

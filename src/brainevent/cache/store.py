@@ -1,19 +1,9 @@
 """The published entries of one module: lookup, a build slot (lock + staging), publish.
 
 A cache hit needs only the lookup, here; the build side (``build_slot``, ``publish``) is in
-publish.py, which imports this module and is imported only when a build starts.
-
-Layout under the cache root::
-
-    v1/<module name>/<key>/            a published entry: artifact, manifest.json, build.log, sources
-    v1/<module name>/<key>.lock        the per-entry build lock (filelock)
-    v1/<module name>/<key>.owner       who holds that lock, for log lines
-    v1/<module name>/.staging-<key>-<pid>-<random>/   a build in progress
-
-An entry is built in a staging directory and published with one ``rename``;
-readers never take the lock, so a hit costs a manifest read, a stat of the library and one
-of each header the compiler read (cache/deps.py). A failed build publishes nothing; a
-corrupt entry is rebuilt under the lock.
+publish.py, which imports this module and is imported only when a build starts. An entry is
+built in a staging directory and published with one ``rename``, so readers never take the
+lock. The layout under the cache root: docs/caching.md, "Layout".
 """
 
 from __future__ import annotations

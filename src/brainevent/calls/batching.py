@@ -1,17 +1,9 @@
 """Batching: ``jax.vmap`` of a primitive that calls a kernel, and calls that declare batch dims.
 
-``jax.vmap`` follows the kernel's ``vmap_method``: ``"sequential"`` maps the unbatched call over
-the batch (``jax.lax.map``); ``"expand_dims"`` and ``"broadcast_all"`` hand the kernel one more
-leading axis (one more batch dim, if it declares them).
-
-A call that declares batch dims (``mod.f.num_batch_dims = k``: the first ``k`` dims of every
-operand and result are independent problems) is one custom call XLA may split across devices.
-Its kernel is promised operands and results that share those dims: :func:`batch_operands`, the
-one check of every kind's calls and of their ``vmap``, broadcasts an operand's batch dim of 1
-over the batch. The lowering adds the ``num_batch_dims`` frontend attribute, which XLA's batch
-partitioner reads for a target registered as batch partitionable (every target is, when it is
-registered: runtime/registry.py; under Shardy, also a sharding rule tying those dims together),
-so ``jit`` with sharded inputs runs on the local shards instead of gathering them.
+``jax.vmap`` follows the kernel's ``vmap_method``. A call that declares batch dims
+(``num_batch_dims = k``) is one custom call XLA may split across devices: its operands and
+results share those dims (:func:`batch_operands`), and the lowering adds the attribute XLA's
+batch partitioner reads (and a Shardy rule). docs/transformations.md and docs/multi-gpu.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The one place our call paths issue ``jax.ffi.ffi_call``, and the result types of a custom call,
 derived from its inputs' types (written once for every call path).
 
-Under ``shard_map`` JAX types an FFI call's results exactly as written, so a bare spec would be
-invariant while the inputs vary, and a loop carrying it fails its type check. The rule: a
-result varies over every manual axis any input varies over; inputs are cast up to that union
-first (a pure type change).
+Under ``shard_map`` a result varies over every manual axis any input varies over, and the
+inputs are cast up to that union first (docs/transformations.md, "One rule for result types").
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Remembered benchmark winners, kept as cache entries (``v1/remembered.<primitive>-<hash>/``).
 
 A *choice* (platform, device kind, one bind's operand types -> fastest backend) is used by
-later lowerings; a *run* (platform, device kind, backends, configurations -> records) is
-returned by a later ``benchmark(remember=True)`` of the same run. Each holds the backends'
-fingerprint: a stale one is ignored; an untrusted one too, with a warning.
-
-The fingerprint is what "the source" of a backend is, so that a winner goes stale with it: a
-function's code, and the constants and user functions it reaches through closures, defaults and
-its own module's globals; a compiled function's FFI target and build key; the versions of Python,
-JAX, brainevent and the backend's library. Not comments, layout or library code
-(docs/custom-kernels.md, "Remembered choices").
+later lowerings; a *run* is returned by a later ``benchmark(remember=True)`` of the same run.
+Each holds the backends' fingerprint (what "the source" of a backend is): a stale one is
+ignored, an untrusted one too, with a warning. docs/custom-kernels.md, "Remembered choices".
 """
 
 from __future__ import annotations

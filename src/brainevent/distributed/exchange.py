@@ -1,17 +1,9 @@
 """The compile-once protocol over the coordination service's key-value store.
 
-Keys, under ``brainevent/<module name>/<cache key>/``:
-
-    claim       an atomic counter: the process that takes it first builds
-    builder     that process's id (for log lines)
-    chunk/<i>   the entry's archive, in pieces of at most CHUNK_BYTES
-    status      written last: {"state": "ok", sha256, size, chunks} or {"state": "error", ...}
-
-Only processes that miss in their own cache take part. The builder always writes ``status``,
-its error too; a builder that dies leaves the others waiting ``BRAINEVENT_DISTRIBUTED_TIMEOUT``
-seconds at most. Keys are content addressed, so a later miss in the job receives the outcome at once.
-The entry travels as an uncompressed tar of its regular files; unpacking accepts only plain
-relative names and regular files, so an archive can never write outside the staging directory.
+Keys, under ``brainevent/<module name>/<cache key>/``: ``claim`` (an atomic counter: the first
+taker builds), ``builder``, ``chunk/<i>`` (the entry's tar, in pieces of at most CHUNK_BYTES)
+and ``status``, written last, the error too. The protocol: docs/multi-gpu.md, "One compile per
+job". Unpacking accepts only plain relative names and regular files.
 """
 
 from __future__ import annotations

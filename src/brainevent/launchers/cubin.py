@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..calls.operands import content_id
 from ..errors import KernelCallError, LoadError
-from .launcher import I64, P64, Launcher, LauncherCache, LauncherSpec, int64s
+from .launcher import I64, Launcher, LauncherCache, LauncherSpec
 
 if TYPE_CHECKING:
     from ..toolchain.cuda_arch import CudaArch
@@ -40,27 +40,20 @@ _SPEC = LauncherSpec(
     library_prefix="brainevent_cubin",
     function="launch",
     core_call="be_cubin::launch_kernel",
-    api={
-        "be_cubin_register": (
-            ctypes.c_int,
-            [I64, ctypes.c_char_p, P64, I64, I64, P64, I64, P64, I64],
-        ),
-        "be_cubin_add_image": (None, [I64, I64, ctypes.c_char_p, I64, I64]),
-        "be_cubin_preload": (ctypes.c_char_p, [I64]),
-        "be_cubin_register_blob": (ctypes.c_char_p, [I64, ctypes.c_char_p, I64]),
-    },
+    api={"be_cubin_register_blob": (ctypes.c_char_p, [I64, ctypes.c_char_p, I64])},
     # The generic entry (on the CPU) is not registered: calls go to the CUDA handler.
     load_options={"extra_ldflags": ["-ldl"], "auto_register": False},
     handler="be_cubin_handler",
     handler_platform="CUDA",
 )
-# The launcher of an arity (n_inputs, n_outputs); compiled once per machine (the loader caches by content).
+# The library of an arity (n_inputs, n_outputs), compiled once per machine (the loader caches by
+# content); calls go to EXPORT_TARGET, the handler of (1, 1)'s, whatever their arity.
 _launchers = LauncherCache(_SPEC)
 launcher_for = _launchers.get
 
 
-# The target of kernels that travel with their program (``jax.export``): one for every arity,
-# whose handler registers a call's kernel from its ``kernel`` attribute where this process has not.
+# The one target of every precompiled kernel, whatever its arity; its handler also registers a
+# call's kernel from its ``kernel`` attribute (a program exported with it) where this process has not.
 EXPORT_TARGET = "brainevent_cubin.launch"
 
 
@@ -136,27 +129,25 @@ def prepare_launch(
     element_shapes: Sequence[tuple[int, ...]] | None = None,
     content: Sequence[bytes | str] | None = None,
 ) -> tuple[str, int]:
-    """Registers a kernel of every compiler's (NVRTC, Triton, Numba-CUDA) with the launcher of
-    its arity and loads it on the active devices (LoadError when the driver refuses); ``(FFI
-    target, kernel id)``. The id covers the launch and the images (``content`` instead of the
-    entry and the images' bytes, where they differ between processes)."""
-    layout = repr((grid, block, [(p.kind, p.value, p.size) for p in params], cooperative, element_shapes))
-    ordered = sorted(images.items())
-    code = content if content is not None else (entry, *(image.code for _, image in ordered))
-    kernel_id = content_id(kind, layout, *(f"{cc}:{image.shared_mem}" for cc, image in ordered), *code)
-    launcher = launcher_for(n_inputs, n_outputs)
-    library = launcher.library
-    # With element_shapes (one per operand) the kernel was prepared for one batch element: each
-    # call runs it once per element of the operands' leading dims.
-    flat = [v for p in params for v in (p.kind, p.value, p.size)]
-    shapes = [v for shape in element_shapes or () for v in (len(shape), *shape)]
-    layout_args = (int64s(flat), len(params), int64s(shapes), len(shapes))
-    config, n_operands = int64s([*grid, *block]), n_inputs + n_outputs
-    args = (kernel_id, entry.encode(), config, int(cooperative), n_operands, *layout_args)
-    if library.be_cubin_register(*args) == 0:  # new content (1: the same content is registered)
-        for cc, image in ordered:  # hand over the images, load them on the active devices
-            library.be_cubin_add_image(kernel_id, cc, image.code, len(image.code), image.shared_mem)
-        error = library.be_cubin_preload(kernel_id)
-        if error:
-            raise LoadError(f"cannot load GPU kernel {entry}: {error.decode(errors='replace')}", entry=entry)
+    """Registers a kernel of every compiler's (NVRTC, Triton, Numba-CUDA) as :func:`kernel_blob`
+    writes it and loads it on the active devices (LoadError when the driver refuses); ``(FFI
+    target, kernel id)``. The id covers the whole kernel (``content`` instead of the entry and
+    the images' bytes, where they differ between processes). With ``element_shapes`` (one per
+    operand) the kernel was prepared for one batch element: each call runs it once per element
+    of the operands' leading dims."""
+    n_operands = n_inputs + n_outputs
+    blob = kernel_blob(entry, grid, block, params, n_operands, images, element_shapes, cooperative)
+    if content is None:
+        return register_kernel(kind, blob, entry)
+    bare = {cc: Image(b"", image.shared_mem) for cc, image in images.items()}
+    layout = kernel_blob("", grid, block, params, n_operands, bare, element_shapes, cooperative)
+    return register_kernel(kind, blob, entry, layout, *content)
+
+
+def register_kernel(kind: str, blob: bytes, entry: str, *content: bytes | str) -> tuple[str, int]:
+    """``blob`` registered under its content id (of ``content`` where given) with the launcher
+    behind :data:`EXPORT_TARGET`; ``(that target, kernel id)``."""
+    kernel_id = content_id(kind, *(content or (blob,)))
+    launcher = export_launcher()
+    register_blob(launcher, kernel_id, blob, entry)
     return launcher.target, kernel_id

@@ -17,9 +17,6 @@ class LaunchConfig:
     block: tuple[int, int, int]
     shared_mem: int
 
-    def as_ints(self) -> tuple[int, ...]:
-        return (*self.grid, *self.block, self.shared_mem)
-
     @property
     def empty(self) -> bool:
         """A grid with no block (``launch_dims=0``, ``grid=0``): nothing is launched."""

@@ -1,9 +1,7 @@
 """Compiled kernels cached on disk through brainevent.cache (key schema, trust checks, lock,
-atomic publish). The key holds everything that changes the code and is known before a compile:
-the source's bytes, options, names, arch, the runtime header directories and libnvrtc's
-identity. What the compile read is NVRTC's own record (its time trace's header events), kept in
-the entry's manifest and re-checked on every hit, as for modules (cache/deps.py). A hit never
-loads or starts NVRTC.
+atomic publish). The key holds what changes the code and is known before a compile; what the
+compile read is NVRTC's own record (its time trace's header events), re-checked on every hit
+(docs/nvrtc.md). A hit never loads or starts NVRTC.
 """
 
 from __future__ import annotations

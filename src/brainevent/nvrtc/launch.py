@@ -161,8 +161,7 @@ def prepare(
 
     ``per_batch_element``: ``inputs`` and ``outputs`` are one element of a batch (the call's
     batch dims stripped); the launcher runs the kernel once per element of each call."""
-    from ..calls.operands import content_id
-    from ..launchers.cubin import Image, export_launcher, kernel_blob, register_blob
+    from ..launchers.cubin import Image, kernel_blob, register_kernel
     from ..toolchain.cuda_arch import one_arch
     from .cache import Request, compile_cached
 
@@ -177,7 +176,5 @@ def prepare(
     # The call carries its kernel: a program exported with it runs where it was never traced.
     entry = compiled.lowered[expression]
     blob = kernel_blob(entry, config.grid, config.block, params, len(operands), images, shapes)
-    kernel_id = content_id("nvrtc", blob)
-    launcher = export_launcher()
-    register_blob(launcher, kernel_id, blob, entry)
-    return launcher.target, {"kernel_id": np.int64(kernel_id), "kernel": blob}
+    target, kernel_id = register_kernel("nvrtc", blob, entry)
+    return target, {"kernel_id": np.int64(kernel_id), "kernel": blob}

@@ -1,14 +1,9 @@
 """The process-wide record of FFI targets this library registered with JAX.
 
-XLA's CPU registry refuses a second handler under a name and its CUDA registry silently keeps
-the first, so a target is registered once per process; a changed module loaded again under the
-same name re-points the first handler (the one XLA holds) through its forwarding pointer. A
-different module claiming a registered target is refused unless ``replace=True``: silently, code
-written against the first module would run the second.
-
-Every target is registered as batch partitionable too (:func:`_register_with_jax`): XLA splits a
-call across devices only when the call carries ``num_batch_dims`` (calls/batching.py), and a
-program deserialized in another process (``jax.export``) finds the registration made at load.
+A target is registered once per process; a changed module loaded again re-points the first
+handler through its forwarding slot, and a different module claiming a registered target is
+refused unless ``replace=True``. Every target is registered as batch partitionable too
+(calls/batching.py). docs/architecture.md, "Registration and live reload".
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""The results the call sugar derives from the spec.
+"""The results the call sugar derives from the spec: declared shapes and the scratch result.
 
-Declared shapes (``ret:like(x)``, ``ret:(n,4):float32``): ``mod.f(x)`` builds ``outs`` from
-them when every result has one, and checks an ``outs=`` the caller gave against them before
-anything reaches XLA (the binding checks again at run time, for ``jax.ffi.ffi_call`` callers).
-
-Scratch: a ``scratch`` parameter is not an operand but one more result of the custom call (a
-1-D ``uint8`` array after the ``ret`` results), so the memory comes from XLA's allocator and
-keeps a fixed address inside a captured CUDA graph; the call sugar drops it from what it returns.
+``mod.f(x)`` builds ``outs`` from declared shapes (``ret:like(x)``, ``ret:(n,4):float32``) and
+checks an ``outs=`` the caller gave against them; a ``scratch`` parameter is one more ``uint8``
+result of the custom call, which the call sugar drops (docs/arg-spec.md).
 """
 
 from __future__ import annotations

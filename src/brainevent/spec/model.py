@@ -70,10 +70,6 @@ class FunctionSpec:
     def scratch(self) -> tuple[Param, ...]:
         return tuple(p for p in self.params if p.role is Role.SCRATCH)
 
-    @property
-    def has_stream(self) -> bool:
-        return any(p.role is Role.STREAM for p in self.params)
-
     def tokens(self) -> list[str]:
         """The canonical arg_spec of this function (aliases resolved, attr types explicit)."""
         options = {"vmap_method": self.vmap_method, "num_batch_dims": self.num_batch_dims}

@@ -1,19 +1,9 @@
 """The call-frame decoder every module links: compiled once per toolchain and platform, then shared.
 
-The decoder (``brainevent/ffi_binding.h``) is the same code for every module of a platform,
-so it is not compiled with each module: the first build that needs it compiles it
-alongside the user's code and publishes the object to the cache; later builds copy it
-into their build directory, and a single-file module then compiles and links in one
-compiler call. Layout under the cache root::
-
-    v1/.decoder/objects/<key>.o          the object (".decoder" can never be a module name)
-    v1/.decoder/objects/<key>.deps.json  its (empty) dependency record
-
-The key covers the compile command, the decoder's source and :func:`platforms.steps.decoder_salt`
-(host compiler identity, XLA's C API, brainevent's version, binding schema and headers), so
-a new compiler or package version builds a new decoder. Publishing is an atomic rename of
-a private file (cache/objects.py): two first builds racing both compile it and one wins,
-with identical bytes; a reader sees a whole object or none.
+The first build that needs it compiles it beside the user's code and publishes the object
+(``v1/.decoder/objects/``, an atomic rename: racing first builds make identical bytes); later
+builds copy it. Its key: the compile command, its source and
+:func:`platforms.steps.decoder_salt`. docs/architecture.md, "The generated code".
 """
 
 from __future__ import annotations

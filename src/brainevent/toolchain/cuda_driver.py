@@ -62,12 +62,6 @@ class DriverProbe:
     library: str = _DRIVER_LIBRARY
     seconds: float = 0.0
 
-    @property
-    def driver_cuda_version(self) -> tuple[int, int] | None:
-        """The highest CUDA version the driver supports, e.g. (13, 0)."""
-        v = self.driver_version
-        return None if v is None else (v // 1000, (v % 1000) // 10)
-
 
 def _describe(code: int) -> str:
     hint = _CURESULT_HINTS.get(code)

@@ -232,8 +232,7 @@ XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
 // ---- called from Python through ctypes, once per kernel ----
 
 // config: grid x y z, block x y z. params: (kind, value, size) triplets. shapes: per operand,
-// its rank then its dims, the shape of one batch element (n_shapes 0: not batched). Returns 0,
-// or 1 if the id is already registered (same content: nothing to do).
+// its rank then its dims, the shape of one batch element (n_shapes 0: not batched).
 namespace be_cubin {
 namespace {
 std::unique_ptr<Kernel> make_kernel(const char* entry, const int64_t* config, int64_t cooperative, int64_t operands,
@@ -251,19 +250,6 @@ std::unique_ptr<Kernel> make_kernel(const char* entry, const int64_t* config, in
 }
 }  // namespace
 }  // namespace be_cubin
-
-BE_LAUNCHER_EXPORT int be_cubin_register(int64_t id, const char* entry, const int64_t* config,
-                                         int64_t cooperative, int64_t operands, const int64_t* params,
-                                         int64_t n_params, const int64_t* shapes, int64_t n_shapes) {
-  return be_cuda_launch::register_kernel<be_cubin::Kernel>(id, [&] {
-    return be_cubin::make_kernel(entry, config, cooperative, operands, params, n_params, shapes, n_shapes);
-  });
-}
-
-BE_LAUNCHER_EXPORT void be_cubin_add_image(int64_t id, int64_t cc, const char* data, int64_t size,
-                                           int64_t shared_mem) {
-  be_cuda_launch::add_image<be_cubin::Kernel>(id, cc, data, size, static_cast<unsigned>(shared_mem));
-}
 
 BE_LAUNCHER_EXPORT const char* be_cubin_preload(int64_t id) {
   return be_cuda_launch::preload<be_cubin::Kernel>(id, /*need_driver=*/false);

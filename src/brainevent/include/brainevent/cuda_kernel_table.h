@@ -182,14 +182,6 @@ int register_kernel(int64_t id, Make make) {
   return 0;
 }
 
-template <typename Kernel>
-void add_image(int64_t id, int64_t cc, const char* data, int64_t size, unsigned shared_mem) {
-  Kernel* k = table<Kernel>().find(id);
-  if (k == nullptr) return;
-  std::lock_guard<std::mutex> lock(k->mutex);
-  k->images[static_cast<int>(cc)] = {std::string(data, static_cast<size_t>(size)), shared_mem};
-}
-
 // Loads the image for `device` into the current context `context` (k.mutex held); "" on
 // success. Above 48 KiB of dynamic shared memory a kernel must opt in, up to what the device allows.
 std::string load_into(KernelBase& k, Context context, Device device, Loaded* out) {
