@@ -205,3 +205,105 @@ def test_many_operands_take_the_handlers_heap_path() -> None:
     f = brainevent.numba_kernel(sum16, outs=spec((5,)))
     inputs = [jnp.full(5, float(k), jnp.float32) for k in range(16)]
     np.testing.assert_array_equal(np.asarray(jax.jit(f)(*inputs)), np.full(5, float(sum(range(16)))))
+
+
+@numba.njit
+def segment_sum(x, ids, out):
+    # Accumulates into `out`: it must start at zero (zeros=).
+    for i in range(x.shape[0]):
+        out[ids[i]] += x[i]
+
+
+def _segment_sum(x: np.ndarray, ids: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, x.dtype)
+    np.add.at(out, ids, x)
+    return out
+
+
+X = np.arange(10, dtype=np.float32)
+IDS = (np.arange(10) % 4).astype(np.int32)
+
+
+def test_zeroed_results_accumulate_from_zero_under_jit_and_vmap() -> None:
+    f = brainevent.numba_kernel(segment_sum, spec((4,)), zeros=True, vmap_method="sequential")
+    g = jax.jit(lambda x, ids: f(x, ids) + f(2 * x, ids))
+    for _ in range(3):  # the same buffers again: each call starts from zero
+        np.testing.assert_array_equal(np.asarray(g(X, IDS)), 3 * _segment_sum(X, IDS, 4))
+    # The zeros are an operand aliased to the result: XLA clears it before the kernel runs.
+    text = jax.jit(f).lower(X, IDS).as_text()
+    assert "output_operand_aliases" in text and "operand_index = 2" in text, text
+    xs = np.stack([X, -X, 3 * X])
+    for method in ("sequential", "sequential_unrolled"):
+        h = brainevent.numba_kernel(segment_sum, spec((4,)), zeros=0, vmap_method=method)
+        got = jax.jit(jax.vmap(h, in_axes=(0, None)))(xs, IDS)
+        np.testing.assert_array_equal(np.asarray(got), np.stack([_segment_sum(x, IDS, 4) for x in xs]))
+
+
+@numba.njit
+def segment_sum_batched(x, ids, out):
+    # Batch axis first; under "expand_dims" an unbatched ids has a batch of 1.
+    for b in range(out.shape[0]):
+        for i in range(x.shape[1]):
+            out[b, ids[0 if ids.shape[0] == 1 else b, i]] += x[b, i]
+
+
+@pytest.mark.parametrize("method", ["expand_dims", "broadcast_all"])
+def test_zeroed_results_of_a_rank_changing_vmap_are_cleared_whole(method: str) -> None:
+    f = brainevent.numba_kernel(segment_sum_batched, spec((4,)), zeros=True, vmap_method=method)
+    xs = np.stack([X, -X, 3 * X])
+    g = jax.jit(jax.vmap(lambda x: f(x, IDS) + f(2 * x, IDS)))
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(g(xs)), np.stack([3 * _segment_sum(x, IDS, 4) for x in xs]))
+
+
+def test_zeros_names_results_of_the_outs_pytree() -> None:
+    @numba.njit
+    def count_and_sum(x, ids, counts, sums):
+        for i in range(x.shape[0]):
+            counts[ids[i]] += 1.0
+            sums[ids[i]] += x[i]
+
+    f = brainevent.numba_kernel(count_and_sum, {"n": spec((4,)), "s": spec((4,))}, zeros=[0, 1])
+    got = jax.jit(f)(X, IDS)
+    np.testing.assert_array_equal(np.asarray(got["n"]), np.bincount(IDS, minlength=4))
+    np.testing.assert_array_equal(np.asarray(got["s"]), _segment_sum(X, IDS, 4))
+
+
+@pytest.mark.parametrize("bad", [2, -1, "out", 1.0, [0, 5], [True], ()])
+def test_a_bad_zeros_value_is_refused_when_the_function_is_made(bad: object) -> None:
+    from brainevent.errors import KernelCallError
+
+    with pytest.raises(KernelCallError) as info:
+        brainevent.numba_kernel(segment_sum, spec((4,)), zeros=bad)
+    for word in ("segment_sum", f"zeros={bad!r}", "expected True", "1 result(s)", "Fix: e.g. zeros=0"):
+        assert word in str(info.value), (word, str(info.value))
+
+
+def test_a_result_both_zeroed_and_aliased_is_refused() -> None:
+    from brainevent.errors import KernelCallError
+
+    with pytest.raises(KernelCallError, match=r"result 0 is both cleared to zero.*input_output_aliases"):
+        brainevent.numba_kernel(accumulate, spec((4,)), input_output_aliases={1: 0}, zeros=True)
+
+
+@pytest.mark.host
+def test_the_handler_skips_only_inputs_that_alias_results() -> None:
+    target, kernel_id = _add_target_and_id()
+    x = jnp.arange(8, dtype=jnp.float32)
+    aliased = jax.ffi.ffi_call(target, spec((8,)), input_output_aliases={2: 0})
+    got = aliased(x, x, jnp.zeros(8, jnp.float32), kernel_id=np.int64(kernel_id))
+    np.testing.assert_array_equal(np.asarray(got), np.arange(8) * 2.0)
+    with pytest.raises(jax.errors.JaxRuntimeError, match=r"compiled for 3 arrays, the call passes 4"):
+        extra = jax.ffi.ffi_call(target, spec((8,)))(x, x, x, kernel_id=np.int64(kernel_id))
+        jax.block_until_ready(extra)
+
+
+def test_vmap_of_a_jitted_kernel_without_a_method_names_the_keyword() -> None:
+    from brainevent.errors import KernelCallError
+
+    f = brainevent.numba_kernel(segment_sum, spec((4,)), zeros=True)
+    for batched in (jax.vmap(jax.jit(f), in_axes=(0, None)), jax.jit(jax.vmap(f, in_axes=(0, None)))):
+        with pytest.raises(KernelCallError) as info:
+            batched(np.stack([X, X]), IDS)
+        for word in ("jax.vmap needs a vmap method", "vmap_method='sequential'", "numba_kernel"):
+            assert word in str(info.value), (word, str(info.value))

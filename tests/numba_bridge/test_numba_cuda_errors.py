@@ -128,3 +128,16 @@ def test_the_cubin_launcher_lays_out_numbas_array_parameters() -> None:
         (EXTENT, 0, 0), (EXTENT, 0, 1), (EXTENT, 0, 2), (STRIDE, 0, 0), (STRIDE, 0, 1), (STRIDE, 0, 2),
     ]  # fmt: skip
     assert (params[14].kind, params[14].value) == (SCALAR, 2)  # the int16 array's itemsize
+
+
+def test_a_bad_zeros_value_is_refused_when_the_function_is_made(add_kernel) -> None:  # type: ignore[no-untyped-def]
+    from brainevent.errors import KernelCallError
+
+    with pytest.raises(KernelCallError) as info:
+        brainevent.numba_cuda_kernel(add_kernel, outs=OUT, launch_dims=1024, zeros=[1])
+    for word in ("add_kernel", "zeros=[1]", "1 result(s)", "Fix: e.g. zeros=0"):
+        assert word in str(info.value), (word, str(info.value))
+    with pytest.raises(KernelCallError, match=r"result 0 is both cleared to zero"):
+        brainevent.numba_cuda_kernel(
+            add_kernel, OUT, launch_dims=1024, input_output_aliases={0: 0}, zeros=True
+        )

@@ -240,3 +240,24 @@ def test_numba_cuda_kernel_and_load_cuda_inline_agree() -> None:
         np.testing.assert_array_equal(np.asarray(jax.jit(fn)(a, b)), np.arange(1024) + 0.5)
         loop = jax.jit(lambda x, fn=fn: jax.lax.fori_loop(0, 1000, lambda i, acc: fn(acc, x), x))
         np.testing.assert_array_equal(np.asarray(loop(b)), np.full(1024, 500.5))
+
+
+@cuda.jit
+def histogram_kernel(x, counts):
+    # Accumulates into `counts`: it must start at zero (zeros=).
+    i = cuda.grid(1)
+    if i < x.size:
+        cuda.atomic.add(counts, x[i], 1)
+
+
+def test_a_zeroed_histogram_starts_from_zero_under_jit_and_vmap() -> None:
+    bins, n = 7, 1000
+    x = np.random.default_rng(0).integers(0, bins, size=(3, n)).astype(np.int32)
+    expected = np.stack([np.bincount(row, minlength=bins) for row in x]).astype(np.int32)
+    f = numba_cuda_kernel(
+        histogram_kernel, spec((bins,), jnp.int32), launch_dims=n, zeros=0, vmap_method="sequential"
+    )
+    twice = jax.jit(lambda v: f(v) + f(v))
+    for _ in range(3):  # the same buffers again: each call starts from zero
+        np.testing.assert_array_equal(np.asarray(twice(x[0])), 2 * expected[0])
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(f))(x)), expected)

@@ -15,6 +15,14 @@ __global__ void axpy(const T* x, const T* y, T* out, T a, long long n) {
 }
 """
 
+# An accumulating kernel: its result must start at zero (cuda_kernel's zeros=).
+HISTOGRAM = r"""
+extern "C" __global__ void histogram(const int* x, int* counts, long long n, int bins) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n && x[i] >= 0 && x[i] < bins) atomicAdd(&counts[x[i]], 1);
+}
+"""
+
 # A block-wide sum: one partial sum per block, BLOCK a template constant.
 BLOCK_SUM = r"""
 template <typename T, int BLOCK>

@@ -15,7 +15,7 @@ import pytest
 import brainevent
 from brainevent.nvrtc.kernel import ctype
 
-from .kernels import AXPY, BLOCK_SUM, VECTOR_ADD
+from .kernels import AXPY, BLOCK_SUM, HISTOGRAM, VECTOR_ADD
 
 # The launcher library is built by the host compiler, the kernels by NVRTC: no nvcc.
 pytestmark = [pytest.mark.gpu, pytest.mark.host]
@@ -248,6 +248,26 @@ def test_in_place_update_through_an_alias() -> None:
         source, "scale", spec(x), launch_dims=N, s=0.5, n=N, input_output_aliases={0: 0}
     )
     np.testing.assert_allclose(np.asarray(jax.jit(scale)(jnp.asarray(x))), 0.5 * x, rtol=1e-6)
+
+
+def test_a_zeroed_histogram_starts_from_zero_under_jit_vmap_and_batch_dims() -> None:
+    bins = 7
+    x = np.random.default_rng(0).integers(0, bins, size=(4, N)).astype(np.int32)
+    expected = np.stack([np.bincount(row, minlength=bins) for row in x]).astype(np.int32)
+
+    def histogram(shape: tuple[int, ...], **kw: Any) -> Any:
+        return brainevent.cuda_kernel(
+            HISTOGRAM, "histogram", jax.ShapeDtypeStruct(shape, np.int32), launch_dims=N, n=N, bins=bins,
+            zeros=True, **kw,
+        )  # fmt: skip
+
+    one = histogram((bins,), vmap_method="sequential")
+    twice = jax.jit(lambda v: one(v) + one(v))
+    for _ in range(3):  # the same buffers again: each call starts from zero
+        np.testing.assert_array_equal(np.asarray(twice(x[0])), 2 * expected[0])
+    np.testing.assert_array_equal(np.asarray(jax.jit(jax.vmap(one))(x)), expected)
+    rows = histogram((4, bins), num_batch_dims=1, vmap_method="sequential")
+    np.testing.assert_array_equal(np.asarray(jax.jit(rows)(x)), expected)
 
 
 def test_a_kernel_file_with_a_header_from_include_dirs(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import pytest
 import brainevent
 from brainevent.nvrtc.kernel import ctype
 
-from .kernels import AXPY, VECTOR_ADD, skip_without_nvrtc
+from .kernels import AXPY, HISTOGRAM, VECTOR_ADD, skip_without_nvrtc
 
 # The launcher library is built by the host compiler once per machine (no nvcc); the kernels
 # are compiled by NVRTC.
@@ -237,3 +237,51 @@ def test_the_pip_cuda12_check_script_runs_its_checks_with_nvcc_hidden() -> None:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "nvcc on PATH: none" in done.stdout and "found_via: " in done.stdout, done.stdout
     assert "compiled half_add for sm_80" in done.stdout and "launcher built without nvcc" in done.stdout
+
+
+def histogram(bins: int = 8, batch: tuple[int, ...] = (), **kw: Any) -> Any:
+    return brainevent.cuda_kernel(
+        HISTOGRAM, "histogram", jax.ShapeDtypeStruct((*batch, bins), np.int32), launch_dims=lambda x: x.size,
+        compute_capability="sm_90", n=lambda x: x.size, bins=bins, zeros=True, **kw,
+    )  # fmt: skip
+
+
+def test_a_zeroed_result_lowers_as_zeros_passed_in_aliased_to_it() -> None:
+    ids = jax.ShapeDtypeStruct((4096,), np.int32)
+    text = lowered(histogram(), ids)
+    call = next(line for line in text.splitlines() if "brainevent_cubin.launch" in line)
+    assert "output_operand_aliases" in call and "operand_index = 1" in call, call
+    assert "(tensor<4096xi32>, tensor<8xi32>) -> tensor<8xi32>" in call, call  # the zeros, then the result
+    assert re.search(r"stablehlo.constant dense<0>", text), text
+    # The kernel is the same one: the launcher skips the cleared input, the kernel never sees it.
+    plain = brainevent.cuda_kernel(
+        HISTOGRAM, "histogram", jax.ShapeDtypeStruct((8,), np.int32), launch_dims=lambda x: x.size,
+        compute_capability="sm_90", n=lambda x: x.size, bins=8,
+    )  # fmt: skip
+    assert re.findall(r"kernel_id = (\d+)", lowered(plain, ids)) == re.findall(r"kernel_id = (\d+)", text)
+    # With batch dims, and under vmap: the zeros take the whole batch.
+    rows = jax.ShapeDtypeStruct((3, 4096), np.int32)
+    batched = lowered(histogram(batch=(3,), num_batch_dims=1, vmap_method="sequential"), rows)
+    assert "output_operand_aliases" in batched and "tensor<3x8xi32>" in batched, batched
+    for method in ("sequential", "expand_dims", "broadcast_all"):  # per batch element, each zeroed
+        assert "output_operand_aliases" in lowered(jax.vmap(histogram(vmap_method=method)), rows), method
+
+
+def test_a_bad_zeros_value_is_refused_before_anything_compiles() -> None:
+    from brainevent.errors import KernelCallError
+
+    with pytest.raises(KernelCallError) as info:  # where the function is made: nothing is traced yet
+        brainevent.cuda_kernel(HISTOGRAM, "histogram", SPEC, launch_dims=8, n=8, bins=8, zeros=1)
+    for word in ("histogram", "zeros=1", "1 result(s)", "Fix: e.g. zeros=0"):
+        assert word in str(info.value), (word, str(info.value))
+
+
+def test_vmap_of_a_jitted_kernel_without_a_method_names_the_keyword() -> None:
+    from brainevent.errors import KernelCallError
+
+    batched = jax.ShapeDtypeStruct((3, 4096), np.float32)
+    for f in (jax.vmap(jax.jit(axpy()), in_axes=(0, None)), jax.jit(jax.vmap(axpy(), in_axes=(0, None)))):
+        with pytest.raises(KernelCallError) as info:
+            lowered(f, batched, SPEC)
+        for word in ("jax.vmap needs a vmap method", "vmap_method='sequential'", "cuda_kernel"):
+            assert word in str(info.value), (word, str(info.value))

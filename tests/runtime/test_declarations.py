@@ -155,6 +155,17 @@ def test_vmap_without_a_method_names_both_ways_to_declare_one(mod):
     )
     for word in ("declarations.scale", *words):
         assert word in str(info.value), (word, str(info.value))
+
+    # Traced under jit, then batched (the call reaches vmap as JAX's primitive): the same error.
+    def f(v):
+        return mod.scale(v, s=2.0)
+
+    for batched in (jax.vmap(jax.jit(f)), jax.jit(jax.vmap(f))):
+        with pytest.raises(KernelCallError) as info:
+            batched(x)
+        for word in ("declarations.scale", *words):
+            assert word in str(info.value), (word, str(info.value))
+        assert "NotImplementedError" not in str(info.value)
     mod.scale.vmap_method = "expand_dims"  # the attribute keeps working
     try:
         np.testing.assert_array_equal(

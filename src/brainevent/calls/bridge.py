@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .batching import RANK_CHANGING, batch_operands, check_vmap_method, partitioned_call, with_batch_axis
-from .declared import is_batched, no_vmap_method
+from .declared import is_batched, no_vmap_method, with_zeroed, zeroed_indices
 from .ffi import call_target, flatten_outs, vary_like
 from .operands import Signature, signature_of
 
@@ -21,6 +21,8 @@ Made = tuple[str, int, tuple[Any, ...]]
 # with the specs of scratch buffers the kernel writes after its results (Triton's); None: zeros.
 CallPreparer = Callable[[tuple[Any, ...], list[Any]], "tuple[str, Any] | tuple[str, int, list[Any]] | None"]
 
+# How a kernel made by a bridge declares its vmap method (the launcher's target names no kernel).
+VMAP_FIX = "pass vmap_method='sequential' where the function is made (cuda_kernel, numba_kernel, ...)"
 _prepared: dict[Hashable, Made] = {}  # this process's prepared kernels, by (key, signature)
 
 
@@ -75,7 +77,8 @@ class BridgedFunction:
 
     ``launcher_for(n_in, n_out)``: the launcher without compiling, for a rank-changing vmap's
     unbatched trace (without it a batching ``vmap_method`` runs per batch element); ``check_args``
-    sees every call's arguments first; ``batch_dims``: see ``partitioned_call``.
+    sees every call's arguments first; ``batch_dims``: see ``partitioned_call``; ``zeros``: the
+    results cleared to zero before the kernel runs (``zeroed_indices``).
     """
 
     def __init__(
@@ -89,6 +92,7 @@ class BridgedFunction:
         launcher_for: Callable[[int, int], Any] | None = None,
         check_args: Callable[[tuple[Any, ...]], None] | None = None,
         batch_dims: int = 0,
+        zeros: Any = None,
     ) -> None:
         check_vmap_method(vmap_method)
         self._prepare = prepare
@@ -102,6 +106,7 @@ class BridgedFunction:
         if launcher_for is None and self._rank_changing:
             self._vmap_method, self._rank_changing = "sequential", False
         self._aliases = dict(input_output_aliases) if input_output_aliases else None
+        self._zeros = zeroed_indices(name, zeros, len(self._specs), self._aliases)
         self._vmappable: dict[tuple[Any, ...], Callable[..., Any]] = {}
         self._check_args = check_args
         self._batch_dims = batch_dims
@@ -113,7 +118,7 @@ class BridgedFunction:
         if self._check_args is not None:
             self._check_args(args)
         if self._given_vmap_method is None and any(is_batched(a) for a in args):
-            raise no_vmap_method(self.__name__, "pass vmap_method='sequential' where the function is made")
+            raise no_vmap_method(self.__name__, VMAP_FIX)
         if self._batch_dims:
             args = tuple(batch_operands(self.__name__, args, self._specs, self._batch_dims))
         if self._rank_changing:
@@ -138,17 +143,15 @@ class BridgedFunction:
             return vary_like([jnp.zeros(s.shape, s.dtype) for s in specs], args)
         target, kernel_id, *scratch = prepared  # the kernel id, or the call's attributes
         attrs = kernel_id if isinstance(kernel_id, dict) else {"kernel_id": np.int64(kernel_id)}
-        if self._batch_dims:
-            return partitioned_call(target, args, specs, self._batch_dims, self._given_vmap_method, attrs)
         method = None if self._rank_changing else self._vmap_method
-        results = call_target(
-            target,
-            args,
-            [*specs, *(scratch[0] if scratch else ())],
-            vmap_method=method,
-            input_output_aliases=self._aliases,
-            **attrs,
-        )
+        args, aliases = with_zeroed(self.__name__, self._zeros, args, specs, method, self._aliases)
+        if self._batch_dims:
+            return partitioned_call(
+                target, args, specs, self._batch_dims, self._given_vmap_method, attrs, aliases
+            )
+        options: dict[str, Any] = {"vmap_method": method, "input_output_aliases": aliases}
+        options["vmap_fix"] = VMAP_FIX
+        results = call_target(target, args, [*specs, *(scratch[0] if scratch else ())], **options, **attrs)
         return results[: len(specs)]
 
     def _batchable(self, specs: tuple[Any, ...]) -> Callable[..., Any]:

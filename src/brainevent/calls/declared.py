@@ -36,9 +36,9 @@ def no_vmap_method(owner: str, how: str = "") -> Any:
     )
 
 
-def check_call(target: str, spec: FunctionSpec, arrays: Sequence[Any], vmap_method: str | None) -> None:
-    """KernelCallError for an input of another dtype than its ``arg:<type>``, or for ``jax.vmap``
-    of a function without a vmap method (JAX's own error names neither fix)."""
+def check_call(target: str, spec: FunctionSpec, arrays: Sequence[Any]) -> None:
+    """KernelCallError for an input of another dtype than its ``arg:<type>`` (``jax.vmap`` without
+    a vmap method gets :func:`no_vmap_method` from the batching rule, ffi.py, under ``jit`` too)."""
     import jax
 
     for index, (p, array) in enumerate(zip(spec.args, arrays, strict=False)):
@@ -54,17 +54,38 @@ def check_call(target: str, spec: FunctionSpec, arrays: Sequence[Any], vmap_meth
                 parameter=p.name,
                 value=got,
             )
-    if vmap_method is None and any(is_batched(a) for a in arrays):
-        raise no_vmap_method(target)
 
 
-def zeroed_results(
-    target: str, spec: FunctionSpec, specs: Sequence[Any], vmap_method: str | None
-) -> dict[int, Any]:
-    """``{result index: zeros}`` for each result declared ``:zeros``, to pass in aliased to it."""
-    indices = [i for i, p in enumerate(spec.rets) if p.shape and p.shape.endswith("zeros")]
+Aliases = dict[int, int] | None  # {input index: result index}, as input_output_aliases
+
+
+def zeroed_indices(owner: str, zeros: Any, n_results: int, aliases: Aliases) -> tuple[int, ...]:
+    """The results a kind's ``zeros=`` names: True (every result), an index, or a sequence of them
+    (in the order of ``outs``' leaves); KernelCallError naming a bad value, before anything compiles."""
+    if zeros is None or zeros is False:
+        return ()
+    items = list(range(n_results)) if zeros is True else [zeros] if isinstance(zeros, int) else zeros
+    if not (isinstance(items, list | tuple) and items) or any(
+        isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n_results for i in items
+    ):
+        one = f"the index of one of its {n_results} result(s) (0 to {n_results - 1}, outs' leaves in order)"
+        why = f"names no result to clear: expected True (every result), {one} or a list of them"
+        raise call_error(owner, f"zeros={zeros!r} {why}. Fix: e.g. zeros=0", value=repr(zeros))
+    if taken := sorted(set(items) & set((aliases or {}).values())):
+        why = "is both cleared to zero (zeros=) and aliased to an input (input_output_aliases)"
+        raise call_error(owner, f"result {taken[0]} {why}. Fix: drop it from one of them", value=repr(zeros))
+    return tuple(sorted(set(items)))
+
+
+def with_zeroed(
+    target: str, indices: Sequence[int], arrays: Sequence[Any], specs: Sequence[Any], vmap_method: str | None,
+    aliases: Aliases = None,
+) -> tuple[tuple[Any, ...], Aliases]:  # fmt: skip
+    """The one rule of results cleared to zero before the kernel runs, every kind's: ``arrays``
+    followed by a buffer of zeros per result in ``indices``, each aliased to its result in
+    ``aliases`` (``{input: result}``); the binding or launcher reads no input past its own."""
     if not indices:
-        return {}
+        return tuple(arrays), aliases
     if vmap_method == "expand_dims":  # an unbatched operand gets a batch dim of 1, its result the whole batch
         raise call_error(
             target,
@@ -75,7 +96,9 @@ def zeroed_results(
         )
     import jax.numpy as jnp
 
-    return {i: jnp.zeros(specs[i].shape, specs[i].dtype) for i in indices}
+    zeros = [jnp.zeros(specs[i].shape, specs[i].dtype) for i in indices]
+    shared = {**(aliases or {}), **{len(arrays) + j: i for j, i in enumerate(indices)}}
+    return (*arrays, *zeros), shared
 
 
 def call_error(target: str, message: str, **data: Any) -> KernelCallError:

@@ -142,20 +142,23 @@ def call_target(
     *,
     vmap_method: str | None = None,
     input_output_aliases: dict[int, int] | None = None,
+    vmap_fix: str = "",
     **attrs: Any,
 ) -> list[Any]:
-    """Call FFI target ``target`` on ``inputs``; one result per spec, typed as the inputs."""
+    """Call FFI target ``target`` on ``inputs``; one result per spec, typed as the inputs.
+    ``vmap_fix``: how to declare a vmap method, for ``jax.vmap`` of a call without one."""
     import jax
 
     if target not in _called:
-        _called.add(target)
-        _own_jvp_error()
+        _called[target] = vmap_fix
+        _own_rules()
     aligned, types = result_types(target, specs, inputs)
     call = jax.ffi.ffi_call(target, types, vmap_method=vmap_method, input_output_aliases=input_output_aliases)
     return list(call(*aligned, **attrs))
 
 
-_called: set[str] = set()  # the targets our calls issued: differentiating them gets our error
+# The targets our calls issued, and how to declare their vmap method: JAX's rules for them give ours.
+_called: dict[str, str] = {}
 
 
 def not_differentiable(target: str) -> Exception:
@@ -169,25 +172,38 @@ def not_differentiable(target: str) -> Exception:
     )
 
 
-def _own_jvp_error() -> None:
-    """Our error for ``jax.grad``/``jax.jvp`` of our FFI calls, JAX's for everyone else's."""
-    from jax.interpreters import ad
+def _own_rules() -> None:
+    """Our errors for ``jax.grad``/``jax.jvp`` of our FFI calls, and for ``jax.vmap`` of one without
+    a vmap method that was traced outside it (``jax.vmap(jax.jit(f))``); JAX's for everyone else's."""
+    from jax.interpreters import ad, batching
 
-    try:  # JAX's primitive behind jax.ffi.ffi_call (internal: without it, JAX's error stays)
+    try:  # JAX's primitive behind jax.ffi.ffi_call (internal: without it, JAX's errors stay)
         from jax._src import ffi as jax_ffi
 
-        jax_rule = ad.primitive_jvps[jax_ffi.ffi_call_p]
+        prim = jax_ffi.ffi_call_p
+        jax_jvp = ad.primitive_jvps[prim]
+        batchers = getattr(batching, "fancy_primitive_batchers", {})  # rules of (axis data, args, dims)
+        jax_batch: Any = batchers.get(prim)
     except (ImportError, AttributeError, KeyError):
         return
-    if getattr(jax_rule, "__module__", None) == __name__:
+    if getattr(jax_jvp, "__module__", None) == __name__:
         return
 
-    def rule(primals: Any, tangents: Any, *, target_name: str, **params: Any) -> Any:
+    def jvp(primals: Any, tangents: Any, *, target_name: str, **params: Any) -> Any:
         if target_name in _called:
             raise not_differentiable(target_name)
-        return jax_rule(primals, tangents, target_name=target_name, **params)
+        return jax_jvp(primals, tangents, target_name=target_name, **params)
 
-    ad.primitive_jvps[jax_ffi.ffi_call_p] = rule
+    def batch(axis: Any, args: Any, dims: Any, *, target_name: str, vmap_method: Any, **params: Any) -> Any:
+        if target_name in _called and vmap_method is None and any(d is not None for d in dims):
+            from .declared import no_vmap_method
+
+            raise no_vmap_method(target_name, _called[target_name])
+        return jax_batch(axis, args, dims, target_name=target_name, vmap_method=vmap_method, **params)
+
+    ad.primitive_jvps[prim] = jvp
+    if jax_batch is not None:
+        batchers[prim] = batch
 
 
 def ffi_call(

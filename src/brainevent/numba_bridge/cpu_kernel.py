@@ -74,6 +74,7 @@ def numba_kernel(
     *,
     vmap_method: str | None = None,
     input_output_aliases: dict[int, int] | None = None,
+    zeros: Any = None,
 ) -> Callable[..., Any]:
     """Create a JAX-callable function (CPU) from a Numba ``@njit`` function.
 
@@ -86,6 +87,8 @@ def numba_kernel(
         outs: A ``jax.ShapeDtypeStruct`` or a pytree of them; results come back in that shape.
         vmap_method: As for :func:`numba_cuda_kernel`.
         input_output_aliases: ``{input index: output index}`` for in-place updates.
+        zeros: Results cleared to zero before the kernel runs, for one that accumulates (XLA hands
+            them over uncleared): ``True`` (all), an index into ``outs``' leaves, or a list of them.
 
     An exception raised by ``func`` while it runs makes the call fail with a JAX runtime error
     whose message names ``func`` and what it raised.
@@ -97,5 +100,5 @@ def numba_kernel(
     name = getattr(func, "__name__", "numba_kernel")
     prepare = on_signature(preparer(func))
     return BridgedFunction(
-        prepare, outs, vmap_method, input_output_aliases, name, launcher_for=cpu_launcher_for
+        prepare, outs, vmap_method, input_output_aliases, name, launcher_for=cpu_launcher_for, zeros=zeros
     )

@@ -83,6 +83,7 @@ def numba_cuda_kernel(
     shared_mem: int = 0,
     vmap_method: str | None = None,
     input_output_aliases: dict[int, int] | None = None,
+    zeros: Any = None,
 ) -> Callable[..., Any]:
     """Create a JAX-callable function from a single Numba CUDA kernel.
 
@@ -104,6 +105,8 @@ def numba_cuda_kernel(
             ``"broadcast_all"`` launch the kernel once per batch element with its unbatched
             ranks (the last two need ``launch_dims``); ``None`` cannot be vmapped.
         input_output_aliases: ``{input index: output index}`` for in-place updates.
+        zeros: Results cleared to zero before the kernel runs, for one that accumulates (XLA hands
+            them over uncleared): ``True`` (all), an index into ``outs``' leaves, or a list of them.
 
     Checks run in brainevent 0.2.1's order (launch configuration, ``vmap_method``, ``outs``,
     then the kernel). A launch with nothing to do (``launch_dims=0``, a zero grid, or only
@@ -127,7 +130,9 @@ def numba_cuda_kernel(
     cuda_dispatcher(kernel)
     prepare = on_signature(preparer(kernel, config), launch=not config.empty)
     # No launcher_for: a batching vmap launches the kernel once per batch element.
-    return BridgedFunction(prepare, outs, vmap_method, input_output_aliases, name, check_args=_check_inputs)
+    return BridgedFunction(
+        prepare, outs, vmap_method, input_output_aliases, name, check_args=_check_inputs, zeros=zeros
+    )
 
 
 def _refuse_bfloat16(dtypes: list[Any], what: str) -> None:

@@ -178,6 +178,7 @@ def cuda_kernel(
     include_dirs: Sequence[str | os.PathLike[str]] = (),
     num_batch_dims: int | None = None,
     debug: bool | None = None,
+    zeros: Any = None,
     **scalars: Any,
 ) -> Callable[..., Any]:
     """Create a JAX-callable function from a ``__global__`` CUDA kernel, compiled with NVRTC.
@@ -221,6 +222,8 @@ def cuda_kernel(
             for one batch element (the arrays without those dims), and each call runs it once per
             element. A ``jit`` with inputs sharded along those dims then runs on the local shards
             (no all-gather), and every ``vmap_method`` works. Not with ``input_output_aliases``.
+        zeros: Results cleared to zero before the kernel runs, for one that accumulates (XLA hands
+            them over uncleared): ``True`` (all), an index into ``outs``' leaves, or a list of them.
         **scalars: The kernel's scalar parameters by name: numbers, or callables of the inputs'
             abstract values (``n=lambda x, y: x.size``). ``grid``, ``block`` and
             ``launch_dims`` may be such callables too.
@@ -256,5 +259,6 @@ def cuda_kernel(
     # No launcher_for: the grid and scalars are fixed at trace time; a batching vmap runs per element.
     prepare = functools.partial(_prepare_call, kernel, vmap_method, batch_dims)
     return BridgedFunction(
-        prepare, outs, vmap_method, input_output_aliases, title, check_args=check, batch_dims=batch_dims
-    )
+        prepare, outs, vmap_method, input_output_aliases, title, check_args=check, batch_dims=batch_dims,
+        zeros=zeros,
+    )  # fmt: skip

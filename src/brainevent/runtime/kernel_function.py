@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..calls.declared import check_call, zeroed_results
+from ..calls.declared import check_call, with_zeroed
 from ..errors import KernelNotAvailableError
 from ..platforms import HOST_PLATFORM, platform_class
 from .attrs import call_error, convert_attr
@@ -67,16 +67,14 @@ class KernelFunction:
                 platform=self.platform,
                 reason=self.unregistered,
             )
-        spec, aliases = self.spec, None
+        spec = self.spec
         self.check_arity(len(arrays))
         converted = self.converted_attrs(attrs)
         platform_class(self.platform).check_inputs(self.target, arrays)
-        check_call(self.target, spec, arrays, self.vmap_method)
+        check_call(self.target, spec, arrays)
         specs = result_specs(self.target, spec, arrays, converted, outs)
-        zeroed = zeroed_results(self.target, spec, specs, self.vmap_method)
-        if zeroed:  # cleared buffers passed in, aliased to their results: zero before the kernel runs
-            aliases = {len(arrays) + j: index for j, index in enumerate(zeroed)}
-            arrays = arrays + tuple(zeroed.values())
+        zeroed = [i for i, p in enumerate(spec.rets) if p.shape and p.shape.endswith("zeros")]
+        arrays, aliases = with_zeroed(self.target, zeroed, arrays, specs, self.vmap_method)
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
         k = self.num_batch_dims
         if k is not None:

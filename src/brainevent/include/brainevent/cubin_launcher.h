@@ -95,14 +95,19 @@ void batch_of(const Kernel& k, const XLA_FFI_Buffer* const* buffers, int64_t cou
   for (int d = 0; d < b->rank; ++d) b->count *= b->dims[d];
 }
 
-// Runs kernel `id` on `stream` with XLA's buffers (inputs, then results): once, or once per
-// batch element for a kernel prepared for one.
-void run(int64_t id, const XLA_FFI_Buffer* const* buffers, int64_t count, int64_t stream) {
+// Runs kernel `id` on `stream` with the call's buffers (the kernel's inputs, then the results):
+// once, or once per batch element for a kernel prepared for one.
+void run(int64_t id, const XLA_FFI_CallFrame* frame, int64_t stream) {
   Kernel* k = &registered<Kernel>(id, "GPU kernel",
                                   "trace the function that calls it again (jax.jit retraces in a new process) "
                                   "to register it");
-  BE_CHECK(k->operands == count) << "kernel " << k->entry << " was prepared for " << k->operands
-                                 << " arrays, the call passes " << count;
+  const int64_t n_args = BE::ffi::kernel_inputs(frame, k->operands), count = n_args + frame->rets.size;
+  BE_CHECK(n_args >= 0 && count <= kMaxOperands) << "kernel " << k->entry << " was prepared for " << k->operands
+                                                 << " arrays, the call passes " << frame->args.size + frame->rets.size;
+  const XLA_FFI_Buffer* buffers[kMaxOperands];
+  for (int64_t i = 0; i < count; ++i) {
+    buffers[i] = static_cast<const XLA_FFI_Buffer*>(i < n_args ? frame->args.args[i] : frame->rets.rets[i - n_args]);
+  }
   const int n = static_cast<int>(k->params.size());
   BE_CHECK(n <= kMaxParams) << "kernel " << k->entry << " has too many parameters (" << n << ")";
   if (static_cast<uint64_t>(k->grid[0]) * k->grid[1] * k->grid[2] == 0) return;  // nothing to do
@@ -207,19 +212,13 @@ XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
     const std::string error = be_cubin_preload(id);
     return error.empty() ? nullptr : fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, error);
   }
-  const int64_t n_args = frame->args.size, count = n_args + frame->rets.size;
-  if (count > kMaxOperands) return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, "too many arrays");
-  const XLA_FFI_Buffer* buffers[kMaxOperands];
-  for (int64_t i = 0; i < count; ++i) {
-    buffers[i] = static_cast<const XLA_FFI_Buffer*>(i < n_args ? frame->args.args[i] : frame->rets.rets[i - n_args]);
-  }
   XLA_FFI_Stream_Get_Args stream;
   std::memset(&stream, 0, sizeof(stream));
   stream.struct_size = XLA_FFI_Stream_Get_Args_STRUCT_SIZE;
   stream.ctx = frame->ctx;
   if (XLA_FFI_Error* error = frame->api->XLA_FFI_Stream_Get(&stream)) return error;
   try {
-    run(id, buffers, count, reinterpret_cast<int64_t>(stream.stream));
+    run(id, frame, reinterpret_cast<int64_t>(stream.stream));
   } catch (const std::exception& e) {  // nothing may escape to XLA: it would end the process
     return fail(frame, XLA_FFI_Error_Code_INTERNAL, e.what());
   }

@@ -317,23 +317,6 @@ inline int64_t* strides_for(const XLA_FFI_Buffer& buf, const Workspace& ws, int6
   return own;
 }
 
-// Whether the inputs are the function's, and any after them are results' buffers passed in
-// aliased to clear them first (a `ret:...:zeros` result: input_output_aliases), not read.
-inline bool extra_inputs_alias_results(XLA_FFI_CallFrame* frame, const FunctionDesc& fn) {
-  if (frame->args.size < fn.num_args || frame->args.size > fn.num_args + fn.num_rets) return false;
-  for (int64_t i = fn.num_args; i < frame->args.size; ++i) {
-    const auto* in = static_cast<const XLA_FFI_Buffer*>(frame->args.args[i]);
-    const void* data = in->data;
-    bool found = false;
-    for (int64_t d = 0; d < in->rank && !found; ++d) found = in->dims[d] == 0;  // empty: no address
-    for (int64_t r = 0; r < frame->rets.size && !found; ++r) {
-      found = static_cast<const XLA_FFI_Buffer*>(frame->rets.rets[r])->data == data;
-    }
-    if (!found) return false;
-  }
-  return true;
-}
-
 XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, XLA_FFI_Handler_Traits traits,
                           const Workspace& ws) {
   if (auto* query = metadata_query(frame)) return answer_metadata(frame, query, traits);
@@ -342,7 +325,7 @@ XLA_FFI_Error* call_frame(XLA_FFI_CallFrame* frame, const FunctionDesc& fn, XLA_
   }
   if (frame->stage != XLA_FFI_ExecutionStage_EXECUTE) return nullptr;  // nothing to prepare
 
-  if (!extra_inputs_alias_results(frame, fn) || frame->rets.size != fn.num_rets + fn.num_scratch) {
+  if (!extra_inputs_alias_results(frame, fn.num_args) || frame->rets.size != fn.num_rets + fn.num_scratch) {
     Message m = start_message(fn);
     m.add("expected %d input array(s) and %d result(s), got %lld input(s) and %lld result(s); "
           "pass one array per 'arg' and one ShapeDtypeStruct per 'ret'",

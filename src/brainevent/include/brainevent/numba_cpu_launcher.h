@@ -171,8 +171,9 @@ inline bool is_kernel_id(const XLA_FFI_CallFrame* frame) {
 }
 
 // Packs the operands into data/shapes (room for count and k.total_dims) and runs the entry.
-inline XLA_FFI_Error* pack_and_run(const XLA_FFI_CallFrame* frame, const Kernel& k, void** data, int64_t* shapes) {
-  const int64_t n_args = frame->args.size;
+// `n_args`: the kernel's inputs (BE::ffi::kernel_inputs), then the results.
+inline XLA_FFI_Error* pack_and_run(const XLA_FFI_CallFrame* frame, const Kernel& k, int64_t n_args, void** data,
+                                   int64_t* shapes) {
   const int64_t count = n_args + frame->rets.size;
   const int64_t* ndims = k.ndims.data();
   const int64_t* itemsizes = k.itemsizes.data();
@@ -195,10 +196,11 @@ inline XLA_FFI_Error* pack_and_run(const XLA_FFI_CallFrame* frame, const Kernel&
 }
 
 // Many operands or dimensions: the buffers come from the heap, not a large stack frame.
-__attribute__((noinline)) XLA_FFI_Error* pack_and_run_large(const XLA_FFI_CallFrame* frame, const Kernel& k) {
+__attribute__((noinline)) XLA_FFI_Error* pack_and_run_large(const XLA_FFI_CallFrame* frame, const Kernel& k,
+                                                            int64_t n_args) {
   std::vector<void*> data(k.ndims.size());
   std::vector<int64_t> shapes(static_cast<std::size_t>(k.total_dims) + 1);
-  return pack_and_run(frame, k, data.data(), shapes.data());
+  return pack_and_run(frame, k, n_args, data.data(), shapes.data());
 }
 
 constexpr int64_t kSmallOperands = 16;
@@ -211,14 +213,15 @@ XLA_FFI_Error* handle(XLA_FFI_CallFrame* frame) {
   const int64_t id = *static_cast<const int64_t*>(static_cast<const XLA_FFI_Scalar*>(frame->attrs.attrs[0])->value);
   const Kernel* k = find_kernel(id);
   if (BE_UNLIKELY(k == nullptr)) return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, unregistered(id));
-  const int64_t count = frame->args.size + frame->rets.size;
-  if (BE_UNLIKELY(static_cast<int64_t>(k->ndims.size()) != count)) {
-    return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, wrong_count(*k, count));
+  const int64_t count = static_cast<int64_t>(k->ndims.size());
+  const int64_t n_args = BE::ffi::kernel_inputs(frame, count);
+  if (BE_UNLIKELY(n_args < 0)) {
+    return fail(frame, XLA_FFI_Error_Code_INVALID_ARGUMENT, wrong_count(*k, frame->args.size + frame->rets.size));
   }
-  if (BE_UNLIKELY(count > kSmallOperands || k->total_dims > kSmallDims)) return pack_and_run_large(frame, *k);
+  if (BE_UNLIKELY(count > kSmallOperands || k->total_dims > kSmallDims)) return pack_and_run_large(frame, *k, n_args);
   void* data[kSmallOperands];
   int64_t shapes[kSmallDims];
-  return pack_and_run(frame, *k, data, shapes);
+  return pack_and_run(frame, *k, n_args, data, shapes);
 }
 
 }  // namespace

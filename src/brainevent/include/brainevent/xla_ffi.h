@@ -1,6 +1,6 @@
 // brainevent/xla_ffi.h - the XLA FFI C-ABI steps every handler of ours takes the same way:
 // telling a metadata query from a call, answering it, returning an error to XLA, reading an
-// int64 attribute and the stream.
+// int64 attribute and the stream, and which inputs a kernel takes.
 //
 // Internal. Shared by the generated bindings (ffi_function.h, ffi_binding.h) and the lean
 // launcher handlers (cubin_launcher.h, numba_cpu_launcher.h, numba_callable_launcher.h), which read the call frame themselves.
@@ -64,6 +64,30 @@ inline int64_t int64_attr(const XLA_FFI_CallFrame* frame, const char* name) {
     return *static_cast<const int64_t*>(scalar->value);
   }
   return -1;
+}
+
+// Whether the call's inputs past its first `n` are results' buffers passed in aliased to clear
+// them first (a result declared zeroed, calls/declared.py), which the kernel does not read: at
+// most one per result, each sharing a result's buffer (an empty one has no address).
+inline bool extra_inputs_alias_results(const XLA_FFI_CallFrame* frame, int64_t n) {
+  if (n < 0 || frame->args.size < n || frame->args.size > n + frame->rets.size) return false;
+  for (int64_t i = n; i < frame->args.size; ++i) {
+    const auto* in = static_cast<const XLA_FFI_Buffer*>(frame->args.args[i]);
+    bool found = false;
+    for (int64_t d = 0; d < in->rank && !found; ++d) found = in->dims[d] == 0;
+    for (int64_t r = 0; r < frame->rets.size && !found; ++r) {
+      found = static_cast<const XLA_FFI_Buffer*>(frame->rets.rets[r])->data == in->data;
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+// How many of the call's inputs a kernel of `operands` arrays (its inputs, then the results)
+// takes, the rest being cleared results' buffers as above; -1 when they are not.
+inline int64_t kernel_inputs(const XLA_FFI_CallFrame* frame, int64_t operands) {
+  const int64_t n = operands - frame->rets.size;
+  return extra_inputs_alias_results(frame, n) ? n : -1;
 }
 
 // The call's stream (a cudaStream_t on the CUDA platform) into `*stream`; null or XLA's error.
