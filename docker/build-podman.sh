@@ -169,7 +169,7 @@ if [ "${#targets[@]}" -eq 0 ]; then
     targets=(cpu)
 fi
 
-command -v podman >/dev/null || die "podman is not installed (apt-get install podman buildah)"
+command -v podman >/dev/null || die "podman is not installed (apt-get install podman runc; buildah is not needed)"
 check_python="${CHECK_PYTHON:-python3}" # the interpreter that runs check_image.py
 command -v "$check_python" >/dev/null || die "$check_python is needed to check the images"
 

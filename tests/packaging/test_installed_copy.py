@@ -35,6 +35,7 @@ EXPECTED = {
     "tests/packaging/test_lint.py": "skipped",
     "tests/docs/test_docs_sources.py::test_the_readmes_documentation_list_is_the_sites_nav": "skipped",
     "tests/runtime/test_result_sizes.py::test_shapes_reach_xla_only_through_the_checked_helpers": "skipped",
+    "tests/docs/test_architecture_paths.py": "skipped",  # docs/ is there, src/ is not
     "tests/docs/test_install_and_docs_claims.py::test_every_pip_line_asks_for_this_brainevent": "passed",
 }
 

@@ -477,10 +477,15 @@ def test_a_new_ld_library_path_is_a_new_search(
     # The loader's answer (pathfinder's last step) depends on LD_LIBRARY_PATH, so the memo must too.
     monkeypatch.setenv("CUDA_HOME", real_nvcc.root)
     monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path / "a"))
-    find_nvcc(default_roots=())
+    first = find_nvcc(default_roots=())
     misses = nvcc_mod._find_in_context.cache_info().misses
     find_nvcc(default_roots=())
     assert nvcc_mod._find_in_context.cache_info().misses == misses
     monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path / "b"))
-    assert find_nvcc(default_roots=()).found_via == "env:CUDA_HOME"
+    again = find_nvcc(default_roots=())
     assert nvcc_mod._find_in_context.cache_info().misses == misses + 1
+    # The same nvcc, under $CUDA_HOME. (Its label names the first of pathfinder's places it lies
+    # in: env:CUDA_HOME for a toolkit, pip-wheel:... where $CUDA_HOME is NVIDIA's nvcc wheel.)
+    assert (again.path, again.found_via) == (first.path, first.found_via)
+    assert again.found_via in ("env:CUDA_HOME", "pip-wheel:nvidia-cuda-nvcc")
+    assert Path(again.path).is_relative_to(os.path.realpath(real_nvcc.root)), again

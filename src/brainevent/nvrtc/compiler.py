@@ -170,7 +170,8 @@ _HOST_SIDE = {
     "headers (<cub/block/block_reduce.cuh>): Thrust's algorithms run from the host",
 }
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^<>"\n]+)[>"]', re.M)
-_HOST_ONLY = ("not allowed in JIT mode", "cannot open source file")
+# What NVRTC's log says on meeting host code; CCCL 3.5 (CUDA 13.3's wheel) refuses it with an #error.
+_HOST_ONLY = ("not allowed in JIT mode", "cannot open source file", "not supported when compiling with NVRTC")
 
 
 def _host_side_hint(log: str, source: KernelSource) -> str:
