@@ -105,3 +105,16 @@ def test_the_whole_suite_collects_in_a_copy_without_the_checkout(tmp_path: Path)
     done = subprocess.run(command, cwd=home, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " tests collected" in done.stdout or " test collected" in done.stdout, done.stdout[-2000:]
+
+
+@pytest.mark.slow
+def test_the_unit_tier_passes_in_a_copy_without_the_checkout(tmp_path: Path) -> None:
+    """Any pure-Python test that reads src/, examples/ or another file the images lack, new ones
+    included, fails here (not only those EXPECTED names): the unit tier runs whole in the copy."""
+    home = image_copy(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BRAINEVENT_REQUIRE_ALL_TESTS")}
+    env["JAX_PLATFORMS"] = "cpu"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", "unit", "tests"]
+    done = subprocess.run(command, cwd=home, env=env, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout, done.stdout[-2000:]
