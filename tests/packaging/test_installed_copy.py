@@ -60,6 +60,14 @@ def image_copy(dest: Path) -> Path:
     return home
 
 
+def pytest_in_copy(home: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """pytest ``args`` run in the copy ``home`` on the CPU, with the installed brainevent (not src/)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BRAINEVENT_REQUIRE_ALL_TESTS")}
+    env["JAX_PLATFORMS"] = "cpu"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
+    return subprocess.run(command, cwd=home, env=env, capture_output=True, text=True, timeout=timeout)
+
+
 def _outcomes(report: Path) -> dict[str, tuple[str, str]]:
     """{node id: (outcome, message)} from a JUnit XML report."""
     found = {}
@@ -77,14 +85,8 @@ def _outcomes(report: Path) -> dict[str, tuple[str, str]]:
 def test_checkout_tests_skip_in_a_copy_without_the_checkout(tmp_path: Path) -> None:
     home = image_copy(tmp_path)
     assert not (home / "src").exists() and not (home / "examples").exists()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BRAINEVENT_REQUIRE_ALL_TESTS")}
-    env["JAX_PLATFORMS"] = "cpu"
-    selection = sorted(EXPECTED)
     report = tmp_path / "r.xml"
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--junitxml", str(report)]
-    done = subprocess.run(
-        [*command, *selection], cwd=home, env=env, capture_output=True, text=True, timeout=600
-    )
+    done = pytest_in_copy(home, "--junitxml", str(report), *sorted(EXPECTED))
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     outcomes = _outcomes(report)
     for node, expected in EXPECTED.items():
@@ -99,10 +101,7 @@ def test_checkout_tests_skip_in_a_copy_without_the_checkout(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_the_whole_suite_collects_in_a_copy_without_the_checkout(tmp_path: Path) -> None:
     home = image_copy(tmp_path)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["JAX_PLATFORMS"] = "cpu"
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--collect-only", "tests"]
-    done = subprocess.run(command, cwd=home, env=env, capture_output=True, text=True, timeout=600)
+    done = pytest_in_copy(home, "--collect-only", "tests")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " tests collected" in done.stdout or " test collected" in done.stdout, done.stdout[-2000:]
 
@@ -112,9 +111,6 @@ def test_the_unit_tier_passes_in_a_copy_without_the_checkout(tmp_path: Path) -> 
     """Any pure-Python test that reads src/, examples/ or another file the images lack, new ones
     included, fails here (not only those EXPECTED names): the unit tier runs whole in the copy."""
     home = image_copy(tmp_path)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BRAINEVENT_REQUIRE_ALL_TESTS")}
-    env["JAX_PLATFORMS"] = "cpu"
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", "unit", "tests"]
-    done = subprocess.run(command, cwd=home, env=env, capture_output=True, text=True, timeout=1200)
+    done = pytest_in_copy(home, "-m", "unit", "tests", timeout=1200)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in done.stdout, done.stdout[-2000:]

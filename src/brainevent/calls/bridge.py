@@ -149,9 +149,15 @@ class BridgedFunction:
             return partitioned_call(
                 target, args, specs, self._batch_dims, self._given_vmap_method, attrs, aliases
             )
-        options: dict[str, Any] = {"vmap_method": method, "input_output_aliases": aliases}
-        options["vmap_fix"] = VMAP_FIX
-        results = call_target(target, args, [*specs, *(scratch[0] if scratch else ())], **options, **attrs)
+        results = call_target(
+            target,
+            args,
+            [*specs, *(scratch[0] if scratch else ())],
+            vmap_method=method,
+            input_output_aliases=aliases,
+            vmap_fix=VMAP_FIX,
+            **attrs,
+        )
         return results[: len(specs)]
 
     def _batchable(self, specs: tuple[Any, ...]) -> Callable[..., Any]:

@@ -56,6 +56,7 @@ class KernelFunction:
 
     def __call__(self, *arrays: Any, outs: Any = None, scratch_bytes: Any = None, **attrs: Any) -> Any:
         from ..calls.ffi import call_target
+        from ..spec.out_shape import declares_zeros
 
         if self.unregistered is not None:
             kind, fix = platform_class(self.platform).unregistered_help()
@@ -73,7 +74,7 @@ class KernelFunction:
         platform_class(self.platform).check_inputs(self.target, arrays)
         check_call(self.target, spec, arrays)
         specs = result_specs(self.target, spec, arrays, converted, outs)
-        zeroed = [i for i, p in enumerate(spec.rets) if p.shape and p.shape.endswith("zeros")]
+        zeroed = [i for i, p in enumerate(spec.rets) if declares_zeros(p.shape)]
         arrays, aliases = with_zeroed(self.target, zeroed, arrays, specs, self.vmap_method)
         single = len(spec.rets) == 1 and not isinstance(outs, (list, tuple))
         k = self.num_batch_dims

@@ -12,6 +12,7 @@ from typing import Any
 from brainevent.calls.batching import METHODS
 from brainevent.errors import SpecError
 from brainevent.spec.names import close_matches
+from brainevent.spec.out_shape import declares_zeros
 from brainevent.spec.tokens import SpecToken, parse_tokens
 
 OPTIONS = ("vmap_method", "num_batch_dims")
@@ -40,7 +41,7 @@ def parse_spec(function: str, tokens: Sequence[str] | str) -> tuple[list[SpecTok
             raise SpecError(f"{where} declares {key} a second time; keep one.", **data)
         options[key] = _value(where, key, value, data)
     parsed = parse_tokens(function, rest)
-    zeroed = [t.shown() for t in parsed if t.shape and t.shape.endswith("zeros")]
+    zeroed = [t.shown() for t in parsed if declares_zeros(t.shape)]
     if zeroed and options.get("vmap_method") == "expand_dims":
         raise SpecError(
             f"{function}: {zeroed[0]!r} is passed in aliased to its result, which vmap_method=expand_dims "

@@ -59,6 +59,11 @@ class OutShape(NamedTuple):
         return self.like is not None or self.dims is not None
 
 
+def declares_zeros(shape: str | None) -> bool:
+    """Whether a canonical declaration (``OutShape.canonical``) clears its result to zero first."""
+    return shape is not None and shape.endswith("zeros")
+
+
 def input_dim(dim: int | str) -> tuple[str, int] | None:
     """``("x", 1)`` for the dim ``x.shape[1]``, else None."""
     found = re.fullmatch(_IN_DIM, dim) if isinstance(dim, str) else None
