@@ -5,7 +5,6 @@ deviation that a few outlier rounds do not inflate)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import math
@@ -18,17 +17,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import KernelCallError
-from ..logs import to_stderr
 
 TABLE_HEADER = ("config", "platform", "backend", "median ms", "noise ms", "mean ms", "min ms", "rounds")
 FAILED = dict.fromkeys(("mean_ms", "std_ms", "min_ms"), math.nan)  # a backend that did not run
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution times this is its standard deviation
 log = logging.getLogger(__name__)
-
-
-def verbosity(verbose: bool) -> contextlib.AbstractContextManager[None]:
-    """With ``verbose``, this module's log (timings, then the table) goes to stderr meanwhile."""
-    return to_stderr(log, logging.INFO, verbose)
 
 
 @dataclass

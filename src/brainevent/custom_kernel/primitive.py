@@ -4,6 +4,7 @@ besides JAX's own), for tools that list or benchmark them."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -16,9 +17,10 @@ from .. import config
 from ..backends import require_library
 from ..calls.batching import check_vmap_method
 from ..errors import UnhashableAttributeError
+from ..logs import to_stderr
 from ..platform_table import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
 from . import selection
-from .benchmark import BenchmarkConfig, BenchmarkResult, benchmark_backends, log, verbosity
+from .benchmark import BenchmarkConfig, BenchmarkResult, benchmark_backends, log
 from .definitions import BackendTable, platform_name
 from .kernels import KernelEntry, LoweringCall
 from .rules import Rules
@@ -321,25 +323,24 @@ class XLACustomKernel(BackendTable, Rules):
 
         measurement = Run.describe(self, call, resolved, chosen, list(configs)) if remember else None
         result = measurement.result() if measurement is not None else None
-        if result is None:
-            timing = (n_warmup, n_runs, n_batch_per_run, compare_results, rtol, atol, catch_errors)
-            with verbosity(verbose):
+        with to_stderr(log, logging.INFO, verbose):  # each timing, then the table
+            if result is None:
+                timing = (n_warmup, n_runs, n_batch_per_run, compare_results, rtol, atol, catch_errors)
                 result = benchmark_backends(self.name, call, resolved, chosen, configs, *timing)
-            if measurement is not None:
-                measurement.store(result)
-                if resolved in self._lowered:
-                    config._clear_jax_caches()  # compiled functions hold the choices made before
-        if set_default:
-            best = result.best_backend()
-            if best is None:
-                raise self._error(
-                    f"has no backend that ran every configuration on {resolved!r}, so none was made the "
-                    f"default:\n{result.table()}"
-                )
-            self._set_default(resolved, best, pin=not remember)
-            result.chosen = best
-        if verbose:
-            with verbosity(True):
+                if measurement is not None:
+                    measurement.store(result)
+                    if resolved in self._lowered:
+                        config._clear_jax_caches()  # compiled functions hold the choices made before
+            if set_default:
+                best = result.best_backend()
+                if best is None:
+                    raise self._error(
+                        f"has no backend that ran every configuration on {resolved!r}, so none was made "
+                        f"the default:\n{result.table()}"
+                    )
+                self._set_default(resolved, best, pin=not remember)
+                result.chosen = best
+            if verbose:
                 log.info("%s", result.table())
         return result
 
