@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +13,18 @@ import pytest
 import brainevent
 
 OUT = jax.ShapeDtypeStruct((1024,), jnp.float32)
+
+
+def compile_ptx(kernel: Any, signature: Any) -> tuple[str, str]:
+    """(PTX for sm_90, entry name) of a Numba-CUDA kernel, as brainevent types its operands; no GPU."""
+    from numba import cuda
+
+    from brainevent.numba_bridge.gpu_kernel import numba_types
+
+    ptx, _ = cuda.compile_ptx(kernel.py_func, numba_types(signature), cc=(9, 0))
+    found = re.search(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(", ptx)
+    assert found is not None, ptx
+    return ptx, found.group(1)
 
 
 def test_without_numba_cuda_raises_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,11 +92,10 @@ def test_ptx_for_a_signature_without_a_gpu(add_kernel) -> None:  # type: ignore[
     from numba.cuda.cudadrv.error import CudaSupportError, NvrtcSupportError, NvvmSupportError
 
     from brainevent.calls.operands import Operand, Signature
-    from brainevent.numba_bridge.gpu_kernel import compile_ptx
 
     f32 = Operand(1, np.dtype(np.float32))
     try:
-        ptx, entry = compile_ptx(add_kernel, Signature((f32, f32), (f32,)), cc=(9, 0))
+        ptx, entry = compile_ptx(add_kernel, Signature((f32, f32), (f32,)))
     except (NvvmSupportError, NvrtcSupportError, CudaSupportError) as exc:  # not installed everywhere
         # conftest turns this skip into a failure under BRAINEVENT_REQUIRE_ALL_TESTS.
         pytest.skip(
@@ -109,14 +122,14 @@ def test_the_cubin_launcher_lays_out_numbas_array_parameters() -> None:
 
     from brainevent.calls.operands import Operand, Signature
     from brainevent.launchers.cubin import EXTENT, NULL, OPERAND, SCALAR, STRIDE
-    from brainevent.numba_bridge.gpu_kernel import array_params, compile_ptx
+    from brainevent.numba_bridge.gpu_kernel import array_params
 
     signature = Signature(
         (Operand(3, np.dtype(np.float64)), Operand(2, np.dtype(np.int16))),
         (Operand(1, np.dtype(np.float32)),),
     )
     try:
-        ptx, entry = compile_ptx(touch, signature, cc=(9, 0))
+        ptx, entry = compile_ptx(touch, signature)
     except (NvvmSupportError, NvrtcSupportError, CudaSupportError) as exc:
         pytest.skip(f"Numba-CUDA cannot generate PTX here: {type(exc).__name__}: {exc}")
     head = ptx[ptx.index(f".entry {entry}(") :].split(")", 1)[0]

@@ -88,13 +88,6 @@ def export_launcher() -> Launcher:
     return Launcher(target, library)
 
 
-def register_blob(launcher: Launcher, kernel_id: int, blob: bytes, entry: str) -> None:
-    """Registers ``blob``'s kernel under ``kernel_id`` and loads it on the active devices."""
-    error = launcher.library.be_cubin_register_blob(kernel_id, blob, len(blob))
-    if error:
-        raise LoadError(f"cannot load GPU kernel {entry}: {error.decode(errors='replace')}", entry=entry)
-
-
 def scalar(data: bytes) -> Param:
     """A scalar parameter from its little-endian bytes (at most 8)."""
     return Param(SCALAR, int.from_bytes(data.ljust(8, b"\0"), "little", signed=True), len(data))
@@ -121,33 +114,30 @@ def prepare_launch(
     grid: tuple[int, int, int],
     block: tuple[int, int, int],
     params: Sequence[Param],
-    n_inputs: int,
-    n_outputs: int,
+    n_operands: int,
     images: Mapping[int, Image],
     *,
     cooperative: bool = False,
-    element_shapes: Sequence[tuple[int, ...]] | None = None,
     content: Sequence[bytes | str] | None = None,
 ) -> tuple[str, int]:
-    """Registers a kernel of every compiler's (NVRTC, Triton, Numba-CUDA) as :func:`kernel_blob`
-    writes it and loads it on the active devices (LoadError when the driver refuses); ``(FFI
-    target, kernel id)``. The id covers the whole kernel (``content`` instead of the entry and
-    the images' bytes, where they differ between processes). With ``element_shapes`` (one per
-    operand) the kernel was prepared for one batch element: each call runs it once per element
-    of the operands' leading dims."""
-    n_operands = n_inputs + n_outputs
-    blob = kernel_blob(entry, grid, block, params, n_operands, images, element_shapes, cooperative)
+    """Registers a Triton or Numba-CUDA kernel as :func:`kernel_blob` writes it and loads it on the
+    active devices (LoadError when the driver refuses); ``(FFI target, kernel id)``. The id covers
+    the whole kernel (``content`` instead of the entry and the images' bytes, where they differ
+    between processes)."""
+    blob = kernel_blob(entry, grid, block, params, n_operands, images, cooperative=cooperative)
     if content is None:
         return register_kernel(kind, blob, entry)
     bare = {cc: Image(b"", image.shared_mem) for cc, image in images.items()}
-    layout = kernel_blob("", grid, block, params, n_operands, bare, element_shapes, cooperative)
+    layout = kernel_blob("", grid, block, params, n_operands, bare, cooperative=cooperative)
     return register_kernel(kind, blob, entry, layout, *content)
 
 
 def register_kernel(kind: str, blob: bytes, entry: str, *content: bytes | str) -> tuple[str, int]:
     """``blob`` registered under its content id (of ``content`` where given) with the launcher
-    behind :data:`EXPORT_TARGET`; ``(that target, kernel id)``."""
+    behind :data:`EXPORT_TARGET` and loaded on the active devices; ``(that target, kernel id)``."""
     kernel_id = content_id(kind, *(content or (blob,)))
     launcher = export_launcher()
-    register_blob(launcher, kernel_id, blob, entry)
+    error = launcher.library.be_cubin_register_blob(kernel_id, blob, len(blob))
+    if error:
+        raise LoadError(f"cannot load GPU kernel {entry}: {error.decode(errors='replace')}", entry=entry)
     return launcher.target, kernel_id

@@ -43,15 +43,13 @@ def arity_entry(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> str:
     names = [f"in{i}" for i in range(n_inputs)] + [f"out{i}" for i in range(n_outputs)]
     tokens = " ".join(["arg"] * n_inputs + ["ret"] * n_outputs + ["attr.kernel_id:int64"])
     params = [f"{'const ' if i < n_inputs else ''}BE::Tensor {n}" for i, n in enumerate(names)]
-    params += ["int64_t kernel_id"]
-    call_args = f"kernel_id, operands, {len(names)}"
     pointers = ", ".join(f"&{n}" for n in names)
     return (
         f'#include "brainevent/{spec.header}"\n'
         f"// @BE {spec.function} {tokens}\n"
-        f"void {spec.function}({', '.join(params)}) {{\n"
+        f"void {spec.function}({', '.join([*params, 'int64_t kernel_id'])}) {{\n"
         f"  const BE::Tensor* operands[] = {{{pointers}}};\n"
-        f"  {spec.core_call}({call_args});\n"
+        f"  {spec.core_call}(kernel_id, operands, {len(names)});\n"
         "}\n"
     )
 

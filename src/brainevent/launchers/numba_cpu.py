@@ -62,11 +62,6 @@ cpu_launcher_for = LauncherCache(_SPEC, setup=add_receiver).get
 
 
 def register_cfunc(launcher: Launcher, kernel_id: int, address: int, name: str, signature: Signature) -> None:
-    label = name.encode("utf-8", errors="replace")
-    launcher.library.be_numba_cpu_register(kernel_id, address, label, *operand_layout(signature))
-
-
-def operand_layout(signature: Signature) -> tuple[Any, ...]:
-    """The operands' ranks, item sizes and count, as the Numba launchers' register functions take them."""
-    operands = signature.operands
-    return int64s([o.ndim for o in operands]), int64s([o.itemsize for o in operands]), len(operands)
+    label, operands = name.encode("utf-8", errors="replace"), signature.operands
+    ranks, itemsizes = int64s([o.ndim for o in operands]), int64s([o.itemsize for o in operands])
+    launcher.library.be_numba_cpu_register(kernel_id, address, label, ranks, itemsizes, len(operands))

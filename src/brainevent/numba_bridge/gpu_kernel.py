@@ -4,7 +4,6 @@ for the GPUs, or PTX anywhere."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -63,8 +62,8 @@ def preparer(kernel: Any, config: LaunchConfig) -> Preparer:
         entry, cubins, cooperative, source = compile_for_devices(kernel, signature)
         images = {cc: Image(code, config.shared_mem) for cc, code in cubins.items()}
         target, kernel_id = prepare_launch(
-            "numba-cuda", entry, config.grid, config.block, array_params(signature), len(signature.inputs),
-            len(signature.outputs), images, cooperative=cooperative,
+            "numba-cuda", entry, config.grid, config.block, array_params(signature),
+            len(signature.operands), images, cooperative=cooperative,
             content=(stable_text(entry), *(stable_text(text) for text in source)),
         )  # fmt: skip
         return target, kernel_id, (kernel,)
@@ -154,9 +153,6 @@ def _check_inputs(args: tuple[Any, ...]) -> None:
     _refuse_bfloat16([a.dtype for a in args if is_spec(a)], "input")
 
 
-_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(")
-
-
 def ensure_numba_cuda_numpy_compat() -> None:
     """numba-cuda 0.30 registers an overload of ``np.row_stack``, which NumPy 2.5 removed: it
     was a deprecated alias of ``vstack``, so restoring it (only when missing) is exact."""
@@ -207,23 +203,3 @@ def compile_for_devices(
         repr(sorted(map(str, getattr(library, "_linking_files", ())))),
     )
     return compiled.entry_name, images, bool(getattr(compiled, "cooperative", False)), source
-
-
-def compile_ptx(kernel: Any, signature: Signature, cc: tuple[int, int] = (9, 0)) -> tuple[str, str]:
-    """(PTX, entry name) for the kernel; needs NVVM but no GPU."""
-    from numba import cuda
-
-    ensure_numba_cuda_numpy_compat()
-
-    options = getattr(kernel, "targetoptions", {}) or {}
-    ptx, _ = cuda.compile_ptx(
-        kernel.py_func,
-        numba_types(signature),
-        cc=cc,
-        fastmath=bool(options.get("fastmath", False)),
-        lineinfo=bool(options.get("lineinfo", False)),
-    )
-    found = _ENTRY.search(ptx)
-    if found is None:
-        raise RuntimeError("Numba produced PTX without a kernel entry")
-    return ptx, found.group(1)

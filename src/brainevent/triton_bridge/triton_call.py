@@ -296,9 +296,9 @@ def _prepare(
     params = [*bound.params, *trailing_params(first, len(bound.params), scratch_operands)]
     block = (32 * first.num_warps, 1, 1)
     images = {cc: c.image for cc, c in compiled.items()}
-    n_outs, coop = len(out_specs) + len(scratch), first.cooperative
+    n_operands, coop = len(arrays) + len(out_specs) + len(scratch), first.cooperative
     target, kernel_id = prepare_launch(
-        "triton", first.entry, dims, block, params, len(arrays), n_outs, images, cooperative=coop
+        "triton", first.entry, dims, block, params, n_operands, images, cooperative=coop
     )
     return target, kernel_id, scratch
 
@@ -373,9 +373,7 @@ def triton_kernel(
     options = {"num_warps": num_warps, "num_stages": num_stages, **dict(compile_options or {})}
     from ..toolchain.cuda_arch import parse_compute_capability
 
-    capabilities = None
-    if compute_capability is not None:
-        capabilities = parse_compute_capability(compute_capability)
+    capabilities = None if compute_capability is None else parse_compute_capability(compute_capability)
     from ..calls.bridge import BridgedFunction
     from ..calls.operands import check_arrays
 
