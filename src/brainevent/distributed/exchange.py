@@ -34,6 +34,8 @@ log = logging.getLogger("brainevent.distributed")
 CHUNK_BYTES = 4 * 1024 * 1024
 _LOG_EVERY_S = 10.0  # how often a waiting process says that it still waits
 FALLBACK = "Set BRAINEVENT_DISTRIBUTED_BUILD=0 to compile in every process."  # ends every refusal
+# Besides tarfile's own: a truncated archive, or members whose paths collide (a file where a directory goes).
+_MALFORMED = (EOFError, ValueError, NotADirectoryError, IsADirectoryError, FileExistsError)
 
 
 def get_or_build(
@@ -212,14 +214,7 @@ def unpack(data: bytes, staging: Path) -> None:
                 source = tar.extractfile(member)
                 assert source is not None  # a regular file always has contents
                 atomic_write(target, source.read())
-    except (
-        tarfile.TarError,
-        EOFError,
-        ValueError,
-        NotADirectoryError,
-        IsADirectoryError,
-        FileExistsError,
-    ) as exc:
+    except (tarfile.TarError, *_MALFORMED) as exc:
         raise CacheError(
             f"the module archive received from the job's builder is malformed ({type(exc).__name__}: "
             f"{exc}); the transfer was refused. {FALLBACK}",
