@@ -25,11 +25,11 @@ class LauncherSpec:
     function: str  # the FFI entry's name (its target is "<module>.<function>")
     core_call: str  # called as core_call(kernel_id, operands, count)
     api: CtypesApi
-    load_options: Mapping[str, Any] = field(default_factory=dict)
-    # An XLA FFI handler the library exports that reads the call frame itself: calls go to it
+    # The XLA FFI handler the library exports, which reads the call frame itself: calls go to it
     # (target "<module>.<handler>"), or with handler_platform on that platform as "<module>.<function>".
-    handler: str | None = None
+    handler: str
     handler_platform: str | None = None
+    load_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,6 @@ def build_launcher(spec: LauncherSpec, n_inputs: int, n_outputs: int) -> Launche
     library = running or ctypes.CDLL(str(module.path), mode=ctypes.RTLD_LOCAL)
     for function, (restype, argtypes) in spec.api.items():
         getattr(library, function).restype, getattr(library, function).argtypes = restype, argtypes
-    if spec.handler is None:
-        return Launcher(module.targets[spec.function], library)
     # On a platform where the library registers nothing, the handler takes the entry's name.
     target = f"{name}.{spec.handler if spec.handler_platform is None else spec.function}"
     return Launcher(
