@@ -40,13 +40,8 @@ def _device_arrays(signature: Signature, data: Any, shapes: Any) -> list[Any]:
     for i, operand in enumerate(signature.operands):
         shape = tuple(int(shapes[offset + j]) for j in range(operand.ndim))
         offset += operand.ndim
-        interface = {
-            "shape": shape,
-            "typestr": operand.dtype.str,
-            "data": (int(data[i] or 0), False),
-            "strides": None,
-            "version": 3,
-        }
+        pointer = (int(data[i] or 0), False)  # (address, read-only)
+        interface = dict(shape=shape, typestr=operand.dtype.str, data=pointer, strides=None, version=3)
         arrays.append(cuda.from_cuda_array_interface(interface, owner=None, sync=False))
     return arrays
 
@@ -76,12 +71,7 @@ def _run(callable_id: int, data: Any, shapes: Any, device: int, stream: int, err
 
 
 _trampoline = _TRAMPOLINE(_run)  # kept alive here: every launcher library calls it
-
-
-def _install_trampoline(library: ctypes.CDLL) -> None:
-    library.be_numba_callable_set_trampoline(int(ctypes.cast(_trampoline, ctypes.c_void_p).value or 0))
-
-
+_TRAMPOLINE_ADDRESS = int(ctypes.cast(_trampoline, ctypes.c_void_p).value or 0)
 _launchers = LauncherCache(
     LauncherSpec(
         header="numba_callable_launcher.h",
@@ -95,7 +85,7 @@ _launchers = LauncherCache(
         handler="be_numba_callable_handler",
         handler_platform="CUDA",
     ),
-    setup=_install_trampoline,
+    setup=lambda library: library.be_numba_callable_set_trampoline(_TRAMPOLINE_ADDRESS),
 )
 
 
