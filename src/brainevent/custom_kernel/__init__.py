@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-from .benchmark import BenchmarkConfig, BenchmarkRecord, BenchmarkResult, benchmark_function
-from .kernels import KernelEntry
-from .primitive import (
-    XLACustomKernel,
-    get_all_primitive_names,
-    get_primitives_by_tags,
-    get_registry,
-    register_primitive,
-)
-
-__all__ = [
-    "BenchmarkConfig",
-    "BenchmarkRecord",
-    "BenchmarkResult",
-    "KernelEntry",
-    "XLACustomKernel",
-    "benchmark_function",
-    "get_all_primitive_names",
-    "get_primitives_by_tags",
-    "get_registry",
-    "register_primitive",
-]
+from .benchmark import BenchmarkConfig as BenchmarkConfig
+from .benchmark import BenchmarkRecord as BenchmarkRecord
+from .benchmark import BenchmarkResult as BenchmarkResult
+from .benchmark import benchmark_function as benchmark_function
+from .kernels import KernelEntry as KernelEntry
+from .primitive import XLACustomKernel as XLACustomKernel
+from .primitive import get_all_primitive_names as get_all_primitive_names
+from .primitive import get_primitives_by_tags as get_primitives_by_tags
+from .primitive import get_registry as get_registry
