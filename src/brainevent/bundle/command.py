@@ -79,11 +79,9 @@ def build_into(args: argparse.Namespace) -> int:
 
 
 def write_bundle(units: Sequence[SourceUnit], entry_dir: Path, package_dir: Path) -> Path:
-    """Copies the cache entry at ``entry_dir`` (built from ``units``) next to the units.
-
-    Headers the build read from inside ``package_dir`` are recorded by content, so an
-    edited header makes the bundle unused (never silently stale). Returns the bundle's path.
-    """
+    """Copies the cache entry at ``entry_dir`` (built from ``units``) next to the units; returns its
+    path. Headers read from inside ``package_dir`` are recorded by content: an edited one makes the
+    bundle unused (never silently stale)."""
     directory = source_dir(units)
     manifest = Manifest.load(entry_dir)
     if directory is None or manifest is None:

@@ -121,11 +121,8 @@ def checked_results(backend: str, results: Any, outs: Sequence[Any]) -> list[Any
 
 @dataclass
 class KernelEntry:
-    """A backend registered on an ``XLACustomKernel``: its name, platform and what it runs.
-
-    ``kernel_generator`` is what was given (a generator, a compiled function or a Numba
-    kernel); ``lowering`` is how the primitive lowers it (by default: as a generator).
-    """
+    """A backend registered on an ``XLACustomKernel``: its name, platform, what was given (a
+    generator, a compiled function or a Numba kernel) and how it lowers (by default: as a generator)."""
 
     backend: str
     platform: str

@@ -17,6 +17,7 @@ from .. import config
 from ..backends import require_library
 from ..calls.batching import check_vmap_method
 from ..errors import UnhashableAttributeError
+from ..launchers.launch_config import is_int
 from ..logs import to_stderr
 from ..platform_table import OF_JAX_PLATFORM as _OF_JAX_PLATFORM
 from . import selection
@@ -89,9 +90,7 @@ class XLACustomKernel(BackendTable, Rules):
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
         check_vmap_method(vmap_method, allow_none=False)
-        if num_batch_dims is not None and (
-            isinstance(num_batch_dims, bool) or not isinstance(num_batch_dims, int) or num_batch_dims < 1
-        ):
+        if num_batch_dims is not None and (not is_int(num_batch_dims) or num_batch_dims < 1):
             raise ValueError(f"num_batch_dims must be a positive int or None, got {num_batch_dims!r}")
         self.name = name
         if doc is not None:
@@ -296,8 +295,7 @@ class XLACustomKernel(BackendTable, Rules):
         resolved = platform_name(jax.default_backend() if platform is None else platform)
         defined = self.available_backends(resolved)
         chosen = list(defined if backends is None else backends)
-        unknown = [b for b in chosen if b not in defined]
-        if unknown or not chosen:
+        if not chosen or any(b not in defined for b in chosen):
             raise self._error(
                 f"cannot benchmark backends {chosen} on {resolved!r}: it defines {defined} there",
                 platform=resolved,

@@ -386,11 +386,8 @@ def describe(root: Path) -> list[str]:
             found += [entry] if entry is not None else []
     for entry in sorted(found, key=lambda e: (e["primitive"], e["platform"], e["device_kind"], e["inputs"])):
         timings = entry.get("timings_ms", {})
-        others = ", ".join(
-            f"{b} {t[0]:.4f}"
-            for b, t in sorted(timings.items(), key=lambda kv: kv[1][0])
-            if b != entry["backend"]
-        )
+        ranked = sorted(timings.items(), key=lambda kv: kv[1][0])
+        others = ", ".join(f"{b} {t[0]:.4f}" for b, t in ranked if b != entry["backend"])
         best = timings.get(entry["backend"], [float("nan")])[0]
         try:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(entry.get("measured", 0)))

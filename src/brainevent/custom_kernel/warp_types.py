@@ -14,11 +14,8 @@ _NAMES = tuple(s.name for s in SCALARS if s.kind != "complex" and s.name != "bfl
 
 
 def jaxtype_to_warptype(dtype: Any) -> Any:
-    """The Warp scalar type for ``dtype`` (a NumPy/JAX dtype, a scalar type or a Python builtin).
-
-    ``float``, ``int`` and ``bool`` mean what ``numpy.dtype`` makes of them. Warp has no
-    bfloat16 or complex scalar: those are a ValueError naming the dtype.
-    """
+    """The Warp scalar type for ``dtype`` (anything ``numpy.dtype`` takes: ``float`` is float64).
+    Warp has no bfloat16 or complex scalar: those are a ValueError naming the dtype."""
     require_library("warp")
     import warp
 
@@ -35,11 +32,8 @@ def jaxtype_to_warptype(dtype: Any) -> Any:
 
 
 def jaxinfo_to_warpinfo(info: Any) -> Any:
-    """The Warp array type for a ``jax.ShapeDtypeStruct`` (same dtype and number of dimensions).
-
-    A 0-d struct is a ValueError: a Warp array has at least one dimension, and quietly making
-    it 1-d would disagree with JAX about the shape.
-    """
+    """The Warp array type for a ``jax.ShapeDtypeStruct`` (same dtype and number of dimensions); a
+    0-d struct is a ValueError, since Warp arrays have a dimension at least (1-d would change the shape)."""
     require_library("warp")
     import warp
 

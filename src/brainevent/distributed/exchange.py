@@ -41,11 +41,8 @@ _MALFORMED = (EOFError, ValueError, NotADirectoryError, IsADirectoryError, FileE
 def get_or_build(
     store: EntryStore, key: CacheKey, build: Callable[[], CacheEntry], *, force: bool = False
 ) -> CacheEntry:
-    """``build()`` (a local build of ``key`` into ``store``), done once per job after a local miss.
-
-    Outside a multi-process ``jax.distributed`` job, with ``force`` or with
-    ``BRAINEVENT_DISTRIBUTED_BUILD=0`` it is exactly ``build()``.
-    """
+    """``build()`` (a local build of ``key`` into ``store``), done once per job after a local miss;
+    just ``build()`` outside a multi-process job, with ``force`` or BRAINEVENT_DISTRIBUTED_BUILD=0."""
     kv = None if force or not config.DISTRIBUTED_BUILD.get() else current()
     if kv is None:
         return build()
