@@ -281,14 +281,12 @@ class XLACustomKernel(BackendTable, Rules):
         A backend that fails is recorded as failed (``catch_errors=False`` raises instead);
         results that differ between backends beyond ``rtol``/``atol`` warn.
 
-        ``remember=True`` keeps the outcome in the cache directory: per configuration, the
-        fastest backend for the primitive's operand shapes and dtypes on this kind of device,
-        which later lowerings with those operands use (in this process and later ones) unless
-        ``set_default()``, ``brainevent.config.set_backend`` or a call's ``backend=`` decide;
-        and the run itself, which a later ``benchmark(remember=True)`` of the same
-        configurations returns without timing again (``result.remembered`` is then True).
-        Both go stale when a backend's source or a library version changes. With
-        ``remember=True``, ``set_default=True`` sets the default for the shapes not measured.
+        ``remember=True`` keeps in the cache directory, per configuration, the fastest backend for
+        its operand shapes and dtypes on this kind of device, used by later lowerings with those
+        operands in any process unless ``set_default()``, ``brainevent.config.set_backend`` or a
+        call's ``backend=`` decide; and the run, which a later identical ``benchmark(remember=True)``
+        returns untimed (``result.remembered``). Both go stale when a backend's source or a library
+        version changes. With it, ``set_default=True`` sets the default for the shapes not measured.
         """
         import jax
 
