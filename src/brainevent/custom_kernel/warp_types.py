@@ -32,8 +32,8 @@ def jaxtype_to_warptype(dtype: Any) -> Any:
 
 
 def jaxinfo_to_warpinfo(info: Any) -> Any:
-    """The Warp array type for a ``jax.ShapeDtypeStruct`` (same dtype and number of dimensions); a
-    0-d struct is a ValueError, since Warp arrays have a dimension at least (1-d would change the shape)."""
+    """The Warp array type for a ``jax.ShapeDtypeStruct`` (same dtype and number of dimensions).
+    A 0-d struct is a ValueError: Warp arrays have at least one dimension (1-d would change the shape)."""
     require_library("warp")
     import warp
 

@@ -1,6 +1,5 @@
-"""``numba_cuda_kernel``: a Numba-CUDA kernel as a JAX function, launched by the cubin launcher
-(built by the host compiler: no nvcc, no CUDA runtime); compiled for a call's signature: cubins
-for the GPUs, or PTX anywhere."""
+"""``numba_cuda_kernel``: a Numba-CUDA kernel as a JAX function, compiled for a call's signature into
+cubins for the GPUs, launched by the cubin launcher (built by the host compiler: no nvcc, no CUDA runtime)."""
 
 from __future__ import annotations
 
