@@ -133,12 +133,14 @@ def quote_error_line(error_line: str, sources: Sequence[SourceUnit]) -> str:
     if not 1 <= number <= len(lines):
         return ""
     where = "the inline source" if source.directory is None else source.display_name
-    width = len(str(number))
-    shown = [
-        f"  {'>' if n == number else ' '} {n:>{width}} | {lines[n - 1]}"
-        for n in range(max(1, number - 1), number + 1)
-    ]
-    return f"line {number} of {where}:\n" + "\n".join(shown)
+    return f"line {number} of {where}:\n" + numbered_lines(lines, number)
+
+
+def numbered_lines(lines: Sequence[str], number: int, after: int = 0) -> str:
+    """Lines ``number - 1`` to ``number + after`` of ``lines`` (1-based), numbered, ``number`` marked."""
+    shown = range(max(1, number - 1), min(number + after, len(lines)) + 1)
+    width = len(str(shown[-1]))
+    return "\n".join(f"  {'>' if n == number else ' '} {n:>{width}} | {lines[n - 1]}" for n in shown)
 
 
 def compile_error(

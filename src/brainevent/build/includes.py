@@ -42,11 +42,9 @@ def header_texts(
     sources: Sequence[tuple[str, Path | None]],
     search_dirs: Sequence[Path],
     skip_dirs: Sequence[Path] = (),
-    unresolved: set[str] | None = None,
 ) -> dict[str, str]:
     """{resolved header path: text} for every project header reachable from ``sources``
-    ((text, directory of the file or None for inline code)); the include targets found nowhere
-    in ``search_dirs`` or the including file's directory (system headers) go to ``unresolved``."""
+    ((text, directory of the file or None for inline code)); targets found nowhere are skipped."""
     skip = tuple(os.path.realpath(d) + os.sep for d in skip_dirs)
     found: dict[str, str] = {}
     pending: list[tuple[str, Path | None]] = list(sources)
@@ -54,9 +52,7 @@ def header_texts(
         text, here = pending.pop()
         for target, quoted in _include_targets(text):
             path = _resolve(target, quoted, here, search_dirs)
-            if path is None:
-                if unresolved is not None:
-                    unresolved.add(target)
+            if path is None:  # a system header
                 continue
             real = os.path.realpath(path)
             if real in found or real.startswith(skip) or real.startswith(PSEUDO_ROOTS):

@@ -151,12 +151,9 @@ def _where(found: re.Match[str], source: KernelSource) -> str:
         return where
     if not 1 <= number <= len(lines):
         return where
-    first, last = max(number - 1, 1), min(number + 1, len(lines))
-    width = len(str(last))
-    quoted = (
-        f"  {'>' if n == number else ' '} {n:>{width}} | {lines[n - 1]}" for n in range(first, last + 1)
-    )
-    return where + "\n" + "\n".join(quoted)
+    from ..build.diagnostics import numbered_lines
+
+    return where + "\n" + numbered_lines(lines, number, after=1)
 
 
 # CCCL headers with host parts (kernel launches, allocation, the C++ standard library), which

@@ -134,7 +134,7 @@ def nvrtc_arch(value: object) -> str:
 # ----------------------------------------------------------------------- nvcc flags
 
 
-def gencode_flags(archs: Iterable[CudaArch], ptx_for_highest: bool = True) -> list[str]:
+def gencode_flags(archs: Iterable[CudaArch]) -> list[str]:
     """``-gencode`` flags: SASS for every arch, plus PTX for the highest generic one. Explicit flags,
     never ``-arch=native``: without a GPU that silently picks sm_75."""
     ordered = sorted(set(archs))
@@ -142,7 +142,7 @@ def gencode_flags(archs: Iterable[CudaArch], ptx_for_highest: bool = True) -> li
     # PTX lets a future GPU JIT-compile the module; PTX for sm_90a or sm_100f runs only on
     # that arch (or family), so it is embedded for the highest arch *without* a suffix.
     generic = [a for a in ordered if not a.suffix]
-    if ptx_for_highest and generic:
+    if generic:
         flags.append(f"-gencode=arch={generic[-1].compute},code={generic[-1].compute}")
     return flags
 

@@ -42,10 +42,6 @@ class NvidiaLibrary(NamedTuple):
     include_dir: str | None  # its headers' directory, None for a library without headers
     include_found_via: str | None
 
-    @property
-    def directory(self) -> str:
-        return os.path.dirname(self.path)
-
 
 def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
     """``value`` as a tuple of library names pathfinder knows; SpecError naming the bad one."""
