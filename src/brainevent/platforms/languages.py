@@ -1,10 +1,6 @@
-"""Per-language flags, OpenMP and link checks that every platform shares.
-
-Three languages reach a build: C++ (``.cpp`` units and the binding), CUDA (``.cu``, nvcc) and
-C (``.c``, the host C compiler). The user's one flag list (``extra_cflags`` /
-``extra_cuda_cflags``) serves them all, so a language standard is routed to the units of its
-language, and nvcc's own options never reach the host compilers.
-"""
+"""Per-language flags, OpenMP and link checks that every platform shares. C++, CUDA (nvcc) and C
+(the host C compiler) units share the user's one flag list: a language standard goes to the units
+of its language, and nvcc's own options never reach the host compilers."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Ask the NVIDIA driver (``libcuda.so.1`` through ``ctypes``: no JAX, no toolkit) which GPUs
-are visible and their compute capability; :mod:`.cuda_arch` turns that into archs.
-:func:`probe_devices` never raises: without a GPU it says why, worded for that machine.
-``cuInit`` ties the process to the driver: like JAX, do not ``fork`` and use CUDA after it.
-"""
+"""Ask the NVIDIA driver (``libcuda.so.1`` through ``ctypes``: no JAX, no toolkit) which GPUs are
+visible and their compute capability. :func:`probe_devices` never raises: without a GPU it says why.
+``cuInit`` ties the process to the driver: like JAX, do not ``fork`` and use CUDA after it."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""What the host C++ compiler says about itself (its version and built-in include directories,
-from one preprocessor run), and which host compilers an nvcc accepts.
-
-nvcc's ``crt/host_config.h`` stops the build with an ``#error`` when the host compiler
-is newer than that CUDA release supports. We check the same rule up front so the error
-names the compiler, its version, the limit and the two ways out.
-"""
+"""What the host C++ compiler says about itself (version and built-in include directories, from one
+preprocessor run), and which host compilers an nvcc accepts: the rule of its ``crt/host_config.h``,
+checked up front so that the error names the compiler, its version, the limit and the ways out."""
 
 from __future__ import annotations
 
@@ -76,8 +72,6 @@ def host_limit_from_header(root: str) -> HostLimit | None:
             return HostLimit((0, 0), (0, 0), gcc_max=int(gcc_over[1]), clang_max=int(clang_at[1]) - 1)
     return None
 
-
-# ------------------------------------------------------- what the host compiler says
 
 # Headers under these are the machine's own installs, not part of the compiler: they are
 # recorded and checked like the user's, although the compiler searches them by default.

@@ -1,9 +1,6 @@
-"""Find nvcc. NVIDIA's cuda-pathfinder searches the usual places (its wheels, conda,
-CUDA_PATH/CUDA_HOME, the CUDA runtime's toolkit); around it we keep what it does not do:
-``BRAINEVENT_NVCC``, ``PATH`` (wrapper scripts followed to the real toolkit), default roots,
-the version probe, ``found_via`` and why each candidate was rejected, the CUDA 12 wheels'
-missing nvcc, and the match against JAX's CUDA plugin. docs/toolchain.md gives the order.
-"""
+"""Find nvcc. NVIDIA's cuda-pathfinder searches the usual places; around it: ``BRAINEVENT_NVCC``,
+``PATH`` (wrapper scripts followed to the real toolkit), default roots, the version probe, why each
+candidate was rejected, and the match against JAX's CUDA plugin. docs/toolchain.md gives the order."""
 
 from __future__ import annotations
 
@@ -214,7 +211,7 @@ def _inspect(candidate: Candidate) -> NvccInfo:
 
 
 class SearchContext(NamedTuple):
-    """The inputs of one search, gathered once so steps stay pure and the result memoizable."""
+    """The inputs of one search, gathered once: the steps stay pure and the result memoizable."""
 
     explicit: str | None
     env_nvcc: str | None
@@ -224,8 +221,7 @@ class SearchContext(NamedTuple):
     default_roots: tuple[str, ...]
     prefer: str
     pathfinder: bool
-    # The toolchain environment (LD_LIBRARY_PATH, the loader's, among it) and the loader's cache:
-    # pathfinder's lookup depends on them, so a change to either is a new search.
+    # pathfinder's lookup depends on the environment (LD_LIBRARY_PATH...) and the loader's cache.
     environment: tuple[tuple[str, str], ...]
     ld_cache_stamp: str
 
@@ -267,9 +263,8 @@ def _step_pathfinder(ctx: SearchContext) -> list[Candidate]:
             found.append(Candidate(os.path.join(bin_dir, _EXE), _CU12_VIA, f"rejected: {_CU12_WHY}"))
     if not ctx.pathfinder:
         return found
-    # Its last step asks the dynamic loader in a child Python (~0.1-0.5 s), so the answer is
-    # remembered, keyed by the places it looks at and their stamps (installing
-    # or removing a wheel or a toolkit changes one); an answer since vanished is asked again.
+    # Its last step asks the loader in a child Python (~0.1-0.5 s): the answer is remembered by
+    # the stamps of the places it looks at (an install changes one), asked again once vanished.
     dirs = [*ctx.site_dirs, *(os.path.join(r, "bin") for _, r in ctx.env_roots), "/etc/ld.so.cache"]
     places = f"{file_stamps(dirs)}\0{ctx.environment}"
     try:
@@ -331,10 +326,8 @@ SEARCH_STEPS: dict[str, tuple[_Step, ...]] = {
 def find_nvcc(
     explicit: str | None = None, *, default_roots: Sequence[str] = DEFAULT_ROOTS, pathfinder: bool = True
 ) -> NvccInfo:
-    """A usable nvcc, else an NvccNotFoundError listing every place searched. ``default_roots``
-    replaces the real ones and ``pathfinder=False`` skips cuda-pathfinder (for tests on a machine
-    whose loader knows a toolkit). Remembered per search context (environment, arguments), a
-    failure never."""
+    """A usable nvcc, else an NvccNotFoundError listing every place searched; remembered per search
+    context, a failure never. ``default_roots`` and ``pathfinder=False`` are for tests."""
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     ctx = SearchContext(
         explicit=explicit,

@@ -1,9 +1,6 @@
-"""NVIDIA libraries a module links (``extra_libraries=["cublas", "curand"]``), found by NVIDIA's
-``cuda-pathfinder`` (wheels, conda, the system; it says how: ``found_via``). On top of it: the
-compile and link flags, the cache key's identity of each library, typed errors, and loading each
-library before the module is opened, so its ``DT_NEEDED`` entry resolves to the copy linked.
-``cuda.pathfinder`` is imported only when a load names libraries (it costs ~0.2 s).
-"""
+"""NVIDIA libraries a module links (``extra_libraries=["cublas"]``), found by ``cuda-pathfinder``
+(imported only then: ~0.2 s). On top of it: flags, the key's identity of each library, typed errors,
+and loading each before the module opens, so its ``DT_NEEDED`` entry resolves to the copy linked."""
 
 from __future__ import annotations
 
@@ -41,6 +38,10 @@ class NvidiaLibrary(NamedTuple):
     found_via: str  # pathfinder's words: "site-packages", "conda", "CUDA_PATH", "system-search", ...
     include_dir: str | None  # its headers' directory, None for a library without headers
     include_found_via: str | None
+
+    @property
+    def directory(self) -> str:
+        return os.path.dirname(self.path)
 
 
 def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
