@@ -1,10 +1,6 @@
-"""Which files a unit reads: our scan of its ``#include`` lines, and the compiler's own list.
-
-The scan is a line scanner, not a preprocessor (an ``#include`` under ``#if 0`` only costs an
-extra rebuild): a hint taken before the build. The compiler's ``-MD -MF`` dependency files list
-what it really opened: the truth the cache records (docs/caching.md, "Headers: what the
-compiler read").
-"""
+"""Which files a unit reads: a line scan of its ``#include`` lines (a hint before the build: an
+``#include`` under ``#if 0`` only costs a rebuild), and the compiler's depfiles, the truth the cache
+records (docs/caching.md)."""
 
 from __future__ import annotations
 

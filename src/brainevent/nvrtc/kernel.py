@@ -1,6 +1,5 @@
-"""``brainevent.cuda_kernel``: a ``__global__`` CUDA kernel, compiled with NVRTC, as a JAX
-function. Launched like ``numba_cuda_kernel`` (same launch vocabulary), from compiled code
-on XLA's stream."""
+"""``brainevent.cuda_kernel``: a ``__global__`` CUDA kernel, compiled with NVRTC, as a JAX function,
+launched like ``numba_cuda_kernel`` from compiled code on XLA's stream."""
 
 from __future__ import annotations
 
@@ -27,8 +26,7 @@ _C_TYPES = {
 }  # fmt: skip
 
 
-# A debug build: device debug information (-G, which also turns device optimisation off) and
-# line information, so that cuda-gdb and compute-sanitizer name the source line.
+# A debug build: device debug information (-G: no device optimisation) and line information.
 DEBUG_OPTIONS = ("-G", "-lineinfo")
 
 
@@ -149,8 +147,7 @@ class KernelDef:
 def _prepare_call(
     kernel: KernelDef, vmap_method: str | None, batch_dims: int, arrays: tuple[Any, ...], specs: list[Any]
 ) -> tuple[str, dict[str, Any]] | None:
-    """``BridgedFunction``'s ``prepare``: binds the call's abstract operands (one batch element of
-    each, with batch dims) and prepares the launch; None when nothing is launched."""
+    """``BridgedFunction``'s ``prepare``: the launch for a call's operands; None when nothing runs."""
     from ..calls.bridge import has_work
     from .launch import element_avals, prepare
 

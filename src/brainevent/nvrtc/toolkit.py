@@ -1,8 +1,5 @@
-"""What a compile uses besides NVRTC's own code: where libnvrtc is, and the CUDA runtime headers
-(and CCCL). File checks first (wheels, conda, CUDA_HOME, /usr/local/cuda); cuda-pathfinder's
-header search, which costs more, is remembered in the toolchain memo: a cache hit neither loads
-nor starts NVRTC.
-"""
+"""Where libnvrtc and the CUDA runtime headers (and CCCL) are: file checks first (wheels, conda,
+CUDA_HOME, /usr/local/cuda), then cuda-pathfinder's header search, remembered in the toolchain memo."""
 
 from __future__ import annotations
 
