@@ -194,10 +194,8 @@ def compile_error(
     return CompileError(message, module=module, log_path=str(log_path), first_error=first_error)
 
 
-# The linker names generated objects and units (k0.o, k0_kernels.cudafe1.cpp) and ends with
-# "ld returned 1 exit status", which says nothing.
-# k<i>.o, or k<i>_<stem>.<ext> as the compiler saw it (nvcc's kept k<i>_<stem>.cudafe1.cpp too),
-# never part of a longer path or name.
+# The linker names generated objects and units: k<i>.o, k<i>_<stem>.<ext> as the compiler saw it
+# (nvcc's kept k<i>_<stem>.cudafe1.cpp too), never part of a longer path or name.
 _EDGE = r"(?<![\w/.\-])"
 _OBJECT_AND_UNIT = re.compile(_EDGE + r"k(\d+)\.o:(?:src/)?k\1_\w*(?:\.cudafe1)?\.(?:cpp|cu|c)\b")
 _OBJECT = re.compile(_EDGE + r"k(\d+)\.o\b")

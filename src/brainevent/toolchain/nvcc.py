@@ -48,7 +48,7 @@ _INSTALL_HINT = (
     "conda's toolkit (conda install -c conda-forge cuda-nvcc); or a system CUDA toolkit. "
     "Or point BRAINEVENT_NVCC at an nvcc binary."
 )
-_CU12_HINT = (
+CU12_HINT = (
     "CUDA 12 pip wheels (nvidia-cuda-nvcc-cu12, as installed by jax[cuda12] and "
     "brainevent[cuda12]) ship no nvcc, only ptxas. Get a CUDA 12 nvcc in one of two ways: "
     "conda install -c conda-forge cuda-nvcc cuda-version=12.9 in the active conda environment "
@@ -85,9 +85,6 @@ class NvccInfo(NamedTuple):
     @property
     def version_string(self) -> str:
         return f"{self.version[0]}.{self.version[1]}"
-
-
-# ------------------------------------------------------------------ one binary
 
 
 class _Unusable(Exception):
@@ -205,9 +202,6 @@ def _inspect(candidate: Candidate) -> NvccInfo:
     except OSError as exc:  # vanished or unreadable between the checks and the stat
         raise _Unusable(str(exc)) from None
     return NvccInfo(real, str(Path(real).parent.parent), version, candidate.found_via)
-
-
-# ------------------------------------------------------------------ the search
 
 
 class SearchContext(NamedTuple):
@@ -377,7 +371,7 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
     # The first line is what a user of pip's CUDA 12 stack reads first: say it there.
     first = "nvcc was not found (pip's CUDA 12 wheels carry none)" if cu12 else "nvcc was not found"
     raise NvccNotFoundError(
-        first + ". Searched, in order:\n" + "\n".join(lines) + "\n" + (_CU12_HINT if cu12 else _INSTALL_HINT),
+        first + ". Searched, in order:\n" + "\n".join(lines) + "\n" + (CU12_HINT if cu12 else _INSTALL_HINT),
         candidates=tuple(considered),
         cuda12_wheels_only=cu12,
     )
@@ -386,9 +380,6 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
 def clear_version_cache() -> None:
     """Forgets every nvcc search result of this process (versions and wrappers live in the memo)."""
     _find_in_context.cache_clear()
-
-
-# --------------------------------------------------------- nvcc vs JAX's CUDA plugin
 
 
 def installed_jax_cuda_plugins() -> dict[str, tuple[str, int]]:
