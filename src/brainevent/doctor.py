@@ -242,15 +242,13 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
         report.item("devices", f"none ({probe.reason})")
     if hint := jax_cuda_plugin_without_gpu():
         report.item("note", hint)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
+    if (visible := os.environ.get("CUDA_VISIBLE_DEVICES")) is not None:
         report.item("CUDA_VISIBLE_DEVICES", repr(visible))
     if probe.devices:  # in this process; see docs/performance.md
         report.item("CUDA graphs", capture_status()[1])
 
     report.section("CUDA compiler (nvcc)")
-    cuda_ok = False
-    nvcc_major = None
+    cuda_ok, nvcc_major = False, None
     try:
         nvcc = find_nvcc()
         nvcc_major = nvcc.version[0]

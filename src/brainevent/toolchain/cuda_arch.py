@@ -136,9 +136,8 @@ def gencode_flags(archs: Iterable[CudaArch]) -> list[str]:
     return flags
 
 
-# (first nvcc version, lowest arch, highest generic arch, suffixes) per release, from
-# nvcc --list-gpu-code (13.0 and 13.5 read on this project's machines). An nvcc newer than
-# the last row keeps its minimum but has no known maximum: we don't guess what it added.
+# (first nvcc version, lowest arch, highest generic arch, suffixes) per release, from nvcc
+# --list-gpu-code. An nvcc newer than the last row keeps its minimum but has no known maximum.
 _ARCH_SUPPORT: tuple[tuple[tuple[int, int], CudaArch, CudaArch, str], ...] = (
     ((11, 0), CudaArch(3, 5), CudaArch(8, 0), ""),
     ((11, 1), CudaArch(3, 5), CudaArch(8, 6), ""),

@@ -18,12 +18,8 @@ logger = logging.getLogger(__name__)
 # The driver library name per platform: only the versioned soname is always present.
 _DRIVER_LIBRARY: str = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 
-# CUdevice_attribute values; unchanged from CUDA 12 to 13.
-_ATTR_CC_MAJOR = 75
-_ATTR_CC_MINOR = 76
-
-_CUDA_SUCCESS = 0
-_CUDA_ERROR_NO_DEVICE = 100
+_ATTR_CC_MAJOR, _ATTR_CC_MINOR = 75, 76  # CUdevice_attribute values, unchanged from CUDA 12 to 13
+_CUDA_SUCCESS, _CUDA_ERROR_NO_DEVICE = 0, 100
 
 # Names for the CUresult codes a probe may plausibly meet, with a hint each.
 _CURESULT_HINTS: dict[int, str] = {

@@ -37,9 +37,8 @@ class HostLimit(NamedTuple):
     clang_max: int
 
 
-# From each release's crt/host_config.h; 13.0 and 13.5 were read on this project's
-# machines. Releases outside every row (11.x, 13.1-13.4, 13.6+) are read from the
-# toolkit's own header instead of being guessed.
+# From each release's crt/host_config.h. Releases outside every row (11.x, 13.1-13.4, 13.6+)
+# are read from the toolkit's own header instead of being guessed.
 HOST_LIMITS: tuple[HostLimit, ...] = (
     HostLimit((12, 0), (12, 0), gcc_max=12, clang_max=14),
     HostLimit((12, 1), (12, 1), gcc_max=12, clang_max=15),
