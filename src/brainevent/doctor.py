@@ -256,8 +256,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
         report.item("found_via", nvcc.found_via)
         for candidate in nvcc.candidates:
             report.item("considered", f"{candidate.path} [{candidate.found_via}] {candidate.note}".rstrip())
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):  # said here instead
             mismatch = check_jax_plugin_match(nvcc)
         if mismatch:
             report.item("warning", mismatch)

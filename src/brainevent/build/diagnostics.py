@@ -70,8 +70,7 @@ def _checks_name(name: str, line: str) -> bool:
     return name.startswith("BE_") or name in _STD_CHECK_NAMES or (in_be and name not in BE_WITHOUT_CHECKS)
 
 
-# The optional parts of brainevent/common.h a build may leave out (build/optional_headers.py):
-# what each holds, and whether an unknown name (with its error line) is one it declares.
+# Each optional part of common.h a build may leave out: what it holds, and whether it declares a name.
 _LEFT_OUT: dict[str, tuple[str, Callable[[str, str], bool]]] = {
     CHECKS_MACRO: (
         "the checking half of brainevent/common.h (BE_CHECK, BE::Error, the dispatch "

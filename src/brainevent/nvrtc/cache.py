@@ -67,8 +67,7 @@ class _Known(NamedTuple):
     since_ns: int
 
 
-# This process's results by cache root and key (a dict's get and set are atomic): a second trace
-# reads no file but the headers' stats.
+# This process's results by cache root and key: a second trace reads no file but the headers' stats.
 _memo: dict[tuple[str, str], _Known] = {}
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from ..calls.batching import RANK_CHANGING
 from ..errors import KernelCallError
 from ..launchers.launch_config import LaunchConfig, is_int, resolve_launch
+from .compiler import parse_arch
 from .source import KernelSource
 
 # The CUDA C++ spelling of each dtype (NVRTC has no <cstdint> without the toolkit's headers).
@@ -40,8 +41,6 @@ def ctype(dtype: Any) -> str:
 
 def parse_archs(compute_capability: Any) -> tuple[str, ...] | None:
     """``("sm_80", "sm_90")`` from one value or a list; None to compile for the visible GPUs."""
-    from .compiler import parse_arch
-
     if compute_capability is None:
         return None
     values = compute_capability if isinstance(compute_capability, (list, tuple)) else [compute_capability]
@@ -90,9 +89,8 @@ class KernelDef:
         all_scalars: bool = False,
         debug: bool | None = None,
     ) -> KernelDef:
-        """What can be checked before a call: a fixed launch, the name, and, when ``scalars``
-        are ``all_scalars`` (cuda_kernel: no call adds any), that a fixed name binds them all.
-        ``debug`` (None: ``BRAINEVENT_DEBUG``) adds :data:`DEBUG_OPTIONS`, which key the cache."""
+        """What can be checked before a call: a fixed launch, the name, and, with ``all_scalars`` (no
+        call adds any), that a fixed name binds them all. ``debug`` (None: ``BRAINEVENT_DEBUG``)."""
         if not any(callable(v) for v in launch):
             resolve_config(*launch, vmap_method=vmap_method)  # fail early on a fixed configuration
         elif vmap_method in RANK_CHANGING and launch[:2] != (None, None):  # needs launch_dims, not a grid

@@ -13,8 +13,8 @@ from ..environment import shortcut_environment, variable
 from ..errors import ToolchainError
 from ..fileio import file_stamps
 
-# libnvrtc, newest first: in NVIDIA's wheels (under site-packages), and elsewhere. The system's
-# directories are looked at too (cuda-pathfinder asks the loader, but this process never loads NVRTC).
+# libnvrtc, newest first: in NVIDIA's wheels, and elsewhere, the system's directories too (this
+# process never loads NVRTC, so cuda-pathfinder's way, asking the loader, is not ours).
 _WHEEL_NVRTC = ("nvidia/cu13/lib/libnvrtc.so.13", "nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
 _NVRTC = ("libnvrtc.so.13", "libnvrtc.so.12")
 _SYSTEM_DIRS = (

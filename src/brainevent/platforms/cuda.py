@@ -19,8 +19,7 @@ from ..toolchain.memo import remembered
 from . import running_platforms
 from .base import Platform, UnitCommand
 
-# The build steps, nvcc's search and the arch tables are imported inside the methods that
-# build: a cache hit reads what it keys from the toolchain memo (see CudaPlatform).
+# The build steps, nvcc's search and the arch tables are imported where a build needs them.
 if TYPE_CHECKING:
     from ..load_options import LoadOptions, SourceUnit
     from ..toolchain.cuda_arch import CudaArch

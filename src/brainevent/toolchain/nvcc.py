@@ -277,8 +277,7 @@ def _ask_pathfinder() -> str:
     pathfinder.find_nvidia_binary_utility.cache_clear()
     pathfinder.get_cuda_path_or_home.cache_clear()
     try:
-        with warnings.catch_warnings():  # CUDA_PATH and CUDA_HOME differ: CUDA_PATH wins (docs say so)
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):  # CUDA_PATH and CUDA_HOME differ: CUDA_PATH wins
             path = pathfinder.find_nvidia_binary_utility("nvcc")
     except Exception as exc:  # e.g. its loader probe failed: a miss, with the reason kept
         raise LookupError(f"it failed: {exc}") from None
