@@ -40,12 +40,8 @@ def host_glue_step(cxx: Sequence[str], source: str, output: str, description: st
     from ..build.step import BuildStep  # build-only: a cache hit never imports it
     from .languages import HOST_CXX_FLAGS
 
-    return BuildStep(
-        output=output,
-        inputs=(source,),
-        command=(*cxx, *HOST_CXX_FLAGS, "-O2", *binding_include_flags(), "-c", source, "-o", output),
-        description=description,
-    )
+    command = (*cxx, *HOST_CXX_FLAGS, "-O2", *binding_include_flags(), "-c", source, "-o", output)
+    return BuildStep(output, (source,), command, description)
 
 
 def binding_include_flags() -> tuple[str, ...]:

@@ -53,7 +53,6 @@ class DriverProbe:
     driver_version: int | None = None  # e.g. 13000 for a CUDA 13.0 driver
     devices: tuple[DeviceInfo, ...] = ()
     reason: str = ""
-    library: str = _DRIVER_LIBRARY
     seconds: float = 0.0
 
 
@@ -93,23 +92,22 @@ def _probe(library: str) -> DriverProbe:
             reason = f"no NVIDIA driver ({library}) is installed: this looks like a machine without a GPU"
         else:
             reason = f"cannot load the driver library {library!r}: {exc}"
-        return DriverProbe(False, reason=reason, library=library)
+        return DriverProbe(False, reason=reason)
 
     try:
         code = lib.cuInit(0)
         if code not in (_CUDA_SUCCESS, _CUDA_ERROR_NO_DEVICE):
-            reason = f"the NVIDIA driver failed to initialise ({_describe(code)})"
-            return DriverProbe(False, reason=reason, library=library)
+            return DriverProbe(False, reason=f"the NVIDIA driver failed to initialise ({_describe(code)})")
         driver_version, devices = _query(lib) if code == _CUDA_SUCCESS else (None, ())
     except (RuntimeError, AttributeError) as exc:
         # AttributeError: a library without one of the entry points is not a driver.
-        return DriverProbe(False, reason=f"the NVIDIA driver query failed: {exc}", library=library)
+        return DriverProbe(False, reason=f"the NVIDIA driver query failed: {exc}")
     if not devices:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         note = "CUDA_VISIBLE_DEVICES is unset" if visible is None else f"CUDA_VISIBLE_DEVICES={visible!r}"
         reason = f"no CUDA device is visible ({note})"
-        return DriverProbe(False, driver_version=driver_version, reason=reason, library=library)
-    return DriverProbe(True, driver_version=driver_version, devices=devices, library=library)
+        return DriverProbe(False, driver_version=driver_version, reason=reason)
+    return DriverProbe(True, driver_version=driver_version, devices=devices)
 
 
 @functools.cache
@@ -121,7 +119,7 @@ def probe_devices(library: str = _DRIVER_LIBRARY) -> DriverProbe:
         result = _probe(library)
     except Exception as exc:  # a probe must never take the caller down
         logger.debug("driver probe failed unexpectedly", exc_info=True)
-        result = DriverProbe(False, reason=f"the driver probe failed: {exc!r}", library=library)
+        result = DriverProbe(False, reason=f"the driver probe failed: {exc!r}")
     result = dataclasses.replace(result, seconds=time.perf_counter() - start)
     logger.debug("driver probe of %s: %s", library, result)
     return result
