@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from brainevent.codegen import render_binding, render_decoder, render_kernel_unit
-from brainevent.headers import INCLUDE_DIR
+from brainevent.headers import INCLUDE_DIR, xla_include_dir
 from brainevent.spec.bind import bind_tokens
 from brainevent.spec.model import FunctionSpec, Param, Role
 from brainevent.spec.signature import find_signature
 from brainevent.spec.tokens import SpecToken
-from brainevent.toolchain import xla_include_dir
 from brainevent.vocabulary import (
     BUILTIN_TARGETS,
     INVALID_DTYPE,
