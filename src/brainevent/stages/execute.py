@@ -42,7 +42,7 @@ def run_plan(
     from ..build.ninja import run_build
     from ..cache.deps import snapshot
     from ..cache.objects import ObjectCache
-    from ..trust import write_private
+    from ..fileio import atomic_write
 
     options, platform = request.options, request.platform
     assert key.exact is not None
@@ -81,8 +81,8 @@ def run_plan(
         from ..build.diagnostics import compile_error, user_file_names  # its regexes: a failed build only
 
         failed_log = store.failed_log_path(key.exact)
-        with contextlib.suppress(OSError):  # never written through a planted link (trust.py)
-            write_private(failed_log, str(exc.data.get("log", "")).encode("utf-8", "replace"))
+        with contextlib.suppress(OSError):  # never written through a planted link (atomic_write)
+            atomic_write(failed_log, str(exc.data.get("log", "")).encode("utf-8", "replace"))
         raise compile_error(
             options.name,
             user_file_names(
