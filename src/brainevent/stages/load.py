@@ -72,10 +72,9 @@ def _artifact(request: LoadRequest) -> CacheEntry:
     # In a jax.distributed job, one process builds for all (distributed/exchange.py).
     from .. import distributed
 
-    built = distributed.get_or_build(
+    return distributed.get_or_build(
         store, key.exact, lambda: build_missing(request, key, store), force=options.force_rebuild
     )
-    return built
 
 
 def build_missing(request: LoadRequest, key: ModuleKey, store: EntryStore) -> CacheEntry:
