@@ -39,14 +39,6 @@ class CacheEntry:
         """The shared object."""
         return self.directory / self.manifest.artifact
 
-    @property
-    def artifact_sha256(self) -> str:
-        return self.manifest.artifact_sha256
-
-    @property
-    def openmp(self) -> bool:
-        return bool(self.manifest.inputs.get("openmp"))
-
 
 class EntryStore:
     def __init__(self, root: Path, name: str) -> None:

@@ -129,7 +129,7 @@ def register(artifact: CacheEntry, request: LoadRequest) -> CompiledModule:
             from ..toolchain.nvidia_libs import preload
 
             preload(options.extra_libraries)
-        if artifact.openmp:
+        if artifact.manifest.inputs.get("openmp"):
             from ..runtime.openmp import prepare_openmp_runtime
 
             prepare_openmp_runtime()  # before dlopen: libgomp reads its environment once
@@ -147,7 +147,7 @@ def register(artifact: CacheEntry, request: LoadRequest) -> CompiledModule:
             library,
             module=options.name,
             platform=row.ffi_platform,
-            artifact_key=artifact.artifact_sha256,  # a rebuild under one key is new code
+            artifact_key=artifact.manifest.artifact_sha256,  # a rebuild under one key is new code
             command_buffer=options.allow_cuda_graph,
             graph_capture=row.graph_capture,
             replace=options.replace,
