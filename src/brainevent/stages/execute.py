@@ -80,19 +80,15 @@ def run_plan(
     except CompileError as exc:
         from ..build.diagnostics import compile_error, user_file_names  # its regexes: a failed build only
 
-        failed_log = store.failed_log_path(key.exact)
+        failed_log, text = store.failed_log_path(key.exact), str(exc.data.get("log", ""))
         with contextlib.suppress(OSError):  # never written through a planted link (atomic_write)
-            atomic_write(failed_log, str(exc.data.get("log", "")).encode("utf-8", "replace"))
-        raise compile_error(
-            options.name,
-            user_file_names(
-                str(exc.data.get("log", "")), [(p, u.display_name) for p, u in plan.sources.kernel_units]
-            ),
-            failed_log,
-            timed_out=bool(exc.data.get("timed_out")),
-            timeout_s=exc.data.get("timeout_s"),
-            sources=request.units,
-        ) from None
+            atomic_write(failed_log, text.encode("utf-8", "replace"))
+        shown = user_file_names(text, [(p, u.display_name) for p, u in plan.sources.kernel_units])
+        timing: dict[str, Any] = {
+            "timed_out": bool(exc.data.get("timed_out")),
+            "timeout_s": exc.data.get("timeout_s"),
+        }
+        raise compile_error(options.name, shown, failed_log, **timing, sources=request.units) from None
     publish_decoder(staging, plan.decoder, started_ns, tuple(todo))
     dependencies = _record_objects(todo, object_keys, objects, staging, request, before, started_ns)
     for cached in reused.values():
