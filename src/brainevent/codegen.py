@@ -14,7 +14,7 @@ from ._version import BINDING_SCHEMA
 from .headers import entry_symbol
 from .spec.model import FunctionSpec, Param, Role
 from .spec.out_shape import input_dim, parse_out_shape
-from .vocabulary import BindingTarget, dtype_enum, unhandled
+from .vocabulary import BindingTarget, scalar, unhandled
 
 
 def c_string_literal(text: str) -> str:
@@ -75,7 +75,7 @@ def _declared_ret_row(param: Param, spec: FunctionSpec) -> str:
     if not decl.sized:  # ret:zeros: the caller gives the shape
         return "BE_RET"
     name, shape = c_string_literal(param.name), c_string_literal(param.shape)
-    dtype = dtype_enum(decl.dtype) if decl.dtype else "Invalid"
+    dtype = scalar(decl.dtype).cxx_enum if decl.dtype else "Invalid"
     if decl.like is not None:
         ordinal = [p.name for p in spec.args].index(decl.like)
         return f"BE_RET_LIKE({name}, {shape}, {ordinal}, {dtype})"
@@ -101,7 +101,7 @@ def _param_row(param: Param, spec: FunctionSpec) -> str:
             return "BE_RET" if param.shape is None else _declared_ret_row(param, spec)
         case Role.ATTR:
             assert param.dtype is not None
-            return f"BE_ATTR({c_string_literal(param.name)}, {dtype_enum(param.dtype)})"
+            return f"BE_ATTR({c_string_literal(param.name)}, {scalar(param.dtype).cxx_enum})"
         case _:
             unhandled(param.role, "codegen._param_row")
 

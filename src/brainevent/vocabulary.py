@@ -77,11 +77,6 @@ def scalar(name: str) -> ScalarType:
     return found
 
 
-def dtype_enum(name: str) -> str:
-    """The ``BE::DType`` enumerator of the scalar type ``name`` (e.g. ``"Float32"``)."""
-    return scalar(name).cxx_enum
-
-
 # The platforms the binding can decode a call frame for: tag -> (``BE::ffi::Platform``
 # enumerator, its value).
 PLATFORM_ENUM: dict[str, tuple[str, int]] = {tag: p.binding_enum for tag, p in BUILD_PLATFORMS.items()}

@@ -24,7 +24,7 @@ from brainevent.vocabulary import (
     SCALAR_TYPES,
     SCALARS,
     BindingTarget,
-    dtype_enum,
+    scalar,
 )
 
 HEADERS = INCLUDE_DIR / "brainevent"
@@ -165,8 +165,8 @@ def test_unknown_platform_and_dtype_are_refused() -> None:
     with pytest.raises(TypeError, match="target"):
         render_binding("m", [SPEC])  # type: ignore[call-arg]
     with pytest.raises(ValueError, match=r"unknown scalar type 'float8'.*complex128"):
-        dtype_enum("float8")
-    assert [dtype_enum(n) for n in SCALAR_TYPES] == [s.cxx_enum for s in SCALARS]
+        scalar("float8")
+    assert [scalar(n) for n in SCALAR_TYPES] == list(SCALARS)
 
 
 # A role the vocabulary does not have (as if added to one side only).
