@@ -95,7 +95,6 @@ def private_dir(path: Path, *, create: bool, fix: str = _FIX, tighten: bool = Tr
     """Checks (or creates, mode 0700) one of our directories, tightening one too open unless
     ``tighten`` is off (then one that others can write is refused); False if absent and not
     created. A link, another owner or a non-directory is refused."""
-    key = str(path)
     st = _examine(path, fix=fix)
     if st is None:
         if not create:
@@ -105,9 +104,8 @@ def private_dir(path: Path, *, create: bool, fix: str = _FIX, tighten: bool = Tr
         except (FileExistsError, NotADirectoryError):
             pass  # another process made something there meanwhile: checked below like any other
         except OSError as exc:
-            raise CacheError(
-                f"cannot create cache directory {path}: {exc.strerror}. {fix}", path=key
-            ) from exc
+            message = f"cannot create cache directory {path}: {exc.strerror}. {fix}"
+            raise CacheError(message, path=str(path)) from exc
         st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
         raise _refuse(path, "is a symbolic link, which the cache never creates", fix)
