@@ -81,8 +81,8 @@ def _check_attr_name(head: str, sig: CxxSignature, position: int, tok: SpecToken
 
 
 def _param_error(sig: CxxSignature, position: int, cparam: CxxParam, message: str, **data: Any) -> SpecError:
-    where = {"function": sig.name, "position": position, "parameter": cparam.name, "file": sig.file_name}
-    return SpecError(message, **where, line=cparam.line, **data)
+    where: dict[str, Any] = {"function": sig.name, "position": position, "parameter": cparam.name}
+    return SpecError(message, **where, line=cparam.line, file=sig.file_name, **data)
 
 
 def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, str] | None:
