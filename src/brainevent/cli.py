@@ -1,9 +1,4 @@
-"""The command line: ``brainevent <command>`` or ``python -m brainevent <command>``.
-
-Commands: ``demo``, ``doctor``, ``cache list|info|clear|prune``, ``build`` (ahead of
-time, e.g. in a container image, so that production nodes without nvcc only load), ``ide``
-(a compile_commands.json for clangd) and ``includes`` (include flags, or a CMake package).
-"""
+"""The command line: ``brainevent <command>`` or ``python -m brainevent <command>`` (``_COMMANDS``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""`brainevent doctor`: what this machine can build and run, and why not.
-
-Every component is reported with its version and how it was found; the exit status
-is non-zero when the configured stack cannot compile what it claims to support: no
-working host compiler, or a CUDA stack (a JAX CUDA plugin, a GPU, or an explicit
-nvcc setting) without a working nvcc. Each claim is proven by a real compile.
-"""
+"""`brainevent doctor`: what this machine can build and run, and why not, each component with its
+version and how it was found, each claim proven by a real compile; exit status 1 when the stack
+cannot compile what it claims to (a chosen compiler or nvcc that fails)."""
 
 from __future__ import annotations
 
@@ -37,11 +33,7 @@ from .runtime.targets import list_registered_targets
 from .toolchain.cuda_driver import probe_devices
 from .toolchain.host import find_host_compiler
 from .toolchain.host_compat import check_host_compiler, host_compiler_version
-from .toolchain.nvcc import (
-    check_jax_plugin_match,
-    find_nvcc,
-    installed_jax_cuda_plugins,
-)
+from .toolchain.nvcc import CU12_HINT, check_jax_plugin_match, find_nvcc, installed_jax_cuda_plugins
 
 
 @dataclass
@@ -96,14 +88,6 @@ def _smoke_compile(report: Report, command: list[str], source: str, suffix: str,
     else:
         report.item("smoke compile", ok)
     return failure is None
-
-
-# pip's CUDA 12 wheels are the one install route that looks complete but has no nvcc.
-CUDA12_NOTE = (
-    "pip's CUDA 12 wheels (jax[cuda12], brainevent[cuda12]) carry no nvcc, only ptxas: get a "
-    "CUDA 12 nvcc from conda (conda install -c conda-forge cuda-nvcc cuda-version=12.9) or a "
-    "system CUDA 12 toolkit (see the Installation page, CUDA 12)"
-)
 
 
 # dlopen runs a library's constructors: a sanitizer build or a broken one can abort the
@@ -258,15 +242,13 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
         report.item("devices", f"none ({probe.reason})")
     if hint := jax_cuda_plugin_without_gpu():
         report.item("note", hint)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
+    if (visible := os.environ.get("CUDA_VISIBLE_DEVICES")) is not None:
         report.item("CUDA_VISIBLE_DEVICES", repr(visible))
     if probe.devices:  # in this process; see docs/performance.md
         report.item("CUDA graphs", capture_status()[1])
 
     report.section("CUDA compiler (nvcc)")
-    cuda_ok = False
-    nvcc_major = None
+    cuda_ok, nvcc_major = False, None
     try:
         nvcc = find_nvcc()
         nvcc_major = nvcc.version[0]
@@ -274,8 +256,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
         report.item("found_via", nvcc.found_via)
         for candidate in nvcc.candidates:
             report.item("considered", f"{candidate.path} [{candidate.found_via}] {candidate.note}".rstrip())
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):  # said here instead
             mismatch = check_jax_plugin_match(nvcc)
         if mismatch:
             report.item("warning", mismatch)
@@ -300,7 +281,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
         else:
             report.item("nvcc", f"not found (fine for CPU-only use): {exc.message.splitlines()[0]}")
     if "jax-cuda12-plugin" in plugins and nvcc_major != 12:
-        report.item("note", CUDA12_NOTE)
+        report.item("note", CU12_HINT)
 
     _libraries_section(report)
     on_nvrtc = _nvrtc_section(report, compile_checks, bool(probe.devices))

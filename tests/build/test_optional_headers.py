@@ -282,7 +282,7 @@ _NEEDS_CUDA = {"cuda_check.h"}  # the launchers reach the driver through dlopen:
 
 
 def _syntax_check(header: str, macros: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    from brainevent.toolchain import xla_include_dir
+    from brainevent.headers import xla_include_dir
 
     command = ["g++", "-std=c++17", "-fsyntax-only", "-I", brainevent.include_dir()]
     command += ["-isystem", str(xla_include_dir()), *macros]

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from brainevent.codegen import render_binding, render_decoder, render_kernel_unit
-from brainevent.headers import INCLUDE_DIR
+from brainevent.headers import INCLUDE_DIR, xla_include_dir
 from brainevent.platform_table import BUILD_PLATFORMS
 from brainevent.spec.model import FunctionSpec, Param, Role
-from brainevent.toolchain import xla_include_dir
 from brainevent.vocabulary import BindingTarget
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -10,13 +10,19 @@ from pathlib import Path
 import pytest
 
 from brainevent.codegen import render_binding, render_decoder, render_kernel_unit
-from brainevent.headers import INCLUDE_DIR, entry_symbol, forward_symbol, handler_symbol, impl_symbol
+from brainevent.headers import (
+    INCLUDE_DIR,
+    entry_symbol,
+    forward_symbol,
+    handler_symbol,
+    impl_symbol,
+    xla_include_dir,
+)
 from brainevent.platform_table import BUILD_PLATFORMS
 from brainevent.spec.bind import bind_tokens
 from brainevent.spec.model import FunctionSpec, Param, Role
 from brainevent.spec.signature import find_signature
 from brainevent.spec.tokens import SpecToken
-from brainevent.toolchain import xla_include_dir
 from brainevent.vocabulary import (
     INVALID_DTYPE,
     PLATFORM_ENUM,

@@ -187,7 +187,6 @@ def test_gencode_no_ptx_for_arch_specific() -> None:
         "-gencode=arch=compute_80,code=compute_80",
     ]
     assert gencode_flags([A(10, 0, "a")]) == ["-gencode=arch=compute_100a,code=sm_100a"]
-    assert gencode_flags([A(8, 6)], ptx_for_highest=False) == ["-gencode=arch=compute_86,code=sm_86"]
 
 
 def test_supported_archs_cuda13_drops_volta() -> None:

@@ -1,9 +1,5 @@
-"""Build execution: the ninja graph, compiler invocation, diagnostics, include scanning.
+"""Build execution: the ninja graph, compiler runs, diagnostics, include scanning (a cache hit
+imports no submodule, only this constant)."""
 
-Submodules are imported where needed: a cache hit imports none of them, only this
-package's constants (platforms/languages.py builds its flags from them).
-"""
-
-# Commands name the build directory through this token, so that they (and the object
-# cache keys made from them) do not depend on where a build happens to run.
+# Commands (and the object cache keys made from them) name the build directory by this token.
 BUILD_DIR = "@BUILD_DIR@"

@@ -70,8 +70,7 @@ def _checks_name(name: str, line: str) -> bool:
     return name.startswith("BE_") or name in _STD_CHECK_NAMES or (in_be and name not in BE_WITHOUT_CHECKS)
 
 
-# The optional parts of brainevent/common.h a build may leave out (build/optional_headers.py):
-# what each holds, and whether an unknown name (with its error line) is one it declares.
+# Each optional part of common.h a build may leave out: what it holds, and whether it declares a name.
 _LEFT_OUT: dict[str, tuple[str, Callable[[str, str], bool]]] = {
     CHECKS_MACRO: (
         "the checking half of brainevent/common.h (BE_CHECK, BE::Error, the dispatch "
@@ -133,12 +132,14 @@ def quote_error_line(error_line: str, sources: Sequence[SourceUnit]) -> str:
     if not 1 <= number <= len(lines):
         return ""
     where = "the inline source" if source.directory is None else source.display_name
-    width = len(str(number))
-    shown = [
-        f"  {'>' if n == number else ' '} {n:>{width}} | {lines[n - 1]}"
-        for n in range(max(1, number - 1), number + 1)
-    ]
-    return f"line {number} of {where}:\n" + "\n".join(shown)
+    return f"line {number} of {where}:\n" + numbered_lines(lines, number)
+
+
+def numbered_lines(lines: Sequence[str], number: int, after: int = 0) -> str:
+    """Lines ``number - 1`` to ``number + after`` of ``lines`` (1-based), numbered, ``number`` marked."""
+    shown = range(max(1, number - 1), min(number + after, len(lines)) + 1)
+    width = len(str(shown[-1]))
+    return "\n".join(f"  {'>' if n == number else ' '} {n:>{width}} | {lines[n - 1]}" for n in shown)
 
 
 def compile_error(
@@ -192,10 +193,8 @@ def compile_error(
     return CompileError(message, module=module, log_path=str(log_path), first_error=first_error)
 
 
-# The linker names generated objects and units (k0.o, k0_kernels.cudafe1.cpp) and ends with
-# "ld returned 1 exit status", which says nothing.
-# k<i>.o, or k<i>_<stem>.<ext> as the compiler saw it (nvcc's kept k<i>_<stem>.cudafe1.cpp too),
-# never part of a longer path or name.
+# The linker names generated objects and units: k<i>.o, k<i>_<stem>.<ext> as the compiler saw it
+# (nvcc's kept k<i>_<stem>.cudafe1.cpp too), never part of a longer path or name.
 _EDGE = r"(?<![\w/.\-])"
 _OBJECT_AND_UNIT = re.compile(_EDGE + r"k(\d+)\.o:(?:src/)?k\1_\w*(?:\.cudafe1)?\.(?:cpp|cu|c)\b")
 _OBJECT = re.compile(_EDGE + r"k(\d+)\.o\b")

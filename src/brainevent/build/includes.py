@@ -1,10 +1,6 @@
-"""Which files a unit reads: our scan of its ``#include`` lines, and the compiler's own list.
-
-The scan is a line scanner, not a preprocessor (an ``#include`` under ``#if 0`` only costs an
-extra rebuild): a hint taken before the build. The compiler's ``-MD -MF`` dependency files list
-what it really opened: the truth the cache records (docs/caching.md, "Headers: what the
-compiler read").
-"""
+"""Which files a unit reads: a line scan of its ``#include`` lines (a hint before the build: an
+``#include`` under ``#if 0`` only costs a rebuild), and the compiler's depfiles, the truth the cache
+records (docs/caching.md)."""
 
 from __future__ import annotations
 
@@ -42,11 +38,9 @@ def header_texts(
     sources: Sequence[tuple[str, Path | None]],
     search_dirs: Sequence[Path],
     skip_dirs: Sequence[Path] = (),
-    unresolved: set[str] | None = None,
 ) -> dict[str, str]:
     """{resolved header path: text} for every project header reachable from ``sources``
-    ((text, directory of the file or None for inline code)); the include targets found nowhere
-    in ``search_dirs`` or the including file's directory (system headers) go to ``unresolved``."""
+    ((text, directory of the file or None for inline code)); targets found nowhere are skipped."""
     skip = tuple(os.path.realpath(d) + os.sep for d in skip_dirs)
     found: dict[str, str] = {}
     pending: list[tuple[str, Path | None]] = list(sources)
@@ -54,9 +48,7 @@ def header_texts(
         text, here = pending.pop()
         for target, quoted in _include_targets(text):
             path = _resolve(target, quoted, here, search_dirs)
-            if path is None:
-                if unresolved is not None:
-                    unresolved.add(target)
+            if path is None:  # a system header
                 continue
             real = os.path.realpath(path)
             if real in found or real.startswith(skip) or real.startswith(PSEUDO_ROOTS):

@@ -1,7 +1,5 @@
-"""Write a build.ninja for the build steps and run it (commands ``shlex.join``-quoted: no shell
-ever interprets user text); and run the preprocessor alone, for the spec reader when a function
-is made by a macro (cache misses only), with the unit's own flags and ``#line`` name, so the
-output's line markers name the user's file and lines."""
+"""Write a build.ninja for the build steps and run it (commands ``shlex.join``-quoted: no shell reads
+user text); and run the preprocessor alone, for the spec reader when a macro makes a function."""
 
 from __future__ import annotations
 

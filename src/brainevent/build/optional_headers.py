@@ -1,11 +1,6 @@
-"""Decide which optional standard and CUDA headers a unit needs.
-
-A unit that names nothing a group declares is compiled with ``-D<macro>=0``
-(``BE_CUDA_HALF_TYPES``, ``BE_STD_COMPLEX``, ``BE_CHECK_HEADERS``; what each costs:
-docs/architecture.md, "The generated code"). The identifiers of the code and its directives (not
-comments) are read, in the unit and the project headers it includes, so a false positive only
-costs compile time. A unit, header or flag that mentions the macro itself is left alone.
-"""
+"""Which optional parts of common.h a unit needs: one that names nothing a group declares (in its code,
+directives and project headers; a false positive only costs compile time) gets ``-D<macro>=0``. A
+unit, header or flag that mentions the macro is left alone (docs/architecture.md, "The generated code")."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""The one way brainevent runs a compiler: ninja (and the g++ and nvcc it starts), the
-preprocessor alone, and NVRTC in its worker process (nvrtc/process.py).
-
-A compile gets ``BRAINEVENT_COMPILE_TIMEOUT`` seconds and a log line now and then. Past the
-timeout, on Ctrl-C, or on any other exception while it runs, it is stopped, with everything it
-started, before the exception goes on: no compiler keeps running, and the caller's ``with``
-blocks (the entry's build lock, its staging directory) unwind at once.
-"""
+"""The one way brainevent runs a compiler (ninja, the preprocessor, NVRTC's worker). A compile gets
+``BRAINEVENT_COMPILE_TIMEOUT`` seconds; past it, on Ctrl-C or any other exception, it is stopped with
+everything it started before the exception goes on, so the caller's locks and staging unwind at once."""
 
 from __future__ import annotations
 

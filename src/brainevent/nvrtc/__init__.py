@@ -1,9 +1,5 @@
-"""CUDA kernels compiled in-process with NVRTC: no nvcc, no host code.
-
-``brainevent.cuda_kernel`` (see :mod:`.kernel`) is the JAX-facing API; :func:`compile` is the
-compiler with the disk cache, usable on its own (for named architectures, no GPU needed).
-Importing ``brainevent`` does not import this package: ``brainevent.nvrtc`` does, on first use.
-"""
+"""CUDA kernels compiled with NVRTC: no nvcc, no host code. ``brainevent.cuda_kernel`` (:mod:`.kernel`)
+is the JAX-facing API; :func:`compile` is the compiler with the disk cache, usable on its own."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Compiled kernels cached on disk through brainevent.cache (key schema, trust checks, lock,
-atomic publish). The key holds what changes the code and is known before a compile; what the
-compile read is NVRTC's own record (its time trace's header events), re-checked on every hit
-(docs/nvrtc.md). A hit never loads or starts NVRTC.
-"""
+"""Compiled kernels cached on disk through brainevent.cache. The key holds what is known before a
+compile; what it read is NVRTC's own record, re-checked on every hit (docs/nvrtc.md). A hit never
+loads or starts NVRTC."""
 
 from __future__ import annotations
 
@@ -69,8 +67,7 @@ class _Known(NamedTuple):
     since_ns: int
 
 
-# This process's results by cache root and key (a dict's get and set are atomic): a second trace
-# reads no file but the headers' stats.
+# This process's results by cache root and key: a second trace reads no file but the headers' stats.
 _memo: dict[tuple[str, str], _Known] = {}
 
 
@@ -167,10 +164,9 @@ _LISTED = 1000
 
 
 def _likely_reads(request: Request, store: EntryStore, key: CacheKey) -> list[str]:
-    """What the compile will probably read, to stat before it starts (cache/deps.py): what the
-    last build of this key read, what a scan of the source's include lines finds, and the files
-    in the user's include directories (a header named by a macro is one of them). Not the runtime
-    headers (reading CCCL's cost a CUB kernel 0.2-0.7 s): they are old enough to be trusted."""
+    """What the compile will probably read, to stat before it starts (cache/deps.py): what the last
+    build of this key read, the source's include lines, the files of the user's include directories
+    (a header named by a macro is one). Not the runtime headers: scanning CCCL costs 0.2-0.7 s."""
     from ..build.includes import header_texts
     from ..cache.manifest import Manifest
     from .toolkit import runtime_include_dirs

@@ -1,8 +1,6 @@
-"""One NVRTC compile: CUDA source and name expressions in, a cubin (or PTX), the lowered
-(mangled) names of the kernels and the headers NVRTC read out, or NVRTC's log as a
-:class:`CompileError` quoting the user's line (the program is named after the user's file, or
-``<inline>``, so NVRTC's ``<name>(<line>): error`` maps back to it). NVRTC runs in its worker
-process (process.py). No cache here: see :mod:`.cache`."""
+"""One NVRTC compile, in its worker process: source and name expressions in; a cubin (or PTX), the
+kernels' lowered names and the headers read out, or a :class:`CompileError` quoting the user's line
+(the program is named after the user's file, or ``<inline>``). The cache is :mod:`.cache`."""
 
 from __future__ import annotations
 
@@ -35,10 +33,9 @@ parse_arch = nvrtc_arch
 
 
 def base_options(arch: str, include_dirs: Sequence[str]) -> list[str]:
-    """What every compile passes before the user's options. An inline source's "directory", which
-    NVRTC searches for its quoted includes, is the working directory: the worker runs each compile
-    in a private one, never the user's. (``--no-source-include`` would also stop a header's quoted
-    includes from being found beside it, as cooperative groups' are.)"""
+    """What every compile passes before the user's options. NVRTC searches an inline source's quoted
+    includes in the working directory: the worker's own (``--no-source-include`` would also stop a
+    header's quoted includes from being found beside it, as cooperative groups' are)."""
     return [f"--gpu-architecture={arch}", *(f"-I{d}" for d in include_dirs)]
 
 
@@ -52,12 +49,10 @@ def compile_source(
     *,
     traced: bool = True,
 ) -> tuple[Compiled | None, str, list[str] | None]:
-    """``(compiled, log, headers read)``; ``compiled`` is None when NVRTC rejected the source,
-    the headers None when NVRTC did not say. ``options`` are complete (see :func:`base_options`);
-    ``workdir``, a private directory, holds NVRTC's scratch files while it runs. ``traced=False``:
-    the source includes nothing (``KernelSource.includes_nothing``), so no time trace (which
-    costs NVRTC 10-20 ms) and no headers. A source that includes anything uses and makes
-    precompiled headers (pch.py), unless the options ask for PCHs themselves."""
+    """``(compiled, log, headers read)``: ``compiled`` None when NVRTC rejected the source, the
+    headers None when NVRTC did not say. ``options`` are complete (:func:`base_options`); ``workdir``
+    is private. ``traced=False`` (the source includes nothing): no time trace (10-20 ms) and no
+    headers. A source that includes anything uses precompiled headers (pch.py) unless it asks itself."""
     from . import pch, process
     from .worker import ERROR_COMPILATION, SUCCESS, TRACE_WRITE_FAILED
 
@@ -101,15 +96,14 @@ def compile_source(
     return Compiled(reply["code"], kind, reply["lowered"], log), log, read
 
 
-# The time trace's event for each header NVRTC's front end opened, however it was named (a macro)
-# and wherever it was found: the compile's record of what it read.
+# The time trace's event for each header NVRTC's front end opened: the record of what it read.
 TRACE_EVENT = "Processing Header File"
 
 
 def headers_read(trace: Path, workdir: Path) -> list[str] | None:
-    """The headers a compile opened, by its trace's header events; None when the trace has none
-    (one this reader does not know: NVRTC always opens a built-in header). A name without a file
-    in ``workdir``, where NVRTC ran, is one of NVRTC's built-in headers."""
+    """The headers a compile opened, by its trace's events; None when it has none (a trace this reader
+    does not know: NVRTC always opens a built-in one). A relative name without a file in ``workdir``
+    is a built-in header."""
     import json
 
     written = next((t for t in (Path(f"{trace}.json"), trace) if t.is_file()), None)
@@ -151,12 +145,9 @@ def _where(found: re.Match[str], source: KernelSource) -> str:
         return where
     if not 1 <= number <= len(lines):
         return where
-    first, last = max(number - 1, 1), min(number + 1, len(lines))
-    width = len(str(last))
-    quoted = (
-        f"  {'>' if n == number else ' '} {n:>{width}} | {lines[n - 1]}" for n in range(first, last + 1)
-    )
-    return where + "\n" + "\n".join(quoted)
+    from ..build.diagnostics import numbered_lines
+
+    return where + "\n" + numbered_lines(lines, number, after=1)
 
 
 # CCCL headers with host parts (kernel launches, allocation, the C++ standard library), which

@@ -1,6 +1,5 @@
-"""``brainevent.cuda_kernel``: a ``__global__`` CUDA kernel, compiled with NVRTC, as a JAX
-function. Launched like ``numba_cuda_kernel`` (same launch vocabulary), from compiled code
-on XLA's stream."""
+"""``brainevent.cuda_kernel``: a ``__global__`` CUDA kernel, compiled with NVRTC, as a JAX function,
+launched like ``numba_cuda_kernel`` from compiled code on XLA's stream."""
 
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ import numpy as np
 from ..calls.batching import RANK_CHANGING
 from ..errors import KernelCallError
 from ..launchers.launch_config import LaunchConfig, is_int, resolve_launch
+from .compiler import parse_arch
 from .source import KernelSource
 
 # The CUDA C++ spelling of each dtype (NVRTC has no <cstdint> without the toolkit's headers).
@@ -27,8 +27,7 @@ _C_TYPES = {
 }  # fmt: skip
 
 
-# A debug build: device debug information (-G, which also turns device optimisation off) and
-# line information, so that cuda-gdb and compute-sanitizer name the source line.
+# A debug build: device debug information (-G: no device optimisation) and line information.
 DEBUG_OPTIONS = ("-G", "-lineinfo")
 
 
@@ -42,8 +41,6 @@ def ctype(dtype: Any) -> str:
 
 def parse_archs(compute_capability: Any) -> tuple[str, ...] | None:
     """``("sm_80", "sm_90")`` from one value or a list; None to compile for the visible GPUs."""
-    from .compiler import parse_arch
-
     if compute_capability is None:
         return None
     values = compute_capability if isinstance(compute_capability, (list, tuple)) else [compute_capability]
@@ -92,9 +89,8 @@ class KernelDef:
         all_scalars: bool = False,
         debug: bool | None = None,
     ) -> KernelDef:
-        """What can be checked before a call: a fixed launch, the name, and, when ``scalars``
-        are ``all_scalars`` (cuda_kernel: no call adds any), that a fixed name binds them all.
-        ``debug`` (None: ``BRAINEVENT_DEBUG``) adds :data:`DEBUG_OPTIONS`, which key the cache."""
+        """What can be checked before a call: a fixed launch, the name, and, with ``all_scalars`` (no
+        call adds any), that a fixed name binds them all. ``debug`` (None: ``BRAINEVENT_DEBUG``)."""
         if not any(callable(v) for v in launch):
             resolve_config(*launch, vmap_method=vmap_method)  # fail early on a fixed configuration
         elif vmap_method in RANK_CHANGING and launch[:2] != (None, None):  # needs launch_dims, not a grid
@@ -149,8 +145,7 @@ class KernelDef:
 def _prepare_call(
     kernel: KernelDef, vmap_method: str | None, batch_dims: int, arrays: tuple[Any, ...], specs: list[Any]
 ) -> tuple[str, dict[str, Any]] | None:
-    """``BridgedFunction``'s ``prepare``: binds the call's abstract operands (one batch element of
-    each, with batch dims) and prepares the launch; None when nothing is launched."""
+    """``BridgedFunction``'s ``prepare``: the launch for a call's operands; None when nothing runs."""
     from ..calls.bridge import has_work
     from .launch import element_avals, prepare
 

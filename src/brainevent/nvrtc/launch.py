@@ -1,8 +1,6 @@
-"""From a call's abstract operands to a registered cubin launch (launchers/cubin.py), shared by
-``cuda_kernel`` and the ``XLACustomKernel`` backend. Pointer parameters name operands (inputs,
-then outputs); scalars are stored with the registration, so each set of values is its own id.
-The call carries the whole kernel (an attribute), so an exported program needs no trace to run.
-"""
+"""From a call's abstract operands to a registered cubin launch (launchers/cubin.py), for
+``cuda_kernel`` and the ``XLACustomKernel`` backend. Pointer parameters take the operands (inputs,
+then outputs); scalars are stored with the registration; the call carries the whole kernel."""
 
 from __future__ import annotations
 
@@ -158,9 +156,7 @@ def prepare(
     per_batch_element: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """Compile (through the cache), register with the launcher; ``(FFI target, the call's attributes)``.
-
-    ``per_batch_element``: ``inputs`` and ``outputs`` are one element of a batch (the call's
-    batch dims stripped); the launcher runs the kernel once per element of each call."""
+    ``per_batch_element``: the operands are one element of a batch, run once per element."""
     from ..launchers.cubin import Image, kernel_blob, register_kernel
     from ..toolchain.cuda_arch import one_arch
     from .cache import Request, compile_cached

@@ -1,7 +1,5 @@
-"""A ``__global__`` kernel's parameters, read with the project's C++ signature reader: pointers
-receive the arrays, the rest are typed scalars. A template is read through its name expression
-(``"axpy<float>"``), its type parameters replaced by the expression's arguments.
-"""
+"""A ``__global__`` kernel's parameters (pointers receive the arrays, the rest are typed scalars), read
+by the C++ signature reader; a template's through its name expression (``"axpy<float>"``)."""
 
 from __future__ import annotations
 

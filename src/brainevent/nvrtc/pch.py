@@ -1,14 +1,10 @@
-"""NVRTC's precompiled headers (automatic PCH, NVRTC 12.8+) within this process: a later kernel
-whose first includes and options match an earlier one's starts from the state NVRTC saved after
-that one's headers instead of parsing them again. A speed-up only: no key holds it, and a compile
-that finds no PCH gives the same code.
+"""NVRTC's automatic precompiled headers within this process: a kernel whose first includes and
+options match an earlier one's starts from its saved state. A speed-up only: no key holds it.
 
-NVRTC does not check that a PCH's headers are unchanged, so this module does: each PCH is kept
-with the record of what its compile read (cache/deps.py), and removed before the next compile
-once one of those files changed; a compile that used a PCH read what its
-maker read. The newest few PCHs (hundreds of MB each for CCCL) are kept, in a directory of this
-process's own, removed at exit. NVRTC's PCH heap is bounded in the worker (worker.py).
-"""
+NVRTC does not check that a PCH's headers are unchanged, so this module does: each PCH is kept with
+the record of what its compile read (cache/deps.py) and removed once one of those files changed; a
+compile that used a PCH read what its maker read. The newest few PCHs (hundreds of MB for CCCL) are
+kept in a directory of this process's own, removed at exit."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""NVRTC's worker (nvrtc/worker.py): a process of this one's, started by the first compile that
-needs it and kept for the next; libnvrtc is never loaded here. Each compile is a job of the compile
-runner (build/runner.py): on a timeout, Ctrl-C or a crash the worker is killed (nothing else runs
-in it), and the next compile starts another. A cache hit never gets here.
-"""
+"""NVRTC's worker (worker.py), started by the first compile and kept for the next; libnvrtc is never
+loaded here. Each compile is a job of build/runner.py: on a timeout, Ctrl-C or a crash the worker is
+killed, and the next compile starts another."""
 
 from __future__ import annotations
 

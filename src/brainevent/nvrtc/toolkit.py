@@ -1,8 +1,5 @@
-"""What a compile uses besides NVRTC's own code: where libnvrtc is, and the CUDA runtime headers
-(and CCCL). File checks first (wheels, conda, CUDA_HOME, /usr/local/cuda); cuda-pathfinder's
-header search, which costs more, is remembered in the toolchain memo: a cache hit neither loads
-nor starts NVRTC.
-"""
+"""Where libnvrtc and the CUDA runtime headers (and CCCL) are: file checks first (wheels, conda,
+CUDA_HOME, /usr/local/cuda), then cuda-pathfinder's header search, remembered in the toolchain memo."""
 
 from __future__ import annotations
 
@@ -16,8 +13,8 @@ from ..environment import shortcut_environment, variable
 from ..errors import ToolchainError
 from ..fileio import file_stamps
 
-# libnvrtc, newest first: in NVIDIA's wheels (under site-packages), and elsewhere. The system's
-# directories are looked at too (cuda-pathfinder asks the loader, but this process never loads NVRTC).
+# libnvrtc, newest first: in NVIDIA's wheels, and elsewhere, the system's directories too (this
+# process never loads NVRTC, so cuda-pathfinder's way, asking the loader, is not ours).
 _WHEEL_NVRTC = ("nvidia/cu13/lib/libnvrtc.so.13", "nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
 _NVRTC = ("libnvrtc.so.13", "libnvrtc.so.12")
 _SYSTEM_DIRS = (

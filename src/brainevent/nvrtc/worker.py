@@ -1,10 +1,6 @@
-"""NVRTC's own process: it binds libnvrtc and compiles the programs its parent sends, one at a time.
-
-The parent (nvrtc/process.py) starts it as ``python -I -S worker.py LIBRARY``: it imports only the
-standard library, so it is ready in milliseconds, and a crash inside NVRTC ends this process, not
-the user's. Requests and replies are length-prefixed ``marshal`` frames on stdin and stdout (the
-same interpreter writes and reads them); the first frame says which NVRTC was bound.
-"""
+"""NVRTC's own process, started by process.py as ``python -I -S worker.py LIBRARY`` (the standard
+library only: ready in milliseconds; a crash in NVRTC ends it, not the user's process). Requests and
+replies are length-prefixed ``marshal`` frames on stdin and stdout; the first says which NVRTC bound."""
 
 from __future__ import annotations
 
@@ -103,10 +99,8 @@ def _read(lib: ctypes.CDLL, program: ctypes.c_void_p, what: str) -> bytes:
 
 
 def compile_program(lib: ctypes.CDLL, request: dict[str, Any]) -> dict[str, Any]:
-    """One compile of ``request``'s source (bytes), name, names, options and kind, in its cwd (a
-    directory of the parent's own); the reply: result code, its text, log, code, lowered names.
-    ``request["pch"]``: the options for automatic PCH, added where this NVRTC has it; a PCH that
-    ran out of heap is made again, once, with the heap NVRTC asked for: later kernels use it."""
+    """One compile of ``request`` in its ``cwd``; the reply: result code, its text, log, code, lowered
+    names. A PCH (``request["pch"]``) that ran out of heap is made again, once, with the heap asked for."""
     reply = _compile(lib, request)
     needed = reply.pop("pch_needed", 0)
     if 0 < needed <= PCH_HEAP_MAX:

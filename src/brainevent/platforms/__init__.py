@@ -32,10 +32,6 @@ def create(name: str, **options: Any) -> Platform:
     return platform_class(name)(**options)
 
 
-def names() -> tuple[str, ...]:
-    return tuple(BUILD_PLATFORMS)
-
-
 def jax_spellings() -> dict[str, str]:
     """{accepted spelling (lower case): JAX platform name} over every platform."""
     return {s: p.ffi_platform for p in BUILD_PLATFORMS.values() for s in p.ffi_spellings}
@@ -53,4 +49,4 @@ def running_platforms() -> set[str] | None:
     return None
 
 
-__all__ = ["HOST_PLATFORM", "create", "jax_spellings", "names", "platform_class", "running_platforms"]
+__all__ = ["HOST_PLATFORM", "create", "jax_spellings", "platform_class", "running_platforms"]

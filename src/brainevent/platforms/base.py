@@ -21,17 +21,16 @@ UnitCommand = Callable[[int, "SourceUnit"], tuple[tuple[str, ...], tuple[str, ..
 
 class Platform:
     """One kind of artifact: its compilers, flags and link, and how JAX runs it. A subclass
-    names its row of the platform table (devices.py); ``__init_subclass__`` reads the rest."""
+    names its row of the platform table (platform_table.py); ``__init_subclass__`` reads the rest."""
 
     name: ClassVar[str]  # the artifact's kind: manifests and CompiledModule.platform carry it
     jax_platform: ClassVar[str]  # the platform name given to jax.ffi.register_ffi_target
     spellings: ClassVar[tuple[str, ...]]  # what register_ffi_target(platform=) accepts for it
     binding_defines: ClassVar[tuple[str, ...]]  # the decoder's macros (the binding's tag is `name`)
-    # Directories under the build directory that compile steps leave behind: removed before
-    # the entry is published.
+    # Directories under the build directory that compile steps leave behind, removed before publishing.
     scratch_dirs: ClassVar[tuple[str, ...]] = ()
-    # Whether XLA may capture custom calls into graphs that replay kernels without calling
-    # the handler again (CUDA graphs): a reloaded module then needs fresh executables.
+    # XLA may capture its calls into CUDA graphs, which replay kernels without the handler:
+    # a reloaded module then needs fresh executables.
     graph_capture: ClassVar[bool]
     nvcc_link: ClassVar[bool] = False  # nvcc drives the link: OpenMP and library flags spelled for it
     # The FFI handlers are a unit of their own, compiled by the host compiler beside the kernel

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 class CpuPlatform(Platform):
-    name = "cpu"  # its row of the platform table (devices.py) says the rest
+    name = "cpu"  # its row of the platform table (platform_table.py) says the rest
 
     def _unit_commands(self, options: LoadOptions, units: int) -> UnitCommand:
         from .steps import host_unit_command  # build-only, as languages.py below

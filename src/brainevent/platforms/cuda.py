@@ -1,10 +1,6 @@
-"""The CUDA platform: nvcc for the kernel units and the link, the host compiler for the rest.
-
-The FFI handlers are a unit of their own (``binding_apart``), compiled while nvcc compiles the
-kernels; the call-frame decoder is a host object built once per toolchain (stages/decoder.py).
-Everything that knows about nvcc (its flags, kept intermediates, target archs, JAX's CUDA
-plugins and the GPU probe) lives here.
-"""
+"""The CUDA platform: nvcc for the kernel units and the link, the host compiler for the FFI
+handlers (``binding_apart``: compiled while nvcc compiles the kernels) and the shared decoder.
+Everything that knows about nvcc (flags, kept intermediates, archs, JAX's CUDA plugins) is here."""
 
 from __future__ import annotations
 
@@ -23,8 +19,7 @@ from ..toolchain.memo import remembered
 from . import running_platforms
 from .base import Platform, UnitCommand
 
-# The build steps, nvcc's search and the arch tables are imported inside the methods that
-# build: a cache hit reads what it keys from the toolchain memo (see CudaPlatform).
+# The build steps, nvcc's search and the arch tables are imported where a build needs them.
 if TYPE_CHECKING:
     from ..load_options import LoadOptions, SourceUnit
     from ..toolchain.cuda_arch import CudaArch
@@ -37,16 +32,13 @@ _DEBUG_FLAGS = ("-g", "-G", "--device-debug", "-lineinfo", "--generate-line-info
 
 
 class CudaPlatform(Platform):
-    """``compute_capability`` picks the target archs (detected from the GPUs when None).
+    """``compute_capability`` picks the target archs (None: those of the GPUs). What keys a build
+    (nvcc's identity and version, the archs) is remembered per search context (toolchain/memo.py),
+    checked by one ``stat`` of nvcc: a cache hit neither searches for nor runs nvcc. Archs given,
+    pinned or read from JAX's GPUs name the context; archs from the driver (JAX's backends not up
+    yet) are never remembered: a GPU may change."""
 
-    What keys a build (nvcc's identity and version, the archs) is remembered on disk per
-    search context (toolchain/memo.py), checked by one ``stat`` of nvcc: a cache hit
-    neither searches for nvcc nor runs it. The context names the archs: given, pinned, or
-    read from the GPUs JAX runs on once its backends are up (no driver query). Before that,
-    the archs come from the driver and the search runs (a GPU may change: never remembered).
-    """
-
-    name = "cuda"  # its row of the platform table (devices.py) says the rest
+    name = "cuda"  # its row of the platform table (platform_table.py) says the rest
     scratch_dirs = (_KEEP_ROOT,)
     nvcc_link = True
     binding_apart = True  # nvcc's passes over the handlers cost more than a g++ unit beside the kernels
@@ -79,18 +71,12 @@ class CudaPlatform(Platform):
         archs = [a.sm for a in self.archs]
         if self._nvcc is None:
             return None
-        # Warns once per nvcc whose CUDA major differs from JAX's plugin (a path lookup first:
-        # without a plugin there is no mismatch, and reading distributions costs tens of ms).
+        # Warns once per nvcc whose CUDA major differs from JAX's plugin's (there is none without one).
         if self._nvcc.path not in _warned_mismatch and _jax_cuda_plugin_found():
             _warned_mismatch.add(self._nvcc.path)
             check_jax_plugin_match(self._nvcc)
-        path, version = self._nvcc.path, list(self._nvcc.version)
-        return {
-            "nvcc": path,
-            "identity": file_identity(path, missing_ok=False),
-            "version": version,
-            "archs": archs,
-        }
+        nvcc, identity = self._nvcc, file_identity(self._nvcc.path, missing_ok=False)
+        return {"nvcc": nvcc.path, "identity": identity, "version": list(nvcc.version), "archs": archs}
 
     @property
     def archs(self) -> tuple[CudaArch, ...]:
@@ -251,8 +237,8 @@ def _strip_flags(options: LoadOptions) -> list[str]:
 
 
 def _jax_archs() -> list[str] | None:
-    """The compute capabilities ("9.0") of the GPUs JAX runs on once its backends are up and
-    BRAINEVENT_CUDA_ARCH pins none, else None (the driver is asked when the archs are needed)."""
+    """The compute capabilities ("9.0") of JAX's GPUs once its backends are up and
+    BRAINEVENT_CUDA_ARCH pins none, else None (then the driver is asked)."""
     if config.CUDA_ARCH.get() is not None or not (running_platforms() or set()) & set(CudaPlatform.spellings):
         return None
     import jax
@@ -283,12 +269,8 @@ def _search_context(compute_capability: object) -> str | None:
     return "\0".join(str(part) for part in parts)
 
 
-# The modules of the jax-cuda12-plugin and jax-cuda13-plugin distributions (as JAX imports them).
-_JAX_CUDA_PLUGIN_MODULES = ("jax_cuda12_plugin", "jax_cuda13_plugin")
-
-
 def _jax_cuda_plugin_found() -> bool:
     """A path lookup: reading distribution metadata would cost tens of milliseconds."""
     import importlib.util
 
-    return any(importlib.util.find_spec(module) for module in _JAX_CUDA_PLUGIN_MODULES)
+    return any(importlib.util.find_spec(f"jax_cuda{major}_plugin") for major in (12, 13))

@@ -1,10 +1,6 @@
-"""Per-language flags, OpenMP and link checks that every platform shares.
-
-Three languages reach a build: C++ (``.cpp`` units and the binding), CUDA (``.cu``, nvcc) and
-C (``.c``, the host C compiler). The user's one flag list (``extra_cflags`` /
-``extra_cuda_cflags``) serves them all, so a language standard is routed to the units of its
-language, and nvcc's own options never reach the host compilers.
-"""
+"""Per-language flags, OpenMP and link checks that every platform shares. C++, CUDA (nvcc) and C
+(the host C compiler) units share the user's one flag list: a language standard goes to the units
+of its language, and nvcc's own options never reach the host compilers."""
 
 from __future__ import annotations
 
@@ -22,10 +18,9 @@ if TYPE_CHECKING:
 C_SUFFIX = C_SUFFIXES[0]
 C_STANDARD = "-std=gnu17"  # C17 with the GNU extensions most existing C code assumes
 
-# Flags of ours that every host compile gets, whatever its language (through nvcc as
-# -Xcompiler=...). -fvisibility=hidden keeps the shared object's dynamic symbol table to the
-# handlers, which speeds up dlopen. -ffile-prefix-map keeps the (random) staging directory out
-# of debug info and __FILE__, so two clean builds of the same inputs are byte-identical.
+# Flags of ours for every host compile (through nvcc as -Xcompiler=...). -fvisibility=hidden keeps
+# the dynamic symbol table to the handlers (a faster dlopen); -ffile-prefix-map keeps the staging
+# directory out of debug info and __FILE__, so two clean builds are byte-identical.
 HOST_COMMON_FLAGS = ("-fPIC", "-fvisibility=hidden", f"-ffile-prefix-map={BUILD_DIR}=.")
 # And every host C++ compile (the binding's decoder and the C++ units of CPU modules).
 HOST_CXX_FLAGS = ("-std=c++17", *HOST_COMMON_FLAGS)
@@ -131,9 +126,8 @@ def openmp_flags(options: LoadOptions, *, nvcc: bool = False) -> list[str]:
     return ["-Xcompiler=-fopenmp"] if nvcc else ["-fopenmp"]
 
 
-# Every symbol a module uses must resolve when it is linked, not when a GPU host loads it:
-# an undefined one is then a build error naming it (docs/existing-code.md). A user who really
-# wants symbols resolved at load time adds -Wl,-z,undefs (host) or -Xlinker=-z,undefs (nvcc).
+# Every symbol must resolve at link time, not when a GPU host loads the module: an undefined one is a
+# build error naming it (docs/existing-code.md; -Wl,-z,undefs or -Xlinker=-z,undefs undo it).
 HOST_LINK_CHECKS = ("-Wl,-z,defs",)
 NVCC_LINK_CHECKS = ("-Xlinker", "-z,defs")
 

@@ -1,6 +1,5 @@
-"""The pieces every platform builds its compile and link steps from: the generated sources,
-the host compiler's decoder and unit steps, include and library flags, and what the shared
-decoder object is keyed with. Only a build imports this module."""
+"""The pieces every platform builds its compile and link steps from (generated sources, unit and
+glue steps, include and library flags, the decoder's salt). Only a build imports this module."""
 
 from __future__ import annotations
 
@@ -19,13 +18,9 @@ if TYPE_CHECKING:
 
 class GeneratedSources(NamedTuple):
     """What the plan stage wrote for a platform to compile (paths relative to the build directory).
-
     Each kernel unit carries its entry points' trampolines, and their FFI handlers unless the
-    platform compiles those apart, as ``binding`` (``Platform.binding_apart``). The call-frame
-    decoder is shared by every module of a toolchain (stages/decoder.py): it is either
-    already in the build directory as ``decoder`` (fetched from the cache), or ``decoder_source``
-    names its translation unit, to compile into ``decoder`` in this build.
-    """
+    platform compiles those apart (``binding``). The decoder, shared by a toolchain's modules
+    (stages/decoder.py), is in place as ``decoder`` or compiled from ``decoder_source``."""
 
     kernel_units: tuple[tuple[str, SourceUnit], ...]  # (generated unit, the user's unit it wraps)
     decoder: str  # the decoder object every link takes
@@ -45,12 +40,8 @@ def host_glue_step(cxx: Sequence[str], source: str, output: str, description: st
     from ..build.step import BuildStep  # build-only: a cache hit never imports it
     from .languages import HOST_CXX_FLAGS
 
-    return BuildStep(
-        output=output,
-        inputs=(source,),
-        command=(*cxx, *HOST_CXX_FLAGS, "-O2", *binding_include_flags(), "-c", source, "-o", output),
-        description=description,
-    )
+    command = (*cxx, *HOST_CXX_FLAGS, "-O2", *binding_include_flags(), "-c", source, "-o", output)
+    return BuildStep(output, (source,), command, description)
 
 
 def binding_include_flags() -> tuple[str, ...]:
@@ -59,8 +50,8 @@ def binding_include_flags() -> tuple[str, ...]:
 
 
 def decoder_salt(platform: str) -> dict[str, Any]:
-    """What a decoder object of build platform ``platform`` depends on beyond its command and
-    source: the host compiler, XLA's C API and our headers (the object cache keys it with these)."""
+    """What a decoder object of ``platform`` depends on beyond its command and source (the object
+    cache keys it with these)."""
     from .._version import BINDING_SCHEMA, __version__
     from ..headers import package_headers_digest
 
@@ -81,9 +72,8 @@ def unit_step(
     link: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> BuildStep:
     """Compile kernel unit ``i`` (``command``: all but the output and depfile flags) to ``k<i>.o``;
-    with ``link`` (the link's own flags, and the user's, which come after the inputs) compile the
-    only unit and link it with the decoder, in one compiler call. The compiler lists every file its
-    preprocessor opened in the depfile: the cache records them."""
+    with ``link`` (the link's own flags, and the user's, which follow the inputs) compile the only
+    unit and link it with the decoder in one call. The depfile lists what the compiler read."""
     from ..build.step import BuildStep
 
     path, unit = sources.kernel_units[i]

@@ -1,11 +1,6 @@
-"""GPU architectures, the one place for them: parsing what users write, detecting the GPUs'
-(CUDA driver API, or JAX's devices), and spelling them for nvcc, NVRTC, Triton and Numba.
-
-:func:`parse_compute_capability` takes every spelling ("8.6", "86", "sm_86", "compute_90a",
-86, 8.6, (8, 6), "sm_80,sm_90", lists) to sorted, distinct :class:`CudaArch` values, or
-raises :class:`ArchError`. :func:`resolve_archs` picks what a build targets. This module
-reads no settings (its caller passes the pin), so :mod:`brainevent.config` can use it.
-"""
+"""GPU architectures, the one place for them: parsing every spelling users write, detecting the
+GPUs' (CUDA driver API, or JAX's devices), what an nvcc can target, and spelling them for nvcc,
+NVRTC, Triton and Numba. It reads no settings (callers pass the pin), so config can use it."""
 
 from __future__ import annotations
 
@@ -60,9 +55,6 @@ class CudaArch(NamedTuple):
 
     def __str__(self) -> str:
         return self.sm
-
-
-# ----------------------------------------------------------------------------- parsing
 
 
 def _bad(value: object, why: str) -> ArchError:
@@ -131,10 +123,7 @@ def nvrtc_arch(value: object) -> str:
     return arch.compute if str(value).strip().lower().startswith("compute_") else arch.sm
 
 
-# ----------------------------------------------------------------------- nvcc flags
-
-
-def gencode_flags(archs: Iterable[CudaArch], ptx_for_highest: bool = True) -> list[str]:
+def gencode_flags(archs: Iterable[CudaArch]) -> list[str]:
     """``-gencode`` flags: SASS for every arch, plus PTX for the highest generic one. Explicit flags,
     never ``-arch=native``: without a GPU that silently picks sm_75."""
     ordered = sorted(set(archs))
@@ -142,17 +131,13 @@ def gencode_flags(archs: Iterable[CudaArch], ptx_for_highest: bool = True) -> li
     # PTX lets a future GPU JIT-compile the module; PTX for sm_90a or sm_100f runs only on
     # that arch (or family), so it is embedded for the highest arch *without* a suffix.
     generic = [a for a in ordered if not a.suffix]
-    if ptx_for_highest and generic:
+    if generic:
         flags.append(f"-gencode=arch={generic[-1].compute},code={generic[-1].compute}")
     return flags
 
 
-# ------------------------------------------------------------- what nvcc can target
-
-
-# (first nvcc version, lowest arch, highest generic arch, suffixes) per release, from
-# nvcc --list-gpu-code (13.0 and 13.5 read on this project's machines). An nvcc newer than
-# the last row keeps its minimum but has no known maximum: we don't guess what it added.
+# (first nvcc version, lowest arch, highest generic arch, suffixes) per release, from nvcc
+# --list-gpu-code. An nvcc newer than the last row keeps its minimum but has no known maximum.
 _ARCH_SUPPORT: tuple[tuple[tuple[int, int], CudaArch, CudaArch, str], ...] = (
     ((11, 0), CudaArch(3, 5), CudaArch(8, 0), ""),
     ((11, 1), CudaArch(3, 5), CudaArch(8, 6), ""),
@@ -221,9 +206,6 @@ def check_archs_supported(archs: Iterable[CudaArch], nvcc_version: tuple[int, in
         archs=tuple(a.sm for a, _ in problems),
         nvcc_version=tuple(nvcc_version),
     )
-
-
-# ------------------------------------------------------------------ which archs now
 
 
 def resolve_archs(

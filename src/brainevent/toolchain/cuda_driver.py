@@ -1,8 +1,6 @@
-"""Ask the NVIDIA driver (``libcuda.so.1`` through ``ctypes``: no JAX, no toolkit) which GPUs
-are visible and their compute capability; :mod:`.cuda_arch` turns that into archs.
-:func:`probe_devices` never raises: without a GPU it says why, worded for that machine.
-``cuInit`` ties the process to the driver: like JAX, do not ``fork`` and use CUDA after it.
-"""
+"""Ask the NVIDIA driver (``libcuda.so.1`` through ``ctypes``: no JAX, no toolkit) which GPUs are
+visible and their compute capability. :func:`probe_devices` never raises: without a GPU it says why.
+``cuInit`` ties the process to the driver: like JAX, do not ``fork`` and use CUDA after it."""
 
 from __future__ import annotations
 
@@ -20,12 +18,8 @@ logger = logging.getLogger(__name__)
 # The driver library name per platform: only the versioned soname is always present.
 _DRIVER_LIBRARY: str = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 
-# CUdevice_attribute values; unchanged from CUDA 12 to 13.
-_ATTR_CC_MAJOR = 75
-_ATTR_CC_MINOR = 76
-
-_CUDA_SUCCESS = 0
-_CUDA_ERROR_NO_DEVICE = 100
+_ATTR_CC_MAJOR, _ATTR_CC_MINOR = 75, 76  # CUdevice_attribute values, unchanged from CUDA 12 to 13
+_CUDA_SUCCESS, _CUDA_ERROR_NO_DEVICE = 0, 100
 
 # Names for the CUresult codes a probe may plausibly meet, with a hint each.
 _CURESULT_HINTS: dict[int, str] = {
@@ -59,7 +53,6 @@ class DriverProbe:
     driver_version: int | None = None  # e.g. 13000 for a CUDA 13.0 driver
     devices: tuple[DeviceInfo, ...] = ()
     reason: str = ""
-    library: str = _DRIVER_LIBRARY
     seconds: float = 0.0
 
 
@@ -99,23 +92,22 @@ def _probe(library: str) -> DriverProbe:
             reason = f"no NVIDIA driver ({library}) is installed: this looks like a machine without a GPU"
         else:
             reason = f"cannot load the driver library {library!r}: {exc}"
-        return DriverProbe(False, reason=reason, library=library)
+        return DriverProbe(False, reason=reason)
 
     try:
         code = lib.cuInit(0)
         if code not in (_CUDA_SUCCESS, _CUDA_ERROR_NO_DEVICE):
-            reason = f"the NVIDIA driver failed to initialise ({_describe(code)})"
-            return DriverProbe(False, reason=reason, library=library)
+            return DriverProbe(False, reason=f"the NVIDIA driver failed to initialise ({_describe(code)})")
         driver_version, devices = _query(lib) if code == _CUDA_SUCCESS else (None, ())
     except (RuntimeError, AttributeError) as exc:
         # AttributeError: a library without one of the entry points is not a driver.
-        return DriverProbe(False, reason=f"the NVIDIA driver query failed: {exc}", library=library)
+        return DriverProbe(False, reason=f"the NVIDIA driver query failed: {exc}")
     if not devices:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         note = "CUDA_VISIBLE_DEVICES is unset" if visible is None else f"CUDA_VISIBLE_DEVICES={visible!r}"
         reason = f"no CUDA device is visible ({note})"
-        return DriverProbe(False, driver_version=driver_version, reason=reason, library=library)
-    return DriverProbe(True, driver_version=driver_version, devices=devices, library=library)
+        return DriverProbe(False, driver_version=driver_version, reason=reason)
+    return DriverProbe(True, driver_version=driver_version, devices=devices)
 
 
 @functools.cache
@@ -127,7 +119,7 @@ def probe_devices(library: str = _DRIVER_LIBRARY) -> DriverProbe:
         result = _probe(library)
     except Exception as exc:  # a probe must never take the caller down
         logger.debug("driver probe failed unexpectedly", exc_info=True)
-        result = DriverProbe(False, reason=f"the driver probe failed: {exc!r}", library=library)
+        result = DriverProbe(False, reason=f"the driver probe failed: {exc!r}")
     result = dataclasses.replace(result, seconds=time.perf_counter() - start)
     logger.debug("driver probe of %s: %s", library, result)
     return result

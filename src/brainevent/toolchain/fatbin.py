@@ -1,7 +1,5 @@
-"""Which GPU code a compiled artifact carries: the entries of its ``.nv_fatbin`` section, read from the
-ELF64 section headers and the fat-binary container, so tests and ``brainevent cache info`` tell sm_80
-SASS from compute_90 PTX without cuobjdump (which pip-installed toolkits do not ship).
-"""
+"""Which GPU code an artifact carries: the entries of its ELF64 ``.nv_fatbin`` section, so tests and
+``brainevent cache info`` tell SASS from PTX without cuobjdump (pip-installed toolkits lack it)."""
 
 from __future__ import annotations
 

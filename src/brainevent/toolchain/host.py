@@ -1,7 +1,5 @@
-"""The host C++ compiler: ``BRAINEVENT_CXX``, then ``CXX``, then conda's, then PATH. Finding it runs no
-subprocess: the cache key uses the compiler's file identity (resolved path, size, modification time),
-so a cache hit never asks for a version.
-"""
+"""The host C++ compiler: ``BRAINEVENT_CXX``, then ``CXX``, then conda's, then PATH. Finding it runs
+no subprocess: the key holds the compiler's file identity, so a cache hit never asks for a version."""
 
 # Not `from __future__ import annotations`: a NamedTuple compiles string annotations (docs/architecture.md).
 import os

@@ -1,10 +1,6 @@
-"""What the host C++ compiler says about itself (its version and built-in include directories,
-from one preprocessor run), and which host compilers an nvcc accepts.
-
-nvcc's ``crt/host_config.h`` stops the build with an ``#error`` when the host compiler
-is newer than that CUDA release supports. We check the same rule up front so the error
-names the compiler, its version, the limit and the two ways out.
-"""
+"""What the host C++ compiler says about itself (version and built-in include directories, from one
+preprocessor run), and which host compilers an nvcc accepts: the rule of its ``crt/host_config.h``,
+checked up front so that the error names the compiler, its version, the limit and the ways out."""
 
 from __future__ import annotations
 
@@ -41,9 +37,8 @@ class HostLimit(NamedTuple):
     clang_max: int
 
 
-# From each release's crt/host_config.h; 13.0 and 13.5 were read on this project's
-# machines. Releases outside every row (11.x, 13.1-13.4, 13.6+) are read from the
-# toolkit's own header instead of being guessed.
+# From each release's crt/host_config.h. Releases outside every row (11.x, 13.1-13.4, 13.6+)
+# are read from the toolkit's own header instead of being guessed.
 HOST_LIMITS: tuple[HostLimit, ...] = (
     HostLimit((12, 0), (12, 0), gcc_max=12, clang_max=14),
     HostLimit((12, 1), (12, 1), gcc_max=12, clang_max=15),
@@ -76,8 +71,6 @@ def host_limit_from_header(root: str) -> HostLimit | None:
             return HostLimit((0, 0), (0, 0), gcc_max=int(gcc_over[1]), clang_max=int(clang_at[1]) - 1)
     return None
 
-
-# ------------------------------------------------------- what the host compiler says
 
 # Headers under these are the machine's own installs, not part of the compiler: they are
 # recorded and checked like the user's, although the compiler searches them by default.

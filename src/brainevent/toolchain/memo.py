@@ -1,8 +1,6 @@
-"""A small on-disk memo of toolchain probes (versions, wrapper targets, search answers): probing a
-compiler runs it, and a cache hit must run no subprocess. Entries are keyed by the probed file's identity
-(real path, size, mtime) or the environment searched, so a change asks again. Failures are never
-remembered; in a cache root that fails the cache's ownership checks, or is not writable, the probe runs.
-"""
+"""An on-disk memo of toolchain probes (versions, wrapper targets, search answers): a cache hit must
+run no subprocess. Keyed by the probed file's identity or the environment searched, so a change asks
+again; failures are never remembered; in an untrusted or read-only cache root the probe runs."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Find nvcc. NVIDIA's cuda-pathfinder searches the usual places (its wheels, conda,
-CUDA_PATH/CUDA_HOME, the CUDA runtime's toolkit); around it we keep what it does not do:
-``BRAINEVENT_NVCC``, ``PATH`` (wrapper scripts followed to the real toolkit), default roots,
-the version probe, ``found_via`` and why each candidate was rejected, the CUDA 12 wheels'
-missing nvcc, and the match against JAX's CUDA plugin. docs/toolchain.md gives the order.
-"""
+"""Find nvcc. NVIDIA's cuda-pathfinder searches the usual places; around it: ``BRAINEVENT_NVCC``,
+``PATH`` (wrapper scripts followed to the real toolkit), default roots, the version probe, why each
+candidate was rejected, and the match against JAX's CUDA plugin. docs/toolchain.md gives the order."""
 
 from __future__ import annotations
 
@@ -51,7 +48,7 @@ _INSTALL_HINT = (
     "conda's toolkit (conda install -c conda-forge cuda-nvcc); or a system CUDA toolkit. "
     "Or point BRAINEVENT_NVCC at an nvcc binary."
 )
-_CU12_HINT = (
+CU12_HINT = (
     "CUDA 12 pip wheels (nvidia-cuda-nvcc-cu12, as installed by jax[cuda12] and "
     "brainevent[cuda12]) ship no nvcc, only ptxas. Get a CUDA 12 nvcc in one of two ways: "
     "conda install -c conda-forge cuda-nvcc cuda-version=12.9 in the active conda environment "
@@ -88,9 +85,6 @@ class NvccInfo(NamedTuple):
     @property
     def version_string(self) -> str:
         return f"{self.version[0]}.{self.version[1]}"
-
-
-# ------------------------------------------------------------------ one binary
 
 
 class _Unusable(Exception):
@@ -210,11 +204,8 @@ def _inspect(candidate: Candidate) -> NvccInfo:
     return NvccInfo(real, str(Path(real).parent.parent), version, candidate.found_via)
 
 
-# ------------------------------------------------------------------ the search
-
-
 class SearchContext(NamedTuple):
-    """The inputs of one search, gathered once so steps stay pure and the result memoizable."""
+    """The inputs of one search, gathered once: the steps stay pure and the result memoizable."""
 
     explicit: str | None
     env_nvcc: str | None
@@ -224,8 +215,7 @@ class SearchContext(NamedTuple):
     default_roots: tuple[str, ...]
     prefer: str
     pathfinder: bool
-    # The toolchain environment (LD_LIBRARY_PATH, the loader's, among it) and the loader's cache:
-    # pathfinder's lookup depends on them, so a change to either is a new search.
+    # pathfinder's lookup depends on the environment (LD_LIBRARY_PATH...) and the loader's cache.
     environment: tuple[tuple[str, str], ...]
     ld_cache_stamp: str
 
@@ -267,9 +257,8 @@ def _step_pathfinder(ctx: SearchContext) -> list[Candidate]:
             found.append(Candidate(os.path.join(bin_dir, _EXE), _CU12_VIA, f"rejected: {_CU12_WHY}"))
     if not ctx.pathfinder:
         return found
-    # Its last step asks the dynamic loader in a child Python (~0.1-0.5 s), so the answer is
-    # remembered, keyed by the places it looks at and their stamps (installing
-    # or removing a wheel or a toolkit changes one); an answer since vanished is asked again.
+    # Its last step asks the loader in a child Python (~0.1-0.5 s): the answer is remembered by
+    # the stamps of the places it looks at (an install changes one), asked again once vanished.
     dirs = [*ctx.site_dirs, *(os.path.join(r, "bin") for _, r in ctx.env_roots), "/etc/ld.so.cache"]
     places = f"{file_stamps(dirs)}\0{ctx.environment}"
     try:
@@ -288,8 +277,7 @@ def _ask_pathfinder() -> str:
     pathfinder.find_nvidia_binary_utility.cache_clear()
     pathfinder.get_cuda_path_or_home.cache_clear()
     try:
-        with warnings.catch_warnings():  # CUDA_PATH and CUDA_HOME differ: CUDA_PATH wins (docs say so)
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):  # CUDA_PATH and CUDA_HOME differ: CUDA_PATH wins
             path = pathfinder.find_nvidia_binary_utility("nvcc")
     except Exception as exc:  # e.g. its loader probe failed: a miss, with the reason kept
         raise LookupError(f"it failed: {exc}") from None
@@ -331,10 +319,8 @@ SEARCH_STEPS: dict[str, tuple[_Step, ...]] = {
 def find_nvcc(
     explicit: str | None = None, *, default_roots: Sequence[str] = DEFAULT_ROOTS, pathfinder: bool = True
 ) -> NvccInfo:
-    """A usable nvcc, else an NvccNotFoundError listing every place searched. ``default_roots``
-    replaces the real ones and ``pathfinder=False`` skips cuda-pathfinder (for tests on a machine
-    whose loader knows a toolkit). Remembered per search context (environment, arguments), a
-    failure never."""
+    """A usable nvcc, else an NvccNotFoundError listing every place searched; remembered per search
+    context, a failure never. ``default_roots`` and ``pathfinder=False`` are for tests."""
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     ctx = SearchContext(
         explicit=explicit,
@@ -384,7 +370,7 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
     # The first line is what a user of pip's CUDA 12 stack reads first: say it there.
     first = "nvcc was not found (pip's CUDA 12 wheels carry none)" if cu12 else "nvcc was not found"
     raise NvccNotFoundError(
-        first + ". Searched, in order:\n" + "\n".join(lines) + "\n" + (_CU12_HINT if cu12 else _INSTALL_HINT),
+        first + ". Searched, in order:\n" + "\n".join(lines) + "\n" + (CU12_HINT if cu12 else _INSTALL_HINT),
         candidates=tuple(considered),
         cuda12_wheels_only=cu12,
     )
@@ -393,9 +379,6 @@ def _find_in_context(ctx: SearchContext) -> NvccInfo:
 def clear_version_cache() -> None:
     """Forgets every nvcc search result of this process (versions and wrappers live in the memo)."""
     _find_in_context.cache_clear()
-
-
-# --------------------------------------------------------- nvcc vs JAX's CUDA plugin
 
 
 def installed_jax_cuda_plugins() -> dict[str, tuple[str, int]]:

@@ -1,9 +1,6 @@
-"""NVIDIA libraries a module links (``extra_libraries=["cublas", "curand"]``), found by NVIDIA's
-``cuda-pathfinder`` (wheels, conda, the system; it says how: ``found_via``). On top of it: the
-compile and link flags, the cache key's identity of each library, typed errors, and loading each
-library before the module is opened, so its ``DT_NEEDED`` entry resolves to the copy linked.
-``cuda.pathfinder`` is imported only when a load names libraries (it costs ~0.2 s).
-"""
+"""NVIDIA libraries a module links (``extra_libraries=["cublas"]``), found by ``cuda-pathfinder``
+(imported only then: ~0.2 s). On top of it: flags, the key's identity of each library, typed errors,
+and loading each before the module opens, so its ``DT_NEEDED`` entry resolves to the copy linked."""
 
 from __future__ import annotations
 
