@@ -194,13 +194,9 @@ def load_cuda_file(
 def load_cuda_dir(
     path: str | os.PathLike[str], functions: Any = None, *, name: str | None = None, **kwargs: Any
 ) -> CompiledModule:
-    """Compile every ``.cu``/``.cpp``/``.c`` file of a directory, each as its own object, in parallel.
-
-    ``.cu`` and C++ files go through nvcc; ``.c`` files to the host C compiler.
-
-    Headers beside the sources are on the include path and tracked in the cache key;
-    objects are cached by content, so editing one file rebuilds one object and the link.
-    """
+    """Compile every ``.cu``/``.cpp``/``.c`` file of a directory, each as its own object, in
+    parallel (``.c`` files by the host C compiler, the rest by nvcc); ``name`` defaults to the
+    directory's name. Headers and objects as in ``load_cpp_dir``; keywords as ``load_cuda_inline``."""
     return load(paths_request(CUDA, "load_cuda_dir", path, functions, name, kwargs, directory=True))
 
 
