@@ -73,8 +73,7 @@ def run_plan(
     previous = Manifest.load(store.entry_dir(key.exact))
     known = _scanned_headers(request) + list(previous.dependencies if previous else ())
     before = snapshot(known + [p for cached in reused.values() for p in cached])
-    started_ns = time.time_ns()
-    started = time.monotonic()
+    started_ns, started = time.time_ns(), time.monotonic()  # when the build began; for its duration
     try:
         run_build(staging, todo, workers=options.ninja_workers, verbose=options.verbose, module=options.name)
     except CompileError as exc:
