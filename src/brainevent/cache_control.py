@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 
 from . import config
+from .cache import inside_name
 from .errors import SpecError
 from .trust import check_root
 
@@ -50,10 +50,8 @@ def clear_cache(name: str | None = None) -> int:
     """
     from .cache.admin import clear
 
-    # A module's entries live in one folder named after it: anything that is not a single
-    # plain path component could reach outside the cache.
-    plain = isinstance(name, str) and name[:1] not in ("", ".") and name == Path(name).name
-    if name is not None and not plain:
+    # A module's entries live in one folder named after it: anything else could reach outside the cache.
+    if name is not None and not inside_name(name):
         raise SpecError(
             f"clear_cache(name={name!r}): expected the name of a loaded module (e.g. 'my_kernels'), "
             "or None to clear every module",

@@ -18,9 +18,7 @@ from .platform_table import BUILD_PLATFORMS, CUDA_PLATFORM, HOST_PLATFORM
 if TYPE_CHECKING:
     import argparse
 
-# The build platforms the options table names (platform_table.py).
-CPU = HOST_PLATFORM
-CUDA = CUDA_PLATFORM
+CPU, CUDA = HOST_PLATFORM, CUDA_PLATFORM  # the build platforms the options table names
 
 
 class SourceUnit(NamedTuple):

@@ -147,19 +147,10 @@ def load_cuda_inline(
         cpp_sources: Host C++ source compiled as a second unit of the same module (as
             ``torch.utils.cpp_extension.load_inline`` has it); entry points may live in either.
         extra_cuda_cflags: Additional nvcc flags.
-        extra_ldflags: Additional link flags.
-        extra_include_paths: Additional include directories.
-        build_directory: Use this directory as the cache root.
-        verbose: Log the build's commands and progress to stderr.
         compute_capability: GPU architecture(s), e.g. ``"sm_86"``, ``"8.6"``, ``"90a"`` or a
             list; detected from the visible GPUs (or ``BRAINEVENT_CUDA_ARCH``) if None.
-        force_rebuild: Compile even if an identical build is cached.
-        replace: Let this module take over FFI targets that another module registered
-            (same ``target_prefix`` and function name); without it that is a
-            ``RegistrationError``. Reloading the same module never needs it.
         auto_register: Register each function as the JAX FFI target
             ``"<target_prefix or name>.<func>"`` on platform CUDA.
-        target_prefix: Prefix for the target names.
         ninja_workers: Parallel compile jobs (default: all CPUs).
         optimization_level: ``-O<n>`` for host and device code, 0 to 3 (default 3).
         use_fast_math: Pass ``--use_fast_math`` to nvcc.
@@ -172,6 +163,9 @@ def load_cuda_inline(
         openmp: Compile and link host code with OpenMP (``-Xcompiler=-fopenmp``; the same as
             giving ``-fopenmp`` in ``extra_cuda_cflags``).
         debug: Build with ``-g -lineinfo -O0`` and ``BE_DEBUG=1``; None reads ``BRAINEVENT_DEBUG``.
+
+    ``extra_ldflags``, ``extra_include_paths``, ``build_directory``, ``verbose``,
+    ``force_rebuild``, ``replace`` and ``target_prefix`` are as in ``load_cpp_inline``.
     """
     sources = ("name", "cuda_sources", "functions", "cpp_sources")
     keywords = {k: v for k, v in locals().items() if k not in sources}
@@ -200,13 +194,9 @@ def load_cuda_file(
 def load_cuda_dir(
     path: str | os.PathLike[str], functions: Any = None, *, name: str | None = None, **kwargs: Any
 ) -> CompiledModule:
-    """Compile every ``.cu``/``.cpp``/``.c`` file of a directory, each as its own object, in parallel.
-
-    ``.cu`` and C++ files go through nvcc; ``.c`` files to the host C compiler.
-
-    Headers beside the sources are on the include path and tracked in the cache key;
-    objects are cached by content, so editing one file rebuilds one object and the link.
-    """
+    """Compile every ``.cu``/``.cpp``/``.c`` file of a directory, each as its own object, in
+    parallel (``.c`` files by the host C compiler, the rest by nvcc); ``name`` defaults to the
+    directory's name. Headers and objects as in ``load_cpp_dir``; keywords as ``load_cuda_inline``."""
     return load(paths_request(CUDA, "load_cuda_dir", path, functions, name, kwargs, directory=True))
 
 

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from .errors import CacheError
-from .fileio import atomic_write, make_dir
+from .fileio import make_dir
 
 _FIX = (
     "Point BRAINEVENT_CACHE_DIR (or build_directory=) at a directory only you can write, "
@@ -95,7 +95,6 @@ def private_dir(path: Path, *, create: bool, fix: str = _FIX, tighten: bool = Tr
     """Checks (or creates, mode 0700) one of our directories, tightening one too open unless
     ``tighten`` is off (then one that others can write is refused); False if absent and not
     created. A link, another owner or a non-directory is refused."""
-    key = str(path)
     st = _examine(path, fix=fix)
     if st is None:
         if not create:
@@ -105,9 +104,8 @@ def private_dir(path: Path, *, create: bool, fix: str = _FIX, tighten: bool = Tr
         except (FileExistsError, NotADirectoryError):
             pass  # another process made something there meanwhile: checked below like any other
         except OSError as exc:
-            raise CacheError(
-                f"cannot create cache directory {path}: {exc.strerror}. {fix}", path=key
-            ) from exc
+            message = f"cannot create cache directory {path}: {exc.strerror}. {fix}"
+            raise CacheError(message, path=str(path)) from exc
         st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
         raise _refuse(path, "is a symbolic link, which the cache never creates", fix)
@@ -169,12 +167,6 @@ def check_root(root: Path, *, create: bool, fix: str = _FIX) -> bool:
     return True
 
 
-def private_tree(root: Path, directories: tuple[Path, ...], *, create: bool) -> bool:
-    """The cache root, then each of our ``directories`` below it, in order (see
-    :func:`check_root` and :func:`private_dir`); False at the first that does not exist."""
-    return check_root(root, create=create) and all(private_dir(d, create=create) for d in directories)
-
-
 def private_file(path: Path, fix: str = _FIX) -> bool:
     """True if ``path`` is a regular file of ours that others cannot write; False if absent."""
     st = _examine(path)
@@ -187,11 +179,6 @@ def private_file(path: Path, fix: str = _FIX) -> bool:
     if st.st_mode & 0o022:
         raise _refuse(path, f"is writable by other users (mode {stat.S_IMODE(st.st_mode):o})", fix)
     return True
-
-
-# Cache files are written private (0600) and atomically: a planted link is replaced, never
-# written through.
-write_private = atomic_write
 
 
 def harden_tree(directory: Path, executable: str | None = None) -> None:

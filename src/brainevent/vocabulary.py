@@ -1,7 +1,7 @@
 """The binding vocabulary: the words that Python and the generated C++ must agree on.
 
 Parameter roles, scalar types and the binding's platform tags, defined once (exported symbol
-names come from :mod:`brainevent.headers`). The C++ headers spell the same values
+names: :mod:`brainevent.headers`). The C++ headers spell the same values
 (``BE::DType`` in ``brainevent/dtype.h``, ``BE::ffi::Role`` and ``BE::ffi::Platform`` in
 ``brainevent/ffi_function.h``), and a test checks them against this module. Every lookup
 raises on a value it does not know, so a value added on one side only fails loudly.
@@ -13,11 +13,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Never, NoReturn
 
-# Re-exported: the code generator and the tests read every binding name from here.
-from .headers import entry_symbol as entry_symbol
-from .headers import forward_symbol as forward_symbol
-from .headers import handler_symbol as handler_symbol
-from .headers import impl_symbol as impl_symbol
 from .platform_table import BUILD_PLATFORMS
 
 
@@ -82,11 +77,6 @@ def scalar(name: str) -> ScalarType:
     return found
 
 
-def dtype_enum(name: str) -> str:
-    """The ``BE::DType`` enumerator of the scalar type ``name`` (e.g. ``"Float32"``)."""
-    return scalar(name).cxx_enum
-
-
 # The platforms the binding can decode a call frame for: tag -> (``BE::ffi::Platform``
 # enumerator, its value).
 PLATFORM_ENUM: dict[str, tuple[str, int]] = {tag: p.binding_enum for tag, p in BUILD_PLATFORMS.items()}
@@ -114,21 +104,6 @@ class BindingTarget:
     @property
     def cxx_enum(self) -> str:
         return PLATFORM_ENUM[self.tag][0]
-
-
-# The targets of the two built-in platforms, for callers that still name a platform by its
-# tag; the platform modules supply their own BindingTarget.
-BUILTIN_TARGETS: dict[str, BindingTarget] = {
-    tag: BindingTarget(tag, p.binding_defines) for tag, p in BUILD_PLATFORMS.items()
-}
-
-
-def builtin_target(tag: str) -> BindingTarget:
-    found = BUILTIN_TARGETS.get(tag)
-    if found is None:
-        known = ", ".join(BUILTIN_TARGETS)
-        raise ValueError(f"no built-in binding target for platform {tag!r}; known: {known}")
-    return found
 
 
 def unhandled(value: Never, where: str) -> NoReturn:

@@ -14,7 +14,9 @@ import pytest
 
 from brainevent.codegen import render_binding, render_decoder, render_kernel_unit
 from brainevent.headers import INCLUDE_DIR, xla_include_dir
+from brainevent.platform_table import BUILD_PLATFORMS
 from brainevent.spec.model import FunctionSpec, Param, Role
+from brainevent.vocabulary import BindingTarget
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -77,26 +79,27 @@ void vector_add(const BE::Tensor a, const BE::Tensor b, BE::Tensor out, int64_t 
 void scale_by(const BE::Tensor x, BE::Tensor out, float scale_factor, const int64_t& count, int64_t stream) {}
 """
 
+# The binding targets of the built-in platforms, as the platform table describes them.
+CPU, CUDA = (BindingTarget(tag, BUILD_PLATFORMS[tag].binding_defines) for tag in ("cpu", "cuda"))
+
 CASES = {
-    "binding_cpu.cpp": lambda: render_binding("my_kernels", [VECTOR_ADD, SCALE_BY], platform="cpu"),
-    "binding_cuda.cpp": lambda: render_binding("my_kernels", [VECTOR_ADD], platform="cuda"),
+    "binding_cpu.cpp": lambda: render_binding("my_kernels", [VECTOR_ADD, SCALE_BY], target=CPU),
+    "binding_cuda.cpp": lambda: render_binding("my_kernels", [VECTOR_ADD], target=CUDA),
     "kernel_unit.cpp": lambda: render_kernel_unit(
         "my_kernels.cpp",
         USER_SOURCE,
         [VECTOR_ADD, SCALE_BY],
-        render_binding("my_kernels", [VECTOR_ADD, SCALE_BY], platform="cpu"),
+        render_binding("my_kernels", [VECTOR_ADD, SCALE_BY], target=CPU),
     ),
-    "binding_declared_cpu.cpp": lambda: render_binding("declared_kernels", [DECLARED], platform="cpu"),
-    "decoder_cpu.cpp": lambda: render_decoder(platform="cpu"),
-    "decoder_cuda.cpp": lambda: render_decoder(platform="cuda"),
-    "binding_scratch_cuda.cpp": lambda: render_binding(
-        "scratch_kernels", [SUM_WITH_SCRATCH], platform="cuda"
-    ),
+    "binding_declared_cpu.cpp": lambda: render_binding("declared_kernels", [DECLARED], target=CPU),
+    "decoder_cpu.cpp": lambda: render_decoder(target=CPU),
+    "decoder_cuda.cpp": lambda: render_decoder(target=CUDA),
+    "binding_scratch_cuda.cpp": lambda: render_binding("scratch_kernels", [SUM_WITH_SCRATCH], target=CUDA),
     "kernel_unit_scratch.cpp": lambda: render_kernel_unit(
         "scratch_kernels.cpp",
         SCRATCH_SOURCE,
         [SUM_WITH_SCRATCH],
-        render_binding("scratch_kernels", [SUM_WITH_SCRATCH], platform="cpu"),
+        render_binding("scratch_kernels", [SUM_WITH_SCRATCH], target=CPU),
     ),
 }
 

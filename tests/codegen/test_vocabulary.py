@@ -10,25 +10,27 @@ from pathlib import Path
 import pytest
 
 from brainevent.codegen import render_binding, render_decoder, render_kernel_unit
-from brainevent.headers import INCLUDE_DIR, xla_include_dir
+from brainevent.headers import (
+    INCLUDE_DIR,
+    entry_symbol,
+    forward_symbol,
+    handler_symbol,
+    impl_symbol,
+    xla_include_dir,
+)
+from brainevent.platform_table import BUILD_PLATFORMS
 from brainevent.spec.bind import bind_tokens
 from brainevent.spec.model import FunctionSpec, Param, Role
 from brainevent.spec.signature import find_signature
 from brainevent.spec.tokens import SpecToken
 from brainevent.vocabulary import (
-    BUILTIN_TARGETS,
     INVALID_DTYPE,
     PLATFORM_ENUM,
     ROLE_ENUM,
     SCALAR_TYPES,
     SCALARS,
     BindingTarget,
-    builtin_target,
-    dtype_enum,
-    entry_symbol,
-    forward_symbol,
-    handler_symbol,
-    impl_symbol,
+    scalar,
 )
 
 HEADERS = INCLUDE_DIR / "brainevent"
@@ -136,10 +138,14 @@ SPEC = FunctionSpec(
 EMPTY = FunctionSpec("nothing", (), "k.cpp", 9)
 
 
-@pytest.mark.parametrize("tag", sorted(BUILTIN_TARGETS))
+def _builtin(tag: str) -> BindingTarget:
+    return BindingTarget(tag, BUILD_PLATFORMS[tag].binding_defines)
+
+
+@pytest.mark.parametrize("tag", sorted(PLATFORM_ENUM))
 def test_binding_exports_the_vocabulary_symbols(tag: str, gxx: str, tmp_path: Path) -> None:
     source = tmp_path / "binding.cpp"
-    source.write_text(render_binding("m", [SPEC, EMPTY], target=builtin_target(tag)))
+    source.write_text(render_binding("m", [SPEC, EMPTY], target=_builtin(tag)))
     _compile(gxx, source, tmp_path / "binding.o")
     defined, undefined = _defined_symbols(tmp_path / "binding.o")
     for f in ("scale", "nothing"):
@@ -155,9 +161,6 @@ def test_binding_target_names_the_platform_macro() -> None:
     assert ", Cuda,\n" in text
     assert "#define" not in text  # the macros configure the shared decoder, not the handlers
     assert "#define BE_BINDING_CUDA 1\n#define EXTRA_FLAG 1\n" in render_decoder(target=target)
-    assert render_binding("m", [SPEC], platform="cpu") == render_binding(
-        "m", [SPEC], target=BUILTIN_TARGETS["cpu"]
-    )
 
 
 def test_unknown_platform_and_dtype_are_refused() -> None:
@@ -165,13 +168,11 @@ def test_unknown_platform_and_dtype_are_refused() -> None:
         BindingTarget("hip")
     with pytest.raises(ValueError, match="binding define 'A-B' is not a C identifier"):
         BindingTarget("cpu", ("A-B",))
-    with pytest.raises(ValueError, match="no built-in binding target for platform 'rocm'"):
-        render_binding("m", [SPEC], platform="rocm")
-    with pytest.raises(TypeError, match="binding needs target="):
-        render_binding("m", [SPEC])
+    with pytest.raises(TypeError, match="target"):
+        render_binding("m", [SPEC])  # type: ignore[call-arg]
     with pytest.raises(ValueError, match=r"unknown scalar type 'float8'.*complex128"):
-        dtype_enum("float8")
-    assert [dtype_enum(n) for n in SCALAR_TYPES] == [s.cxx_enum for s in SCALARS]
+        scalar("float8")
+    assert [scalar(n) for n in SCALAR_TYPES] == list(SCALARS)
 
 
 # A role the vocabulary does not have (as if added to one side only).
@@ -181,7 +182,7 @@ _ALIEN = "barrier"
 def test_codegen_refuses_an_unknown_role() -> None:
     alien = FunctionSpec("f", (Param(_ALIEN, "w", None, "BE::Tensor"),), "k.cpp", 1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"codegen._param_row: unhandled binding value 'barrier'"):
-        render_binding("m", [alien], platform="cpu")
+        render_binding("m", [alien], target=_builtin("cpu"))
     with pytest.raises(ValueError, match=r"codegen._call_arguments: unhandled binding value 'barrier'"):
         render_kernel_unit("k.cpp", "void f(BE::Tensor w) {}\n", [alien])
 

@@ -164,11 +164,8 @@ def clear(root: Path, module: str | None = None) -> tuple[int, int]:
 def superseded(entries: Iterable[EntryInfo], keep: int) -> list[EntryInfo]:
     """Entries beyond the ``keep`` (at least 1) most recently used versions of each build of a
     module; a damaged entry (no readable manifest) never loads as it is, so it is always included.
-
-    Each entry's manifest says what tells its build from the others of its name (``variant``,
-    chosen by the kind of entry that made it: a module's load options, an NVRTC kernel's
-    architecture, names and options, what a remembered result is about); entries that differ
-    in anything else (the sources, the compiler, brainevent's version) are versions of one build."""
+    A manifest's ``variant`` tells its build from the others of its name; entries that differ in
+    anything else (the sources, the compiler, brainevent's version) are versions of one build."""
     if keep < 1:
         raise ValueError(f"keep must be at least 1, got {keep}: `cache clear` removes every entry")
     versions: dict[tuple[str, str, str, str], list[EntryInfo]] = {}

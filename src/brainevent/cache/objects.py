@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..build.step import BuildStep
-from ..fileio import copy_file, read_blocks, sha256_file
-from ..trust import private_dir, private_file, write_private
+from ..fileio import atomic_write, copy_file, read_blocks, sha256_file
+from ..trust import private_dir, private_file
 from . import records
 from .deps import DependencyRecord, first_stale
 
@@ -64,7 +64,7 @@ class ObjectCache(NamedTuple):
         with contextlib.suppress(OSError):  # a cache of objects is an optimisation only
             # The object first, then its record: a reader that finds the record finds the object.
             data = source.read_bytes()
-            write_private(self.directory / f"{key}.o", data)
+            atomic_write(self.directory / f"{key}.o", data)
             digest = hashlib.sha256(data).hexdigest()
             record = {"dependencies": deps, "since_ns": since_ns, "size": len(data), "sha256": digest}
-            write_private(self.directory / f"{key}.deps.json", json.dumps(record, sort_keys=True).encode())
+            atomic_write(self.directory / f"{key}.deps.json", json.dumps(record, sort_keys=True).encode())

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .. import config
 from ..errors import CacheError
-from ..fileio import read_blocks
-from ..trust import harden_tree, private_file, write_private
+from ..fileio import atomic_write, read_blocks
+from ..trust import harden_tree, private_file
 from . import records
 from .store import CacheEntry
 
@@ -83,33 +83,25 @@ def build_slot(store: EntryStore, key: CacheKey, *, force: bool = False) -> Iter
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def disk_full_error(exc: OSError, store: EntryStore, module: str) -> CacheError | None:
-    """The typed error for a build that ran out of disk space (or quota); None for other errors."""
-    if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
-        return None
-    where = exc.filename or store.module_dir
-    return CacheError(
-        f"the disk holding the cache is full ({exc.strerror}) at {where} while building module "
-        f"{module!r}; nothing was published and the partial build was removed. Free space there "
-        "(`brainevent cache prune --max-size 1G`), or point BRAINEVENT_CACHE_DIR (or build_directory=) "
-        "at a directory on another disk.",
-        path=str(where),
-        module=module,
-        disk_full=True,
-    )
-
-
 @contextlib.contextmanager
 def disk_full_guard(store: EntryStore, module: str) -> Iterator[None]:
-    """Turns a full disk inside (a build slot and what is written into it) into
-    :func:`disk_full_error`'s CacheError; the slot has removed its staging directory by then."""
+    """Turns a full disk (or quota) inside a build slot and what is written into it into a typed
+    CacheError; the slot has removed its staging directory by then."""
     try:
         yield
     except OSError as exc:
-        full = disk_full_error(exc, store, module)
-        if full is None:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
-        raise full from exc
+        where = exc.filename or store.module_dir
+        raise CacheError(
+            f"the disk holding the cache is full ({exc.strerror}) at {where} while building module "
+            f"{module!r}; nothing was published and the partial build was removed. Free space there "
+            "(`brainevent cache prune --max-size 1G`), or point BRAINEVENT_CACHE_DIR (or build_directory=) "
+            "at a directory on another disk.",
+            path=str(where),
+            module=module,
+            disk_full=True,
+        ) from exc
 
 
 def publish(store: EntryStore, slot: BuildSlot, manifest: Manifest) -> CacheEntry:
@@ -207,7 +199,7 @@ def _locked(store: EntryStore, key: CacheKey) -> Iterator[None]:
     try:
         with contextlib.suppress(OSError):
             record = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
-            write_private(owner_path, json.dumps(record).encode())
+            atomic_write(owner_path, json.dumps(record).encode())
         yield
     finally:
         with contextlib.suppress(OSError):

@@ -82,12 +82,7 @@ def _param_row(row: object, where: str) -> None:
     if not (isinstance(row, list) and 4 <= len(row) <= 6):
         _fail(where, "is not [role, name, dtype, cxx_type(, scratch bytes(, declared shape))]")
     role, name, dtype, cxx_type, *rest = row
-    if (
-        not isinstance(role, str)
-        or role not in ROLES
-        or not isinstance(name, str)
-        or not isinstance(cxx_type, str)
-    ):
+    if not (isinstance(role, str) and role in ROLES and isinstance(name, str) and isinstance(cxx_type, str)):
         _fail(where, "has a bad role, name or C++ type")
     if dtype is not None and not isinstance(dtype, str):
         _fail(where, "has a dtype that is not a string")

@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 
 from ..fileio import atomic_write, read_blocks
-from ..trust import entry_fix, private_dir, private_file, private_tree
+from ..trust import check_root, entry_fix, private_dir, private_file
 from . import LAYOUT_VERSION, MANIFEST_NAME, inside_name, record_use, records
 from .key import CacheKey
 from .manifest import Manifest
@@ -39,14 +39,6 @@ class CacheEntry:
         """The shared object."""
         return self.directory / self.manifest.artifact
 
-    @property
-    def artifact_sha256(self) -> str:
-        return self.manifest.artifact_sha256
-
-    @property
-    def openmp(self) -> bool:
-        return bool(self.manifest.inputs.get("openmp"))
-
 
 class EntryStore:
     def __init__(self, root: Path, name: str) -> None:
@@ -61,7 +53,8 @@ class EntryStore:
     def prepare(self, *, create: bool) -> bool:
         """Checks (creating if asked) the directories from the root down to the module's;
         False when they do not exist yet. Refuses with a CacheError what others could write."""
-        return private_tree(self.root, (self.layout_dir, self.module_dir), create=create)
+        dirs = (self.layout_dir, self.module_dir)
+        return check_root(self.root, create=create) and all(private_dir(d, create=create) for d in dirs)
 
     def lock_path(self, key: CacheKey) -> Path:
         return self.module_dir / f"{key.short}.lock"

@@ -217,13 +217,6 @@ def partitioned_call(
 
     aligned, _ = align_inputs(batch_operands(target, inputs, specs, num_batch_dims))
     outs = tuple(ShapedArray(tuple(int(d) for d in s.shape), s.dtype) for s in specs)
-    results = primitive().bind(
-        *aligned,
-        outs=outs,
-        target=target,
-        batch_dims=num_batch_dims,
-        vmap_method=vmap_method,
-        attrs=tuple(sorted(attrs.items())),
-        aliases=tuple(sorted((aliases or {}).items())),
-    )
-    return list(results)
+    params = {"outs": outs, "target": target, "batch_dims": num_batch_dims, "vmap_method": vmap_method}
+    params |= {"attrs": tuple(sorted(attrs.items())), "aliases": tuple(sorted((aliases or {}).items()))}
+    return list(primitive().bind(*aligned, **params))

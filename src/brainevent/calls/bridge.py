@@ -149,16 +149,9 @@ class BridgedFunction:
             return partitioned_call(
                 target, args, specs, self._batch_dims, self._given_vmap_method, attrs, aliases
             )
-        results = call_target(
-            target,
-            args,
-            [*specs, *(scratch[0] if scratch else ())],
-            vmap_method=method,
-            input_output_aliases=aliases,
-            vmap_fix=VMAP_FIX,
-            **attrs,
-        )
-        return results[: len(specs)]
+        every = [*specs, *(scratch[0] if scratch else ())]  # Triton's scratch buffers after the results
+        options: dict[str, Any] = {"vmap_method": method, "input_output_aliases": aliases}
+        return call_target(target, args, every, vmap_fix=VMAP_FIX, **options, **attrs)[: len(specs)]
 
     def _batchable(self, specs: tuple[Any, ...]) -> Callable[..., Any]:
         """A custom_vmap function for these result specs; batching re-enters with batched specs."""

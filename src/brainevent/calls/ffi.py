@@ -35,10 +35,8 @@ def flatten_outs(outs: Any, owner: str) -> tuple[list[Any], Any]:
 
 def check_sizes(owner: str, specs: Sequence[Any]) -> None:
     """KernelCallError naming the first result XLA cannot size: a negative dim, or more than
-    2**63-1 bytes (XLA would abort the process). Every result shape a call makes, declared,
-    given or widened by ``vmap``, passes here before XLA sees it: where ``outs`` enter
-    (:func:`flatten_outs`) and where results are typed (:func:`result_types`,
-    :func:`abstract_results`)."""
+    2**63-1 bytes (XLA would abort the process). Every result shape a call makes (declared,
+    given or widened by ``vmap``) passes here, where ``outs`` enter and where results are typed."""
     import numpy as np
 
     from ..errors import KernelCallError

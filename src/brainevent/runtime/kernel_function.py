@@ -60,14 +60,12 @@ class KernelFunction:
 
         if self.unregistered is not None:
             kind, fix = platform_class(self.platform).unregistered_help()
-            raise KernelNotAvailableError(
+            message = (
                 f"{self.target}: module {self.module!r} was built for {kind} but not registered with JAX "
-                f"in this process, so it cannot be called: {self.unregistered}. {fix}",
-                target=self.target,
-                module=self.module,
-                platform=self.platform,
-                reason=self.unregistered,
+                f"in this process, so it cannot be called: {self.unregistered}. {fix}"
             )
+            where = {"target": self.target, "module": self.module, "platform": self.platform}
+            raise KernelNotAvailableError(message, **where, reason=self.unregistered)
         spec = self.spec
         self.check_arity(len(arrays))
         converted = self.converted_attrs(attrs)

@@ -59,16 +59,15 @@ def _check_owners(targets: Mapping[str, str], module: str, platform: str) -> Non
     names = sorted(taken)
     what = f"FFI target {names[0]!r}" if len(names) == 1 else f"FFI targets {names}"
     by = " and ".join(repr(o) for o in owners)
-    raise RegistrationError(
+    message = (
         f"module {module!r} cannot register {what} on platform {platform!r}: already registered to "
         f"different module {by}, and taking over would make code "
         f"written for {by} silently run {module!r}. Pass another target_prefix= (or name=) when "
-        f"loading {module!r}, or replace=True to point the target(s) at {module!r} on purpose.",
-        target=names[0],
-        targets=names,
-        platform=platform,
-        module=module,
-        registered_by=owners[0] if len(owners) == 1 else owners,
+        f"loading {module!r}, or replace=True to point the target(s) at {module!r} on purpose."
+    )
+    owner = owners[0] if len(owners) == 1 else owners
+    raise RegistrationError(
+        message, target=names[0], targets=names, platform=platform, module=module, registered_by=owner
     )
 
 

@@ -44,16 +44,12 @@ def bind_tokens(sig: CxxSignature, tokens: Sequence[SpecToken], origin: str = ""
         problem = _mismatch(tok, cls, cparam)
         if problem is not None:
             unmappable = f"Cannot map C++ type {cparam.type!r}. " if cls.kind == "unmappable" else ""
-            raise _param_error(
-                sig,
-                position,
-                cparam,
+            message = (
                 f"{unmappable}{head}: token {position} {tok.shown()!r} does not fit C++ parameter "
                 f"{position} `{cparam.display()}` (line {cparam.line}): expected {problem[0]}. "
-                f"Fix: {problem[1]}.",
-                token=tok.shown(),
-                cxx_type=cparam.type,
+                f"Fix: {problem[1]}."
             )
+            raise _param_error(sig, position, cparam, message, token=tok.shown(), cxx_type=cparam.type)
         _check_attr_name(head, sig, position, tok, cparam)  # after the type: a tensor's name is no news
         if tok.role is Role.ATTR:
             params.append(Param(Role.ATTR, str(tok.attr_name), tok.dtype or cls.detail, cparam.type))
@@ -76,28 +72,17 @@ def _check_attr_name(head: str, sig: CxxSignature, position: int, tok: SpecToken
     else:
         where = f"'{tok.attr_name}' not found in signature: the function has no such parameter"
         fix = f"write 'attr.{cparam.name}' for parameter {position}, or rename the C++ parameter"
-    raise _param_error(
-        sig,
-        position,
-        cparam,
+    message = (
         f"{head}: token {position} {tok.shown()!r} names attribute '{tok.attr_name}', but C++ "
         f"parameter {position} is `{cparam.display()}` ({where}; the parameters are: {shown_params}). "
-        f"Fix: {fix}.",
-        token=tok.shown(),
-        parameters=names,
+        f"Fix: {fix}."
     )
+    raise _param_error(sig, position, cparam, message, token=tok.shown(), parameters=names)
 
 
 def _param_error(sig: CxxSignature, position: int, cparam: CxxParam, message: str, **data: Any) -> SpecError:
-    return SpecError(
-        message,
-        function=sig.name,
-        position=position,
-        parameter=cparam.name,
-        line=cparam.line,
-        file=sig.file_name,
-        **data,
-    )
+    where: dict[str, Any] = {"function": sig.name, "position": position, "parameter": cparam.name}
+    return SpecError(message, **where, line=cparam.line, file=sig.file_name, **data)
 
 
 def _mismatch(tok: SpecToken, cls: TypeClass, cparam: CxxParam) -> tuple[str, str] | None:
@@ -178,13 +163,10 @@ def infer_spec(sig: CxxSignature) -> list[SpecToken]:
                 "change the parameter's type",
             )
         if problem is not None:
-            raise _param_error(
-                sig,
-                position,
-                param,
+            message = (
                 f"{sig.name} ({sig.where}): cannot infer the arg_spec: parameter {position} "
                 f"`{param.display() or '(empty)'}` {problem[0]}. Fix: {problem[1]}, or give an explicit spec "
-                f"(functions={{'{sig.name}': [...]}} or '// @BE {sig.name} <tokens...>').",
-                cxx_type=param.type,
+                f"(functions={{'{sig.name}': [...]}} or '// @BE {sig.name} <tokens...>')."
             )
+            raise _param_error(sig, position, param, message, cxx_type=param.type)
     return tokens

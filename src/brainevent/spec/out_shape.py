@@ -96,11 +96,9 @@ def parse_out_shape(text: str) -> OutShape | None:
 
 def size_problem(dims: Sequence[int], itemsize: int) -> str | None:
     """Why XLA cannot size an array of ``dims`` with ``itemsize``-byte elements, or None."""
-    negative = [d for d in dims if d < 0]
-    if negative:
+    if negative := [d for d in dims if d < 0]:
         return f"dim {negative[0]} is negative; dims are sizes, 0 or more"
-    too_long = [d for d in dims if d > MAX_SIZE]
-    if too_long:
+    if too_long := [d for d in dims if d > MAX_SIZE]:
         return f"dim {too_long[0]} is larger than XLA can size (at most 2**63-1)"
     count = math.prod(dims)
     if count * itemsize > MAX_SIZE:

@@ -56,16 +56,13 @@ def resolve_functions(
         if not any(t.role is Role.RET for t in tokens):  # refused: XLA would drop the call
             spec = f"the arg_spec from {origin}" if origin else "the spec inferred from its signature"
             shown = [t.shown() for t in tokens]
-            raise SpecError(
+            message = (
                 f"{name} ({sig.where}): {spec}, {shown}, has no output: an entry point needs at "
                 "least one 'ret'. XLA drops a custom call whose results are unused, so this function "
                 "would never run. Fix: give it a BE::Tensor output parameter (non-const) and a 'ret' "
-                "token for it, and write the result (or a status) there.",
-                function=name,
-                line=sig.line,
-                file=sig.file_name,
-                tokens=shown,
+                "token for it, and write the result (or a status) there."
             )
+            raise SpecError(message, function=name, line=sig.line, file=sig.file_name, tokens=shown)
         params = bind_tokens(sig, tokens, origin)
         specs.append(FunctionSpec(name, params, sig.file_name, sig.line, sig.scope, **options))
     return specs

@@ -92,15 +92,10 @@ def parse_tokens(function: str, tokens: Sequence[str] | str) -> list[SpecToken]:
         tok = _parse_one(function, position, raw)
         key = tok.attr_name if tok.role is Role.ATTR else tok.role
         if key in first:
-            attr: dict[str, Any] = {"attribute": tok.attr_name} if tok.role is Role.ATTR else {}
+            data: dict[str, Any] = {"function": function, "token": raw, "position": position}
+            data.update({"attribute": tok.attr_name} if tok.role is Role.ATTR else {})
             problem = _REPEATED[tok.role].format(first=first[key], name=tok.attr_name)
-            raise SpecError(
-                f"{function}: arg_spec token {position} {raw!r} {problem}",
-                function=function,
-                token=raw,
-                position=position,
-                **attr,
-            )
+            raise SpecError(f"{function}: arg_spec token {position} {raw!r} {problem}", **data)
         if tok.role in _REPEATED:
             first[key] = position
         parsed.append(tok)

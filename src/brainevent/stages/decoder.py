@@ -34,27 +34,22 @@ class DecoderPlan(NamedTuple):
     fetched: bool  # True: copied into the build directory; False: this build compiles it
 
 
-def decoder_cache(request: LoadRequest) -> ObjectCache:
-    from ..cache.objects import ObjectCache
-    from ..trust import private_dir
-
-    base = cache_root(request.options.build_directory) / LAYOUT_VERSION
-    if private_dir(base, create=False):
-        private_dir(base / DECODER_DIR, create=True)
-    return ObjectCache(base / DECODER_DIR / "objects")
-
-
 def prepare_decoder(staging: Path, request: LoadRequest) -> tuple[str | None, DecoderPlan]:
     """Writes the decoder's source into ``staging`` and fetches its object from the cache.
 
     Returns (the decoder source for GeneratedSources, None when the object was fetched; the plan).
     """
+    from ..cache.objects import ObjectCache
     from ..platforms.steps import GeneratedSources, decoder_salt
+    from ..trust import private_dir
 
     platform = request.platform
     atomic_write(staging / DECODER_SOURCE, render_decoder(target=platform.binding_target))
     step = platform.decoder_step(GeneratedSources((), DECODER_OBJECT, DECODER_SOURCE, ""))
-    cache = decoder_cache(request)
+    base = cache_root(request.options.build_directory) / LAYOUT_VERSION
+    if private_dir(base, create=False):
+        private_dir(base / DECODER_DIR, create=True)
+    cache = ObjectCache(base / DECODER_DIR / "objects")
     key = cache.key(staging, step, json.dumps(decoder_salt(platform.name), sort_keys=True, default=str))
     fetched = cache.fetch(key, staging / DECODER_OBJECT) is not None
     return (None if fetched else DECODER_SOURCE), DecoderPlan(key, cache, fetched)

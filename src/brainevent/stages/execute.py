@@ -42,7 +42,7 @@ def run_plan(
     from ..build.ninja import run_build
     from ..cache.deps import snapshot
     from ..cache.objects import ObjectCache
-    from ..trust import write_private
+    from ..fileio import atomic_write
 
     options, platform = request.options, request.platform
     assert key.exact is not None
@@ -73,26 +73,21 @@ def run_plan(
     previous = Manifest.load(store.entry_dir(key.exact))
     known = _scanned_headers(request) + list(previous.dependencies if previous else ())
     before = snapshot(known + [p for cached in reused.values() for p in cached])
-    started_ns = time.time_ns()
-    started = time.monotonic()
+    started_ns, started = time.time_ns(), time.monotonic()  # when the build began; for its duration
     try:
         run_build(staging, todo, workers=options.ninja_workers, verbose=options.verbose, module=options.name)
     except CompileError as exc:
         from ..build.diagnostics import compile_error, user_file_names  # its regexes: a failed build only
 
-        failed_log = store.failed_log_path(key.exact)
-        with contextlib.suppress(OSError):  # never written through a planted link (trust.py)
-            write_private(failed_log, str(exc.data.get("log", "")).encode("utf-8", "replace"))
-        raise compile_error(
-            options.name,
-            user_file_names(
-                str(exc.data.get("log", "")), [(p, u.display_name) for p, u in plan.sources.kernel_units]
-            ),
-            failed_log,
-            timed_out=bool(exc.data.get("timed_out")),
-            timeout_s=exc.data.get("timeout_s"),
-            sources=request.units,
-        ) from None
+        failed_log, text = store.failed_log_path(key.exact), str(exc.data.get("log", ""))
+        with contextlib.suppress(OSError):  # never written through a planted link (atomic_write)
+            atomic_write(failed_log, text.encode("utf-8", "replace"))
+        shown = user_file_names(text, [(p, u.display_name) for p, u in plan.sources.kernel_units])
+        timing: dict[str, Any] = {
+            "timed_out": bool(exc.data.get("timed_out")),
+            "timeout_s": exc.data.get("timeout_s"),
+        }
+        raise compile_error(options.name, shown, failed_log, **timing, sources=request.units) from None
     publish_decoder(staging, plan.decoder, started_ns, tuple(todo))
     dependencies = _record_objects(todo, object_keys, objects, staging, request, before, started_ns)
     for cached in reused.values():

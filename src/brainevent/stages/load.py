@@ -72,10 +72,9 @@ def _artifact(request: LoadRequest) -> CacheEntry:
     # In a jax.distributed job, one process builds for all (distributed/exchange.py).
     from .. import distributed
 
-    built = distributed.get_or_build(
+    return distributed.get_or_build(
         store, key.exact, lambda: build_missing(request, key, store), force=options.force_rebuild
     )
-    return built
 
 
 def build_missing(request: LoadRequest, key: ModuleKey, store: EntryStore) -> CacheEntry:
@@ -130,7 +129,7 @@ def register(artifact: CacheEntry, request: LoadRequest) -> CompiledModule:
             from ..toolchain.nvidia_libs import preload
 
             preload(options.extra_libraries)
-        if artifact.openmp:
+        if artifact.manifest.inputs.get("openmp"):
             from ..runtime.openmp import prepare_openmp_runtime
 
             prepare_openmp_runtime()  # before dlopen: libgomp reads its environment once
@@ -148,7 +147,7 @@ def register(artifact: CacheEntry, request: LoadRequest) -> CompiledModule:
             library,
             module=options.name,
             platform=row.ffi_platform,
-            artifact_key=artifact.artifact_sha256,  # a rebuild under one key is new code
+            artifact_key=artifact.manifest.artifact_sha256,  # a rebuild under one key is new code
             command_buffer=options.allow_cuda_graph,
             graph_capture=row.graph_capture,
             replace=options.replace,

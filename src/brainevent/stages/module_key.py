@@ -64,12 +64,8 @@ def derive_key(request: LoadRequest) -> ModuleKey:
     portable_inputs = dict(record, **platform.portable_inputs(options))
 
     def portable() -> CacheKey:
-        return (
-            KeyBuilder(platform.name + "-portable")
-            .add("record", portable_inputs)
-            .add("units", units)
-            .finish()
-        )
+        builder = KeyBuilder(f"{platform.name}-portable").add("record", portable_inputs)
+        return builder.add("units", units).finish()
 
     portable_record = dict(record)
     try:
@@ -91,23 +87,15 @@ def _library_inputs(names: Sequence[str]) -> dict[str, Any]:
 
 
 def _functions_key(functions: Any) -> Any:
-    """The raw `functions` argument in a keyable form (resolution happens only on a miss)."""
-    if functions is None:
-        return None
+    """The raw `functions` argument (or one function's tokens) in a keyable form: it is resolved
+    only on a miss, where anything unexpected is refused."""
+    if functions is None or isinstance(functions, str):
+        return functions
     if isinstance(functions, Mapping):
-        return {str(k): _tokens_key(v) for k, v in functions.items()}
+        return {str(k): _functions_key(v) for k, v in functions.items()}
     if isinstance(functions, (list, tuple)):
         return [str(f) for f in functions]
-    return repr(functions)  # resolved (and rejected) on the build path
-
-
-def _tokens_key(tokens: Any) -> Any:
-    # None (the source decides) stays None; anything unexpected is refused on the build path.
-    if tokens is None or isinstance(tokens, str):
-        return tokens
-    if isinstance(tokens, (list, tuple)):
-        return [str(t) for t in tokens]
-    return repr(tokens)
+    return repr(functions)
 
 
 def _unit_key(units: Sequence[SourceUnit]) -> list[Any]:

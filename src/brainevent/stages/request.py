@@ -61,16 +61,13 @@ def check_encodable(source: str, parameter: str) -> str:
     except UnicodeEncodeError as exc:
         line = source.count("\n", 0, exc.start) + 1
         column = exc.start - (source.rfind("\n", 0, exc.start) + 1) + 1
-        char = source[exc.start]
-        raise SpecError(
-            f"{parameter} has a lone surrogate U+{ord(char):04X} at line {line}, column {column} "
+        char = f"U+{ord(source[exc.start]):04X}"
+        message = (
+            f"{parameter} has a lone surrogate {char} at line {line}, column {column} "
             f"(character {exc.start}), which cannot be written out as UTF-8 for the compiler. Remove it, "
-            "or decode the text that produced it with errors='replace' instead of 'surrogateescape'.",
-            value=f"U+{ord(char):04X}",
-            line=line,
-            column=column,
-            position=exc.start,
-        ) from None
+            "or decode the text that produced it with errors='replace' instead of 'surrogateescape'."
+        )
+        raise SpecError(message, value=char, line=line, column=column, position=exc.start) from None
     return source
 
 
@@ -114,22 +111,17 @@ def name_from_path(path: Path) -> str:
     return stem if stem[0].isalpha() or stem[0] == "_" else f"m_{stem}"
 
 
-def check_path_encodable(path: Path) -> Path:
-    """``path`` if its name can be written as UTF-8 (``#line``, build file, manifest); else a SpecError."""
-    try:
-        str(path).encode("utf-8")
+def read_source_file(path: str | os.PathLike[str], suffixes: Sequence[str]) -> tuple[Path, str]:
+    resolved = Path(path).expanduser().resolve()
+    try:  # its name is written in #line directives, the build file and the manifest
+        str(resolved).encode("utf-8")
     except UnicodeEncodeError:
-        raw = os.fsencode(path)
+        raw = os.fsencode(resolved)
         raise SpecError(
             f"source file {raw!r} has a name that is not valid UTF-8, which the generated code and "
             "the compiler's records cannot name. Rename the file (or its directory) to a UTF-8 name.",
             value=repr(raw),
         ) from None
-    return path
-
-
-def read_source_file(path: str | os.PathLike[str], suffixes: Sequence[str]) -> tuple[Path, str]:
-    resolved = check_path_encodable(Path(path).expanduser().resolve())
     if not resolved.is_file():
         raise SpecError(
             f"source file {str(path)!r} does not exist (resolved to {resolved}); pass the path of a "
