@@ -21,7 +21,7 @@ from brainevent.headers import (
 from brainevent.platform_table import BUILD_PLATFORMS
 from brainevent.spec.bind import bind_tokens
 from brainevent.spec.model import FunctionSpec, Param, Role
-from brainevent.spec.signature import find_signature
+from brainevent.spec.signature import pick_one, scan_functions
 from brainevent.spec.tokens import SpecToken
 from brainevent.vocabulary import (
     INVALID_DTYPE,
@@ -188,7 +188,7 @@ def test_codegen_refuses_an_unknown_role() -> None:
 
 
 def test_bind_refuses_an_unknown_role() -> None:
-    sig = find_signature("void f(BE::Tensor w) {}\n", "f", "k.cpp")
+    sig = pick_one("f", scan_functions("void f(BE::Tensor w) {}\n", "k.cpp"))
     assert sig is not None
     with pytest.raises(ValueError, match=r"spec.bind._mismatch: unhandled binding value 'barrier'"):
         bind_tokens(sig, [SpecToken(_ALIEN)])  # type: ignore[arg-type]

@@ -112,13 +112,13 @@ def test_call_sugar_refuses_outs_that_contradict_the_declaration(mod):
 )
 def test_bad_declarations_are_spec_errors(token, words):
     from brainevent.spec.bind import bind_tokens
-    from brainevent.spec.signature import find_signature
+    from brainevent.spec.signature import pick_one, scan_functions
     from brainevent.spec.tokens import parse_tokens
 
     src = "void f(const BE::Tensor x, BE::Tensor out, float s, int n) {}"
     with pytest.raises(SpecError) as info:
         toks = parse_tokens("f", ["arg", token, "attr.s", "attr.n"])
-        sig = find_signature(src, "f")
+        sig = pick_one("f", scan_functions(src))
         assert sig is not None
         bind_tokens(sig, toks)
     for word in words:

@@ -10,14 +10,14 @@ from brainevent.errors import SpecError
 from brainevent.runtime.module import spec_from_json
 from brainevent.spec.bind import bind_tokens, infer_spec
 from brainevent.spec.model import FunctionSpec, Role
-from brainevent.spec.signature import find_signature
+from brainevent.spec.signature import pick_one, scan_functions
 from brainevent.spec.tokens import parse_tokens
 
 SOURCE = "void f(const BE::Tensor x, BE::Tensor out, BE::Scratch work, int64_t stream) {}\n"
 
 
 def _signature(source: str = SOURCE):  # type: ignore[no-untyped-def]
-    sig = find_signature(source, "f", "k.cpp")
+    sig = pick_one("f", scan_functions(source, "k.cpp"))
     assert sig is not None
     return sig
 

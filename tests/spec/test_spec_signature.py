@@ -10,10 +10,14 @@ from brainevent.errors import SpecError
 from brainevent.spec.bind import infer_spec
 from brainevent.spec.cxx_types import classify
 from brainevent.spec.model import Role
-from brainevent.spec.signature import CxxSignature, find_signature, scan_functions
+from brainevent.spec.signature import CxxSignature, pick_one, scan_functions
 from brainevent.spec.tokens import SpecToken
 from tests.support.kernels import CUDA_VECTOR_ADD as SEED
 from tests.support.properties import given, settings, st
+
+
+def find_signature(source: str, function: str, file_name: str = "<source>") -> CxxSignature | None:
+    return pick_one(function, scan_functions(source, file_name))
 
 
 def sig_of(source: str, name: str = "f") -> CxxSignature:

@@ -51,13 +51,6 @@ def scan_functions(source: str | LexResult, file_name: str = "<source>") -> list
     return list(_Scanner(lexed.tokens, file_name).run())
 
 
-def find_signature(
-    source: str | LexResult, function: str, file_name: str = "<source>"
-) -> CxxSignature | None:
-    """The host function ``function`` in ``source``, or None when it is not there; see :func:`pick_one`."""
-    return pick_one(function, scan_functions(source, file_name))
-
-
 def pick_one(function: str, sigs: Sequence[CxxSignature]) -> CxxSignature | None:
     """The one entry point the host declarations of ``function`` describe (a definition wins over
     declarations with its parameter types); SpecError for several definitions or differing overloads."""
