@@ -143,7 +143,7 @@ def test_manifest(built: dict[str, Any], data: st.DataObject) -> None:
         path.write_bytes(mutate(data, json.loads(original)))
         store = EntryStore(built["cache"], "kern")
         try:
-            entry, _why = store.lookup_why(CacheKey(built["key"]))
+            entry, _why = store.lookup(CacheKey(built["key"]))
         except BrainEventError:
             return
         if entry is not None:  # a hit must be fully usable: specs, dependencies

@@ -68,7 +68,7 @@ def build_slot(store: EntryStore, key: CacheKey, *, force: bool = False) -> Iter
         raise _cannot_build_error(directory, "no write permission or a read-only filesystem")
     with _locked(store, key):
         if not force:
-            entry = store.lookup(key, again=True)  # another process may have published meanwhile
+            entry, _ = store.lookup(key, again=True)  # another process may have published meanwhile
             if entry is not None:
                 yield BuildSlot(key, None, entry, replace=False)
                 return
@@ -115,7 +115,7 @@ def publish(store: EntryStore, slot: BuildSlot, manifest: Manifest) -> CacheEntr
     _publish(store, staging, store.entry_dir(key), key, replace=slot.replace)
     # What was just built is what this process asked for, even if a file it read changed
     # meanwhile (then the entry records that, and the next load rebuilds).
-    entry = store.lookup(key, check_dependencies=False)
+    entry, _ = store.lookup(key, check_dependencies=False)
     if entry is None:
         raise CacheError(
             f"the entry just published at {store.entry_dir(key)} does not verify; the cache "
@@ -131,7 +131,7 @@ def _publish(store: EntryStore, staging: Path, final: Path, key: CacheKey, *, re
     with contextlib.suppress(OSError):  # when the final directory exists
         os.rename(staging, final)
         return
-    if not replace and store.lookup(key, again=True) is not None:
+    if not replace and store.lookup(key, again=True)[0] is not None:
         log.debug("%s was published by another builder; keeping it", final)
         return
     # Damaged, incomplete or being force-rebuilt: move it aside, then publish ours.

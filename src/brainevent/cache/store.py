@@ -64,15 +64,10 @@ class EntryStore:
 
     def lookup(
         self, key: CacheKey, *, check_dependencies: bool = True, again: bool = False
-    ) -> CacheEntry | None:
-        """The published entry for ``key`` if it is intact and up to date; never locks or builds.
-        ``again``: a build's re-check, after a lookup that warned of damage already."""
-        return self.lookup_why(key, check_dependencies=check_dependencies, again=again)[0]
-
-    def lookup_why(
-        self, key: CacheKey, *, check_dependencies: bool = True, again: bool = False
     ) -> tuple[CacheEntry | None, str | None]:
-        """(entry, None) on a hit, else (None, why not) — the reason is None when there is no entry."""
+        """(the published entry for ``key``, None) if it is intact and up to date, else (None, why
+        not: None when there is no entry); never locks or builds. ``again``: a build's re-check,
+        after a lookup that warned of damage already."""
         directory = self.entry_dir(key)
         fix = entry_fix(self.name)
         if not (self.prepare(create=False) and private_dir(directory, create=False, fix=fix)):
@@ -118,11 +113,11 @@ class EntryStore:
             digest = records.alias(b"".join(read_blocks(path, limit=1024)), str(path))
         except (OSError, ValueError):  # missing, or not a key (RecordError): no alias
             return None, None
-        return self.lookup_why(CacheKey(digest))
+        return self.lookup(CacheKey(digest))
 
     def hit(self, key: CacheKey) -> CacheEntry | None:
         """:meth:`lookup`, recording the use (for `brainevent cache prune`) when it finds the entry."""
-        entry = self.lookup(key)
+        entry, _ = self.lookup(key)
         if entry is not None:
             record_use(entry.directory)
         return entry

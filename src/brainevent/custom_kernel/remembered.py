@@ -66,7 +66,7 @@ def read(store: EntryStore, parts: Sequence[Any], *, use: bool = True) -> dict[s
     """Entry ``parts`` if published and trusted, else None (``use``: record the use, for pruning)."""
     key = key_of(parts)
     try:
-        entry = store.hit(key) if use else store.lookup(key)
+        entry = store.hit(key) if use else store.lookup(key)[0]
         if entry is None:
             return None
         where = str(entry.library)
