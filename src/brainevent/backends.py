@@ -1,6 +1,7 @@
 """Which library each named backend needs, checked when it is first lowered (an operator library
 may define a Warp backend for everyone; only those who select it need Warp), and where it can run,
-checked at definition (a Triton backend on the CPU is a mistake on every machine)."""
+checked at definition (a Triton backend on the CPU is a mistake on every machine); the versions
+of installed distributions."""
 
 from __future__ import annotations
 
@@ -27,6 +28,16 @@ LIBRARIES: dict[str, Library] = {
     # CUDA source compiled with NVRTC (def_cuda_kernel); libnvrtc is found when it is lowered.
     "nvrtc": Library("cuda.pathfinder", "nvidia-cuda-nvrtc", ("gpu",)),
 }
+
+
+def installed_version(dist: str) -> str | None:
+    """The version of the installed distribution ``dist`` (``"jax"``, ``"numba-cuda"``), or None."""
+    from importlib import metadata  # costs ~30 ms: only when asked
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _importable(module: str) -> bool:

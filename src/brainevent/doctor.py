@@ -12,11 +12,11 @@ import sys
 import tempfile
 import warnings
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 from . import config
 from ._version import __version__
+from .backends import installed_version
 from .build.ninja import ninja_executable
 from .build.runner import ProcessJob, supervise
 from .cache import cache_root
@@ -56,13 +56,6 @@ class Report:
     @property
     def exit_code(self) -> int:
         return 1 if self.problems or (self.require_build and self.cannot_build) else 0
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 _SMOKE_CPP = (
@@ -194,7 +187,7 @@ def run_doctor(*, compile_checks: bool = True, require_build: bool = False) -> R
     report.item("brainevent", __version__)
     plugins = installed_jax_cuda_plugins()
     for dist in ("jax", "jaxlib", *plugins, "numba", "numba-cuda"):
-        if (version := _version(dist)) or dist in ("jax", "jaxlib"):
+        if (version := installed_version(dist)) or dist in ("jax", "jaxlib"):
             report.item(dist, version or "not installed")
 
     report.section("Host C++ compiler")

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import LIBRARIES
+from ..backends import LIBRARIES, installed_version
 from ..cache import cache_root, records
 from ..cache.key import CacheKey
 from ..cache.store import EntryStore
@@ -243,12 +243,7 @@ def entry_fingerprint(entry: KernelEntry) -> str:
 
 @functools.cache
 def _version(package: str) -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "absent"
+    return installed_version(package) or "absent"
 
 
 def versions(backends: list[str]) -> dict[str, str]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .. import config
+from ..backends import installed_version
 from ..environment import shortcut_environment, variable
 from ..errors import NvccNotFoundError
 from ..fileio import file_identity, file_stamps
@@ -383,13 +384,7 @@ def clear_version_cache() -> None:
 
 def installed_jax_cuda_plugins() -> dict[str, tuple[str, int]]:
     """{distribution: (version, CUDA major)} of the JAX CUDA plugins installed."""
-    import importlib.metadata  # lazy: costs ~30 ms and is needed only here
-
-    found = {}
-    for dist, major in JAX_PLUGINS:
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            found[dist] = (importlib.metadata.version(dist), major)
-    return found
+    return {dist: (version, major) for dist, major in JAX_PLUGINS if (version := installed_version(dist))}
 
 
 def check_jax_plugin_match(nvcc: NvccInfo) -> str | None:
