@@ -9,7 +9,6 @@ docs/cuda-tutorial.md, "8. CUDA graphs".
 from __future__ import annotations
 
 import os
-import sys
 
 COMMAND_BUFFER_FLAG = "--xla_gpu_enable_command_buffer"
 MIN_GRAPH_FLAG = "--xla_gpu_graph_min_graph_size"
@@ -42,19 +41,6 @@ def _flag_line(flags: str, types: tuple[str, ...], min_graph_size: int) -> str:
     return " ".join([flags, *added]).strip()
 
 
-def _started_platforms() -> set[str | None] | None:
-    """The platforms of JAX's started backends, None before they start; never imports JAX."""
-    bridge = sys.modules.get("jax._src.xla_bridge")
-    if bridge is None or not getattr(bridge, "backends_are_initialized", bool)():
-        return None
-    from .platform_table import OF_JAX_PLATFORM
-
-    try:
-        return {OF_JAX_PLATFORM.get(name) for name in bridge.backends()}
-    except Exception:  # a backend that failed to start is JAX's to report, not ours
-        return set()
-
-
 def _late_message(line: str) -> str:
     return (
         "brainevent was imported after JAX started its backend, so custom calls in small "
@@ -70,9 +56,12 @@ def _add_flags(types: tuple[str, ...], min_graph_size: int, warn_without_gpu: bo
     line = _flag_line(flags, types, min_graph_size)
     if line == flags.strip():
         return "user"
-    started = _started_platforms()
+    from .platform_table import OF_JAX_PLATFORM
+    from .platforms import running_platforms
+
+    started = running_platforms()
     if started is not None:
-        if warn_without_gpu or "gpu" in started:
+        if warn_without_gpu or "gpu" in {OF_JAX_PLATFORM.get(p) for p in started}:
             _warn(_late_message(line))
         return "late"
     os.environ["XLA_FLAGS"] = line

@@ -7,6 +7,7 @@ platform table (platform_table.py). Platform modules are imported on first use.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 from ..platform_table import BUILD_PLATFORMS, HOST_PLATFORM
@@ -38,13 +39,13 @@ def jax_spellings() -> dict[str, str]:
 
 
 def running_platforms() -> set[str] | None:
-    """The platforms of this process's JAX backends, or None before JAX has started them."""
+    """The platforms of this process's JAX backends ("cpu", "cuda"), or None before JAX has started
+    them; never imports JAX."""
+    bridge = sys.modules.get("jax._src.xla_bridge")
     try:
-        from jax._src import xla_bridge
-
-        if xla_bridge.backends_are_initialized():
-            return {b.platform for b in xla_bridge.backends().values()}
-    except (ImportError, AttributeError, RuntimeError):
+        if bridge is not None and bridge.backends_are_initialized():
+            return {b.platform for b in bridge.backends().values()}
+    except (AttributeError, RuntimeError):  # a backend that failed to start is JAX's to report
         pass
     return None
 
