@@ -44,11 +44,11 @@ class NvidiaLibrary(NamedTuple):
         return os.path.dirname(self.path)
 
 
-def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
+def check_names(value: Any) -> tuple[str, ...]:
     """``value`` as a tuple of library names pathfinder knows; SpecError naming the bad one."""
     if value is not None and not is_string_list(value):
         raise SpecError(
-            f'{label}={value!r} must be a list of NVIDIA library names, e.g. ["cublas", "curand"].',
+            f'extra_libraries={value!r} must be a list of NVIDIA library names, e.g. ["cublas", "curand"].',
             value=value,
         )
     if not value:  # None or empty: pathfinder is not even imported
@@ -62,7 +62,7 @@ def check_names(value: Any, label: str = "extra_libraries") -> tuple[str, ...]:
             hint = close_matches(name, known)
             fix = f"Did you mean {hint[0]!r}? " if hint else ""
             raise SpecError(
-                f"{label} entry {name!r} is not an NVIDIA library cuda-pathfinder knows; supported: "
+                f"extra_libraries entry {name!r} is not an NVIDIA library cuda-pathfinder knows; supported: "
                 f"{', '.join(known)}. {fix}For any other library pass its flags yourself "
                 '(extra_include_paths=[...], extra_ldflags=["-L<dir>", "-l<name>", "-Wl,-rpath,<dir>"]).',
                 value=name,
