@@ -9,21 +9,17 @@ the module is registered, which ``BE::ffi::Platform`` the binding decodes for (c
 Pure data, on the ground floor: ``config`` imports it at ``import brainevent``.
 """
 
-from __future__ import annotations
-
-from dataclasses import KW_ONLY, dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class DevicePlatform:
-    """One platform's row."""
+class DevicePlatform(NamedTuple):
+    """One platform's row (a NamedTuple: it is defined on every cache hit; architecture.md's rule)."""
 
     name: str  # the one name used inside the library (and by XLACustomKernel's tables)
     spellings: tuple[str, ...]  # what users may write for it (the name first)
     jax_platforms: tuple[str, ...]  # the platform names JAX lowers for
     kernel_hint: str  # how an XLACustomKernel gets a kernel for it (error messages)
-    _: KW_ONLY
-    # The rest only for platforms brainevent builds modules for (platforms/).
+    # The rest (given by keyword) only for platforms brainevent builds modules for (platforms/).
     build_platform: str | None = None  # cache keys, manifests, bundles, CompiledModule.platform
     platform_class: str = ""  # "module:class" in brainevent.platforms
     compiled_backend: str | None = None  # the backend name of a compiled module function
