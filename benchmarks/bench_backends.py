@@ -74,7 +74,7 @@ def loop_steps(op: Any, backends: list[str], rounds: int) -> dict[str, dict[str,
 
     ones = jnp.ones(LOOP_N, jnp.float32)
     start = jnp.zeros(LOOP_N, jnp.float32)
-    runners = {}
+    runners: dict[str, Any] = {}
     for backend in backends:
 
         def body(_: Any, v: Any, backend: str = backend) -> Any:

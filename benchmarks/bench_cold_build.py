@@ -78,7 +78,7 @@ def cpp_variants(persistent: str) -> dict[str, Callable[[], object]]:
 
 def cuda_variants(persistent: str) -> dict[str, Callable[[], object]]:
     import brainevent
-    from brainevent.toolchain import xla_include_dir
+    from brainevent.headers import xla_include_dir
     from brainevent.toolchain.cuda_arch import gencode_flags, resolve_archs
     from brainevent.toolchain.nvcc import find_nvcc
 

@@ -207,7 +207,7 @@ def per_call(cache: str, n: int, calls: int) -> dict[str, tuple[float, float]]:
     import jax.numpy as jnp
 
     import brainevent
-    from brainevent.toolchain import xla_include_dir
+    from brainevent.headers import xla_include_dir
 
     brainevent.load_cpp_inline(name="bench_add", cpp_sources=KERNEL, build_directory=cache)
     tmp = Path(tempfile.mkdtemp())

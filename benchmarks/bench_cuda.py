@@ -160,7 +160,7 @@ GRAPH_FLAGS = "--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL --xla_gpu_grap
 
 def cold_builds(repeat: int) -> dict[str, float]:
     import brainevent
-    from brainevent.toolchain import xla_include_dir
+    from brainevent.headers import xla_include_dir
     from brainevent.toolchain.cuda_arch import gencode_flags, resolve_archs
     from brainevent.toolchain.nvcc import find_nvcc
 
@@ -267,7 +267,7 @@ def main() -> None:
     cache = tempfile.mkdtemp(prefix="be-bench-gpu-")
     os.environ["BRAINEVENT_CACHE_DIR"] = cache
     import brainevent
-    from brainevent.toolchain import xla_include_dir
+    from brainevent.headers import xla_include_dir
     from brainevent.toolchain.cuda_arch import gencode_flags, resolve_archs
     from brainevent.toolchain.nvcc import find_nvcc
 

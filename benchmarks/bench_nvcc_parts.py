@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_cuda import SEED_ADD
@@ -47,17 +48,17 @@ def built_commands(arch: str, work: Path) -> dict[str, list[str]]:
 
     load = brainevent.load_cuda_inline
     load(name="parts_seed", cuda_sources=SEED_ADD, compute_capability=arch, auto_register=False)
-    spawn = subprocess.Popen
+    spawn: Any = subprocess.Popen  # subclassed below to see what ninja is given
     staged: list[str] = []
 
-    class Copying(spawn):  # type: ignore[type-arg, misc]
+    class Copying(spawn):
         def __init__(self, args: list[str], *rest: object, **options: object) -> None:
             if "ninja" in os.path.basename(str(args[0])):  # the build directory as ninja gets it
                 staged.append(args[args.index("-C") + 1])
                 shutil.copytree(staged[0], work / "build")
             super().__init__(args, *rest, **options)
 
-    subprocess.Popen = Copying  # type: ignore[misc]
+    subprocess.Popen = Copying  # type: ignore[misc, assignment]  # restored below
     try:
         load(name="parts", cuda_sources=SEED_ADD, compute_capability=arch, auto_register=False)
     finally:

@@ -92,7 +92,7 @@ print(json.dumps({"samples": samples, "xla_flags": os.environ.get("XLA_FLAGS", "
 
 def build_hand_written(platform: str, tmp: Path) -> Path:
     """The hand-written ffi.h handler of the same add, compiled by the platform's compiler."""
-    from brainevent.toolchain import xla_include_dir
+    from brainevent.headers import xla_include_dir
 
     library = tmp / "libhand.so"
     if platform == "gpu":

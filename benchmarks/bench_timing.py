@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import SRC, machine_line, precompile, run_python, table
+from common import SRC, machine_line, precompile, run_python
+from results import table
 
 KERNEL = r"""
 #include "brainevent/common.h"
