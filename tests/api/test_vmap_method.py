@@ -24,7 +24,7 @@ def _outs() -> Any:
 
 
 MAKERS: dict[str, Callable[[str], Any]] = {
-    "XLACustomKernel": lambda method: brainevent.XLACustomKernel("vm", vmap_method=method),
+    "XLACustomKernel": lambda method: brainevent.XLACustomKernel(f"vm_{method}", vmap_method=method),
     "cuda_kernel": lambda method: brainevent.cuda_kernel(
         SOURCE, "add", _outs(), launch_dims=8, vmap_method=method
     ),
